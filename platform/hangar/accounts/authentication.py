@@ -1,0 +1,71 @@
+"""DRF authentication by API token: `Authorization: Bearer <token>`, or HTTP Basic whose password is a
+token (OpenCode clients send Basic). A wrong, expired or revoked token is a 401 with a clear body."""
+
+import base64
+import binascii
+
+from django.utils import timezone
+from rest_framework import authentication, exceptions
+
+from hangar.accounts import tokens
+from hangar.accounts.models import ApiToken
+
+
+def resolve_token(raw: str) -> ApiToken:
+    """Find the usable token for `raw` or raise AuthenticationFailed saying why."""
+    if not raw.startswith(tokens.TOKEN_PREFIX):
+        raise exceptions.AuthenticationFailed("Invalid token.")
+    found = None
+    for index, candidate in tokens.candidate_digests(raw):
+        found = ApiToken.objects.select_related("user", "org").filter(digest=candidate, pepper_index=index).first()
+        if found:
+            break
+    if found is None:
+        raise exceptions.AuthenticationFailed("Invalid token.")
+    if found.revoked_at is not None:
+        raise exceptions.AuthenticationFailed("Token has been revoked.")
+    if found.expires_at is not None and found.expires_at <= timezone.now():
+        raise exceptions.AuthenticationFailed("Token has expired.")
+    if not found.user.is_active:
+        raise exceptions.AuthenticationFailed("User is inactive.")
+    now = timezone.now()
+    # Coarse last-used stamp: at most one write a minute per token.
+    if found.last_used_at is None or (now - found.last_used_at).total_seconds() > 60:
+        ApiToken.objects.filter(pk=found.pk).update(last_used_at=now)
+    return found
+
+
+class TokenAuthentication(authentication.BaseAuthentication):
+    keyword = "Bearer"
+
+    def authenticate(self, request):
+        header = authentication.get_authorization_header(request).decode("latin-1")
+        scheme, _, value = header.partition(" ")
+        if scheme.lower() != "bearer":
+            return None
+        if not value.strip():
+            raise exceptions.AuthenticationFailed("Empty bearer token.")
+        token = resolve_token(value.strip())
+        return token.user, token
+
+    def authenticate_header(self, request):
+        return 'Bearer realm="hangar"'
+
+
+class BasicTokenAuthentication(authentication.BaseAuthentication):
+    """HTTP Basic where the password is an API token; the username is ignored (OpenCode sends `opencode`)."""
+
+    def authenticate(self, request):
+        header = authentication.get_authorization_header(request).decode("latin-1")
+        scheme, _, value = header.partition(" ")
+        if scheme.lower() != "basic":
+            return None
+        try:
+            _, _, password = base64.b64decode(value.strip()).decode("utf-8").partition(":")
+        except (binascii.Error, UnicodeDecodeError) as exc:
+            raise exceptions.AuthenticationFailed("Malformed Basic credentials.") from exc
+        token = resolve_token(password)
+        return token.user, token
+
+    def authenticate_header(self, request):
+        return 'Basic realm="hangar"'

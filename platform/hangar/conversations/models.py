@@ -1,0 +1,141 @@
+"""The conversation store, shaped like OpenCode's (seed 003 "Database Schema"): sessions, messages,
+parts, todos, permission requests and a durable per-session event log.
+
+Message and part payloads live in `data` as OpenCode's JSON shapes, validated by the pydantic models in
+`hangar.conversations.schemas` on every write. Ids are OpenCode-format (hangar.ids).
+"""
+
+from django.conf import settings
+from django.db import models
+
+from hangar.ids import new_message_id, new_part_id, new_permission_id, new_session_id
+
+
+class SessionStatus(models.TextChoices):
+    IDLE = "idle"
+    BUSY = "busy"
+    RETRY = "retry"
+    ERROR = "error"
+
+
+class Session(models.Model):
+    id = models.CharField(primary_key=True, max_length=40, default=new_session_id, editable=False)
+    org = models.ForeignKey("accounts.Org", on_delete=models.CASCADE, related_name="sessions")
+    project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="sessions")
+    creator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    parent = models.ForeignKey("self", on_delete=models.CASCADE, null=True, blank=True, related_name="children")
+    title = models.CharField(max_length=200, blank=True)
+    slug = models.CharField(max_length=100, blank=True)
+    agent = models.CharField(max_length=64, default="build")
+    model = models.JSONField(default=dict, blank=True, help_text='{"providerID": ..., "modelID": ...}')
+    status = models.CharField(max_length=8, choices=SessionStatus.choices, default=SessionStatus.IDLE)
+    status_detail = models.JSONField(default=dict, blank=True, help_text="retry attempt/next, or error")
+    revert = models.JSONField(null=True, blank=True)
+    summary = models.JSONField(null=True, blank=True, help_text="diff summary {additions, deletions, files}")
+    permission = models.JSONField(default=list, blank=True, help_text="session-layer ruleset")
+    share = models.JSONField(null=True, blank=True)
+    cost = models.FloatField(default=0.0)
+    tokens = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    archived_at = models.DateTimeField(null=True, blank=True)
+    compacting_at = models.DateTimeField(null=True, blank=True)
+    # Last event sequence number handed out; incremented under the row lock by publish().
+    event_seq = models.BigIntegerField(default=0)
+    # Run ownership (hangar.engine.leases): one runner per session across all workers.
+    run_requested = models.BooleanField(default=False, help_text="work is waiting for a runner")
+    lease_owner = models.CharField(max_length=100, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    abort_requested = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["id"]  # descending ids: newest first
+        indexes = [models.Index(fields=["org", "project", "archived_at"])]
+
+
+class Message(models.Model):
+    id = models.CharField(primary_key=True, max_length=40, default=new_message_id, editable=False)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="messages")
+    role = models.CharField(max_length=16, choices=[("user", "user"), ("assistant", "assistant")])
+    data = models.JSONField(help_text="OpenCode UserMessage/AssistantMessage")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["id"]
+
+
+class Part(models.Model):
+    id = models.CharField(primary_key=True, max_length=40, default=new_part_id, editable=False)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="parts")
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="parts")
+    type = models.CharField(max_length=24)
+    data = models.JSONField(help_text="OpenCode Part, discriminated on type")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["id"]
+
+
+class Todo(models.Model):
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="todos")
+    position = models.PositiveIntegerField()
+    content = models.TextField()
+    status = models.CharField(max_length=16, default="pending")
+    priority = models.CharField(max_length=8, default="medium")
+
+    class Meta:
+        ordering = ["position"]
+        constraints = [models.UniqueConstraint(fields=["session", "position"], name="uniq_todo_position")]
+
+
+class PermissionRequest(models.Model):
+    id = models.CharField(primary_key=True, max_length=40, default=new_permission_id, editable=False)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="permission_requests")
+    permission = models.CharField(max_length=64)
+    patterns = models.JSONField(default=list)
+    always = models.JSONField(default=list, help_text="patterns an 'always' reply would grant")
+    metadata = models.JSONField(default=dict, blank=True)
+    message_id = models.CharField(max_length=40, blank=True)
+    call_id = models.CharField(max_length=200, blank=True)
+    status = models.CharField(max_length=16, default="pending")  # pending | once | always | reject
+    reply_message = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    replied_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+
+
+class GrantScope(models.TextChoices):
+    SESSION = "session"
+    PROJECT = "project"
+
+
+class PermissionGrant(models.Model):
+    """An 'always' reply, stored with an explicit scope so people can see and revoke it."""
+
+    org = models.ForeignKey("accounts.Org", on_delete=models.CASCADE)
+    project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="permission_grants")
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, null=True, blank=True)
+    scope = models.CharField(max_length=16, choices=GrantScope.choices)
+    permission = models.CharField(max_length=64)
+    pattern = models.CharField(max_length=500)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+
+class Event(models.Model):
+    """The durable per-session event log. `seq` is dense and monotonic per session (see publish)."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="events")
+    seq = models.BigIntegerField()
+    type = models.CharField(max_length=64)
+    payload = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["session", "seq"]
+        constraints = [models.UniqueConstraint(fields=["session", "seq"], name="uniq_event_seq")]

@@ -1,0 +1,54 @@
+"""OpenCode-format identifiers: `{prefix}_{12 hex of (ms * 0x1000 + counter)}{14 base62 random}`.
+
+Ascending ids (messages, parts) sort oldest first; descending ids (sessions) invert the time bits so
+the newest sorts first. The per-millisecond counter keeps ids from one process strictly ordered even
+in bursts; across processes the millisecond still orders them.
+"""
+
+import secrets
+import threading
+import time
+
+_BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+_PREFIXES = {"session": "ses", "message": "msg", "part": "prt", "permission": "per", "event": "evt", "user": "usr"}
+_lock = threading.Lock()
+_last_ms = 0
+_counter = 0
+
+
+def _random_suffix(length: int = 14) -> str:
+    return "".join(secrets.choice(_BASE62) for _ in range(length))
+
+
+def _next_stamp() -> int:
+    global _last_ms, _counter
+    with _lock:
+        now = int(time.time() * 1000)
+        if now != _last_ms:
+            _last_ms, _counter = now, 0
+        _counter += 1
+        return now * 0x1000 + _counter
+
+
+def ascending(kind: str) -> str:
+    return f"{_PREFIXES[kind]}_{_next_stamp() & 0xFFFFFFFFFFFF:012x}{_random_suffix()}"
+
+
+def descending(kind: str) -> str:
+    return f"{_PREFIXES[kind]}_{(~_next_stamp()) & 0xFFFFFFFFFFFF:012x}{_random_suffix()}"
+
+
+def new_session_id() -> str:
+    return descending("session")
+
+
+def new_message_id() -> str:
+    return ascending("message")
+
+
+def new_part_id() -> str:
+    return ascending("part")
+
+
+def new_permission_id() -> str:
+    return ascending("permission")

@@ -1,0 +1,77 @@
+"""Projects (a workspace, its defaults, env, permission ruleset and sandbox limits) and the
+provider credentials the worker uses to reach a model."""
+
+from django.conf import settings
+from django.db import models
+
+from hangar.accounts.models import Org
+
+
+class NetworkPolicy(models.TextChoices):
+    NONE = "none"
+    ALLOWLIST = "allowlist"
+
+
+class Project(models.Model):
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="projects")
+    name = models.CharField(max_length=150)
+    slug = models.SlugField(max_length=80)
+    default_agent = models.CharField(max_length=64, default="build")
+    default_model = models.CharField(max_length=200, blank=True, help_text="providerID/modelID")
+    setup_script = models.TextField(blank=True)
+    permission_rules = models.JSONField(default=list, blank=True, help_text="[{permission, pattern, action}]")
+    sandbox_image = models.CharField(max_length=200, blank=True)
+    sandbox_cpus = models.FloatField(default=1.0)
+    sandbox_memory_mb = models.PositiveIntegerField(default=1024)
+    sandbox_pids = models.PositiveIntegerField(default=256)
+    sandbox_disk_mb = models.PositiveIntegerField(default=2048)
+    command_timeout_s = models.PositiveIntegerField(default=600)
+    network_policy = models.CharField(max_length=16, choices=NetworkPolicy.choices, default=NetworkPolicy.NONE)
+    network_allowlist = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["org", "slug"], name="uniq_project_slug")]
+
+    def __str__(self) -> str:
+        return f"{self.org.slug}/{self.slug}"
+
+
+class ProjectEnvVar(models.Model):
+    """A project environment variable. Only `sandbox_safe` ones are ever passed into a sandbox;
+    secret ones stay in the worker and are never returned by the API."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="env_vars")
+    name = models.CharField(max_length=128)
+    value_encrypted = models.TextField()
+    secret = models.BooleanField(default=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "name"], name="uniq_project_env")]
+
+    @property
+    def sandbox_safe(self) -> bool:
+        return not self.secret
+
+
+class ProviderCredential(models.Model):
+    """An LLM provider key for an org, or for one user in it (the user's wins). The key is encrypted
+    at rest with MultiFernet and never leaves the worker."""
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="credentials")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, null=True, blank=True)
+    provider = models.CharField(max_length=64, help_text="providerID, e.g. openai, anthropic, local")
+    models_list = models.JSONField(default=list, blank=True)
+    api_base = models.URLField(max_length=500, blank=True)
+    api_key_encrypted = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["org", "user", "provider"], name="uniq_credential"),
+            models.UniqueConstraint(
+                fields=["org", "provider"], condition=models.Q(user__isnull=True), name="uniq_org_credential"
+            ),
+        ]

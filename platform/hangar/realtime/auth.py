@@ -1,0 +1,1 @@
+from channels.auth import AuthMiddlewareStack as WebSocketAuthMiddleware  # replaced by token+cookie auth

@@ -1,0 +1,7 @@
+"""One place for the beat schedule so `celery beat` and tests see the same entries."""
+
+BEAT_SCHEDULE = {
+    # Runs whose lease expired (worker killed) are resumed by another worker.
+    "engine-recover-expired-leases": {"task": "hangar.engine.recover_expired_runs", "schedule": 5.0},
+    "sandbox-reap": {"task": "hangar.engine.reap_sandboxes", "schedule": 60.0},
+}

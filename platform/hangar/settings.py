@@ -1,0 +1,149 @@
+"""Hangar settings. Every value comes from the environment (see hangar.env); the same settings run
+development, tests and production: there is no production-only setting."""
+
+import os
+
+import dj_database_url
+
+from hangar.env import ROOT, csv, flag, load_dotenv, required
+
+load_dotenv()
+
+BASE_DIR = ROOT
+SECRET_KEY = required("DJANGO_SECRET_KEY")
+DEBUG = flag("DJANGO_DEBUG")
+ALLOWED_HOSTS = csv("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
+CSRF_TRUSTED_ORIGINS = csv("DJANGO_CSRF_TRUSTED_ORIGINS", "http://localhost:8000,http://127.0.0.1:8000")
+PUBLIC_URL = os.environ.get("HANGAR_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
+
+# API tokens are stored as HMAC digests; the first pepper signs new tokens, the rest still verify old ones.
+TOKEN_PEPPERS = csv("HANGAR_TOKEN_PEPPERS") or [required("HANGAR_TOKEN_PEPPERS")]
+# Provider keys are encrypted with MultiFernet; the first key encrypts, all decrypt (rotation).
+ENCRYPTION_KEYS = csv("HANGAR_ENCRYPTION_KEYS") or [required("HANGAR_ENCRYPTION_KEYS")]
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "channels",
+    "hangar.accounts",
+    "hangar.projects",
+    "hangar.audit",
+    "hangar.conversations",
+    "hangar.engine",
+    "hangar.realtime",
+    "hangar.api",
+]
+
+MIDDLEWARE = [
+    "hangar.logging.RequestIdMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "hangar.urls"
+ASGI_APPLICATION = "hangar.asgi.application"
+WSGI_APPLICATION = None
+AUTH_USER_MODEL = "accounts.User"
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ]
+        },
+    }
+]
+
+DATABASES = {
+    "default": dj_database_url.parse(
+        os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/hangar"), conn_max_age=60
+    )
+}
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+
+REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+
+# RedisPubSubChannelLayer: the default RedisChannelLayer drops messages past its capacity (measured:
+# 423 of 1,000 burst messages). Postgres stays the durable log; the layer only carries notifications.
+CHANNEL_LAYERS = {
+    "default": {
+        "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+        "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": None, "max_connections": 1000}]},
+    }
+}
+
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": "hangar",
+    }
+}
+
+STATIC_URL = "/static/"
+STATIC_ROOT = ROOT / "staticfiles"
+STATICFILES_DIRS = [p for p in [ROOT / "frontend" / "dist"] if p.exists()]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "hangar.accounts.authentication.TokenAuthentication",
+        "hangar.accounts.authentication.BasicTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "hangar.api.errors.exception_handler",
+    "DEFAULT_THROTTLE_RATES": {"auth": "20/min", "tokens": "30/min"},
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Hangar API",
+    "DESCRIPTION": "Hosted, multi-tenant OpenCode. Authenticate with `Authorization: Bearer <token>`.",
+    "VERSION": "0.1.0",
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+# Celery. Long agent runs are owned by a Postgres lease + heartbeat (see hangar.engine.leases), not by
+# acks_late: with the Redis broker a task outliving visibility_timeout is re-delivered concurrently.
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", REDIS_URL)
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = False
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_ALWAYS_EAGER = flag("CELERY_TASK_ALWAYS_EAGER")
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+
+# Sandbox defaults (a project's limits override them).
+SANDBOX_POOL_SIZE = int(os.environ.get("HANGAR_SANDBOX_POOL_SIZE", "2"))
+
+from hangar.logging import LOGGING  # noqa: E402  (structlog config lives next to its middleware)

@@ -1,0 +1,12 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    path("api/", include("hangar.api.urls")),
+    # OpenCode's HTTP protocol, one base URL per project: /oc/<project-id>/...
+    path("oc/<str:project_id>/", include("hangar.opencode.urls")),
+]

@@ -1,0 +1,124 @@
+"""The seam between the engine and a session's sandbox.
+
+The engine only ever sees this protocol; `sandbox.docker_backend` implements it against a real
+Docker engine and tests may implement it in memory. Every call is synchronous and thread-safe:
+one worker thread per agent session calls into it, and many threads share one connection.
+Paths are workspace-relative or absolute inside the container (the workspace is `/workspace`).
+Errors inside the container come back as `SandboxError` subclasses, never as raw Docker errors.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+WORKSPACE = "/workspace"
+
+
+class SandboxError(Exception):
+    """A request the sandbox could not carry out (bad path, missing file, agent error...)."""
+
+
+class SandboxUnavailable(SandboxError):
+    """The container or its agent died or cannot be reached; the next call may recreate it."""
+
+
+class FileNotFound(SandboxError):
+    pass
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    status: Literal["exited", "timeout", "cancelled"]
+    exit_code: int | None
+    output: str  # stdout+stderr interleaved, head and tail kept when over the cap
+    dropped_bytes: int = 0
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    content: str  # lines as text (no line-number prefix), already cut per OpenCode's rules
+    total_lines: int
+    offset: int  # 0-based first line returned
+    truncated: bool  # more lines exist after the returned window
+    binary: bool = False
+
+
+@dataclass(frozen=True)
+class FileStat:
+    path: str
+    type: Literal["file", "dir", "symlink", "other"]
+    size: int
+    mtime: float
+
+
+@dataclass(frozen=True)
+class GrepMatch:
+    path: str
+    line: int
+    text: str
+
+
+@dataclass(frozen=True)
+class FileDiff:
+    path: str
+    before: str
+    after: str
+    additions: int
+    deletions: int
+    status: Literal["added", "deleted", "modified"] = "modified"
+
+
+@dataclass
+class SandboxSpec:
+    """What a sandbox is created with. Limits are enforced by Docker, not by the agent."""
+
+    session_id: str
+    org_id: str = ""
+    project_id: str = ""
+    image: str | None = None  # None: the built Hangar base image
+    cpus: float = 1.0
+    memory_mb: int = 1024
+    pids: int = 256
+    disk_mb: int = 1024
+    command_timeout_s: int = 600
+    network: Literal["none", "allowlist"] = "none"
+    env: dict[str, str] = field(default_factory=dict)  # sandbox-safe variables only
+
+
+class Sandbox(Protocol):
+    session_id: str
+
+    def exec(
+        self,
+        command: str,
+        *,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        timeout_s: float | None = None,
+        on_output: Callable[[str], None] | None = None,
+        cancel: threading.Event | None = None,
+    ) -> ExecResult: ...
+
+    def read(self, path: str, *, offset: int = 0, limit: int = 2000) -> ReadResult: ...
+    def read_bytes(self, path: str) -> bytes: ...
+    def write(self, path: str, content: str | bytes) -> None: ...
+    def stat(self, path: str) -> FileStat | None: ...
+    def list(self, path: str = WORKSPACE, *, ignore: list[str] | None = None) -> tuple[list[str], bool]:
+        """Up to 100 paths (dirs end with '/') under `path`; bool says the listing was truncated."""
+        ...
+    def glob(self, pattern: str, path: str = WORKSPACE) -> tuple[list[str], bool]:
+        """Matching file paths, newest first, capped at 100; bool says truncated."""
+        ...
+    def grep(self, pattern: str, path: str = WORKSPACE, *, include: str | None = None) -> tuple[list[GrepMatch], bool]: ...
+    def mkdir(self, path: str) -> None: ...
+    def remove(self, path: str) -> None: ...
+    def move(self, src: str, dst: str) -> None: ...
+
+    # Shadow-git snapshots (seed 003 "Snapshots: The Shadow Git Repo").
+    def snapshot_track(self) -> str: ...
+    def snapshot_diff(self, from_hash: str, to_hash: str | None = None) -> list[FileDiff]: ...
+    def snapshot_restore(self, tree_hash: str) -> None: ...
+    def snapshot_revert(self, tree_hash: str, paths: list[str]) -> None: ...
