@@ -215,6 +215,12 @@ Part = Annotated[
     Field(discriminator="type"),
 ]
 
+class TodoItem(_Shape):
+    content: str = Field(min_length=1)
+    status: Literal["pending", "in_progress", "completed", "cancelled"] = "pending"
+    priority: Literal["high", "medium", "low"] = "medium"
+
+
 _message_adapter: TypeAdapter = TypeAdapter(Message)
 _part_adapter: TypeAdapter = TypeAdapter(Part)
 

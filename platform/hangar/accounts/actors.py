@@ -1,0 +1,54 @@
+"""Who is acting. Every service takes an `Actor`: a user (browser), a token (API), an integration
+(Slack, webhook) or the system (workers, beat). It carries the org the action is scoped to and the
+request context that the audit log records."""
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hangar.audit.models import ActorType
+
+
+@dataclass(frozen=True)
+class Actor:
+    type: str
+    org_id: int | None
+    user: Any = None  # accounts.User or None
+    token: Any = None  # accounts.ApiToken or None
+    label: str = ""
+    ip: str | None = None
+    request_id: str = ""
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        if self.token is not None:
+            return str(self.token.pk)
+        if self.user is not None:
+            return str(self.user.pk)
+        return self.label
+
+    @property
+    def user_id(self) -> int | None:
+        return getattr(self.user, "pk", None)
+
+
+def system_actor(org_id: int | None, label: str = "system") -> Actor:
+    return Actor(type=ActorType.SYSTEM, org_id=org_id, label=label)
+
+
+def actor_from_request(request, org_id: int | None) -> Actor:
+    """Build the actor for a DRF/Django request: token auth sets `request.auth` to the ApiToken."""
+    from hangar.accounts.models import ApiToken
+
+    token = request.auth if isinstance(getattr(request, "auth", None), ApiToken) else None
+    forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
+    ip = forwarded.split(",")[0].strip() or request.META.get("REMOTE_ADDR")
+    return Actor(
+        type=ActorType.TOKEN if token else ActorType.USER,
+        org_id=org_id,
+        user=request.user if request.user.is_authenticated else None,
+        token=token,
+        label=token.prefix if token else getattr(request.user, "email", ""),
+        ip=ip or None,
+        request_id=getattr(request, "request_id", ""),
+    )

@@ -1,0 +1,28 @@
+"""Writing the audit log. Call `audit_record` inside the same transaction as the change it records."""
+
+from django.db import transaction
+
+from hangar.accounts.actors import Actor
+from hangar.audit.models import AuditEvent
+
+
+def audit_record(*, actor: Actor, action: str, target=None, target_type: str = "", target_id: str = "",
+                 data: dict | None = None, org_id: int | None = None) -> AuditEvent:
+    """Append one audit row. `target` may be a model instance (its type and pk are recorded)."""
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("audit_record must run inside the transaction of the change it records")
+    if target is not None:
+        target_type = target_type or target._meta.label_lower
+        target_id = target_id or str(target.pk)
+    return AuditEvent.objects.create(
+        org_id=org_id if org_id is not None else actor.org_id,
+        actor_type=actor.type,
+        actor_id=actor.id,
+        actor_label=actor.label[:200],
+        action=action,
+        target_type=target_type,
+        target_id=target_id,
+        data=data or {},
+        ip=actor.ip,
+        request_id=actor.request_id,
+    )

@@ -1,0 +1,173 @@
+"""Writes to the conversation store. Each function is atomic, validates OpenCode payloads with the
+pydantic schemas, and publishes the matching OpenCode event (hangar.conversations.events) in the same
+transaction. Session lifecycle services that people call (create, rename, archive, delete) audit too;
+the engine's per-step writes (parts, messages) are not audited row by row: the prompt that caused them is.
+"""
+
+import time
+
+from django.db import transaction
+
+from hangar.accounts.actors import Actor
+from hangar.audit.services import audit_record
+from hangar.conversations import schemas
+from hangar.conversations.events import publish
+from hangar.conversations.models import Message, Part, PermissionRequest, Session, Todo
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+# --- messages and parts (engine-facing) ---------------------------------------------------------
+
+
+def message_create(*, session: Session, data: dict) -> Message:
+    """Store a new user or assistant message (OpenCode shape; id/sessionID filled in if absent)."""
+    message = Message(session=session)
+    data = {**data, "id": data.get("id") or message.id, "sessionID": session.pk}
+    message.id = data["id"]
+    data = schemas.validate_message(data)
+    message.role = data["role"]
+    message.data = data
+    with transaction.atomic():
+        message.save(force_insert=True)
+        publish(session, "message.updated", {"info": data})
+    return message
+
+
+def message_update(*, message: Message, data: dict) -> Message:
+    data = schemas.validate_message({**data, "id": message.pk, "sessionID": message.session_id})
+    with transaction.atomic():
+        Message.objects.filter(pk=message.pk).update(data=data)
+        message.data = data
+        publish(message.session, "message.updated", {"info": data})
+    return message
+
+
+def part_upsert(*, message: Message, data: dict, delta: str | None = None) -> Part:
+    """Create or replace one part (persisted at part boundaries, not per token)."""
+    data = {**data, "sessionID": message.session_id, "messageID": message.pk}
+    if not data.get("id"):
+        data["id"] = Part().id
+    data = schemas.validate_part(data)
+    with transaction.atomic():
+        part, _ = Part.objects.update_or_create(
+            pk=data["id"],
+            defaults={"session_id": message.session_id, "message": message, "type": data["type"], "data": data},
+        )
+        payload = {"part": data} if delta is None else {"part": data, "delta": delta}
+        publish(message.session, "message.part.updated", payload)
+    return part
+
+
+def todos_replace(*, session: Session, todos: list[dict]) -> list[Todo]:
+    """Replace the session's todo list wholesale (OpenCode's todowrite semantics)."""
+    items = [schemas.TodoItem.model_validate(todo) for todo in todos]
+    with transaction.atomic():
+        Todo.objects.filter(session=session).delete()
+        rows = Todo.objects.bulk_create(
+            [Todo(session=session, position=i, **item.model_dump()) for i, item in enumerate(items)]
+        )
+        publish(session, "todo.updated", {"sessionID": session.pk, "todos": [i.model_dump() for i in items]})
+    return rows
+
+
+# --- permission requests (engine-facing) --------------------------------------------------------
+
+
+def permission_request_create(*, session: Session, permission: str, patterns: list[str], always: list[str],
+                              metadata: dict, message_id: str = "", call_id: str = "") -> PermissionRequest:
+    with transaction.atomic():
+        request = PermissionRequest.objects.create(
+            session=session, permission=permission, patterns=patterns, always=always, metadata=metadata,
+            message_id=message_id, call_id=call_id,
+        )
+        publish(session, "permission.asked", permission_request_payload(request))
+    return request
+
+
+def permission_request_payload(request: PermissionRequest) -> dict:
+    """OpenCode's PermissionRequest JSON shape."""
+    payload = {
+        "id": request.pk,
+        "sessionID": request.session_id,
+        "permission": request.permission,
+        "patterns": request.patterns,
+        "metadata": request.metadata,
+        "always": request.always,
+    }
+    if request.message_id and request.call_id:
+        payload["tool"] = {"messageID": request.message_id, "callID": request.call_id}
+    return payload
+
+
+# --- session lifecycle (people-facing, audited) -------------------------------------------------
+
+
+def session_info(session: Session) -> dict:
+    """OpenCode's Session JSON shape (see the OpenAPI `Session` schema)."""
+    info = {
+        "id": session.pk,
+        "slug": session.slug or session.pk[-8:].lower(),
+        "projectID": str(session.project_id),
+        "directory": "/workspace",
+        "title": session.title,
+        "version": "hangar-0.1.0",
+        "time": {
+            "created": int(session.created_at.timestamp() * 1000),
+            "updated": int(session.updated_at.timestamp() * 1000),
+        },
+    }
+    if session.parent_id:
+        info["parentID"] = session.parent_id
+    if session.agent:
+        info["agent"] = session.agent
+    if session.model.get("providerID") and session.model.get("modelID"):
+        info["model"] = {"id": session.model["modelID"], "providerID": session.model["providerID"]}
+    if session.summary:
+        info["summary"] = session.summary
+    if session.share:
+        info["share"] = session.share
+    if session.revert:
+        info["revert"] = session.revert
+    if session.permission:
+        info["permission"] = session.permission
+    if session.archived_at:
+        info["time"]["archived"] = int(session.archived_at.timestamp() * 1000)
+    if session.compacting_at:
+        info["time"]["compacting"] = int(session.compacting_at.timestamp() * 1000)
+    return info
+
+
+def session_create(*, actor: Actor, project, title: str = "", parent: Session | None = None,
+                   agent: str | None = None, model: dict | None = None, permission: list | None = None) -> Session:
+    if parent is not None and parent.project_id != project.pk:
+        raise ValueError("a child session belongs to its parent's project")
+    with transaction.atomic():
+        session = Session(
+            org_id=project.org_id, project=project, creator=actor.user, parent=parent,
+            title=title or f"New session - {time.strftime('%Y-%m-%dT%H:%M:%S')}",
+            agent=agent or project.default_agent, model=model or _project_model(project),
+            permission=permission or [],
+        )
+        session.save(force_insert=True)
+        audit_record(actor=actor, action="session.create", target=session, data={"project": project.pk})
+        publish(session, "session.created", {"info": session_info(session)}, org_wide=True)
+    return session
+
+
+def session_status_set(*, session: Session, status: str, detail: dict | None = None) -> None:
+    """Set idle/busy/retry/error and publish OpenCode's session.status (and session.idle when idle)."""
+    with transaction.atomic():
+        Session.objects.filter(pk=session.pk).update(status=status, status_detail=detail or {})
+        session.status, session.status_detail = status, detail or {}
+        body = {"type": status, **(detail or {})}
+        publish(session, "session.status", {"sessionID": session.pk, "status": body}, org_wide=True)
+        if status == "idle":
+            publish(session, "session.idle", {"sessionID": session.pk})
+
+
+def _project_model(project) -> dict:
+    provider, _, model = (project.default_model or "").partition("/")
+    return {"providerID": provider, "modelID": model} if model else {}

@@ -1,0 +1,72 @@
+"""Shared personas. alice owns org `acme`; bob is a member of acme; charlie owns org `globex`.
+Each has a project and an API token; `api(persona)` returns a DRF client authenticated as them."""
+
+from dataclasses import dataclass
+
+import pytest
+from rest_framework.test import APIClient
+
+from hangar.accounts import tokens
+from hangar.accounts.actors import Actor
+from hangar.accounts.models import ApiToken, Membership, Org, Role, User
+from hangar.audit.models import ActorType
+from hangar.projects.models import Project
+
+
+@dataclass
+class Persona:
+    user: User
+    org: Org
+    membership: Membership
+    project: Project
+    token: str
+    token_row: ApiToken
+
+    @property
+    def actor(self) -> Actor:
+        return Actor(type=ActorType.USER, org_id=self.org.pk, user=self.user, label=self.user.email)
+
+
+def make_persona(email: str, org: Org, role: str, project_slug: str) -> Persona:
+    user = User.objects.create_user(email, password="pw-" + email)
+    membership = Membership.objects.create(org=org, user=user, role=role)
+    project, _ = Project.objects.get_or_create(org=org, slug=project_slug, defaults={"name": project_slug})
+    raw, prefix = tokens.generate()
+    row = ApiToken.objects.create(org=org, user=user, name="test", prefix=prefix, digest=tokens.digest(raw))
+    return Persona(user, org, membership, project, raw, row)
+
+
+@pytest.fixture
+def acme(db) -> Org:
+    return Org.objects.create(name="Acme", slug="acme")
+
+
+@pytest.fixture
+def globex(db) -> Org:
+    return Org.objects.create(name="Globex", slug="globex")
+
+
+@pytest.fixture
+def alice(acme) -> Persona:
+    return make_persona("alice@acme.test", acme, Role.OWNER, "rocket")
+
+
+@pytest.fixture
+def bob(acme, alice) -> Persona:
+    return make_persona("bob@acme.test", acme, Role.MEMBER, "rocket")
+
+
+@pytest.fixture
+def charlie(globex) -> Persona:
+    return make_persona("charlie@globex.test", globex, Role.OWNER, "satellite")
+
+
+@pytest.fixture
+def api():
+    def client_for(persona: Persona | None = None) -> APIClient:
+        client = APIClient()
+        if persona is not None:
+            client.credentials(HTTP_AUTHORIZATION=f"Bearer {persona.token}")
+        return client
+
+    return client_for
