@@ -14,11 +14,16 @@ from django.db import connection, transaction
 from hangar.conversations.models import Event, Session
 
 SESSION_GROUP = "session.{id}"
-ORG_GROUP = "org.{id}"
+PROJECT_GROUP = "project.{id}"  # every event of the project's sessions (OpenCode's /event stream)
+ORG_GROUP = "org.{id}"  # session-list changes only
 
 
 def session_group(session_id: str) -> str:
     return SESSION_GROUP.format(id=session_id)
+
+
+def project_group(project_id: int) -> str:
+    return PROJECT_GROUP.format(id=project_id)
 
 
 def org_group(org_id: int) -> str:
@@ -46,14 +51,16 @@ def publish(session: Session, type: str, payload: dict, *, org_wide: bool = Fals
         seq = _next_seq(session.pk)
         event = Event.objects.create(session_id=session.pk, seq=seq, type=type, payload=payload)
         message = {"seq": seq, "type": type, "payload": payload, "session": session.pk}
-        groups = [session_group(session.pk)] + ([org_group(session.org_id)] if org_wide else [])
+        groups = [session_group(session.pk), project_group(session.project_id)]
+        if org_wide:
+            groups.append(org_group(session.org_id))
         transaction.on_commit(lambda: broadcast(groups, message))
     return event
 
 
-def publish_ephemeral(session_id: str, type: str, payload: dict) -> None:
+def publish_ephemeral(session: Session, type: str, payload: dict) -> None:
     """Send a not-stored notification (token deltas). Sent immediately, outside any transaction."""
     from hangar.realtime.broadcast import broadcast
 
-    broadcast([session_group(session_id)], {"seq": None, "ephemeral": True, "type": type, "payload": payload,
-                                            "session": session_id})
+    message = {"seq": None, "ephemeral": True, "type": type, "payload": payload, "session": session.pk}
+    broadcast([session_group(session.pk), project_group(session.project_id)], message)
