@@ -1,0 +1,66 @@
+"""Reads about identity and tenancy, scoped to the actor. A non-member is told "not found" (404), never
+"forbidden": an org a caller cannot see must be indistinguishable from one that does not exist."""
+
+from django.db.models import QuerySet
+from rest_framework.exceptions import NotFound, PermissionDenied
+
+from hangar.accounts.actors import Actor
+from hangar.accounts.models import ApiToken, Membership, Org, Role
+
+
+def membership_for(user, org_id: int | None) -> Membership | None:
+    """The user's membership in the org, or None (anonymous user, missing org, not a member)."""
+    if user is None or not getattr(user, "is_authenticated", False) or org_id is None:
+        return None
+    if not user.is_active:
+        return None
+    return Membership.objects.select_related("org").filter(user=user, org_id=org_id).first()
+
+
+def require_role(actor: Actor, org_id: int, at_least: str) -> Membership:
+    """The actor's membership in `org_id` with at least role `at_least`.
+
+    Raises NotFound when the actor is scoped to another org or is not a member, PermissionDenied when
+    the role is too low. System/integration actors without a user are not members of anything."""
+    if actor.org_id is not None and actor.org_id != org_id:
+        raise NotFound()
+    membership = membership_for(actor.user, org_id)
+    if membership is None:
+        raise NotFound()
+    if not membership.has_role(at_least):
+        raise PermissionDenied(f"This requires the {Role(at_least).value} role or higher.")
+    return membership
+
+
+def orgs_for_user(user) -> QuerySet[Org]:
+    return Org.objects.filter(memberships__user=user).order_by("slug")
+
+
+def memberships_for_user(user) -> QuerySet[Membership]:
+    return Membership.objects.filter(user=user).select_related("org").order_by("org__slug")
+
+
+def member_list(*, org: Org) -> QuerySet[Membership]:
+    return Membership.objects.filter(org=org).select_related("user").order_by("created_at", "id")
+
+
+def member_get(*, org: Org, membership_id: int) -> Membership:
+    membership = Membership.objects.select_related("user").filter(org=org, pk=membership_id).first()
+    if membership is None:
+        raise NotFound()
+    return membership
+
+
+def token_list(*, org: Org, membership: Membership) -> QuerySet[ApiToken]:
+    """Admins see every token of the org; others see only their own."""
+    tokens = ApiToken.objects.filter(org=org).select_related("user").order_by("-created_at", "-id")
+    if not membership.has_role(Role.ADMIN):
+        tokens = tokens.filter(user_id=membership.user_id)
+    return tokens
+
+
+def token_get(*, org: Org, membership: Membership, token_id: int) -> ApiToken:
+    token = token_list(org=org, membership=membership).filter(pk=token_id).first()
+    if token is None:
+        raise NotFound()
+    return token
