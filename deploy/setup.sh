@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Idempotent machine set-up shared by up.sh and test.sh: everything a fresh machine lacks is
+# installed or started here (Python deps, host packages, Docker engine, Postgres, Redis, the sandbox
+# image, the database schema). Safe to run again: each step checks before it acts.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+mkdir -p var/log
+say() { printf '\033[1;34m[setup]\033[0m %s\n' "$*"; }
+die() { printf '\033[1;31m[setup] %s\033[0m\n' "$*" >&2; exit 1; }
+
+apt_updated=0
+apt_install() {
+  [ "$(id -u)" = 0 ] || die "need root to install: $* (run: sudo apt-get install -y $*)"
+  if [ $apt_updated = 0 ]; then apt-get update -q >var/log/apt.log 2>&1 || true; apt_updated=1; fi
+  say "installing host packages: $*"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >>var/log/apt.log 2>&1 \
+    || die "apt-get install $* failed (see var/log/apt.log)"
+}
+
+# --- host packages -------------------------------------------------------------------------------
+need=()
+command -v dockerd >/dev/null || need+=(docker.io)
+command -v debootstrap >/dev/null || need+=(debootstrap)
+command -v rg >/dev/null || need+=(ripgrep)
+command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)
+command -v git >/dev/null || need+=(git)
+[ ${#need[@]} -eq 0 ] || apt_install "${need[@]}"
+
+# --- Python deps (pinned in pyproject.toml) ------------------------------------------------------
+PY=${PYTHON:-python3}
+[ -x .venv/bin/python ] || { say "creating .venv"; $PY -m venv .venv; }
+deps_hash=$(sha256sum pyproject.toml | cut -c1-16)
+if [ "$(cat .venv/.deps-hash 2>/dev/null)" != "$deps_hash" ]; then
+  say "installing Python dependencies (pyproject.toml)"
+  .venv/bin/python - <<'PYEOF' > var/requirements.txt
+import tomllib
+print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]))
+PYEOF
+  .venv/bin/pip install -q --upgrade pip >var/log/pip.log 2>&1
+  .venv/bin/pip install -q -r var/requirements.txt >>var/log/pip.log 2>&1 || die "pip install failed (see var/log/pip.log)"
+  echo "$deps_hash" > .venv/.deps-hash
+fi
+
+# --- secrets: generated once, never committed ----------------------------------------------------
+if [ ! -f .env ]; then
+  say "writing .env with fresh keys"
+  {
+    echo "DJANGO_SECRET_KEY=$(.venv/bin/python -c 'import secrets; print(secrets.token_urlsafe(48))')"
+    echo "HANGAR_TOKEN_PEPPERS=$(.venv/bin/python -c 'import secrets; print(secrets.token_hex(32))')"
+    echo "HANGAR_ENCRYPTION_KEYS=$(.venv/bin/python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())')"
+  } > .env
+  chmod 600 .env
+fi
+
+# --- Postgres --------------------------------------------------------------------------------------
+if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
+  if [ -d /etc/postgresql ] && command -v pg_ctlcluster >/dev/null; then
+    say "starting Postgres"
+    pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | sort -V | tail -1)" main start \
+      || die "could not start Postgres"
+    for _ in $(seq 30); do pg_isready -q -h 127.0.0.1 && break; sleep 0.5; done
+  else
+    die "Postgres is not installed: apt-get install postgresql, or set DATABASE_URL to a reachable server"
+  fi
+fi
+if [ -z "${DATABASE_URL:-}" ]; then
+  exists=$(psql -h 127.0.0.1 -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname='hangar'" 2>/dev/null || true)
+  [ "$exists" = 1 ] || { say "creating database hangar"; createdb -h 127.0.0.1 -U postgres hangar; }
+fi
+
+# --- Redis -----------------------------------------------------------------------------------------
+if ! redis-cli -h 127.0.0.1 ping >/dev/null 2>&1; then
+  command -v redis-server >/dev/null || die "Redis is not installed: apt-get install redis-server"
+  say "starting Redis"
+  redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save '' --appendonly no
+  for _ in $(seq 20); do redis-cli ping >/dev/null 2>&1 && break; sleep 0.25; done
+fi
+
+# --- Docker engine ---------------------------------------------------------------------------------
+if ! docker info >/dev/null 2>&1; then
+  say "starting dockerd"
+  nohup dockerd >var/log/dockerd.log 2>&1 &
+  for _ in $(seq 60); do docker info >/dev/null 2>&1 && break; sleep 0.5; done
+  docker info >/dev/null 2>&1 || die "dockerd did not start (see var/log/dockerd.log)"
+fi
+
+# --- sandbox image (offline: debootstrap + docker import; a no-op when the recipe is unchanged) -----
+say "sandbox image: $(.venv/bin/python -m sandbox.image build)"
+
+# --- schema ----------------------------------------------------------------------------------------
+.venv/bin/python manage.py migrate --noinput -v0
+say "ready"

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Run the whole test suite against the real Postgres, Redis and Docker engine, after the same set-up
+# a fresh machine needs. Extra arguments go to pytest (e.g. deploy/test.sh tests/sandbox -x).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./deploy/setup.sh
+
+# Node packages for the OpenCode-client compatibility tests (stock `opencode` CLI and JS SDK).
+if [ -f tests/opencode_client/package.json ]; then
+  if [ ! -d tests/opencode_client/node_modules ] || [ tests/opencode_client/package.json -nt tests/opencode_client/node_modules ]; then
+    echo "[test] npm install (tests/opencode_client)"
+    (cd tests/opencode_client && npm install --no-audit --no-fund --loglevel=error) >var/log/npm.log 2>&1 \
+      || { cat var/log/npm.log; exit 1; }
+    touch tests/opencode_client/node_modules
+  fi
+fi
+
+set +e
+.venv/bin/python -m pytest "$@"
+code=$?
+set -e
+if [ $code -eq 5 ]; then echo "[test] pytest collected no tests"; exit 1; fi
+exit $code
