@@ -1,0 +1,55 @@
+"""How a sandbox container is created: names, labels, limits and the security profile."""
+
+from __future__ import annotations
+
+from docker.types import LogConfig, Mount
+
+from sandbox import volumes
+from sandbox.protocol import WORKSPACE, SandboxSpec
+
+MANAGED = "hangar.managed"
+SESSION_PREFIX = "hangar-s-"
+POOL_PREFIX = "hangar-pool-"
+STATE_MOUNT = "/home/hangar/.hangar"
+TMP_MB = 256
+
+
+def session_container_name(session_id: str) -> str:
+    return SESSION_PREFIX + volumes.session_key(session_id)
+
+
+def create_kwargs(spec: SandboxSpec, image: str, name: str, volume_id: str, labels: dict[str, str]) -> dict:
+    """docker-py `containers.create` arguments. Every limit is enforced by the kernel via Docker."""
+    if spec.network != "none":
+        # An egress allowlist needs a filtering proxy network; until it exists, fail closed.
+        raise NotImplementedError("network='allowlist' is not implemented yet; use 'none'")
+    mnt = volumes.mount_point(volume_id)
+    memory = f"{spec.memory_mb}m"
+    return dict(
+        image=image, name=name, detach=True,
+        labels={MANAGED: "1", "hangar.volume": volume_id, **labels},
+        # The agent speaks JSON on stdin/stdout; stdin stays open across attaches.
+        stdin_open=True, tty=False, command=None,
+        user="1000:1000", working_dir=WORKSPACE, environment={},  # nothing of the worker's env
+        init=True,  # docker-init (tini) reaps zombies and forwards signals to the agent
+        network_mode="none",
+        read_only=True,
+        cap_drop=["ALL"],
+        security_opt=["no-new-privileges:true"],
+        nano_cpus=int(spec.cpus * 1e9),
+        mem_limit=memory, memswap_limit=memory,  # equal: no swap on top of the memory limit
+        pids_limit=spec.pids,
+        tmpfs={
+            "/tmp": f"rw,nosuid,nodev,size={TMP_MB}m",
+            "/home/hangar": "rw,nosuid,nodev,size=64m,uid=1000,gid=1000,mode=0755",
+        },
+        mounts=[
+            Mount(WORKSPACE, str(mnt / "workspace"), type="bind"),
+            Mount(STATE_MOUNT, str(mnt / "state"), type="bind"),
+        ],
+        # Replies carry file contents and command output: never copy them into docker's logs
+        # (a flood would fill the host disk). Attach still works with the `none` driver.
+        log_config=LogConfig(type="none"),
+        ipc_mode="private",
+        ulimits=None,
+    )

@@ -1,0 +1,143 @@
+"""The Docker implementation of the `Sandbox` protocol (one object per session per process)."""
+
+from __future__ import annotations
+
+import base64
+import threading
+import time
+from collections.abc import Callable
+
+from sandbox import volumes
+from sandbox.connection import AgentConnection
+from sandbox.protocol import (
+    WORKSPACE, ExecResult, FileDiff, FileStat, GrepMatch, ReadResult, SandboxSpec, SandboxUnavailable,
+)
+from sandbox.pty import PtyHandle
+
+TOUCH_EVERY_S = 10.0
+CALL_TIMEOUT_S = 120.0
+EXEC_SLACK_S = 30.0  # beyond the command timeout: kill grace plus transport
+
+
+class DockerSandbox:
+    """Thread-safe. When the container or agent dies mid-call the call raises
+    SandboxUnavailable and the next call resumes (or recreates) the sandbox via its manager;
+    the workspace volume is kept either way."""
+
+    def __init__(self, manager, spec: SandboxSpec, container_name: str, conn: AgentConnection) -> None:
+        self.session_id = spec.session_id
+        self.spec = spec
+        self.container_name = container_name
+        self._manager = manager
+        self._conn: AgentConnection | None = conn
+        self._reconnect_lock = threading.Lock()
+        self._touched = 0.0
+
+    # --- plumbing ---------------------------------------------------------------------------
+
+    @property
+    def connection(self) -> AgentConnection:
+        conn = self._conn
+        if conn is not None and not conn.dead:
+            return conn
+        with self._reconnect_lock:
+            if self._conn is None or self._conn.dead:
+                self._conn = self._manager._reopen(self)
+            return self._conn
+
+    def _call(self, op: str, args: dict | None = None, **kwargs):
+        now = time.monotonic()
+        if now - self._touched > TOUCH_EVERY_S:
+            self._touched = now
+            volumes.touch(volumes.session_key(self.session_id))
+        kwargs.setdefault("timeout", CALL_TIMEOUT_S)
+        return self.connection.call(op, args, **kwargs)
+
+    def close(self) -> None:
+        """Drop this process's connection (the sandbox keeps running)."""
+        conn, self._conn = self._conn, None
+        if conn:
+            conn.close()
+
+    def ping(self) -> dict:
+        return self._call("ping")
+
+    # --- commands ---------------------------------------------------------------------------
+
+    def exec(self, command: str, *, cwd: str | None = None, env: dict[str, str] | None = None,
+             timeout_s: float | None = None, on_output: Callable[[str], None] | None = None,
+             cancel: threading.Event | None = None, max_output: int | None = None) -> ExecResult:
+        timeout_s = timeout_s or self.spec.command_timeout_s
+        args = {"command": command, "cwd": cwd, "env": env, "timeout": timeout_s,
+                "stream": on_output is not None, "max_output": max_output}
+        on_frame = (lambda msg: on_output(msg.get("data", ""))) if on_output else None
+        result = self._call("exec", {k: v for k, v in args.items() if v is not None},
+                            timeout=timeout_s + EXEC_SLACK_S, on_frame=on_frame, cancel=cancel)
+        return ExecResult(result["status"], result["exit_code"], result["output"], result["dropped_bytes"])
+
+    def open_pty(self, on_output: Callable[[str], None], *, cols: int = 80, rows: int = 24,
+                 on_exit: Callable[[int | None], None] | None = None) -> PtyHandle:
+        """An interactive bash on a pseudo-terminal; output arrives on `on_output` (reader thread)."""
+        return PtyHandle(self.connection, on_output, cols=cols, rows=rows, on_exit=on_exit)
+
+    # --- files ------------------------------------------------------------------------------
+
+    def read(self, path: str, *, offset: int = 0, limit: int = 2000) -> ReadResult:
+        r = self._call("read", {"path": path, "offset": offset, "limit": limit})
+        return ReadResult(r["content"], r["total_lines"], r["offset"], r["truncated"], r["binary"])
+
+    def read_bytes(self, path: str) -> bytes:
+        return base64.b64decode(self._call("read_bytes", {"path": path})["data"])
+
+    def write(self, path: str, content: str | bytes) -> None:
+        if isinstance(content, bytes):
+            self._call("write", {"path": path, "data": base64.b64encode(content).decode()})
+        else:
+            self._call("write", {"path": path, "content": content})
+
+    def stat(self, path: str) -> FileStat | None:
+        r = self._call("stat", {"path": path})
+        return FileStat(r["path"], r["type"], r["size"], r["mtime"]) if r else None
+
+    def list(self, path: str = WORKSPACE, *, ignore: list[str] | None = None) -> tuple[list[str], bool]:
+        r = self._call("list", {"path": path, "ignore": ignore or []})
+        return r["paths"], r["truncated"]
+
+    def glob(self, pattern: str, path: str = WORKSPACE) -> tuple[list[str], bool]:
+        r = self._call("glob", {"pattern": pattern, "path": path})
+        return r["paths"], r["truncated"]
+
+    def grep(self, pattern: str, path: str = WORKSPACE, *, include: str | None = None) -> tuple[list[GrepMatch], bool]:
+        r = self._call("grep", {"pattern": pattern, "path": path, "include": include})
+        return [GrepMatch(m["path"], m["line"], m["text"]) for m in r["matches"]], r["truncated"]
+
+    def mkdir(self, path: str) -> None:
+        self._call("mkdir", {"path": path})
+
+    def remove(self, path: str) -> None:
+        self._call("remove", {"path": path})
+
+    def move(self, src: str, dst: str) -> None:
+        self._call("move", {"src": src, "dst": dst})
+
+    # --- snapshots --------------------------------------------------------------------------
+
+    def snapshot_track(self) -> str:
+        return self._call("snapshot_track", timeout=600)["hash"]
+
+    def snapshot_diff(self, from_hash: str, to_hash: str | None = None) -> list[FileDiff]:
+        r = self._call("snapshot_diff", {"from": from_hash, "to": to_hash}, timeout=600)
+        return [FileDiff(f["path"], f["before"], f["after"], f["additions"], f["deletions"], f["status"])
+                for f in r["files"]]
+
+    def snapshot_restore(self, tree_hash: str) -> None:
+        self._call("snapshot_restore", {"hash": tree_hash}, timeout=600)
+
+    def snapshot_revert(self, tree_hash: str, paths: list[str]) -> None:
+        self._call("snapshot_revert", {"hash": tree_hash, "paths": paths}, timeout=600)
+
+    def snapshot_gc(self) -> None:
+        self._call("snapshot_gc", timeout=600)
+
+
+__all__ = ["DockerSandbox", "SandboxUnavailable"]

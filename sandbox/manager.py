@@ -1,0 +1,192 @@
+"""DockerSandboxes: create, find, hibernate, resume and destroy session sandboxes.
+
+A session's sandbox is the container named `hangar-s-<key>` (see containers.py); its workspace
+lives on a quota volume recorded in the host registry (volumes.py). Any process on the host can
+`connect(session_id)`: the name and the registry are the shared truth, not process memory.
+Creation races are settled by Docker's unique container names and the registry's atomic create.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+
+import docker
+import docker.errors
+
+from sandbox import containers, volumes
+from sandbox.connection import AgentConnection
+from sandbox.docker_backend import DockerSandbox
+from sandbox.image import ensure_image
+from sandbox.protocol import SandboxError, SandboxSpec, SandboxUnavailable
+
+STOP_TIMEOUT_S = 2
+
+
+class DockerSandboxes:
+    def __init__(self, client: docker.DockerClient | None = None, *, image: str | None = None,
+                 extra_labels: dict[str, str] | None = None, pool=None) -> None:
+        self.client = client or docker.from_env()
+        self.api = self.client.api
+        self.image = image or ensure_image(self.client)
+        self.extra_labels = dict(extra_labels or {})
+        self.pool = pool  # a WarmPool, or None for the cold path only
+        self._open: dict[str, DockerSandbox] = {}
+        self._lock = threading.Lock()
+
+    # --- public API -------------------------------------------------------------------------
+
+    def get_or_create(self, spec: SandboxSpec) -> DockerSandbox:
+        """The session's sandbox: reconnected if it exists (resumed if hibernated), claimed from
+        the warm pool if one fits, else created cold."""
+        with self._lock:
+            cached = self._open.get(spec.session_id)
+        if cached is not None and cached._conn is not None and not cached._conn.dead:
+            return cached
+        for _ in range(3):
+            box = self._connect_existing(spec.session_id, spec)
+            if box is None and self.pool is not None:
+                box = self.pool.claim(self, spec)
+            if box is None:
+                box = self._create_cold(spec)
+            if box is not None:
+                return self._remember(box)
+        raise SandboxUnavailable(f"could not create a sandbox for session {spec.session_id}")
+
+    def connect(self, session_id: str) -> DockerSandbox:
+        """Reconnect to an existing session sandbox from any process. Raises SandboxError if the
+        session has no sandbox at all."""
+        box = self._connect_existing(session_id, None)
+        if box is None:
+            raise SandboxError(f"no sandbox for session {session_id}")
+        return self._remember(box)
+
+    def hibernate(self, session_id: str) -> None:
+        """Stop the container; the workspace volume (and snapshots) stay."""
+        self._forget(session_id)
+        try:
+            self.api.stop(containers.session_container_name(session_id), timeout=STOP_TIMEOUT_S)
+        except docker.errors.NotFound:
+            pass
+
+    def resume(self, session_id: str) -> DockerSandbox:
+        return self.connect(session_id)
+
+    def destroy(self, session_id: str) -> None:
+        """Remove the container, the volume and the registry entry. Idempotent."""
+        self._forget(session_id)
+        key = volumes.session_key(session_id)
+        record = volumes.lookup(key)
+        name = containers.session_container_name(session_id)
+        volume_id = record.get("volume") if record else None
+        try:
+            info = self.api.inspect_container(name)
+            volume_id = volume_id or info["Config"]["Labels"].get("hangar.volume")
+            self.api.remove_container(name, force=True)
+        except docker.errors.NotFound:
+            pass
+        except docker.errors.APIError as exc:
+            if "already in progress" not in str(exc):
+                raise
+        if volume_id:
+            volumes.destroy_volume(volume_id)
+        volumes.unregister(key)
+
+    def is_running(self, session_id: str) -> bool:
+        try:
+            return self.api.inspect_container(containers.session_container_name(session_id))["State"]["Running"]
+        except docker.errors.NotFound:
+            return False
+
+    # --- internals --------------------------------------------------------------------------
+
+    def _remember(self, box: DockerSandbox) -> DockerSandbox:
+        with self._lock:
+            self._open[box.session_id] = box
+        return box
+
+    def _forget(self, session_id: str) -> None:
+        with self._lock:
+            box = self._open.pop(session_id, None)
+        if box:
+            box.close()
+
+    def _spec_from_record(self, session_id: str, record: dict) -> SandboxSpec:
+        fields = {f.name for f in dataclasses.fields(SandboxSpec)}
+        return SandboxSpec(**{k: v for k, v in (record.get("spec") or {}).items() if k in fields}
+                           | {"session_id": session_id})
+
+    def _connect_existing(self, session_id: str, spec: SandboxSpec | None) -> DockerSandbox | None:
+        key = volumes.session_key(session_id)
+        record = volumes.lookup(key)
+        name = containers.session_container_name(session_id)
+        try:
+            info = self.api.inspect_container(name)
+        except docker.errors.NotFound:
+            info = None
+        if info is None and record is None:
+            return None
+        if record is None:  # a container without a record: still being bound by another process
+            deadline = time.monotonic() + 5
+            while record is None and time.monotonic() < deadline:
+                time.sleep(0.02)
+                record = volumes.lookup(key)
+            if record is None:
+                raise SandboxUnavailable(f"sandbox {name} exists but is not registered")
+        spec = self._spec_from_record(session_id, record) if spec is None else spec
+        volumes.ensure_mounted(record["volume"])
+        if info is None:
+            # The container is gone (crash, host cleanup) but the workspace is not: recreate it.
+            if not self._create_container(spec, name, record["volume"], {"hangar.session_key": key}):
+                return None
+        elif not info["State"]["Running"]:
+            self.api.start(name)
+        conn = AgentConnection.open(self.api, name, str(volumes.lock_path(name)))
+        return DockerSandbox(self, spec, name, conn)
+
+    def _create_container(self, spec: SandboxSpec, name: str, volume_id: str, labels: dict[str, str]) -> bool:
+        """Create and start; False if another process created the same name first."""
+        kwargs = containers.create_kwargs(spec, spec.image or self.image, name, volume_id,
+                                          self.extra_labels | labels)
+        try:
+            container = self.client.containers.create(**kwargs)
+        except docker.errors.APIError as exc:
+            if exc.status_code == 409:
+                return False
+            raise
+        container.start()
+        return True
+
+    def _create_cold(self, spec: SandboxSpec) -> DockerSandbox | None:
+        key = volumes.session_key(spec.session_id)
+        name = containers.session_container_name(spec.session_id)
+        volume_id = volumes.new_volume_id()
+        volumes.create_volume(volume_id, spec.disk_mb)
+        if not volumes.register(key, self._record(spec, volume_id)):
+            volumes.destroy_volume(volume_id)  # lost the race: the winner's sandbox will appear
+            return None
+        labels = {"hangar.session": spec.session_id[:200], "hangar.org": spec.org_id,
+                  "hangar.project": spec.project_id, "hangar.session_key": key}
+        if not self._create_container(spec, name, volume_id, labels):
+            return None
+        conn = AgentConnection.open(self.api, name, str(volumes.lock_path(name)))
+        box = DockerSandbox(self, spec, name, conn)
+        if spec.env:
+            box._call("bind", {"env": spec.env})
+        return box
+
+    @staticmethod
+    def _record(spec: SandboxSpec, volume_id: str) -> dict:
+        return {"session_id": spec.session_id, "volume": volume_id, "org_id": spec.org_id,
+                "project_id": spec.project_id, "spec": dataclasses.asdict(spec)}
+
+    def _reopen(self, box: DockerSandbox) -> AgentConnection:
+        """Called by a sandbox whose connection died: resume or recreate, then reconnect."""
+        try:
+            fresh = self._connect_existing(box.session_id, box.spec)
+        except (docker.errors.DockerException, OSError, RuntimeError) as exc:
+            raise SandboxUnavailable(f"cannot bring back sandbox for {box.session_id}: {exc}") from exc
+        if fresh is None:
+            raise SandboxUnavailable(f"sandbox for {box.session_id} was destroyed")
+        return fresh._conn

@@ -1,0 +1,159 @@
+"""Per-session workspace volumes with a hard quota, and the host-side session registry.
+
+Quota mechanism: one ext4 filesystem image per volume (`truncate` + `mkfs.ext4`), loop-mounted
+on the host (nosuid,nodev) and bind-mounted into the container. Why: the host runs overlay2 on
+ext4, where `--storage-opt size` is unsupported and project quotas are unavailable; a tmpfs
+volume has a size but does not persist. A loop filesystem is a real, persistent block-level cap
+("No space left on device" at the quota, nothing spills onto the host disk), it survives
+hibernate (stop/start) and host reboots (remounted on resume), and creating one takes ~15 ms.
+The image is sparse, so an idle 1 GB workspace costs only the blocks actually written.
+
+Layout of a volume filesystem:  workspace/  (-> /workspace)   state/  (-> /home/hangar/.hangar:
+the shadow-git snapshot repo and the bound env; persistent, under the same quota, outside the
+workspace). Requires root (mount/losetup) and e2fsprogs on the host.
+
+The registry (ROOT/sessions/<key>.json) binds a session to its volume independently of Docker
+labels, which cannot be changed after creation (a pooled container is bound by renaming it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(os.environ.get("HANGAR_SANDBOX_ROOT", "/var/lib/hangar"))
+SANDBOX_UID = 1000
+
+
+def _dirs() -> tuple[Path, Path, Path, Path]:
+    return ROOT / "volumes", ROOT / "mnt", ROOT / "sessions", ROOT / "locks"
+
+
+def session_key(session_id: str) -> str:
+    """A docker-name-safe key for a session id (the id itself when it already is safe)."""
+    if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,80}", session_id):
+        return session_id
+    return "h" + hashlib.sha256(session_id.encode()).hexdigest()[:32]
+
+
+def new_volume_id() -> str:
+    return "v" + uuid.uuid4().hex[:20]
+
+
+def mount_point(volume_id: str) -> Path:
+    return _dirs()[1] / volume_id
+
+
+def lock_path(container_name: str) -> Path:
+    locks = _dirs()[3]
+    locks.mkdir(parents=True, exist_ok=True)
+    return locks / f"{container_name}.lock"
+
+
+def _run(*cmd: str) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, capture_output=True, text=True)
+
+
+def create_volume(volume_id: str, size_mb: int) -> Path:
+    images, _, _, _ = _dirs()
+    images.mkdir(parents=True, exist_ok=True)
+    image = images / f"{volume_id}.img"
+    with open(image, "xb") as f:
+        f.truncate(size_mb * 1024 * 1024)
+    # -m 0: no root-reserved blocks (the sandbox user gets the whole quota).
+    proc = _run("mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=1,lazy_journal_init=1", str(image))
+    if proc.returncode != 0:
+        image.unlink(missing_ok=True)
+        raise RuntimeError(f"mkfs.ext4 failed: {proc.stderr.strip()}")
+    return ensure_mounted(volume_id)
+
+
+def ensure_mounted(volume_id: str) -> Path:
+    """Mount the volume's filesystem if it is not (e.g. after a host reboot). Idempotent."""
+    images, _, _, _ = _dirs()
+    image, mnt = images / f"{volume_id}.img", mount_point(volume_id)
+    if not image.exists():
+        raise FileNotFoundError(f"volume {volume_id} has no image")
+    mnt.mkdir(parents=True, exist_ok=True)
+    if not os.path.ismount(mnt):
+        proc = _run("mount", "-o", "loop,nosuid,nodev", str(image), str(mnt))
+        if proc.returncode != 0 and not os.path.ismount(mnt):  # a racing process may have won
+            raise RuntimeError(f"mount of {volume_id} failed: {proc.stderr.strip()}")
+    for sub in ("workspace", "state"):
+        path = mnt / sub
+        if not path.exists():
+            path.mkdir(exist_ok=True)
+            os.chown(path, SANDBOX_UID, SANDBOX_UID)
+    return mnt
+
+
+def destroy_volume(volume_id: str) -> None:
+    """Unmount and delete. Idempotent; a missing volume is fine."""
+    images, _, _, _ = _dirs()
+    mnt = mount_point(volume_id)
+    if os.path.ismount(mnt):
+        if _run("umount", str(mnt)).returncode != 0:
+            _run("umount", "-l", str(mnt))  # still busy (a dying container): detach lazily
+    try:
+        mnt.rmdir()
+    except OSError:
+        pass
+    (images / f"{volume_id}.img").unlink(missing_ok=True)
+
+
+def list_volumes() -> list[str]:
+    images = _dirs()[0]
+    return sorted(p.stem for p in images.glob("*.img")) if images.exists() else []
+
+
+# --- the session registry -------------------------------------------------------------------
+
+def _record_path(key: str) -> Path:
+    return _dirs()[2] / f"{key}.json"
+
+
+def register(key: str, record: dict) -> bool:
+    """Create the session's record atomically; False if the session is already registered."""
+    sessions = _dirs()[2]
+    sessions.mkdir(parents=True, exist_ok=True)
+    tmp = sessions / f".{key}.{uuid.uuid4().hex}.tmp"
+    tmp.write_text(json.dumps(record | {"created_at": time.time()}))
+    try:
+        os.link(tmp, _record_path(key))  # link fails if the name exists: an atomic create
+        return True
+    except FileExistsError:
+        return False
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def lookup(key: str) -> dict | None:
+    try:
+        record = json.loads(_record_path(key).read_text())
+        record["last_active"] = _record_path(key).stat().st_mtime
+        return record
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def touch(key: str) -> None:
+    """Mark activity (the reaper's idle clock is the record's mtime)."""
+    try:
+        os.utime(_record_path(key))
+    except FileNotFoundError:
+        pass
+
+
+def unregister(key: str) -> None:
+    _record_path(key).unlink(missing_ok=True)
+
+
+def registered_keys() -> list[str]:
+    sessions = _dirs()[2]
+    return sorted(p.stem for p in sessions.glob("*.json")) if sessions.exists() else []
