@@ -1,0 +1,134 @@
+"""Writes about identity and tenancy. Each service is atomic and records an audit event in the same
+transaction. Role rules: admins and owners manage members and others' tokens; only an owner grants,
+changes or removes the owner role; an org never loses its last owner."""
+
+from datetime import datetime
+
+from django.db import transaction
+from django.utils import timezone
+from django.utils.text import slugify
+from rest_framework.exceptions import PermissionDenied, ValidationError
+
+from hangar.accounts import tokens
+from hangar.accounts.actors import Actor
+from hangar.accounts.models import ApiToken, Membership, Org, Role, User
+from hangar.accounts.selectors import require_role
+from hangar.audit.services import audit_record
+
+
+@transaction.atomic
+def org_create(*, actor: Actor, name: str, slug: str = "", owner: User | None = None) -> Org:
+    """Create an org; `owner` (default: the acting user) becomes its first owner."""
+    slug = slug or slugify(name)[:80]
+    if not slug:
+        raise ValidationError({"slug": ["A slug is required."]})
+    if Org.objects.filter(slug=slug).exists():
+        raise ValidationError({"slug": ["An org with this slug already exists."]})
+    owner = owner or actor.user
+    if owner is None:
+        raise ValidationError({"owner": ["An org needs an owner."]})
+    org = Org.objects.create(name=name, slug=slug)
+    Membership.objects.create(org=org, user=owner, role=Role.OWNER)
+    audit_record(actor=actor, action="org.create", target=org, org_id=org.pk,
+                 data={"slug": slug, "owner": owner.email})
+    return org
+
+
+def _valid_role(role: str) -> str:
+    if role not in Role.values:
+        raise ValidationError({"role": [f"Must be one of: {', '.join(Role.values)}."]})
+    return role
+
+
+def _owner_count(org_id: int) -> int:
+    return Membership.objects.filter(org_id=org_id, role=Role.OWNER).count()
+
+
+def _guard_owner_change(acting: Membership, target_role: str, new_role: str | None) -> None:
+    """Only an owner touches the owner role (granting it, or changing/removing an owner)."""
+    if Role.OWNER in (target_role, new_role) and acting.role != Role.OWNER:
+        raise PermissionDenied("Only an owner can grant, change or remove the owner role.")
+
+
+@transaction.atomic
+def member_add(*, actor: Actor, org: Org, email: str, role: str = Role.MEMBER, name: str = "") -> Membership:
+    """Add a user to the org by email, creating the user (with an unusable password) if missing."""
+    acting = require_role(actor, org.pk, Role.ADMIN)
+    _valid_role(role)
+    _guard_owner_change(acting, Role.VIEWER, role)
+    email = User.objects.normalize_email(email).lower()
+    user = User.objects.filter(email=email).first()
+    created = user is None
+    if created:
+        user = User.objects.create_user(email, password=None, name=name)  # set_password(None): unusable
+    if Membership.objects.filter(org=org, user=user).exists():
+        raise ValidationError({"email": ["This user is already a member."]})
+    membership = Membership.objects.create(org=org, user=user, role=role)
+    audit_record(actor=actor, action="member.add", target=membership,
+                 data={"email": email, "role": role, "user_created": created})
+    return membership
+
+
+@transaction.atomic
+def member_role_change(*, actor: Actor, membership: Membership, role: str) -> Membership:
+    acting = require_role(actor, membership.org_id, Role.ADMIN)
+    _valid_role(role)
+    membership = Membership.objects.select_for_update().get(pk=membership.pk)
+    _guard_owner_change(acting, membership.role, role)
+    old = membership.role
+    if old == Role.OWNER and role != Role.OWNER and _owner_count(membership.org_id) <= 1:
+        raise ValidationError({"role": ["The last owner cannot be demoted."]})
+    membership.role = role
+    membership.save(update_fields=["role"])
+    audit_record(actor=actor, action="member.role_change", target=membership,
+                 data={"email": membership.user.email, "from": old, "to": role})
+    return membership
+
+
+@transaction.atomic
+def member_remove(*, actor: Actor, membership: Membership) -> None:
+    """Admins remove members; anyone may leave. The last owner can do neither."""
+    leaving = actor.user is not None and actor.user.pk == membership.user_id
+    acting = require_role(actor, membership.org_id, Role.VIEWER if leaving else Role.ADMIN)
+    membership = Membership.objects.select_for_update().get(pk=membership.pk)
+    if not leaving:
+        _guard_owner_change(acting, membership.role, None)
+    if membership.role == Role.OWNER and _owner_count(membership.org_id) <= 1:
+        raise ValidationError({"role": ["The last owner cannot be removed."]})
+    # Their tokens for this org die with the membership: a token must never outlive its grant.
+    ApiToken.objects.filter(org_id=membership.org_id, user_id=membership.user_id, revoked_at__isnull=True).update(
+        revoked_at=timezone.now()
+    )
+    audit_record(actor=actor, action="member.remove", target=membership,
+                 data={"email": membership.user.email, "role": membership.role})
+    membership.delete()
+
+
+@transaction.atomic
+def token_create(*, actor: Actor, org: Org, user: User, name: str,
+                 expires_at: datetime | None = None) -> tuple[ApiToken, str]:
+    """Create a token bound to (user, org). Returns (row, raw token): the raw token is shown once."""
+    require_role(Actor(type=actor.type, org_id=org.pk, user=user), org.pk, Role.VIEWER)
+    if expires_at is not None and expires_at <= timezone.now():
+        raise ValidationError({"expires_at": ["Must be in the future."]})
+    raw, prefix = tokens.generate()
+    token = ApiToken.objects.create(org=org, user=user, name=name, prefix=prefix,
+                                    digest=tokens.digest(raw, 0), pepper_index=0, expires_at=expires_at)
+    audit_record(actor=actor, action="token.create", target=token, org_id=org.pk,
+                 data={"name": name, "prefix": prefix, "user": user.email,
+                       "expires_at": expires_at.isoformat() if expires_at else None})
+    return token, raw
+
+
+@transaction.atomic
+def token_revoke(*, actor: Actor, token: ApiToken) -> ApiToken:
+    """Owners of a token revoke it; admins revoke anyone's. Revoking twice is a no-op (no second row)."""
+    own = actor.user is not None and actor.user.pk == token.user_id
+    require_role(actor, token.org_id, Role.VIEWER if own else Role.ADMIN)
+    token = ApiToken.objects.select_for_update().get(pk=token.pk)
+    if token.revoked_at is None:
+        token.revoked_at = timezone.now()
+        token.save(update_fields=["revoked_at"])
+        audit_record(actor=actor, action="token.revoke", target=token,
+                     data={"prefix": token.prefix, "user": token.user.email})
+    return token

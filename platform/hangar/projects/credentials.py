@@ -1,0 +1,50 @@
+"""Credential resolution for the engine: the ONLY place a provider key is decrypted. Call it in the worker,
+right before the LLM call; never log or publish the result."""
+
+from dataclasses import dataclass, field
+
+from hangar.projects import crypto
+from hangar.projects.models import ProviderCredential
+
+
+class CredentialNotFound(LookupError):
+    pass
+
+
+@dataclass(frozen=True)
+class ResolvedCredential:
+    provider: str
+    api_base: str
+    api_key: str = field(repr=False)  # repr=False: a stray log of the object must not leak the key
+    models: list[str] = field(default_factory=list)
+    scope: str = "org"  # "user" when a personal credential won
+
+
+def credential_resolve(*, org_id: int, user_id: int | None, provider: str) -> ResolvedCredential:
+    """The user's own credential for `provider` in the org if they have one, else the org's."""
+    candidates = ProviderCredential.objects.filter(org_id=org_id, provider=provider, user__isnull=True)
+    if user_id is not None:
+        personal = ProviderCredential.objects.filter(org_id=org_id, provider=provider, user_id=user_id).first()
+        if personal is not None:
+            return _resolved(personal, "user")
+    credential = candidates.first()
+    if credential is None:
+        raise CredentialNotFound(f"no credential for provider {provider!r}")
+    return _resolved(credential, "org")
+
+
+def _resolved(credential: ProviderCredential, scope: str) -> ResolvedCredential:
+    key = crypto.decrypt(credential.api_key_encrypted) if credential.api_key_encrypted else ""
+    return ResolvedCredential(provider=credential.provider, api_base=credential.api_base, api_key=key,
+                              models=list(credential.models_list or []), scope=scope)
+
+
+def provider_list(*, org_id: int, user_id: int | None) -> list[dict]:
+    """Providers usable by this user in this org (no keys): for config/model pickers."""
+    seen: dict[str, dict] = {}
+    rows = ProviderCredential.objects.filter(org_id=org_id).filter(user__isnull=True)
+    personal = ProviderCredential.objects.filter(org_id=org_id, user_id=user_id) if user_id else []
+    for credential in [*rows, *personal]:  # personal last: the user's wins
+        seen[credential.provider] = {"provider": credential.provider, "api_base": credential.api_base,
+                                     "models": list(credential.models_list or [])}
+    return list(seen.values())

@@ -1,0 +1,159 @@
+"""Writes for projects, their env vars and provider credentials. Admins and owners manage projects and org
+credentials; any member may keep a personal credential. Audit rows never carry secret values or keys."""
+
+from django.db import IntegrityError, transaction
+from django.utils.text import slugify
+from rest_framework.exceptions import PermissionDenied, ValidationError
+
+from hangar.accounts.actors import Actor
+from hangar.accounts.models import Org, Role, User
+from hangar.accounts.selectors import require_role
+from hangar.audit.services import audit_record
+from hangar.projects import crypto
+from hangar.projects.models import Project, ProjectEnvVar, ProviderCredential
+from hangar.projects.validation import clean_env_name, clean_project_fields
+
+PROJECT_FIELDS = (
+    "name", "slug", "default_agent", "default_model", "setup_script", "permission_rules", "sandbox_image",
+    "sandbox_cpus", "sandbox_memory_mb", "sandbox_pids", "sandbox_disk_mb", "command_timeout_s",
+    "network_policy", "network_allowlist",
+)
+
+
+def _check_fields(values: dict) -> dict:
+    unknown = set(values) - set(PROJECT_FIELDS)
+    if unknown:
+        raise ValidationError({name: ["Unknown field."] for name in sorted(unknown)})
+    return clean_project_fields(values)
+
+
+@transaction.atomic
+def project_create(*, actor: Actor, org: Org, name: str, **fields) -> Project:
+    require_role(actor, org.pk, Role.ADMIN)
+    values = _check_fields({"name": name, **fields})
+    values["slug"] = values.get("slug") or slugify(name)[:80]
+    if not values["slug"]:
+        raise ValidationError({"slug": ["A slug is required."]})
+    if Project.objects.filter(org=org, slug=values["slug"]).exists():
+        raise ValidationError({"slug": ["A project with this slug already exists in this org."]})
+    project = Project.objects.create(org=org, **values)
+    audit_record(actor=actor, action="project.create", target=project, org_id=org.pk,
+                 data={"slug": project.slug, "name": project.name})
+    return project
+
+
+@transaction.atomic
+def project_update(*, actor: Actor, project: Project, **fields) -> Project:
+    require_role(actor, project.org_id, Role.ADMIN)
+    values = _check_fields(fields)
+    if values.get("slug") and Project.objects.filter(org_id=project.org_id, slug=values["slug"]).exclude(
+        pk=project.pk
+    ).exists():
+        raise ValidationError({"slug": ["A project with this slug already exists in this org."]})
+    project = Project.objects.select_for_update().get(pk=project.pk)
+    changed = {}
+    for name, value in values.items():
+        if getattr(project, name) != value:
+            changed[name] = value
+            setattr(project, name, value)
+    if changed:
+        project.save(update_fields=[*changed, "updated_at"])
+        # Setup scripts may hold anything: record which fields changed, not the script itself.
+        audit_record(actor=actor, action="project.update", target=project,
+                     data={"fields": sorted(changed)})
+    return project
+
+
+@transaction.atomic
+def project_delete(*, actor: Actor, project: Project) -> None:
+    require_role(actor, project.org_id, Role.ADMIN)
+    audit_record(actor=actor, action="project.delete", target=project, data={"slug": project.slug})
+    project.delete()
+
+
+@transaction.atomic
+def env_var_set(*, actor: Actor, project: Project, name: str, value: str, secret: bool = True) -> ProjectEnvVar:
+    """Create or replace one env var. `secret` ones never leave the worker; others reach the sandbox."""
+    require_role(actor, project.org_id, Role.ADMIN)
+    clean_env_name(name)
+    if not isinstance(value, str) or len(value) > 32768:
+        raise ValidationError({"value": ["Must be a string of at most 32768 characters."]})
+    var, created = ProjectEnvVar.objects.update_or_create(
+        project=project, name=name, defaults={"value_encrypted": crypto.encrypt(value), "secret": bool(secret)}
+    )
+    audit_record(actor=actor, action="project.env_set", target=var, org_id=project.org_id,
+                 data={"project": project.pk, "name": name, "secret": var.secret, "created": created})
+    return var
+
+
+@transaction.atomic
+def env_var_delete(*, actor: Actor, var: ProjectEnvVar) -> None:
+    project = var.project
+    require_role(actor, project.org_id, Role.ADMIN)
+    audit_record(actor=actor, action="project.env_delete", target=var, org_id=project.org_id,
+                 data={"project": project.pk, "name": var.name})
+    var.delete()
+
+
+def _credential_role(actor: Actor, org_id: int, user_id: int | None) -> None:
+    """Org credentials need admin; a personal credential is its owner's (or an admin's) to manage."""
+    own = user_id is not None and actor.user_id == user_id
+    require_role(actor, org_id, Role.MEMBER if own else Role.ADMIN)
+
+
+def _clean_credential(provider: str | None, models: list | None) -> None:
+    if provider is not None and (not isinstance(provider, str) or not provider.strip() or "/" in provider):
+        raise ValidationError({"provider": ["Must be a non-empty provider id without '/'."]})
+    if models is not None and (not isinstance(models, list) or not all(isinstance(m, str) and m for m in models)):
+        raise ValidationError({"models": ["Must be a list of model ids."]})
+
+
+@transaction.atomic
+def credential_set(*, actor: Actor, org: Org, provider: str, api_key: str | None = None, api_base: str = "",
+                   models: list[str] | None = None, user: User | None = None) -> ProviderCredential:
+    """Create or update the (org, user-or-none, provider) credential. `api_key=None` keeps the stored key."""
+    _credential_role(actor, org.pk, user.pk if user else None)
+    _clean_credential(provider, models)
+    if user is not None and not user.memberships.filter(org=org).exists():
+        raise PermissionDenied("A personal credential belongs to a member of this org.")
+    credential = ProviderCredential.objects.filter(org=org, user=user, provider=provider).first()
+    created = credential is None
+    credential = credential or ProviderCredential(org=org, user=user, provider=provider)
+    credential.api_base = api_base or ""
+    if models is not None:
+        credential.models_list = models
+    if api_key is not None:
+        credential.api_key_encrypted = crypto.encrypt(api_key) if api_key else ""
+    try:
+        with transaction.atomic():
+            credential.save()
+    except IntegrityError as exc:
+        raise ValidationError({"provider": ["A credential for this provider already exists."]}) from exc
+    audit_record(actor=actor, action="credential.set", target=credential, org_id=org.pk,
+                 data={"provider": provider, "user": user.email if user else None, "created": created,
+                       "api_base": credential.api_base, "key_changed": api_key is not None})
+    return credential
+
+
+@transaction.atomic
+def credential_delete(*, actor: Actor, credential: ProviderCredential) -> None:
+    _credential_role(actor, credential.org_id, credential.user_id)
+    audit_record(actor=actor, action="credential.delete", target=credential,
+                 data={"provider": credential.provider, "user_id": credential.user_id})
+    credential.delete()
+
+
+@transaction.atomic
+def encryption_keys_rotate(*, actor: Actor) -> dict:
+    """Re-encrypt every stored secret under the first key, so older keys can then be retired."""
+    counts = {"credentials": 0, "env_vars": 0}
+    for credential in ProviderCredential.objects.select_for_update().exclude(api_key_encrypted=""):
+        credential.api_key_encrypted = crypto.rotate(credential.api_key_encrypted)
+        credential.save(update_fields=["api_key_encrypted"])
+        counts["credentials"] += 1
+    for var in ProjectEnvVar.objects.select_for_update():
+        var.value_encrypted = crypto.rotate(var.value_encrypted)
+        var.save(update_fields=["value_encrypted"])
+        counts["env_vars"] += 1
+    audit_record(actor=actor, action="encryption_keys.rotate", data=counts, org_id=None)
+    return counts

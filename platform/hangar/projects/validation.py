@@ -1,0 +1,92 @@
+"""Validation of project settings shared by the API serializers and the services (which are also called by
+management commands). Errors are DRF ValidationErrors keyed by field, so a 400 names the field."""
+
+import ipaddress
+import re
+
+from rest_framework.exceptions import ValidationError
+
+from hangar.projects.models import NetworkPolicy
+
+ACTIONS = ("allow", "ask", "deny")
+# Bounds a project may choose within; a sandbox outside them is either useless or a noisy neighbour.
+LIMITS = {
+    "sandbox_cpus": (0.1, 8.0),
+    "sandbox_memory_mb": (128, 16384),
+    "sandbox_pids": (16, 4096),
+    "sandbox_disk_mb": (256, 65536),
+    "command_timeout_s": (1, 3600),
+}
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+HOST = re.compile(r"^(\*\.)?([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
+
+
+def clean_permission_rules(rules) -> list[dict]:
+    """A ruleset as in the seeds: a list of {permission, pattern, action}; last match wins."""
+    if not isinstance(rules, list):
+        raise ValidationError({"permission_rules": ["Must be a list of {permission, pattern, action}."]})
+    cleaned = []
+    for index, rule in enumerate(rules):
+        where = f"permission_rules[{index}]"
+        if not isinstance(rule, dict):
+            raise ValidationError({where: ["Must be an object with permission, pattern and action."]})
+        extra = set(rule) - {"permission", "pattern", "action"}
+        if extra:
+            raise ValidationError({where: [f"Unknown keys: {', '.join(sorted(extra))}."]})
+        for key in ("permission", "pattern"):
+            if not isinstance(rule.get(key), str) or not rule[key] or len(rule[key]) > 500:
+                raise ValidationError({f"{where}.{key}": ["Must be a non-empty string."]})
+        if rule.get("action") not in ACTIONS:
+            raise ValidationError({f"{where}.action": [f"Must be one of: {', '.join(ACTIONS)}."]})
+        cleaned.append({"permission": rule["permission"], "pattern": rule["pattern"], "action": rule["action"]})
+    return cleaned
+
+
+def clean_allowlist(entries) -> list[str]:
+    """Allowlist entries: a host name (optionally `*.` wildcard), an IP or CIDR, each with optional :port."""
+    if not isinstance(entries, list):
+        raise ValidationError({"network_allowlist": ["Must be a list of hosts."]})
+    cleaned = []
+    for index, entry in enumerate(entries):
+        if not isinstance(entry, str) or not _valid_host_entry(entry.strip()):
+            raise ValidationError({f"network_allowlist[{index}]": ["Must be a host, IP or CIDR, optional :port."]})
+        cleaned.append(entry.strip().lower())
+    return cleaned
+
+
+def _valid_host_entry(entry: str) -> bool:
+    host, _, port = entry.rpartition(":") if entry.count(":") == 1 else (entry, "", "")
+    if port and (not port.isdigit() or not 0 < int(port) < 65536):
+        return False
+    try:
+        ipaddress.ip_network(host, strict=False)
+        return True
+    except ValueError:
+        return bool(host) and len(host) <= 253 and bool(HOST.match(host))
+
+
+def clean_limits(values: dict) -> dict:
+    for name, (low, high) in LIMITS.items():
+        if name in values:
+            value = values[name]
+            if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+                raise ValidationError({name: [f"Must be a number between {low} and {high}."]})
+    return values
+
+
+def clean_project_fields(values: dict) -> dict:
+    """Validate the settable project fields present in `values`; returns the cleaned values."""
+    values = dict(values)
+    if "permission_rules" in values:
+        values["permission_rules"] = clean_permission_rules(values["permission_rules"])
+    if "network_allowlist" in values:
+        values["network_allowlist"] = clean_allowlist(values["network_allowlist"])
+    if "network_policy" in values and values["network_policy"] not in NetworkPolicy.values:
+        raise ValidationError({"network_policy": [f"Must be one of: {', '.join(NetworkPolicy.values)}."]})
+    return clean_limits(values)
+
+
+def clean_env_name(name: str) -> str:
+    if not isinstance(name, str) or not ENV_NAME.match(name):
+        raise ValidationError({"name": ["Must match [A-Za-z_][A-Za-z0-9_]*, at most 128 characters."]})
+    return name
