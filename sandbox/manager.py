@@ -84,6 +84,7 @@ class DockerSandboxes:
             info = self.api.inspect_container(name)
             volume_id = volume_id or info["Config"]["Labels"].get("hangar.volume")
             self.api.remove_container(name, force=True)
+            volumes.lock_path(info["Id"]).unlink(missing_ok=True)
         except docker.errors.NotFound:
             pass
         except docker.errors.APIError as exc:
@@ -140,23 +141,24 @@ class DockerSandboxes:
             # The container is gone (crash, host cleanup) but the workspace is not: recreate it.
             if not self._create_container(spec, name, record["volume"], {"hangar.session_key": key}):
                 return None
+            info = self.api.inspect_container(name)
         elif not info["State"]["Running"]:
             self.api.start(name)
-        conn = AgentConnection.open(self.api, name, str(volumes.lock_path(name)))
+        conn = AgentConnection.open(self.api, info["Id"], str(volumes.lock_path(info["Id"])))
         return DockerSandbox(self, spec, name, conn)
 
-    def _create_container(self, spec: SandboxSpec, name: str, volume_id: str, labels: dict[str, str]) -> bool:
-        """Create and start; False if another process created the same name first."""
+    def _create_container(self, spec: SandboxSpec, name: str, volume_id: str, labels: dict[str, str]) -> str | None:
+        """Create and start; returns the id, or None if another process took the name first."""
         kwargs = containers.create_kwargs(spec, spec.image or self.image, name, volume_id,
                                           self.extra_labels | labels)
         try:
             container = self.client.containers.create(**kwargs)
         except docker.errors.APIError as exc:
             if exc.status_code == 409:
-                return False
+                return None
             raise
         container.start()
-        return True
+        return container.id
 
     def _create_cold(self, spec: SandboxSpec) -> DockerSandbox | None:
         key = volumes.session_key(spec.session_id)
@@ -168,9 +170,10 @@ class DockerSandboxes:
             return None
         labels = {"hangar.session": spec.session_id[:200], "hangar.org": spec.org_id,
                   "hangar.project": spec.project_id, "hangar.session_key": key}
-        if not self._create_container(spec, name, volume_id, labels):
+        container_id = self._create_container(spec, name, volume_id, labels)
+        if container_id is None:
             return None
-        conn = AgentConnection.open(self.api, name, str(volumes.lock_path(name)))
+        conn = AgentConnection.open(self.api, container_id, str(volumes.lock_path(container_id)))
         box = DockerSandbox(self, spec, name, conn)
         if spec.env:
             box._call("bind", {"env": spec.env})

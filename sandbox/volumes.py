@@ -50,10 +50,17 @@ def mount_point(volume_id: str) -> Path:
     return _dirs()[1] / volume_id
 
 
-def lock_path(container_name: str) -> Path:
+def lock_path(container_id: str) -> Path:
+    """The attach lock of a container, by id (ids survive the rename of a claimed container)."""
     locks = _dirs()[3]
     locks.mkdir(parents=True, exist_ok=True)
-    return locks / f"{container_name}.lock"
+    return locks / f"{container_id}.lock"
+
+
+def claim_marker(volume_id: str) -> Path:
+    images = _dirs()[0]
+    images.mkdir(parents=True, exist_ok=True)
+    return images / f"{volume_id}.claimed"
 
 
 def _run(*cmd: str) -> subprocess.CompletedProcess:
@@ -105,6 +112,7 @@ def destroy_volume(volume_id: str) -> None:
     except OSError:
         pass
     (images / f"{volume_id}.img").unlink(missing_ok=True)
+    claim_marker(volume_id).unlink(missing_ok=True)
 
 
 def list_volumes() -> list[str]:

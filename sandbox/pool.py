@@ -1,0 +1,172 @@
+"""A warm pool of generic, started sandboxes that a session can claim in a few milliseconds.
+
+Pooled containers (`hangar-pool-<volume>`, label hangar.pool=1) carry no tenant data: no env,
+an empty fresh workspace volume of their own. Claiming one binds it to a session:
+  1. an atomic claim marker (O_EXCL file next to its volume) so two processes, or two pools,
+     can never hand the same container to two sessions (docker rename alone is not enough:
+     concurrent renames of one container both succeed, one after the other);
+  2. `docker rename` to the session's name, which is how every process finds it afterwards
+     (labels cannot be changed; the name and the host registry carry the binding);
+  3. the registry record maps the session to the container's volume, which becomes the
+     session's workspace; 4. the session's env is bound through the agent.
+Any process may claim any pooled container; the pool refills in a background thread.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import threading
+
+import docker
+import docker.errors
+
+from sandbox import containers, volumes
+from sandbox.connection import AgentConnection
+from sandbox.docker_backend import DockerSandbox
+from sandbox.image import ensure_image
+from sandbox.protocol import SandboxSpec
+
+log = logging.getLogger(__name__)
+POOL_LABEL = "hangar.pool"
+# Limits that are fixed at container creation; a spec must match them to use the pool.
+FIXED_FIELDS = ("image", "cpus", "memory_mb", "pids", "disk_mb", "network")
+
+
+class WarmPool:
+    def __init__(self, size: int = 2, *, template: SandboxSpec | None = None,
+                 client: docker.DockerClient | None = None, image: str | None = None,
+                 extra_labels: dict[str, str] | None = None) -> None:
+        self.size = size
+        self.template = template or SandboxSpec(session_id="pool")
+        self.client = client or docker.from_env()
+        self.api = self.client.api
+        self.image = image or ensure_image(self.client)
+        self.extra_labels = dict(extra_labels or {})
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._fill_lock = threading.Lock()
+
+    # --- filling ----------------------------------------------------------------------------
+
+    def _label_filter(self) -> list[str]:
+        return [f"{POOL_LABEL}=1"] + [f"{k}={v}" for k, v in self.extra_labels.items()]
+
+    def available(self) -> list[str]:
+        """Names of unclaimed, running pooled containers (oldest first)."""
+        found = self.api.containers(filters={"label": self._label_filter(), "status": "running"})
+        names = [c["Names"][0].lstrip("/") for c in sorted(found, key=lambda c: c["Created"])]
+        return [n for n in names if n.startswith(containers.POOL_PREFIX)]
+
+    def fill(self) -> int:
+        """Create pooled containers until `size` are available. Returns how many were added."""
+        with self._fill_lock:
+            missing = self.size - len(self.available())
+            for _ in range(max(missing, 0)):
+                self._add_one()
+            return max(missing, 0)
+
+    def _add_one(self) -> None:
+        volume_id = volumes.new_volume_id()
+        volumes.create_volume(volume_id, self.template.disk_mb)
+        name = containers.POOL_PREFIX + volume_id
+        kwargs = containers.create_kwargs(self.template, self.template.image or self.image, name, volume_id,
+                                          self.extra_labels | {POOL_LABEL: "1"})
+        container = self.client.containers.create(**kwargs)
+        container.start()
+        # Warm the agent (python imports, first fork) and let go: claimers attach themselves.
+        conn = AgentConnection.open(self.api, container.id, str(volumes.lock_path(container.id)))
+        try:
+            conn.call("exec", {"command": "true"}, timeout=30)
+        finally:
+            conn.close()
+
+    def start(self) -> None:
+        """Refill in the background: at once, after every claim, and every few seconds."""
+        if self._thread:
+            return
+        self._thread = threading.Thread(target=self._run, name="warm-pool", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread:
+            self._thread.join(30)
+            self._thread = None
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.fill()
+            except Exception:  # keep refilling; the cold path still works meanwhile
+                log.exception("warm pool refill failed")
+            self._wake.wait(5)
+            self._wake.clear()
+
+    def drain(self) -> None:
+        """Remove every unclaimed pooled container and its volume."""
+        for name in self.available():
+            volume_id = name[len(containers.POOL_PREFIX):]
+            if self._take(volume_id):
+                try:
+                    self.api.remove_container(name, force=True)
+                except docker.errors.NotFound:
+                    pass
+                volumes.destroy_volume(volume_id)
+
+    # --- claiming ---------------------------------------------------------------------------
+
+    def fits(self, spec: SandboxSpec) -> bool:
+        return all(getattr(spec, f) == getattr(self.template, f) for f in FIXED_FIELDS)
+
+    @staticmethod
+    def _take(volume_id: str) -> bool:
+        """Atomically mark a pooled volume as claimed; False if someone else got it first."""
+        try:
+            os.close(os.open(volumes.claim_marker(volume_id), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+            return True
+        except FileExistsError:
+            return False
+
+    def claim(self, manager, spec: SandboxSpec) -> DockerSandbox | None:
+        """Bind a pooled container to `spec.session_id`, or None (no fit, none left, or the session
+        got a sandbox meanwhile: the caller then reconnects to it)."""
+        if not self.fits(spec):
+            return None
+        name = containers.session_container_name(spec.session_id)
+        key = volumes.session_key(spec.session_id)
+        for pooled in self.available():
+            volume_id = pooled[len(containers.POOL_PREFIX):]
+            if not self._take(volume_id):
+                continue
+            try:
+                self.api.rename(pooled, name)
+            except docker.errors.NotFound:
+                continue  # removed meanwhile
+            except docker.errors.APIError as exc:
+                if exc.status_code == 409:  # the session already has a container
+                    os.unlink(volumes.claim_marker(volume_id))
+                    return None
+                raise
+            record = {"session_id": spec.session_id, "volume": volume_id, "org_id": spec.org_id,
+                      "project_id": spec.project_id, "spec": dataclasses.asdict(spec), "pooled": True}
+            if not volumes.register(key, record):
+                # Registered by a racing cold create whose container lost the name to us: the
+                # record names its volume; drop that orphan volume, keep ours.
+                stale = volumes.lookup(key) or {}
+                volumes.unregister(key)
+                if stale.get("volume") and stale["volume"] != volume_id:
+                    volumes.destroy_volume(stale["volume"])
+                volumes.register(key, record)
+            self._wake.set()
+            container_id = self.api.inspect_container(name)["Id"]
+            conn = AgentConnection.open(self.api, container_id, str(volumes.lock_path(container_id)))
+            box = DockerSandbox(manager, spec, name, conn)
+            if spec.env:
+                box._call("bind", {"env": spec.env})
+            return box
+        self._wake.set()
+        return None

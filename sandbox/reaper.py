@@ -1,0 +1,82 @@
+"""Reaper: hibernates idle or long-running sandboxes, destroys those whose session is gone.
+
+Safe to run from several workers at once: every action is idempotent and "already gone" is
+success. Decisions per session sandbox (container `hangar-s-*` and/or registry record):
+  * session no longer alive (callback)        -> destroy (container, volume, record)
+  * running and idle longer than idle_ttl_s    -> hibernate (stop; the workspace stays)
+  * running for longer than max_lifetime_s     -> hibernate (the next use resumes it fresh)
+Idle time is the registry record's mtime, which every sandbox call refreshes (throttled).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import docker.errors
+
+from sandbox import containers, volumes
+
+
+@dataclass
+class ReapReport:
+    destroyed: list[str] = field(default_factory=list)
+    hibernated: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def _started_at(info: dict) -> float:
+    stamp = info["State"].get("StartedAt", "")[:26].rstrip("Z")  # docker: nanoseconds, Z suffix
+    try:
+        return datetime.fromisoformat(stamp + "+00:00").timestamp()
+    except ValueError:
+        return time.time()
+
+
+class Reaper:
+    def __init__(self, manager, is_session_alive: Callable[[str], bool], *, idle_ttl_s: float = 1800,
+                 max_lifetime_s: float = 24 * 3600) -> None:
+        self.manager = manager
+        self.is_session_alive = is_session_alive
+        self.idle_ttl_s = idle_ttl_s
+        self.max_lifetime_s = max_lifetime_s
+
+    def _candidates(self) -> dict[str, str | None]:
+        """session key -> container name (None: a record whose container is gone)."""
+        found: dict[str, str | None] = {key: None for key in volumes.registered_keys()}
+        listed = self.manager.api.containers(all=True, filters={"label": f"{containers.MANAGED}=1"})
+        for c in listed:
+            name = c["Names"][0].lstrip("/")
+            if name.startswith(containers.SESSION_PREFIX):
+                found[name[len(containers.SESSION_PREFIX):]] = name
+        return found
+
+    def run_once(self) -> ReapReport:
+        report = ReapReport()
+        now = time.time()
+        for key, name in self._candidates().items():
+            record = volumes.lookup(key)
+            if record is None:
+                continue  # unbound (mid-claim) or already destroyed by another reaper
+            session_id = record["session_id"]
+            try:
+                if not self.is_session_alive(session_id):
+                    self.manager.destroy(session_id)
+                    report.destroyed.append(session_id)
+                    continue
+                if name is None:
+                    continue
+                info = self.manager.api.inspect_container(name)
+                if not info["State"]["Running"]:
+                    continue
+                idle = now - record["last_active"]
+                if idle > self.idle_ttl_s or now - _started_at(info) > self.max_lifetime_s:
+                    self.manager.hibernate(session_id)
+                    report.hibernated.append(session_id)
+            except docker.errors.NotFound:
+                pass  # a racing reaper or a destroy got there first
+            except Exception as exc:  # one bad sandbox must not stop the sweep
+                report.errors.append(f"{session_id}: {type(exc).__name__}: {exc}")
+        return report
