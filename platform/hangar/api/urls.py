@@ -1,1 +1,38 @@
-urlpatterns: list = []
+"""The REST API under /api/. Org-scoped routes live under `orgs/<org-slug>/` (see hangar.api.scoping)."""
+
+from django.urls import path
+
+from hangar.api import (
+    auth_views,
+    credential_views,
+    env_views,
+    member_views,
+    org_views,
+    project_views,
+    token_views,
+)
+from hangar.health import HealthView
+
+ORG = "orgs/<slug:org>/"
+PROJECT = ORG + "projects/<int:project_id>/"
+
+urlpatterns: list = [
+    path("health", HealthView.as_view(), name="health"),
+    path("auth/csrf", auth_views.CsrfView.as_view(), name="auth-csrf"),
+    path("auth/login", auth_views.LoginView.as_view(), name="auth-login"),
+    path("auth/logout", auth_views.LogoutView.as_view(), name="auth-logout"),
+    path("me", auth_views.MeView.as_view(), name="me"),
+    path("orgs/", org_views.OrgListCreateView.as_view(), name="orgs"),
+    path(ORG, org_views.OrgDetailView.as_view(), name="org"),
+    path(ORG + "members/", member_views.MemberListAddView.as_view(), name="members"),
+    path(ORG + "members/<int:member_id>", member_views.MemberDetailView.as_view(), name="member"),
+    path(ORG + "tokens/", token_views.TokenListCreateView.as_view(), name="tokens"),
+    path(ORG + "tokens/<int:token_id>", token_views.TokenRevokeView.as_view(), name="token"),
+    path(ORG + "projects/", project_views.ProjectListCreateView.as_view(), name="projects"),
+    path(PROJECT, project_views.ProjectDetailView.as_view(), name="project"),
+    path(PROJECT + "env/", env_views.EnvListView.as_view(), name="project-env"),
+    path(PROJECT + "env/<str:name>", env_views.EnvDetailView.as_view(), name="project-env-var"),
+    path(ORG + "credentials/", credential_views.CredentialListSetView.as_view(), name="credentials"),
+    path(ORG + "credentials/<int:credential_id>", credential_views.CredentialDetailView.as_view(),
+         name="credential"),
+]

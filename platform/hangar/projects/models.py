@@ -65,6 +65,8 @@ class ProviderCredential(models.Model):
     models_list = models.JSONField(default=list, blank=True)
     api_base = models.URLField(max_length=500, blank=True)
     api_key_encrypted = models.TextField(blank=True)
+    # Last characters of the key, kept at write time so listing never needs to decrypt.
+    api_key_hint = models.CharField(max_length=16, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -1,0 +1,100 @@
+"""Browser login: email + password into a Django session cookie, with CSRF. API clients use tokens instead."""
+
+from django.contrib.auth import authenticate, login, logout
+from django.middleware.csrf import get_token
+from django.utils.decorators import method_decorator
+from django.views.decorators.csrf import ensure_csrf_cookie
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.authentication import CSRFCheck
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+from rest_framework.throttling import ScopedRateThrottle
+from rest_framework.views import APIView
+
+from hangar.accounts.models import ApiToken
+from hangar.accounts.selectors import memberships_for_user
+
+
+class LoginIn(serializers.Serializer):
+    email = serializers.EmailField()
+    password = serializers.CharField(trim_whitespace=False)
+
+
+class MembershipOut(serializers.Serializer):
+    org = serializers.CharField(source="org.slug")
+    org_name = serializers.CharField(source="org.name")
+    role = serializers.CharField()
+
+
+class MeOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    email = serializers.EmailField()
+    name = serializers.CharField()
+    is_staff = serializers.BooleanField()
+    orgs = MembershipOut(many=True)
+    token_org = serializers.CharField(allow_null=True, help_text="The org a token is bound to (token auth only)")
+
+
+def me_payload(request) -> dict:
+    token = request.auth if isinstance(request.auth, ApiToken) else None
+    memberships = memberships_for_user(request.user)
+    if token is not None:  # a token acts in exactly one org: show only that one
+        memberships = memberships.filter(org_id=token.org_id)
+    user = request.user
+    return MeOut({"id": user.pk, "email": user.email, "name": user.name, "is_staff": user.is_staff,
+                  "orgs": list(memberships), "token_org": token.org.slug if token else None}).data
+
+
+def enforce_csrf(request) -> None:
+    """Login CSRF matters too (an attacker could log a victim into the attacker's account)."""
+    check = CSRFCheck(lambda req: None)
+    check.process_request(request)
+    reason = check.process_view(request, None, (), {})
+    if reason:
+        raise PermissionDenied(f"CSRF Failed: {reason}")
+
+
+class CsrfView(APIView):
+    permission_classes = [AllowAny]
+    authentication_classes: list = []
+
+    @extend_schema(operation_id="auth_csrf", responses=inline_serializer("CsrfOut", {"csrf_token": serializers.CharField()}))
+    @method_decorator(ensure_csrf_cookie)
+    def get(self, request):
+        return Response({"csrf_token": get_token(request)})
+
+
+class LoginView(APIView):
+    permission_classes = [AllowAny]
+    authentication_classes: list = []
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "auth"
+
+    @extend_schema(operation_id="auth_login", request=LoginIn, responses={200: MeOut})
+    def post(self, request):
+        enforce_csrf(request._request)
+        body = LoginIn(data=request.data)
+        body.is_valid(raise_exception=True)
+        user = authenticate(request._request, email=body.validated_data["email"].lower(),
+                            password=body.validated_data["password"])
+        if user is None:
+            return Response({"error": {"code": "invalid_credentials", "message": "Invalid email or password."}},
+                            status=status.HTTP_401_UNAUTHORIZED)
+        login(request._request, user)
+        request.user = user
+        return Response(me_payload(request))
+
+
+class LogoutView(APIView):
+    @extend_schema(operation_id="auth_logout", request=None, responses={204: None})
+    def post(self, request):
+        logout(request._request)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class MeView(APIView):
+    @extend_schema(operation_id="me", responses=MeOut)
+    def get(self, request):
+        return Response(me_payload(request))

@@ -1,0 +1,51 @@
+"""Orgs: list the ones I belong to, create one (I become its owner), read one."""
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from hangar.accounts.actors import actor_from_request
+from hangar.accounts.models import ApiToken
+from hangar.accounts.selectors import memberships_for_user
+from hangar.accounts.services import org_create
+from hangar.api.scoping import scope_for
+
+
+class OrgOut(serializers.Serializer):
+    slug = serializers.CharField()
+    name = serializers.CharField()
+    role = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class OrgCreateIn(serializers.Serializer):
+    name = serializers.CharField(max_length=150)
+    slug = serializers.SlugField(max_length=80, required=False)
+
+
+def org_out(org, role: str) -> dict:
+    return OrgOut({"slug": org.slug, "name": org.name, "role": role, "created_at": org.created_at}).data
+
+
+class OrgListCreateView(APIView):
+    @extend_schema(operation_id="orgs_list", responses=OrgOut(many=True))
+    def get(self, request):
+        memberships = memberships_for_user(request.user)
+        if isinstance(request.auth, ApiToken):
+            memberships = memberships.filter(org_id=request.auth.org_id)
+        return Response([org_out(m.org, m.role) for m in memberships])
+
+    @extend_schema(operation_id="orgs_create", request=OrgCreateIn, responses={201: OrgOut})
+    def post(self, request):
+        body = OrgCreateIn(data=request.data)
+        body.is_valid(raise_exception=True)
+        org = org_create(actor=actor_from_request(request, None), **body.validated_data)
+        return Response(org_out(org, "owner"), status=status.HTTP_201_CREATED)
+
+
+class OrgDetailView(APIView):
+    @extend_schema(operation_id="orgs_get", responses=OrgOut)
+    def get(self, request, org):
+        scope = scope_for(request, org)
+        return Response(org_out(scope.org, scope.membership.role))

@@ -1,0 +1,100 @@
+"""Projects of an org: any member reads; admins create, update and delete."""
+
+from django.conf import settings
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from hangar.accounts.models import Role
+from hangar.api.scoping import scope_for
+from hangar.projects.models import NetworkPolicy
+from hangar.projects.selectors import project_get, project_list
+from hangar.projects.services import project_create, project_delete, project_update
+
+
+class PermissionRuleSerializer(serializers.Serializer):
+    permission = serializers.CharField()
+    pattern = serializers.CharField()
+    action = serializers.ChoiceField(choices=["allow", "ask", "deny"])
+
+
+class ProjectOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    slug = serializers.CharField()
+    default_agent = serializers.CharField()
+    default_model = serializers.CharField()
+    setup_script = serializers.CharField()
+    permission_rules = PermissionRuleSerializer(many=True)
+    sandbox_image = serializers.CharField()
+    sandbox_cpus = serializers.FloatField()
+    sandbox_memory_mb = serializers.IntegerField()
+    sandbox_pids = serializers.IntegerField()
+    sandbox_disk_mb = serializers.IntegerField()
+    command_timeout_s = serializers.IntegerField()
+    network_policy = serializers.CharField()
+    network_allowlist = serializers.ListField(child=serializers.CharField())
+    opencode_url = serializers.SerializerMethodField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+    def get_opencode_url(self, project) -> str:
+        return f"{settings.PUBLIC_URL}/oc/{project.pk}"
+
+
+class ProjectIn(serializers.Serializer):
+    """Types only: the semantic checks (rule actions, bounds, allowlist syntax) live in the services and
+    name the offending element, e.g. `permission_rules[2].action`."""
+
+    name = serializers.CharField(max_length=150)
+    slug = serializers.SlugField(max_length=80, required=False)
+    default_agent = serializers.CharField(max_length=64, required=False)
+    default_model = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    setup_script = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
+    permission_rules = serializers.JSONField(required=False)
+    sandbox_image = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    sandbox_cpus = serializers.FloatField(required=False)
+    sandbox_memory_mb = serializers.IntegerField(required=False)
+    sandbox_pids = serializers.IntegerField(required=False)
+    sandbox_disk_mb = serializers.IntegerField(required=False)
+    command_timeout_s = serializers.IntegerField(required=False)
+    network_policy = serializers.ChoiceField(choices=NetworkPolicy.choices, required=False)
+    network_allowlist = serializers.ListField(child=serializers.CharField(), required=False)
+
+
+class ProjectListCreateView(APIView):
+    @extend_schema(operation_id="projects_list", responses=ProjectOut(many=True))
+    def get(self, request, org):
+        scope = scope_for(request, org)
+        return Response(ProjectOut(project_list(org=scope.org), many=True).data)
+
+    @extend_schema(operation_id="projects_create", request=ProjectIn, responses={201: ProjectOut})
+    def post(self, request, org):
+        scope = scope_for(request, org, Role.ADMIN)
+        body = ProjectIn(data=request.data)
+        body.is_valid(raise_exception=True)
+        project = project_create(actor=scope.actor, org=scope.org, **body.validated_data)
+        return Response(ProjectOut(project).data, status=status.HTTP_201_CREATED)
+
+
+class ProjectDetailView(APIView):
+    @extend_schema(operation_id="projects_get", responses=ProjectOut)
+    def get(self, request, org, project_id):
+        scope = scope_for(request, org)
+        return Response(ProjectOut(project_get(org=scope.org, project_id=project_id)).data)
+
+    @extend_schema(operation_id="projects_update", request=ProjectIn(partial=True), responses=ProjectOut)
+    def patch(self, request, org, project_id):
+        scope = scope_for(request, org, Role.ADMIN)
+        project = project_get(org=scope.org, project_id=project_id)
+        body = ProjectIn(data=request.data, partial=True)
+        body.is_valid(raise_exception=True)
+        project = project_update(actor=scope.actor, project=project, **body.validated_data)
+        return Response(ProjectOut(project).data)
+
+    @extend_schema(operation_id="projects_delete", responses={204: None})
+    def delete(self, request, org, project_id):
+        scope = scope_for(request, org, Role.ADMIN)
+        project_delete(actor=scope.actor, project=project_get(org=scope.org, project_id=project_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)
