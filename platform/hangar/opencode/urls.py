@@ -1,1 +1,30 @@
-urlpatterns: list = []
+"""OpenCode's HTTP API under `/oc/<project_id>/` (hangar.urls): the routes the stock `opencode` CLI,
+its TUI and `@opencode-ai/sdk` call, with OpenCode's JSON shapes."""
+
+from django.urls import path
+
+from hangar.opencode import views_meta, views_run, views_session, views_stream
+
+urlpatterns = [
+    path("event", views_stream.event_stream, name="oc-event"),
+    path("config", views_meta.Config.as_view(), name="oc-config"),
+    path("config/providers", views_meta.ConfigProviders.as_view(), name="oc-config-providers"),
+    path("provider", views_meta.Providers.as_view(), name="oc-providers"),
+    path("agent", views_meta.Agents.as_view(), name="oc-agents"),
+    path("path", views_meta.Path.as_view(), name="oc-path"),
+    path("project/current", views_meta.ProjectCurrent.as_view(), name="oc-project-current"),
+    path("session", views_session.SessionListCreate.as_view(), name="oc-sessions"),
+    path("session/status", views_session.SessionStatusList.as_view(), name="oc-session-status"),
+    path("session/<str:session_id>", views_session.SessionDetail.as_view(), name="oc-session"),
+    path("session/<str:session_id>/children", views_session.SessionChildren.as_view(), name="oc-session-children"),
+    path("session/<str:session_id>/message", views_stream.session_message, name="oc-session-messages"),
+    path("session/<str:session_id>/message/<str:message_id>", views_session.SessionMessageDetail.as_view(),
+         name="oc-session-message"),
+    path("session/<str:session_id>/todo", views_session.SessionTodos.as_view(), name="oc-session-todo"),
+    path("session/<str:session_id>/prompt_async", views_run.PromptAsync.as_view(), name="oc-prompt-async"),
+    path("session/<str:session_id>/abort", views_run.Abort.as_view(), name="oc-abort"),
+    path("session/<str:session_id>/permissions/<str:request_id>", views_run.LegacyPermissionRespond.as_view(),
+         name="oc-permission-respond"),
+    path("permission", views_run.PermissionList.as_view(), name="oc-permissions"),
+    path("permission/<str:request_id>/reply", views_run.PermissionReply.as_view(), name="oc-permission-reply"),
+]

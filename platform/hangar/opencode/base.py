@@ -1,0 +1,39 @@
+"""The base of every synchronous OpenCode route: token auth (Basic or Bearer), the project scope, and
+OpenCode-shaped errors instead of Hangar's `{"error": ...}` envelope."""
+
+from rest_framework.exceptions import NotFound
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.views import APIView
+
+from hangar.accounts.authentication import BasicTokenAuthentication, TokenAuthentication
+from hangar.accounts.models import Role
+from hangar.conversations import selectors as conversation_selectors
+from hangar.conversations.models import Session
+from hangar.opencode.errors import error_response
+from hangar.opencode.scope import ProjectScope, scope_for
+
+
+class OpenCodeView(APIView):
+    authentication_classes = [BasicTokenAuthentication, TokenAuthentication]
+    permission_classes = [IsAuthenticated]
+    # Role needed per HTTP method; reads are open to every member, writes need `member`.
+    min_role = {"GET": Role.VIEWER}
+    default_min_role = Role.MEMBER
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        self.oc = scope_for(request, kwargs["project_id"])
+        self.oc.require(self.min_role.get(request.method, self.default_min_role))
+
+    def handle_exception(self, exc):
+        return error_response(exc)
+
+    @property
+    def scope(self) -> ProjectScope:
+        return self.oc
+
+    def get_session(self, session_id: str) -> Session:
+        try:
+            return conversation_selectors.session_get(self.oc.actor, session_id, project_id=self.oc.project.pk)
+        except Session.DoesNotExist:
+            raise NotFound(f"Session not found: {session_id}") from None

@@ -1,0 +1,36 @@
+"""OpenCode's error bodies. The stock clients read `{"name": ..., "data": {"message": ...}}` (NotFoundError,
+BadRequestError); a missing permission request is `{"_tag": "PermissionNotFoundError", ...}` as OpenCode
+1.18.33 answers it. A 401 carries a Basic challenge, as `opencode serve` does."""
+
+from django.http import JsonResponse
+from rest_framework import exceptions
+
+
+class PermissionNotFound(exceptions.NotFound):
+    def __init__(self, request_id: str):
+        super().__init__(f"Permission request not found: {request_id}")
+        self.request_id = request_id
+
+
+def error_body(exc: Exception) -> tuple[int, dict]:
+    if isinstance(exc, PermissionNotFound):
+        return 404, {"_tag": "PermissionNotFoundError", "requestID": exc.request_id, "message": str(exc.detail)}
+    if isinstance(exc, exceptions.NotFound):
+        return 404, {"name": "NotFoundError", "data": {"message": str(exc.detail)}}
+    if isinstance(exc, exceptions.AuthenticationFailed | exceptions.NotAuthenticated):
+        return 401, {"name": "UnauthorizedError", "data": {"message": str(exc.detail)}}
+    if isinstance(exc, exceptions.PermissionDenied):
+        return 403, {"name": "ForbiddenError", "data": {"message": str(exc.detail)}}
+    if isinstance(exc, exceptions.ValidationError):
+        return 400, {"name": "BadRequestError", "data": {"message": "Invalid request", "errors": exc.detail}}
+    if isinstance(exc, exceptions.APIException):
+        return exc.status_code, {"name": type(exc).__name__, "data": {"message": str(exc.detail)}}
+    raise exc
+
+
+def error_response(exc: Exception) -> JsonResponse:
+    status, body = error_body(exc)
+    response = JsonResponse(body, status=status, safe=False)
+    if status == 401:
+        response["WWW-Authenticate"] = 'Basic realm="hangar"'
+    return response

@@ -1,0 +1,79 @@
+"""What a project looks like to an OpenCode client: config, agents, paths, project, providers.
+
+The sandbox's workspace is `/workspace`; that is the `directory` every session reports and the client
+echoes back (as `?directory=`), which we accept and ignore: the base URL already names the project."""
+
+from hangar.projects.models import Project
+
+WORKSPACE = "/workspace"
+HOME = "/root"
+
+# Shown when the engine does not (yet) publish its agent registry: OpenCode's four visible agents.
+FALLBACK_AGENTS = [
+    {"name": "build", "description": "The default agent. Executes tools based on configured permissions.",
+     "mode": "primary"},
+    {"name": "plan", "description": "Plan mode. Disallows all edit tools except plan files.", "mode": "primary"},
+    {"name": "general", "description": "General-purpose agent for multi-step tasks.", "mode": "subagent"},
+    {"name": "explore", "description": "Fast agent specialized for exploring codebases.", "mode": "subagent"},
+]
+
+
+def config(project: Project, username: str) -> dict:
+    body = {
+        "$schema": "https://opencode.ai/config.json",
+        "command": {}, "plugin": [], "mode": {}, "agent": {}, "provider": {},
+        "username": username,
+        "default_agent": project.default_agent or "build",
+        "share": "disabled",
+        "autoupdate": False,
+    }
+    if project.default_model:
+        body["model"] = project.default_model
+    return body
+
+
+def agents(project: Project) -> list[dict]:
+    try:
+        from hangar.engine.agents import opencode_agents  # the engine's registry, when it offers one
+    except ImportError:
+        opencode_agents = None
+    if opencode_agents is not None:
+        return opencode_agents(project)
+    rules = list(project.permission_rules or [])
+    return [{**agent, "native": True, "permission": rules, "options": {}} for agent in FALLBACK_AGENTS]
+
+
+def path() -> dict:
+    return {"home": HOME, "state": f"{HOME}/.local/state/opencode", "config": f"{HOME}/.config/opencode",
+            "worktree": WORKSPACE, "directory": WORKSPACE}
+
+
+def project_info(project: Project) -> dict:
+    return {
+        "id": str(project.pk), "worktree": WORKSPACE, "name": project.name, "sandboxes": [],
+        "time": {"created": int(project.created_at.timestamp() * 1000),
+                 "updated": int(project.updated_at.timestamp() * 1000)},
+    }
+
+
+def providers(project: Project) -> tuple[list[dict], dict]:
+    """The project's default model as the one provider/model OpenCode clients need to name it."""
+    provider_id, _, model_id = (project.default_model or "").partition("/")
+    if not model_id:
+        return [], {}
+    model = {
+        "id": model_id, "providerID": provider_id, "name": model_id,
+        "api": {"id": model_id, "url": "", "npm": "@ai-sdk/openai-compatible"},
+        "capabilities": {
+            "temperature": True, "reasoning": False, "attachment": False, "toolcall": True,
+            "input": {"text": True, "audio": False, "image": False, "video": False, "pdf": False},
+            "output": {"text": True, "audio": False, "image": False, "video": False, "pdf": False},
+            "interleaved": False,
+        },
+        "cost": {"input": 0, "output": 0, "cache": {"read": 0, "write": 0}},
+        "limit": {"context": 128000, "output": 32000},
+        "status": "active", "options": {}, "headers": {}, "release_date": "",
+    }
+    provider = {"id": provider_id, "name": provider_id, "source": "api", "env": [], "options": {},
+                "models": {model_id: model}}
+    return [provider], {provider_id: model_id}

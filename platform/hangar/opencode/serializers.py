@@ -1,0 +1,98 @@
+"""Input shapes of OpenCode's request bodies (opencode-1.18.33-openapi.json), as DRF serializers.
+Unknown keys are rejected like OpenCode's `additionalProperties: false`."""
+
+from rest_framework import serializers
+
+
+class StrictSerializer(serializers.Serializer):
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            unknown = set(data) - set(self.fields)
+            if unknown:
+                raise serializers.ValidationError({name: ["Unexpected field."] for name in sorted(unknown)})
+        return super().to_internal_value(data)
+
+
+class PermissionRuleIn(StrictSerializer):
+    permission = serializers.CharField()
+    pattern = serializers.CharField()
+    action = serializers.ChoiceField(choices=["allow", "ask", "deny"])
+
+
+class SessionModelIn(StrictSerializer):
+    id = serializers.CharField()
+    providerID = serializers.CharField()
+    variant = serializers.CharField(required=False)
+
+
+class SessionCreateIn(StrictSerializer):
+    parentID = serializers.RegexField(r"^ses", required=False)
+    title = serializers.CharField(required=False, allow_blank=True)
+    agent = serializers.CharField(required=False)
+    model = SessionModelIn(required=False)
+    metadata = serializers.DictField(required=False)
+    permission = PermissionRuleIn(many=True, required=False)
+    workspaceID = serializers.CharField(required=False)
+
+
+class SessionTimeIn(StrictSerializer):
+    archived = serializers.FloatField()
+
+
+class SessionUpdateIn(StrictSerializer):
+    title = serializers.CharField(required=False, allow_blank=True)
+    metadata = serializers.DictField(required=False)
+    permission = PermissionRuleIn(many=True, required=False)
+    time = SessionTimeIn(required=False)
+
+
+class PromptModelIn(StrictSerializer):
+    providerID = serializers.CharField()
+    modelID = serializers.CharField()
+
+
+PART_FIELDS = {
+    "text": ({"type", "text"}, {"id", "synthetic", "ignored", "time", "metadata"}),
+    "file": ({"type", "mime", "url"}, {"id", "filename", "source"}),
+    "agent": ({"type", "name"}, {"id", "source"}),
+    "subtask": ({"type", "prompt", "description", "agent"}, {"id", "model", "command"}),
+}
+
+
+class PartInField(serializers.DictField):
+    """TextPartInput | FilePartInput | AgentPartInput | SubtaskPartInput."""
+
+    def to_internal_value(self, data):
+        data = super().to_internal_value(data)
+        kind = data.get("type")
+        if kind not in PART_FIELDS:
+            raise serializers.ValidationError(f"Unknown part type: {kind!r}.")
+        required, optional = PART_FIELDS[kind]
+        missing = sorted(required - set(data))
+        extra = sorted(set(data) - required - optional)
+        if missing or extra:
+            raise serializers.ValidationError(f"{kind} part: missing {missing}, unexpected {extra}.")
+        if "id" in data and not str(data["id"]).startswith("prt"):
+            raise serializers.ValidationError("A part id starts with 'prt'.")
+        return data
+
+
+class PromptIn(StrictSerializer):
+    messageID = serializers.RegexField(r"^msg", required=False)
+    model = PromptModelIn(required=False)
+    agent = serializers.CharField(required=False)
+    noReply = serializers.BooleanField(required=False)
+    tools = serializers.DictField(child=serializers.BooleanField(), required=False)
+    format = serializers.DictField(required=False)
+    system = serializers.CharField(required=False, allow_blank=True)
+    variant = serializers.CharField(required=False)
+    parts = serializers.ListField(child=PartInField())
+
+
+class PermissionReplyIn(StrictSerializer):
+    reply = serializers.ChoiceField(choices=["once", "always", "reject"])
+    message = serializers.CharField(required=False, allow_blank=True)
+
+
+class LegacyPermissionIn(StrictSerializer):
+    response = serializers.ChoiceField(choices=["once", "always", "reject"])

@@ -1,0 +1,93 @@
+"""Starting and steering a run: prompt_async, abort, permission replies (new and legacy routes), the
+pending-permission list. The work is the engine's (hangar.engine.services); these views translate."""
+
+from drf_spectacular.utils import extend_schema
+from rest_framework.response import Response
+
+from hangar.conversations.models import GrantScope, PermissionRequest
+from hangar.conversations.services import permission_request_payload
+from hangar.opencode import serializers as s
+from hangar.opencode.base import OpenCodeView
+from hangar.opencode.errors import PermissionNotFound
+
+OC = ["opencode"]
+
+
+def engine():
+    # Late: the engine is a lower layer, but importing it at module load would pull its tool registry
+    # into every web process that merely lists sessions.
+    from hangar.engine import services
+
+    return services
+
+
+def prompt_kwargs(data: dict) -> dict:
+    """OpenCode prompt body → engine.session_prompt keyword arguments."""
+    kwargs: dict = {"parts": [dict(part) for part in data["parts"]]}
+    if data.get("agent"):
+        kwargs["agent"] = data["agent"]
+    if data.get("model"):
+        kwargs["model"] = dict(data["model"])
+    if data.get("messageID"):
+        kwargs["message_id"] = data["messageID"]
+    return kwargs
+
+
+class PromptAsync(OpenCodeView):
+    @extend_schema(tags=OC, operation_id="oc_session_prompt_async", request=s.PromptIn, responses={204: None})
+    def post(self, request, project_id, session_id):
+        session = self.get_session(session_id)
+        body = s.PromptIn(data=request.data or {})
+        body.is_valid(raise_exception=True)
+        engine().session_prompt(actor=self.scope.actor, session=session, **prompt_kwargs(body.validated_data))
+        return Response(status=204)
+
+
+class Abort(OpenCodeView):
+    @extend_schema(tags=OC, operation_id="oc_session_abort", responses={200: bool})
+    def post(self, request, project_id, session_id):
+        engine().session_abort(actor=self.scope.actor, session=self.get_session(session_id))
+        return Response(True)
+
+
+def _reply(view: OpenCodeView, request_id: str, reply: str, message: str | None, session_id: str | None = None):
+    requests = PermissionRequest.objects.filter(
+        pk=request_id, session__org_id=view.scope.project.org_id, session__project_id=view.scope.project.pk
+    ).select_related("session")
+    if session_id is not None:
+        requests = requests.filter(session_id=session_id)
+    permission_request = requests.first()
+    if permission_request is None:
+        raise PermissionNotFound(request_id)
+    kwargs = {"message": message} if message else {}
+    if reply == "always":
+        # OpenCode's "always" lasts for the session; project-wide grants are made in Hangar's own API.
+        kwargs["scope"] = GrantScope.SESSION
+    engine().permission_reply(actor=view.scope.actor, request=permission_request, reply=reply, **kwargs)
+    return Response(True)
+
+
+class PermissionReply(OpenCodeView):
+    @extend_schema(tags=OC, operation_id="oc_permission_reply", request=s.PermissionReplyIn, responses={200: bool})
+    def post(self, request, project_id, request_id):
+        body = s.PermissionReplyIn(data=request.data or {})
+        body.is_valid(raise_exception=True)
+        return _reply(self, request_id, body.validated_data["reply"], body.validated_data.get("message"))
+
+
+class LegacyPermissionRespond(OpenCodeView):
+    @extend_schema(tags=OC, operation_id="oc_permission_respond", request=s.LegacyPermissionIn, responses={200: bool})
+    def post(self, request, project_id, session_id, request_id):
+        session = self.get_session(session_id)
+        body = s.LegacyPermissionIn(data=request.data or {})
+        body.is_valid(raise_exception=True)
+        return _reply(self, request_id, body.validated_data["response"], None, session_id=session.pk)
+
+
+class PermissionList(OpenCodeView):
+    @extend_schema(tags=OC, operation_id="oc_permission_list", responses={200: dict})
+    def get(self, request, project_id):
+        pending = PermissionRequest.objects.filter(
+            session__org_id=self.scope.project.org_id, session__project_id=self.scope.project.pk, status="pending"
+        ).order_by("id")
+        return Response([permission_request_payload(p) for p in pending])

@@ -1,0 +1,114 @@
+"""OpenCode's session routes (create, list, get, update, delete, messages, todos, status)."""
+
+from drf_spectacular.utils import extend_schema
+from rest_framework.exceptions import NotFound
+from rest_framework.response import Response
+
+from hangar.conversations import selectors as conversation_selectors
+from hangar.conversations.models import Session
+from hangar.conversations.services import session_create, session_info
+from hangar.opencode import serializers as s
+from hangar.opencode.base import OpenCodeView
+from hangar.opencode.services import session_delete, session_update
+
+OC = ["opencode"]
+
+
+class SessionListCreate(OpenCodeView):
+    @extend_schema(tags=OC, operation_id="oc_session_list", responses={200: dict})
+    def get(self, request, project_id):
+        params = request.query_params
+        limit = int(params["limit"]) if params.get("limit", "").isdigit() else conversation_selectors.MAX_LIMIT
+        sessions = conversation_selectors.sessions_list(
+            self.scope.actor, self.scope.project.pk, archived=None, roots_only=params.get("roots") == "true",
+            search=params.get("search", ""), limit=limit,
+        )
+        return Response([session_info(session) for session in sessions])
+
+    @extend_schema(tags=OC, operation_id="oc_session_create", request=s.SessionCreateIn, responses={200: dict})
+    def post(self, request, project_id):
+        body = s.SessionCreateIn(data=request.data or {})
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        parent = self.get_session(data["parentID"]) if data.get("parentID") else None
+        model = data.get("model")
+        session = session_create(
+            actor=self.scope.actor, project=self.scope.project, title=data.get("title", ""), parent=parent,
+            agent=data.get("agent"),
+            model={"providerID": model["providerID"], "modelID": model["id"]} if model else None,
+            permission=[dict(rule) for rule in data.get("permission", [])],
+        )
+        return Response(session_info(session))
+
+
+class SessionDetail(OpenCodeView):
+    @extend_schema(tags=OC, operation_id="oc_session_get", responses={200: dict})
+    def get(self, request, project_id, session_id):
+        return Response(session_info(self.get_session(session_id)))
+
+    @extend_schema(tags=OC, operation_id="oc_session_update", request=s.SessionUpdateIn, responses={200: dict})
+    def patch(self, request, project_id, session_id):
+        session = self.get_session(session_id)
+        body = s.SessionUpdateIn(data=request.data or {})
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        session = session_update(
+            actor=self.scope.actor, session=session, title=data.get("title"),
+            permission=[dict(rule) for rule in data["permission"]] if "permission" in data else None,
+            archived_ms=data["time"]["archived"] if "time" in data else None,
+        )
+        return Response(session_info(session))
+
+    @extend_schema(tags=OC, operation_id="oc_session_delete", responses={200: bool})
+    def delete(self, request, project_id, session_id):
+        session_delete(actor=self.scope.actor, session=self.get_session(session_id))
+        return Response(True)
+
+
+class SessionStatusList(OpenCodeView):
+    """`{sessionID: SessionStatus}` for the project's sessions that are not idle (as OpenCode answers)."""
+
+    @extend_schema(tags=OC, operation_id="oc_session_status", responses={200: dict})
+    def get(self, request, project_id):
+        rows = (
+            conversation_selectors.visible_sessions(self.scope.actor)
+            .filter(project_id=self.scope.project.pk).exclude(status="idle")
+            .values_list("id", "status", "status_detail")
+        )
+        return Response({pk: {"type": status, **(detail or {})} for pk, status, detail in rows})
+
+
+class SessionMessages(OpenCodeView):
+    @extend_schema(tags=OC, operation_id="oc_session_messages", responses={200: dict})
+    def get(self, request, project_id, session_id):
+        session = self.get_session(session_id)
+        limit = request.query_params.get("limit", "")
+        return Response(conversation_selectors.messages_list(session, limit=int(limit) if limit.isdigit() else None))
+
+
+class SessionMessageDetail(OpenCodeView):
+    @extend_schema(tags=OC, operation_id="oc_session_message", responses={200: dict})
+    def get(self, request, project_id, session_id, message_id):
+        session = self.get_session(session_id)
+        try:
+            return Response(conversation_selectors.message_get(session, message_id))
+        except Exception as exc:
+            if exc.__class__.__name__ == "DoesNotExist":
+                raise NotFound(f"Message not found: {message_id}") from None
+            raise
+
+
+class SessionTodos(OpenCodeView):
+    @extend_schema(tags=OC, operation_id="oc_session_todo", responses={200: dict})
+    def get(self, request, project_id, session_id):
+        session: Session = self.get_session(session_id)
+        return Response([
+            {"content": t.content, "status": t.status, "priority": t.priority} for t in session.todos.order_by("position")
+        ])
+
+
+class SessionChildren(OpenCodeView):
+    @extend_schema(tags=OC, operation_id="oc_session_children", responses={200: dict})
+    def get(self, request, project_id, session_id):
+        session = self.get_session(session_id)
+        return Response([session_info(c) for c in conversation_selectors.session_children(self.scope.actor, session)])

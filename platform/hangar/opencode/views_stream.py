@@ -1,0 +1,126 @@
+"""The two routes that wait: `GET /event` (SSE) and `POST /session/{id}/message` (blocks until the turn
+ends). Both are plain async Django views (DRF has no async views), served by Daphne without a thread
+per waiting client."""
+
+import asyncio
+import json
+import time
+
+from asgiref.sync import sync_to_async
+from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
+from django.views.decorators.csrf import csrf_exempt
+from rest_framework.exceptions import APIException, MethodNotAllowed, NotFound, ValidationError
+
+from hangar.accounts.models import Role
+from hangar.conversations import selectors as conversation_selectors
+from hangar.conversations.events import project_group, session_group
+from hangar.conversations.models import Message, Session
+from hangar.opencode import serializers as s
+from hangar.opencode import translate
+from hangar.opencode.errors import error_response
+from hangar.opencode.scope import scope_for_async
+from hangar.opencode.views_run import engine, prompt_kwargs
+from hangar.realtime.subscribe import subscribe
+
+KEEPALIVE_S = 10.0
+PROMPT_TIMEOUT_S = 15 * 60  # a blocking prompt longer than this gets a 504; the run itself continues
+POLL_S = 1.0  # the database is re-checked this often in case a notification was lost
+FLUSH_S = 0.05  # lets SSE streams on the same channel layer deliver the idle event before we answer
+
+
+@csrf_exempt
+async def event_stream(request, project_id):
+    if request.method != "GET":
+        return error_response(MethodNotAllowed(request.method))
+    try:
+        scope = await scope_for_async(request, project_id)
+    except APIException as exc:
+        return error_response(exc)
+    # Subscribed (barrier passed) before the response starts, so `server.connected` is a promise:
+    # everything published after the client sees it is delivered.
+    subscription = subscribe([project_group(scope.project.pk)])
+    await subscription.open()
+    response = StreamingHttpResponse(_events(subscription), content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache, no-transform"
+    response["X-Accel-Buffering"] = "no"
+    response["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
+async def _events(subscription):
+    try:
+        yield translate.sse(translate.server_connected())
+        while True:
+            event = await subscription.get(timeout=KEEPALIVE_S)
+            if event is None:
+                yield translate.KEEPALIVE
+                continue
+            for oc_event in translate.to_opencode(event):
+                yield translate.sse(oc_event)
+    finally:
+        await subscription.close()
+
+
+@csrf_exempt
+async def session_message(request, project_id, session_id):
+    """GET lists the messages; POST prompts and answers with the turn's last assistant message."""
+    try:
+        scope = await scope_for_async(request, project_id)
+        session = await _session(scope, session_id)
+        if request.method == "GET":
+            limit = request.GET.get("limit", "")
+            rows = await sync_to_async(conversation_selectors.messages_list)(
+                session, limit=int(limit) if limit.isdigit() else None)
+            return JsonResponse(rows, safe=False)
+        if request.method != "POST":
+            raise MethodNotAllowed(request.method)
+        scope.require(Role.MEMBER)
+        body = s.PromptIn(data=_json(request))
+        body.is_valid(raise_exception=True)
+        return await _prompt_and_wait(scope, session, body.validated_data)
+    except APIException as exc:
+        return error_response(exc)
+
+
+async def _session(scope, session_id) -> Session:
+    try:
+        return await sync_to_async(conversation_selectors.session_get)(
+            scope.actor, session_id, project_id=scope.project.pk)
+    except Session.DoesNotExist:
+        raise NotFound(f"Session not found: {session_id}") from None
+
+
+def _json(request) -> dict:
+    try:
+        return json.loads(request.body or b"{}")
+    except ValueError:
+        raise ValidationError({"body": ["Malformed JSON."]}) from None
+
+
+async def _prompt_and_wait(scope, session: Session, data: dict):
+    async with subscribe([session_group(session.pk)]) as subscription:
+        user_message = await sync_to_async(engine().session_prompt)(
+            actor=scope.actor, session=session, **prompt_kwargs(data))
+        if data.get("noReply"):
+            return JsonResponse(await sync_to_async(conversation_selectors.message_get)(session, user_message.pk))
+        deadline = time.monotonic() + PROMPT_TIMEOUT_S
+        while time.monotonic() < deadline:
+            answer = await sync_to_async(_finished_turn)(session.pk, user_message.pk)
+            if answer is not None:
+                await asyncio.sleep(FLUSH_S)
+                return JsonResponse(answer)
+            # Wake on the session's next event, or re-check after POLL_S regardless.
+            await subscription.get(timeout=POLL_S)
+    return HttpResponse(json.dumps({"name": "TimeoutError", "data": {"message": "The turn is still running."}}),
+                        status=504, content_type="application/json")
+
+
+def _finished_turn(session_id: str, user_message_id: str) -> dict | None:
+    """The last assistant message once the session has gone idle after our prompt, else None."""
+    session = Session.objects.only("status", "run_requested").get(pk=session_id)
+    if session.status == "busy" or session.status == "retry" or session.run_requested:
+        return None
+    last = Message.objects.filter(session_id=session_id, role="assistant", pk__gt=user_message_id).order_by("-id").first()
+    if last is None or not (last.data.get("time", {}).get("completed") or last.data.get("error")):
+        return None
+    return conversation_selectors.message_with_parts(last)
