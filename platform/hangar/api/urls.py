@@ -1,6 +1,6 @@
 """The REST API under /api/. Org-scoped routes live under `orgs/<org-slug>/` (see hangar.api.scoping)."""
 
-from django.urls import path
+from django.urls import include, path
 
 from hangar.api import (
     auth_views,
@@ -35,4 +35,5 @@ urlpatterns: list = [
     path(ORG + "credentials/", credential_views.CredentialListSetView.as_view(), name="credentials"),
     path(ORG + "credentials/<int:credential_id>", credential_views.CredentialDetailView.as_view(),
          name="credential"),
+    path("", include("hangar.api.sessions_urls")),  # sessions, messages, events (realtime engineer)
 ]

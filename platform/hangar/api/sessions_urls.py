@@ -1,0 +1,19 @@
+"""Routes of the sessions API (included from hangar.api.urls)."""
+
+from django.urls import path
+
+from hangar.api import sessions_views as v
+
+BASE = "orgs/<slug:org>/projects/<int:project_id>/sessions/"
+ONE = BASE + "<str:session_id>/"
+
+urlpatterns = [
+    path(BASE, v.SessionCollectionView.as_view(), name="sessions"),
+    path(ONE, v.SessionDetailView.as_view(), name="session"),
+    path(ONE + "archive/", v.SessionArchiveView.as_view(archived=True), name="session-archive"),
+    path(ONE + "unarchive/", v.SessionArchiveView.as_view(archived=False), name="session-unarchive"),
+    path(ONE + "children/", v.SessionChildrenView.as_view(), name="session-children"),
+    path(ONE + "messages/", v.MessageCollectionView.as_view(), name="session-messages"),
+    path(ONE + "messages/<str:message_id>/", v.MessageDetailView.as_view(), name="session-message"),
+    path(ONE + "events/", v.EventCollectionView.as_view(), name="session-events"),
+]

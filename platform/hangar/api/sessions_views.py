@@ -1,0 +1,150 @@
+"""Sessions API under `/api/orgs/<org>/projects/<project_id>/sessions/`. Thin views: resolve the org
+scope (404 for anything foreign), validate input with a serializer, call a selector or a service.
+
+Roles: viewers read; members create, rename and (un)archive; deleting takes an admin or the session's
+creator."""
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from hangar.accounts.models import Role
+from hangar.api import sessions_serializers as s
+from hangar.api.scoping import OrgScope, OrgScopedMixin
+from hangar.conversations import selectors, session_services
+from hangar.conversations.models import Session
+from hangar.conversations.services import session_create
+from hangar.projects.selectors import project_get
+
+TAG = ["sessions"]
+
+
+class ProjectScopedView(OrgScopedMixin, APIView):
+    def project_scope(self, request, at_least: str = Role.VIEWER):
+        scope: OrgScope = self.scope(request, at_least)
+        return scope, project_get(org=scope.org, project_id=self.kwargs["project_id"])
+
+    def session(self, request, at_least: str = Role.VIEWER) -> tuple[OrgScope, Session]:
+        scope, project = self.project_scope(request, at_least)
+        session = selectors.session_get(scope.actor, self.kwargs["session_id"], project_id=project.pk)
+        return scope, session
+
+
+def _session_json(session: Session) -> dict:
+    return s.SessionOutput(session).data
+
+
+class SessionCollectionView(ProjectScopedView):
+    @extend_schema(tags=TAG, operation_id="sessions_list", parameters=[s.SessionListQuery],
+                   responses=s.SessionPageOutput, summary="List a project's sessions, newest first")
+    def get(self, request, org, project_id):
+        scope, project = self.project_scope(request)
+        query = s.SessionListQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        q = query.validated_data
+        archived = {"false": False, "true": True, "all": None}[q["archived"]]
+        items = selectors.sessions_list(
+            scope.actor, project.pk, archived=archived, parent_id=q.get("parent"), roots_only=q["roots"],
+            search=q["search"], updated_since=q.get("updated_since"), cursor=q.get("cursor"), limit=q["limit"] + 1,
+        )
+        page, more = items[: q["limit"]], len(items) > q["limit"]
+        for session in page:
+            session.org = scope.org  # already known: saves a query per row in the output
+        return Response({"items": [_session_json(x) for x in page], "next_cursor": page[-1].pk if more else None})
+
+    @extend_schema(tags=TAG, operation_id="sessions_create", request=s.SessionCreateInput,
+                   responses={201: s.SessionOutput}, summary="Create a session")
+    def post(self, request, org, project_id):
+        scope, project = self.project_scope(request, Role.MEMBER)
+        body = s.SessionCreateInput(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        parent = None
+        if data.get("parent"):
+            try:
+                parent = selectors.session_get(scope.actor, data["parent"], project_id=project.pk)
+            except Session.DoesNotExist:
+                raise ValidationError({"parent": ["No such session in this project."]}) from None
+        session = session_create(actor=scope.actor, project=project, title=data["title"], parent=parent,
+                                 agent=data.get("agent"), model=data.get("model"))
+        return Response(_session_json(session), status=status.HTTP_201_CREATED)
+
+
+class SessionDetailView(ProjectScopedView):
+    @extend_schema(tags=TAG, operation_id="sessions_get", responses=s.SessionOutput, summary="Get a session")
+    def get(self, request, org, project_id, session_id):
+        _, session = self.session(request)
+        return Response(_session_json(session))
+
+    @extend_schema(tags=TAG, operation_id="sessions_update", request=s.SessionUpdateInput,
+                   responses=s.SessionOutput, summary="Rename a session")
+    def patch(self, request, org, project_id, session_id):
+        scope, session = self.session(request, Role.MEMBER)
+        body = s.SessionUpdateInput(data=request.data)
+        body.is_valid(raise_exception=True)
+        session = session_services.session_update(actor=scope.actor, session=session,
+                                                  title=body.validated_data["title"])
+        return Response(_session_json(session))
+
+    @extend_schema(tags=TAG, operation_id="sessions_delete", request=None, responses={204: None},
+                   summary="Delete a session, its children, messages and events")
+    def delete(self, request, org, project_id, session_id):
+        scope, session = self.session(request, Role.MEMBER)
+        if not (scope.membership.has_role(Role.ADMIN) or session.creator_id == scope.membership.user_id):
+            raise PermissionDenied("Only the session's creator or an org admin may delete it.")
+        session_services.session_delete(actor=scope.actor, session=session)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class SessionArchiveView(ProjectScopedView):
+    archived = True
+
+    @extend_schema(tags=TAG, request=None, responses=s.SessionOutput, summary="Archive or unarchive a session")
+    def post(self, request, org, project_id, session_id):
+        scope, session = self.session(request, Role.MEMBER)
+        session = session_services.session_archive(actor=scope.actor, session=session, archived=self.archived)
+        return Response(_session_json(session))
+
+
+class SessionChildrenView(ProjectScopedView):
+    @extend_schema(tags=TAG, operation_id="sessions_children", responses=s.SessionOutput(many=True),
+                   summary="A session's child (subagent) sessions")
+    def get(self, request, org, project_id, session_id):
+        scope, session = self.session(request)
+        return Response([_session_json(child) for child in selectors.session_children(scope.actor, session)])
+
+
+class MessageCollectionView(ProjectScopedView):
+    @extend_schema(tags=TAG, operation_id="messages_list", parameters=[s.MessagesQuery],
+                   responses=s.MessageOutput(many=True), summary="A session's messages with their parts")
+    def get(self, request, org, project_id, session_id):
+        _, session = self.session(request)
+        query = s.MessagesQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        return Response(selectors.messages_list(session, limit=query.validated_data.get("limit")))
+
+
+class MessageDetailView(ProjectScopedView):
+    @extend_schema(tags=TAG, operation_id="messages_get", responses=s.MessageOutput, summary="One message")
+    def get(self, request, org, project_id, session_id, message_id):
+        _, session = self.session(request)
+        return Response(selectors.message_get(session, message_id))
+
+
+class EventCollectionView(ProjectScopedView):
+    @extend_schema(
+        tags=TAG, operation_id="events_list", parameters=[s.EventsQuery], responses=s.EventPageOutput,
+        summary="Stored events after a sequence number (the HTTP gap-fill path)",
+        description="Returns events with `seq > after`, ascending, at most `limit`. Page by passing the "
+                    "last `seq` received as the next `after` until it reaches `last_seq`.",
+    )
+    def get(self, request, org, project_id, session_id):
+        _, session = self.session(request)
+        query = s.EventsQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        q = query.validated_data
+        events = selectors.events_after(session, q["after"], q["limit"])
+        return Response({"events": events, "last_seq": session.event_seq})
+

@@ -1,0 +1,102 @@
+"""Reads of the conversation store, scoped to the actor.
+
+An actor sees the sessions of the org it acts in (`actor.org_id`), and only while its user is a member
+(a token is additionally bound to its own org). A foreign or missing session is `Session.DoesNotExist`,
+which the API turns into a 404: the two must look the same.
+"""
+
+from datetime import datetime
+
+from django.db.models import Prefetch, QuerySet
+
+from hangar.accounts.actors import Actor
+from hangar.conversations.models import Event, Message, Part, Session
+
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 200
+MAX_EVENTS = 1000
+
+
+def visible_sessions(actor: Actor) -> QuerySet[Session]:
+    if actor.org_id is None:
+        return Session.objects.none()
+    sessions = Session.objects.filter(org_id=actor.org_id)
+    if actor.token is not None and actor.token.org_id != actor.org_id:
+        return Session.objects.none()
+    if actor.user is not None:
+        sessions = sessions.filter(org__memberships__user=actor.user)
+    return sessions
+
+
+def session_get(actor: Actor, session_id: str, *, project_id: int | None = None) -> Session:
+    sessions = visible_sessions(actor)
+    if project_id is not None:
+        sessions = sessions.filter(project_id=project_id)
+    return sessions.select_related("org").get(pk=session_id)
+
+
+def sessions_list(actor: Actor, project_id: int, *, archived: bool | None = False, parent_id: str | None = None,
+                  roots_only: bool = False, search: str = "", updated_since: datetime | None = None,
+                  cursor: str | None = None, limit: int = DEFAULT_LIMIT) -> list[Session]:
+    """Sessions of one project, newest first (session ids sort newest first). `cursor` is the last id
+    of the previous page; `archived=None` means both."""
+    sessions = visible_sessions(actor).filter(project_id=project_id)
+    if archived is not None:
+        sessions = sessions.filter(archived_at__isnull=not archived)
+    if parent_id is not None:
+        sessions = sessions.filter(parent_id=parent_id)
+    elif roots_only:
+        sessions = sessions.filter(parent__isnull=True)
+    if search:
+        sessions = sessions.filter(title__icontains=search)
+    if updated_since is not None:
+        sessions = sessions.filter(updated_at__gte=updated_since)
+    if cursor:
+        sessions = sessions.filter(pk__gt=cursor)
+    limit = max(1, min(limit, MAX_LIMIT))
+    return list(sessions.order_by("id")[:limit])
+
+
+def session_children(actor: Actor, session: Session) -> list[Session]:
+    return list(visible_sessions(actor).filter(parent_id=session.pk).order_by("id"))
+
+
+def message_with_parts(message: Message) -> dict:
+    """OpenCode's `{info, parts}` shape."""
+    return {"info": message.data, "parts": [part.data for part in message.parts.all()]}
+
+
+def messages_list(session: Session, *, limit: int | None = None) -> list[dict]:
+    """The session's messages, oldest first, each as `{info, parts}`. `limit` keeps the most recent."""
+    messages = Message.objects.filter(session=session).prefetch_related(
+        Prefetch("parts", queryset=Part.objects.order_by("id"))
+    )
+    if limit:
+        rows = list(messages.order_by("-id")[:limit])[::-1]
+    else:
+        rows = list(messages.order_by("id"))
+    return [message_with_parts(message) for message in rows]
+
+
+def message_get(session: Session, message_id: str) -> dict:
+    message = (
+        Message.objects.filter(session=session, pk=message_id)
+        .prefetch_related(Prefetch("parts", queryset=Part.objects.order_by("id")))
+        .get()
+    )
+    return message_with_parts(message)
+
+
+def event_frame(event: Event) -> dict:
+    """The wire shape of a stored event (WebSocket frames, the events endpoint, SSE)."""
+    return {"seq": event.seq, "type": event.type, "payload": event.payload, "session": event.session_id}
+
+
+def events_after(session: Session | str, seq: int, limit: int = MAX_EVENTS) -> list[dict]:
+    """Stored events with sequence number > `seq`, ascending, at most `limit` (the gap-fill read).
+    Takes a Session the caller already resolved through `session_get`, or its id."""
+    session_id = session if isinstance(session, str) else session.pk
+    limit = max(1, min(limit, MAX_EVENTS))
+    rows = Event.objects.filter(session_id=session_id, seq__gt=seq).order_by("seq")[:limit]
+    return [{"seq": s, "type": t, "payload": p, "session": session_id}
+            for s, t, p in rows.values_list("seq", "type", "payload")]

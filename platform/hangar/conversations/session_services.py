@@ -1,0 +1,59 @@
+"""People-facing session lifecycle writes beyond create (which lives in conversations.services):
+rename, archive/unarchive, delete. Each is atomic, audited, and tells the org's session-list stream
+(`org_wide=True`) with OpenCode's `{sessionID, info}` event payload."""
+
+from django.db import transaction
+from django.utils import timezone
+
+from hangar.accounts.actors import Actor
+from hangar.audit.services import audit_record
+from hangar.conversations.events import publish
+from hangar.conversations.models import Session
+from hangar.conversations.services import session_info
+
+
+def _locked(session: Session) -> Session:
+    # Re-read under the row lock so concurrent writers (the engine's publish, another rename) serialise.
+    return Session.objects.select_for_update().get(pk=session.pk)
+
+
+def _published_update(session: Session) -> None:
+    publish(session, "session.updated", {"sessionID": session.pk, "info": session_info(session)}, org_wide=True)
+
+
+def session_update(*, actor: Actor, session: Session, title: str) -> Session:
+    with transaction.atomic():
+        session = _locked(session)
+        before = session.title
+        session.title = title
+        session.save(update_fields=["title", "updated_at"])
+        audit_record(actor=actor, action="session.update", target=session,
+                     data={"title": {"from": before, "to": title}})
+        _published_update(session)
+    return session
+
+
+def session_archive(*, actor: Actor, session: Session, archived: bool = True) -> Session:
+    """Archive (or unarchive) a session; repeating the same call changes nothing and records nothing."""
+    with transaction.atomic():
+        session = _locked(session)
+        if (session.archived_at is not None) == archived:
+            return session
+        session.archived_at = timezone.now() if archived else None
+        session.save(update_fields=["archived_at", "updated_at"])
+        audit_record(actor=actor, action="session.archive" if archived else "session.unarchive", target=session)
+        _published_update(session)
+    return session
+
+
+def session_delete(*, actor: Actor, session: Session) -> None:
+    """Delete a session with its children, messages, parts and event log. The deletion event is broadcast
+    (after commit) although its stored row goes with the session: there is nothing left to replay."""
+    with transaction.atomic():
+        session = _locked(session)
+        info = session_info(session)
+        children = list(Session.objects.filter(parent_id=session.pk).values_list("pk", flat=True))
+        audit_record(actor=actor, action="session.delete", target=session,
+                     data={"title": session.title, "project": session.project_id, "children": children})
+        publish(session, "session.deleted", {"sessionID": session.pk, "info": info}, org_wide=True)
+        session.delete()
