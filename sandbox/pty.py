@@ -28,11 +28,12 @@ class PtyHandle:
 
     def _started_as(self, rid: str) -> None:
         self.id = rid
-        self._started.set()
 
     def _frame(self, msg: dict) -> None:
         if msg.get("ev") == "pty_out":
             self._on_output(msg.get("data", ""))
+        elif msg.get("ev") == "pty_ready":
+            self._started.set()
 
     def _run(self, cols: int, rows: int) -> None:
         try:

@@ -55,6 +55,7 @@ class Ptys:
         _set_size(fd, cols, rows)
         with self.lock:
             self.open_ptys[rid] = pty
+        writer.frame(rid, "pty_ready", pid=pid)  # the host may write from now on
         decoder = codecs.getincrementaldecoder("utf-8")("replace")
         try:
             while True:
