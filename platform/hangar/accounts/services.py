@@ -70,6 +70,19 @@ def member_add(*, actor: Actor, org: Org, email: str, role: str = Role.MEMBER, n
 
 
 @transaction.atomic
+def member_ensure(*, actor: Actor, org: Org, user: User, role: str = Role.MEMBER) -> Membership:
+    """Make `user` a member of `org` with `role` unless already a member (then nothing changes). For trusted
+    callers only (management commands such as bootstrap): it checks no role of the actor."""
+    _valid_role(role)
+    membership = Membership.objects.filter(org=org, user=user).first()
+    if membership is None:
+        membership = Membership.objects.create(org=org, user=user, role=role)
+        audit_record(actor=actor, action="member.add", target=membership, org_id=org.pk,
+                     data={"email": user.email, "role": role, "user_created": False})
+    return membership
+
+
+@transaction.atomic
 def member_role_change(*, actor: Actor, membership: Membership, role: str) -> Membership:
     acting = require_role(actor, membership.org_id, Role.ADMIN)
     _valid_role(role)
