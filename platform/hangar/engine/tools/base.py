@@ -64,6 +64,38 @@ class ToolContext:
     extra: dict[str, Any] = field(default_factory=dict)  # e.g. the tool registry, for batch
 
 
+class SubcallRunner(Protocol):
+    """`ctx.extra["run_subcall"]`, implemented by the loop, used by `batch` (seed 000 §6.4).
+
+    Runs one sub-call as a tool call of its own: it creates a tool part for it (pending → running
+    → completed | error, with its own call id), validates `parameters`, runs the tool through
+    `hangar.engine.tools.runner.execute_tool` with a child `ToolContext` (own call_id, own
+    `update_metadata` bound to that part, same `ask`/`abort`/read tracking), and returns the
+    `ToolResult` or raises `ToolError` (the part then ends in error). It is called from up to 25
+    threads at once and must be thread-safe (each thread needs its own DB connection).
+
+    `index` is the sub-call's position in the batch: derive the sub-part id deterministically from
+    (parent call id, index) so a batch re-run after a permission reply finds the sub-calls that
+    already completed and returns their stored results instead of running them twice.
+    `PermissionAsked` must propagate (the batch re-raises it once every sibling has finished, so
+    the loop parks the run); `PermissionRejected` may propagate too (batch counts it as a failed
+    sub-call, as OpenCode does). Without a runner, batch executes sub-calls directly with no parts.
+    """
+
+    def __call__(self, tool: str, parameters: dict[str, Any], *, index: int) -> ToolResult: ...
+
+
+# Keys the loop puts in `ToolContext.extra` (all optional unless a tool says otherwise):
+#   "session":     the conversations.models.Session row (todowrite/todoread need it)
+#   "tools":       dict[str, Tool] offered this step (batch resolves sub-calls against it)
+#   "run_subcall": a SubcallRunner (batch)
+#   "in_batch":    True inside a batch sub-call (batch refuses to nest)
+EXTRA_SESSION = "session"
+EXTRA_TOOLS = "tools"
+EXTRA_RUN_SUBCALL = "run_subcall"
+EXTRA_IN_BATCH = "in_batch"
+
+
 class Tool(Protocol):
     name: ClassVar[str]
     description: ClassVar[str]

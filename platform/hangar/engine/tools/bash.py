@@ -1,0 +1,136 @@
+"""bash: run a shell command in the session's sandbox, streaming its output into the tool part.
+
+Permission `bash` is asked with one pattern per simple command (the command text) and an `always`
+suggestion of its prefix (`git status *`, `ls *`), a simplified form of OpenCode's tree-sitter walk.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from pydantic import BaseModel, Field
+
+from hangar.engine.tools.base import ToolContext, ToolError, ToolResult
+from hangar.engine.tools.common import description, resolve
+from sandbox.protocol import WORKSPACE
+
+DEFAULT_TIMEOUT_MS = 120_000
+MAX_TIMEOUT_MS = 600_000
+METADATA_CHARS = 30_000  # the running part shows the tail of the output, as OpenCode's card does
+OPERATORS = {";", "&&", "||", "|", "&", "|&", ";;", "(", ")"}
+# Commands whose second word is a subcommand worth keeping in the `always` prefix.
+SUBCOMMANDS = {"git", "npm", "pnpm", "yarn", "bun", "cargo", "go", "docker", "kubectl", "pip", "pip3", "uv",
+               "poetry", "make", "dotnet", "gh", "apt", "apt-get", "brew", "deno", "npx", "composer", "mvn",
+               "gradle", "terraform", "helm", "systemctl"}
+
+
+class BashParams(BaseModel):
+    command: str = Field(description="The command to execute")
+    timeout: int | None = Field(default=None, description="Optional timeout in milliseconds")
+    workdir: str | None = Field(
+        default=None,
+        description=f"The working directory to run the command in. Defaults to {WORKSPACE}. "
+                    "Use this instead of 'cd' commands.",
+    )
+    description: str = Field(
+        description="Clear, concise description of what this command does in 5-10 words. Examples:\n"
+                    "Input: ls\nOutput: Lists files in current directory\n\n"
+                    "Input: git status\nOutput: Shows working tree status\n\n"
+                    "Input: npm install\nOutput: Installs package dependencies",
+    )
+
+
+def simple_commands(command: str) -> list[list[str]]:
+    """Split a command line into simple commands (word lists) at shell operators and newlines."""
+    commands: list[list[str]] = []
+    for line in command.splitlines():
+        lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|()")
+        lexer.whitespace_split = True
+        lexer.commenters = "#"
+        try:
+            tokens = list(lexer)
+        except ValueError:  # unbalanced quotes: treat the line as one command
+            tokens = line.split()
+        current: list[str] = []
+        for token in tokens:
+            if token in OPERATORS:
+                if current:
+                    commands.append(current)
+                current = []
+            else:
+                current.append(token)
+        if current:
+            commands.append(current)
+    return commands
+
+
+def _skip_env(words: list[str]) -> list[str]:
+    i = 0
+    while i < len(words) and "=" in words[i] and not words[i].startswith("=") and words[i].split("=")[0].isidentifier():
+        i += 1
+    return words[i:] or words
+
+
+def permission_patterns(command: str) -> tuple[list[str], list[str]]:
+    """(patterns, always) for the `bash` permission. `cd` alone needs no permission (OpenCode)."""
+    patterns: list[str] = []
+    always: list[str] = []
+    for words in simple_commands(command):
+        words = _skip_env(words)
+        if words[0] == "cd":
+            continue
+        text = " ".join(words)
+        head = words[0]
+        sub = next((w for w in words[1:] if not w.startswith("-")), None)
+        prefix = f"{head} {sub} *" if head in SUBCOMMANDS and sub else f"{head} *"
+        if text not in patterns:
+            patterns.append(text)
+        if prefix not in always:
+            always.append(prefix)
+    return patterns, always
+
+
+class BashTool:
+    name = "bash"
+    description = description("bash")
+    parameters = BashParams
+
+    def execute(self, args: BashParams, ctx: ToolContext) -> ToolResult:
+        if args.timeout is not None and args.timeout < 0:
+            raise ToolError(f"Invalid timeout value: {args.timeout}. Timeout must be a positive number.")
+        timeout_ms = min(args.timeout or DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS)
+        cwd = resolve(args.workdir)
+        patterns, always = permission_patterns(args.command)
+        if patterns:
+            ctx.ask("bash", patterns, always, {"command": args.command, "description": args.description})
+        shown: list[str] = []
+        size = 0
+
+        def on_output(chunk: str) -> None:
+            nonlocal size
+            shown.append(chunk)
+            size += len(chunk)
+            if size > 2 * METADATA_CHARS:  # keep memory bounded: only the tail is ever shown
+                tail = "".join(shown)[-METADATA_CHARS:]
+                shown[:] = [tail]
+                size = len(tail)
+            ctx.update_metadata({"output": "".join(shown)[-METADATA_CHARS:], "description": args.description})
+
+        ctx.update_metadata({"output": "", "description": args.description})
+        result = ctx.sandbox.exec(
+            args.command, cwd=cwd, timeout_s=timeout_ms / 1000, on_output=on_output, cancel=ctx.abort,
+        )
+        output = result.output
+        notes = []
+        if result.status == "timeout":
+            notes.append(f"bash tool terminated command after exceeding timeout {timeout_ms} ms")
+        elif result.status == "cancelled":
+            notes.append("User aborted the command")
+        if notes:
+            output += "\n\n<bash_metadata>\n" + "\n".join(notes) + "\n</bash_metadata>"
+        return ToolResult(
+            title=args.description,
+            output=output,
+            metadata={"output": output[-METADATA_CHARS:], "exit": result.exit_code, "description": args.description,
+                      "status": result.status},
+        )

@@ -1,0 +1,117 @@
+"""Which tools a step offers, their JSON schemas for the model, and tool-name repair.
+
+Filtering follows OpenCode (seed 000 §6.2, seed 003 "Tool Filtering per Model"): GPT-5/Codex-style
+models get apply_patch instead of edit and write; hidden agents get no tools; explore is read-only;
+general (a sub-agent) has no todo tools. Permission rules (deny-all) are applied by the loop.
+"""
+
+from __future__ import annotations
+
+import copy
+from functools import cache
+from typing import Any
+
+from hangar.engine.tools.apply_patch import ApplyPatchTool
+from hangar.engine.tools.base import Tool
+from hangar.engine.tools.bash import BashTool
+from hangar.engine.tools.batch import BatchTool
+from hangar.engine.tools.edit import EditTool
+from hangar.engine.tools.glob import GlobTool
+from hangar.engine.tools.grep import GrepTool
+from hangar.engine.tools.invalid import InvalidTool
+from hangar.engine.tools.ls import ListTool
+from hangar.engine.tools.read import ReadTool
+from hangar.engine.tools.todo import TodoReadTool, TodoWriteTool
+from hangar.engine.tools.write import WriteTool
+
+ALL: dict[str, Tool] = {
+    tool.name: tool
+    for tool in (BashTool(), ReadTool(), GlobTool(), GrepTool(), ListTool(), EditTool(), WriteTool(),
+                 ApplyPatchTool(), TodoWriteTool(), TodoReadTool(), BatchTool(), InvalidTool())
+}
+HIDDEN_AGENTS = {"title", "summary", "compaction"}
+READ_ONLY = {"bash", "read", "glob", "grep", "list", "batch", "invalid"}
+NO_TODOS = {"todowrite", "todoread"}
+PATCH_ONLY = {"apply_patch"}
+EDIT_WRITE = {"edit", "write"}
+
+
+def prefers_apply_patch(model_id: str) -> bool:
+    """OpenCode's rule: "gpt-" models except gpt-4* and gpt-oss; Hangar adds the codex families."""
+    model = model_id.lower().rsplit("/", 1)[-1]
+    if "codex" in model:
+        return True
+    return "gpt-" in model and "oss" not in model and "gpt-4" not in model
+
+
+def get_tools(agent: str, model_id: str, *, prefer_patch: bool | None = None) -> dict[str, Tool]:
+    """The tools offered to `agent` on `model_id`. `prefer_patch` (a project setting) overrides
+    the model-family default for apply_patch vs edit/write."""
+    if agent in HIDDEN_AGENTS:
+        return {}
+    use_patch = prefers_apply_patch(model_id) if prefer_patch is None else prefer_patch
+    drop = EDIT_WRITE if use_patch else PATCH_ONLY
+    tools = {name: tool for name, tool in ALL.items() if name not in drop}
+    if agent == "explore":
+        tools = {name: tool for name, tool in tools.items() if name in READ_ONLY}
+    elif agent == "general":
+        tools = {name: tool for name, tool in tools.items() if name not in NO_TODOS}
+    return tools
+
+
+def repair_tool_name(name: str, available: dict[str, Any] | list[str] | set[str]) -> str | None:
+    """The available tool the model meant when it got the case wrong ("Read" → "read"), else None
+    (the loop then runs `invalid`)."""
+    if name in available:
+        return name
+    lower = name.lower()
+    if lower in available:
+        return lower
+    return next((candidate for candidate in available if candidate.lower() == lower), None)
+
+
+def _inline_refs(node: Any, defs: dict[str, Any]) -> Any:
+    if isinstance(node, dict):
+        if "$ref" in node:
+            return _inline_refs(copy.deepcopy(defs[node["$ref"].rsplit("/", 1)[-1]]), defs)
+        return {key: _inline_refs(value, defs) for key, value in node.items() if key not in ("title", "$defs")}
+    if isinstance(node, list):
+        return [_inline_refs(item, defs) for item in node]
+    return node
+
+
+def _simplify_optional(node: Any) -> Any:
+    """`X | None = None` becomes plain optional X (not in `required`), as zod's .optional() emits."""
+    if isinstance(node, dict):
+        options = node.get("anyOf")
+        if isinstance(options, list) and any(o == {"type": "null"} for o in options):
+            rest = [o for o in options if o != {"type": "null"}]
+            if len(rest) == 1:
+                merged = {**rest[0], **{k: v for k, v in node.items() if k not in ("anyOf", "default")}}
+                return _simplify_optional(merged)
+        return {k: _simplify_optional(v) for k, v in node.items() if not (k == "default" and v is None)}
+    if isinstance(node, list):
+        return [_simplify_optional(item) for item in node]
+    return node
+
+
+@cache
+def parameters_schema(tool_name: str) -> dict[str, Any]:
+    model = ALL[tool_name].parameters
+    raw = model.model_json_schema()
+    schema = _simplify_optional(_inline_refs(raw, raw.get("$defs", {})))
+    schema.setdefault("properties", {})
+    schema["additionalProperties"] = False if tool_name != "batch" else schema.get("additionalProperties", False)
+    return schema
+
+
+def tool_schema(tool: Tool) -> dict[str, Any]:
+    parameters = parameters_schema(tool.name) if ALL.get(tool.name) is tool else _simplify_optional(
+        _inline_refs(tool.parameters.model_json_schema(), tool.parameters.model_json_schema().get("$defs", {})))
+    return {"type": "function",
+            "function": {"name": tool.name, "description": tool.description, "parameters": parameters}}
+
+
+def tool_schemas(tools: dict[str, Tool]) -> list[dict[str, Any]]:
+    """OpenAI function-calling schemas for LiteLLM's `tools=` (the loop sends them every step)."""
+    return [tool_schema(tool) for tool in tools.values()]

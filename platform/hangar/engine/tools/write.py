@@ -1,0 +1,51 @@
+"""write: create or overwrite a file. An existing file must have been read first this session."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from hangar.engine.tools.base import ToolContext, ToolError, ToolResult
+from hangar.engine.tools.common import description, filediff, relative, resolve, unified_diff
+from sandbox.protocol import FileNotFound
+
+
+class WriteParams(BaseModel):
+    content: str = Field(description="The content to write to the file")
+    filePath: str = Field(description="The absolute path to the file to write (must be absolute, not relative)")
+
+
+def require_read(path: str, ctx: ToolContext, verb: str = "overwriting") -> None:
+    if not ctx.was_read(path):
+        raise ToolError(f"You must read file {path} before {verb} it. Use the Read tool first")
+
+
+def read_text(path: str, ctx: ToolContext) -> str:
+    try:
+        return ctx.sandbox.read_bytes(path).decode("utf-8", "replace")
+    except FileNotFound:
+        return ""
+
+
+class WriteTool:
+    name = "write"
+    description = description("write")
+    parameters = WriteParams
+
+    def execute(self, args: WriteParams, ctx: ToolContext) -> ToolResult:
+        path = resolve(args.filePath)
+        stat = ctx.sandbox.stat(path)
+        if stat is not None and stat.type == "dir":
+            raise ToolError(f"Path is a directory, not a file: {path}")
+        exists = stat is not None
+        if exists:
+            require_read(path, ctx)
+        before = read_text(path, ctx) if exists else ""
+        diff = unified_diff(path, before, args.content)
+        ctx.ask("edit", [relative(path)], ["*"], {"filepath": path, "diff": diff})
+        ctx.sandbox.write(path, args.content)
+        ctx.mark_read(path)
+        return ToolResult(
+            title=relative(path), output="Wrote file successfully.",
+            metadata={"filepath": path, "exists": exists, "diff": diff,
+                      "filediff": filediff(path, before, args.content, "modified" if exists else "added")},
+        )
