@@ -1,0 +1,56 @@
+from django.contrib import admin
+from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
+
+from hangar.accounts.admin_scoping import TenantScopedAdmin
+from hangar.accounts.models import ApiToken, Membership, Org, User
+
+
+@admin.register(User)
+class UserAdmin(BaseUserAdmin):
+    """Users span orgs, so only superusers manage them here."""
+
+    ordering = ["email"]
+    list_display = ["email", "name", "is_staff", "is_active", "date_joined"]
+    search_fields = ["email", "name"]
+    list_filter = ["is_staff", "is_superuser", "is_active"]
+    fieldsets = [
+        (None, {"fields": ["email", "password", "name"]}),
+        ("Permissions", {"fields": ["is_active", "is_staff", "is_superuser"]}),
+        ("Dates", {"fields": ["last_login", "date_joined"]}),
+    ]
+    add_fieldsets = [(None, {"classes": ["wide"], "fields": ["email", "password1", "password2"]})]
+    filter_horizontal: list = []
+
+    def has_module_permission(self, request):
+        return request.user.is_superuser
+
+    def has_view_permission(self, request, obj=None):
+        return request.user.is_superuser
+
+
+@admin.register(Org)
+class OrgAdmin(TenantScopedAdmin):
+    org_path = "pk"
+    list_display = ["slug", "name", "created_at"]
+    search_fields = ["slug", "name"]
+
+
+@admin.register(Membership)
+class MembershipAdmin(TenantScopedAdmin):
+    list_display = ["user", "org", "role", "created_at"]
+    list_filter = ["role"]
+    search_fields = ["user__email", "org__slug"]
+    raw_id_fields = ["user", "org"]
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(TenantScopedAdmin):
+    """Tokens are created through the API (the raw token is shown once there); the digest never shows."""
+
+    list_display = ["prefix", "name", "user", "org", "created_at", "last_used_at", "expires_at", "revoked_at"]
+    fields = ["prefix", "name", "user", "org", "created_at", "last_used_at", "expires_at", "revoked_at"]
+    readonly_fields = fields
+    search_fields = ["prefix", "name", "user__email"]
+
+    def has_add_permission(self, request):
+        return False
