@@ -1,0 +1,61 @@
+"""Which tools a step offers, their schemas, and tool-name repair."""
+
+from hangar.engine.tools.registry import ALL, get_tools, prefers_apply_patch, repair_tool_name, tool_schemas
+
+
+def test_build_on_a_claude_model_gets_edit_and_write_not_apply_patch():
+    tools = get_tools("build", "anthropic/claude-sonnet-4-5")
+    assert {"edit", "write"} <= set(tools) and "apply_patch" not in tools
+    assert set(tools) == {"bash", "read", "write", "edit", "list", "glob", "grep", "todowrite", "todoread",
+                          "batch", "invalid"}
+
+
+def test_gpt5_and_codex_models_get_apply_patch_instead_of_edit_and_write():
+    for model in ("openai/gpt-5", "gpt-5.1-codex", "openai/codex-mini"):
+        tools = get_tools("build", model)
+        assert "apply_patch" in tools and "edit" not in tools and "write" not in tools
+    assert not prefers_apply_patch("gpt-4o") and not prefers_apply_patch("openai/gpt-oss-120b")
+
+
+def test_a_project_setting_overrides_the_model_family():
+    assert "apply_patch" in get_tools("build", "claude-sonnet-4", prefer_patch=True)
+    assert "edit" in get_tools("build", "gpt-5", prefer_patch=False)
+
+
+def test_hidden_agents_get_no_tools_and_explore_is_read_only():
+    assert get_tools("title", "gpt-5") == {}
+    assert set(get_tools("explore", "claude")) == {"bash", "read", "glob", "grep", "list", "batch", "invalid"}
+    assert "todowrite" not in get_tools("general", "claude")
+
+
+def test_repair_fixes_the_case_of_a_tool_name_only():
+    tools = get_tools("build", "claude")
+    assert repair_tool_name("Read", tools) == "read"
+    assert repair_tool_name("TODOWRITE", tools) == "todowrite"
+    assert repair_tool_name("read", tools) == "read"
+    assert repair_tool_name("reed", tools) is None
+
+
+def test_schemas_use_opencodes_parameter_names_and_our_descriptions():
+    schemas = {s["function"]["name"]: s["function"] for s in tool_schemas(ALL)}
+    params = {name: set(f["parameters"]["properties"]) for name, f in schemas.items()}
+    assert params == {
+        "bash": {"command", "timeout", "workdir", "description"},
+        "read": {"filePath", "offset", "limit"},
+        "write": {"content", "filePath"},
+        "edit": {"filePath", "oldString", "newString", "replaceAll"},
+        "list": {"path", "ignore"},
+        "glob": {"pattern", "path"},
+        "grep": {"pattern", "path", "include"},
+        "todowrite": {"todos"},
+        "todoread": set(),
+        "batch": {"tool_calls"},
+        "invalid": {"tool", "error"},
+        "apply_patch": {"patchText"},
+    }
+    assert schemas["edit"]["parameters"]["required"] == ["filePath", "oldString", "newString"]
+    assert schemas["bash"]["parameters"]["required"] == ["command", "description"]
+    todo = schemas["todowrite"]["parameters"]["properties"]["todos"]["items"]
+    assert set(todo["properties"]) == {"content", "status", "priority"} and "$ref" not in str(schemas)
+    assert all(f["description"] and "{workspace}" not in f["description"] for f in schemas.values())
+    assert "/workspace" in schemas["bash"]["description"]
