@@ -1,0 +1,35 @@
+"""The read-only routes a client asks for on attach answer with OpenCode's shapes."""
+
+import pytest
+
+from tests.opencode.conftest import assert_response, base_url
+
+pytestmark = pytest.mark.django_db
+
+ROUTES = ["/config", "/agent", "/path", "/project/current", "/provider", "/config/providers", "/permission"]
+
+
+@pytest.fixture
+def modelled(alice):
+    alice.project.default_model = "scripted/five-step"
+    alice.project.save()
+    return alice
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_each_route_matches_opencodes_schema_for_a_member(oc, modelled, bob, route):
+    assert_response(oc(bob).get(f"{base_url(modelled)}{route}"), route)
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_each_route_is_not_found_for_another_org(oc, alice, charlie, route):
+    assert oc(charlie).get(f"{base_url(alice)}{route}").status_code == 404
+
+
+def test_config_names_the_projects_default_model(oc, modelled):
+    assert oc(modelled).get(f"{base_url(modelled)}/config").json()["model"] == "scripted/five-step"
+
+
+def test_agents_include_build_and_plan(oc, alice):
+    names = {agent["name"] for agent in oc(alice).get(f"{base_url(alice)}/agent").json()}
+    assert {"build", "plan"} <= names
