@@ -12,8 +12,8 @@ session or org does not exist or belongs to an org the caller cannot see (indist
 4400 a malformed `after`. After a session is deleted its stream sends `session.deleted` and closes with 4410.
 
 How "no gap, no duplicate" holds (see `SessionStreamConsumer._run`):
-1. Subscribe to the session group first, and wait for the subscription barrier (hangar.realtime.subscribe):
-   from then on every broadcast reaches our local queue, which buffers it while we replay.
+1. Subscribe to the session group first, and wait for the subscription barrier (hangar.realtime.subscribe),
+   before accepting: from then on every broadcast reaches our local queue, which buffers it while we replay.
 2. Replay from Postgres (seq > after), remembering the last seq sent.
 3. Drain the queue: skip seq <= last; send seq == last + 1; on seq > last + 1 a notification was lost
    (the channel layer is not durable), so read the gap from Postgres first. Seqs are dense and commit in
@@ -37,7 +37,7 @@ from hangar.conversations import selectors
 from hangar.conversations.events import org_group, session_group
 from hangar.conversations.models import Session
 from hangar.logging import get_logger
-from hangar.realtime.subscribe import subscribe
+from hangar.realtime.subscribe import Subscription, subscribe
 
 log = get_logger(__name__)
 
@@ -80,6 +80,14 @@ class _StreamConsumer(AsyncWebsocketConsumer):
     channel_layer_alias = NO_CHANNEL_LAYER
 
     runner: asyncio.Task | None = None
+    subscription: Subscription | None = None
+
+    async def open_then_accept(self, groups: list[str]) -> None:
+        """Subscribe (barrier included) before accepting: once a client sees the connection open, no
+        broadcast can be missed, ephemeral ones included."""
+        self.subscription = subscribe(groups)
+        await self.subscription.open()
+        await self.accept()
 
     def caller(self):
         user = self.scope.get("user")
@@ -103,6 +111,8 @@ class _StreamConsumer(AsyncWebsocketConsumer):
                 await self.runner
             except (asyncio.CancelledError, Exception):
                 pass
+        if self.subscription is not None:
+            await self.subscription.close()
 
     async def receive(self, text_data=None, bytes_data=None):
         pass  # the streams are one-way; clients reconnect with ?after= to resume
@@ -128,21 +138,20 @@ class SessionStreamConsumer(_StreamConsumer):
             return await self.close(code=CLOSE_NOT_FOUND)
         self.session_id = session.pk
         self.last = after
-        await self.accept()
+        await self.open_then_accept([session_group(session.pk)])
         self.start(self._run())
 
     async def _run(self) -> None:
-        async with subscribe([session_group(self.session_id)]) as sub:
-            await self._fill()
-            while True:
-                event = await sub.get(timeout=IDLE_RECHECK)
-                if event is None:
-                    await self._fill()
-                    continue
-                await self._deliver(event)
-                if event.get("type") == "session.deleted":
-                    await self.close(code=CLOSE_GONE)
-                    return
+        await self._fill()
+        while True:
+            event = await self.subscription.get(timeout=IDLE_RECHECK)
+            if event is None:
+                await self._fill()
+                continue
+            await self._deliver(event)
+            if event.get("type") == "session.deleted":
+                await self.close(code=CLOSE_GONE)
+                return
 
     async def _deliver(self, event: dict) -> None:
         seq = event.get("seq")
@@ -176,11 +185,9 @@ class OrgStreamConsumer(_StreamConsumer):
         org = await _visible_org(user, token, self.scope["url_route"]["kwargs"]["org_slug"])
         if org is None:
             return await self.close(code=CLOSE_NOT_FOUND)
-        self.org_id = org.pk
-        await self.accept()
+        await self.open_then_accept([org_group(org.pk)])
         self.start(self._run())
 
     async def _run(self) -> None:
-        async with subscribe([org_group(self.org_id)]) as sub:
-            async for event in sub:
-                await self.send_frame(event)
+        async for event in self.subscription:
+            await self.send_frame(event)
