@@ -1,0 +1,73 @@
+"""Built-in agents (seed 000 §2.2, seed 003 "Agent Definitions"): named configurations the loop
+interprets. Primary: build (default), plan (read-only except `.opencode/plans/*.md`). Subagents:
+general, explore. Hidden: title, compaction, summary (no tools)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hangar.engine.permissions import ALLOW, DENY
+
+
+@dataclass(frozen=True)
+class Agent:
+    name: str
+    mode: str  # primary | subagent
+    description: str = ""
+    hidden: bool = False
+    permission: list[dict] = field(default_factory=list)
+    steps: int | None = None  # max agentic steps (None: unlimited)
+    temperature: float | None = None
+    prompt: str | None = None  # prompt file name in engine/prompts (None: by model family)
+
+
+def _deny_all() -> list[dict]:
+    return [{"permission": "*", "pattern": "*", "action": DENY}]
+
+
+AGENTS: dict[str, Agent] = {
+    "build": Agent("build", "primary", "The default agent: full tool access.", permission=[
+        {"permission": "question", "pattern": "*", "action": ALLOW},
+        {"permission": "plan_enter", "pattern": "*", "action": ALLOW},
+    ]),
+    "plan": Agent("plan", "primary", "Plans without changing code: read-only except plan files.", permission=[
+        {"permission": "question", "pattern": "*", "action": ALLOW},
+        {"permission": "plan_exit", "pattern": "*", "action": ALLOW},
+        {"permission": "edit", "pattern": "*", "action": DENY},
+        {"permission": "edit", "pattern": ".opencode/plans/*.md", "action": ALLOW},
+        {"permission": "edit", "pattern": "/workspace/.opencode/plans/*.md", "action": ALLOW},
+    ]),
+    "general": Agent("general", "subagent", "Multi-step tasks delegated by another agent.", permission=[
+        {"permission": "todowrite", "pattern": "*", "action": DENY},
+        {"permission": "todoread", "pattern": "*", "action": DENY},
+    ]),
+    "explore": Agent("explore", "subagent", "Read-only codebase search.", permission=[
+        {"permission": "*", "pattern": "*", "action": DENY},
+        *[{"permission": p, "pattern": "*", "action": ALLOW}
+          for p in ("grep", "glob", "list", "bash", "read", "webfetch", "websearch", "codesearch")],
+    ]),
+    "title": Agent("title", "primary", hidden=True, permission=_deny_all(), temperature=0.5, prompt="title"),
+    "compaction": Agent("compaction", "primary", hidden=True, permission=_deny_all(), prompt="compaction"),
+    "summary": Agent("summary", "primary", hidden=True, permission=_deny_all(), prompt="summary"),
+}
+
+
+def agent_get(name: str | None) -> Agent:
+    return AGENTS.get(name or "build") or AGENTS["build"]
+
+
+def agent_list(include_hidden: bool = False) -> list[Agent]:
+    return [a for a in AGENTS.values() if include_hidden or not a.hidden]
+
+
+def agent_info(agent: Agent) -> dict:
+    """OpenCode's Agent JSON shape (GET /agent)."""
+    info = {"name": agent.name, "mode": agent.mode, "native": True, "hidden": agent.hidden,
+            "permission": agent.permission, "options": {}}
+    if agent.description:
+        info["description"] = agent.description
+    if agent.steps:
+        info["steps"] = agent.steps
+    if agent.temperature is not None:
+        info["temperature"] = agent.temperature
+    return info

@@ -1,0 +1,78 @@
+"""Stored messages and parts → the chat messages a provider receives (seed 003 "Converting Messages to
+LLM Format"), in OpenAI's wire format (LiteLLM translates for other providers).
+
+- User: text parts (synthetic ones included), file parts as references; a user message that arrived
+  while the agent was mid-turn (after an assistant step that ended in tool calls) is wrapped in
+  `<system-reminder>` (seed 003 "Mid-Loop User Messages").
+- Assistant: text (reasoning is not replayed to OpenAI-compatible APIs), tool calls with their results;
+  completed → output, error → the error text, pending/running → "[Tool execution was interrupted]".
+- Assistant messages with an error are skipped, unless aborted with substantive parts.
+"""
+
+from __future__ import annotations
+
+import json
+
+INTERRUPTED = "[Tool execution was interrupted]"
+CLEARED = "[Old tool result content cleared]"
+
+
+def _wrap(text: str) -> str:
+    return f"<system-reminder>\nThe user sent the following message:\n{text}\n\nPlease address this message and continue with your tasks.\n</system-reminder>"
+
+
+def _user(parts: list[dict], mid_turn: bool) -> dict | None:
+    chunks = []
+    for part in parts:
+        if part["type"] == "text" and not part.get("ignored"):
+            text = part["text"]
+            chunks.append(_wrap(text) if mid_turn and not part.get("synthetic") else text)
+        elif part["type"] == "file":
+            name = part.get("filename") or part["url"]
+            chunks.append(f"[Attached file: {name} ({part['mime']}) at {part['url']}]")
+        elif part["type"] == "compaction":
+            chunks.append("What did we do so far?")
+    return {"role": "user", "content": "\n\n".join(chunks)} if chunks else None
+
+
+def _tool_output(state: dict) -> str:
+    if state["status"] == "completed":
+        return CLEARED if (state.get("time") or {}).get("compacted") else state["output"]
+    if state["status"] == "error":
+        return state["error"]
+    return INTERRUPTED
+
+
+def _assistant(info: dict, parts: list[dict]) -> list[dict]:
+    error = info.get("error")
+    substantive = any(p["type"] in ("text", "tool") for p in parts)
+    if error and not (error.get("name") == "MessageAbortedError" and substantive):
+        return []
+    text = "".join(p["text"] for p in parts if p["type"] == "text")
+    tools = [p for p in parts if p["type"] == "tool"]
+    out: list[dict] = []
+    message: dict = {"role": "assistant", "content": text or None}
+    if tools:
+        message["tool_calls"] = [{"id": p["callID"], "type": "function",
+                                  "function": {"name": p["tool"], "arguments": json.dumps(p["state"].get("input", {}))}}
+                                 for p in tools]
+    if message["content"] is None and not tools:
+        return []
+    out.append(message)
+    out += [{"role": "tool", "tool_call_id": p["callID"], "content": _tool_output(p["state"])} for p in tools]
+    return out
+
+
+def to_model_messages(history: list[tuple[dict, list[dict]]]) -> list[dict]:
+    """`history`: (message info, its parts) oldest first."""
+    out: list[dict] = []
+    mid_turn = False
+    for info, parts in history:
+        if info["role"] == "user":
+            message = _user(parts, mid_turn)
+            if message:
+                out.append(message)
+        else:
+            out += _assistant(info, parts)
+            mid_turn = info.get("finish") == "tool-calls" and not info.get("error")
+    return out

@@ -1,0 +1,254 @@
+"""The agent loop (seed 000 §3.2), run by one worker at a time per session (hangar.engine.leases).
+
+    while True:
+        re-read the session and its messages
+        an unfinished step (permission answered, or a worker died)? → finish its tool calls
+        last assistant finished with a reason other than tool calls, after the last user message? → exit
+        new assistant message; snapshot; system prompt; history → model stream → parts (processor)
+        run the tool calls (toolrun); step-finish with tokens and cost; patch part if files changed
+
+Control flow by exceptions: PermissionAsked parks the run (the worker is released; the session stays
+`busy` with a pending PermissionRequest until the reply re-enqueues it), TurnStopped ends the turn,
+the abort event (set by the lease keeper or the API) ends it with "Tool execution aborted".
+"""
+
+from __future__ import annotations
+
+import threading
+
+from django.db import connection
+
+from hangar.conversations import services as store
+from hangar.conversations.events import publish
+from hangar.conversations.models import Message, Part, PermissionRequest, Session
+from hangar.engine import permissions as perm
+from hangar.engine.agents import agent_get
+from hangar.engine.history import to_model_messages
+from hangar.engine.processor import StreamProcessor, now_ms
+from hangar.engine.providers.base import ProviderError
+from hangar.engine.providers.cost import step_cost
+from hangar.engine.providers.resolve import model_for
+from hangar.engine.retry import MAX_ATTEMPTS, retry_delay
+from hangar.engine.sandboxes import sandbox_for
+from hangar.engine.system import build_system, prompt_text
+from hangar.engine.titles import title_maybe
+from hangar.engine.tools.base import PermissionAsked
+from hangar.engine.toolrun import ToolRunner, TurnStopped
+from hangar.logging import get_logger
+from sandbox.protocol import SandboxError
+
+log = get_logger(__name__)
+# Above this many sessions in one process, a step gives its DB connection back while it waits on the
+# model: 100 sessions must not hold 100 idle Postgres connections (max_connections is 100 here).
+KEEP_CONNECTION_UP_TO = 20
+
+
+class Run:
+    """What one pass of the loop knows: the session, its agent, model, tools, rules and sandbox."""
+
+    def __init__(self, session_id: str, abort: threading.Event, active_runs=lambda: 1):
+        self.session_id, self.abort, self.active_runs = session_id, abort, active_runs
+        self._sandbox = None
+        self.steps = 0
+
+    def sandbox(self):
+        if self._sandbox is None:
+            self._sandbox = sandbox_for(self.session)
+        return self._sandbox
+
+    def configure(self, user: Message) -> None:
+        from hangar.engine.tools.registry import get_tools
+
+        self.session = Session.objects.select_related("project", "org").get(pk=self.session_id)
+        self.agent = agent_get(user.data.get("agent"))
+        self.model_ref = user.data["model"]
+        self.org_policy = getattr(self.session.org, "permission_policy", None) or []
+        self.ruleset = (perm.DEFAULTS + self.agent.permission + perm.from_config(self.session.project.permission_rules)
+                        + perm.from_config(self.session.permission))
+        tools = get_tools(self.agent.name, self.model_ref["modelID"])
+        off = perm.disabled_tools(list(tools), self.ruleset, self.org_policy)
+        self.tools = {name: tool for name, tool in tools.items() if name not in off}
+        self.model = model_for(org_id=self.session.org_id, user_id=self.session.creator_id,
+                               provider_id=self.model_ref["providerID"], model_id=self.model_ref["modelID"])
+
+    # --- the loop ------------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        session = Session.objects.get(pk=self.session_id)
+        if session.abort_requested:
+            self.abort.set()
+        if session.status != "busy":
+            store.session_status_set(session=session, status="busy")
+        try:
+            while self._iterate():
+                pass
+        except PermissionAsked:
+            return  # parked: the reply re-enqueues the run
+        if self.abort.is_set():
+            self._finish_aborted()
+        else:
+            title_maybe(self)
+        store.session_status_set(session=Session.objects.get(pk=self.session_id), status="idle")
+
+    def _iterate(self) -> bool:
+        if self.abort.is_set():
+            return False
+        messages = list(Message.objects.filter(session_id=self.session_id).order_by("id"))
+        users = [m for m in messages if m.role == "user"]
+        if not users:
+            return False
+        last_user, last = users[-1], messages[-1]
+        self.configure(last_user)
+        assistant = next((m for m in reversed(messages) if m.role == "assistant"), None)
+        if assistant is not None and not assistant.data["time"].get("completed"):
+            return self._finish_step(assistant)
+        if assistant is not None and last is assistant and assistant.data.get("finish") not in (None, "tool-calls", "unknown"):
+            return False
+        if assistant is not None and last is assistant and assistant.data.get("error"):
+            return False
+        self.steps += 1
+        return self._step(last_user, messages)
+
+    def _step(self, user: Message, messages: list[Message]) -> bool:
+        model_ref, agent = self.model_ref, self.agent
+        last_step = bool(agent.steps and self.steps >= agent.steps)
+        message = store.message_create(session=self.session, data={
+            "role": "assistant", "time": {"created": now_ms()}, "parentID": user.pk, "modelID": model_ref["modelID"],
+            "providerID": model_ref["providerID"], "mode": agent.name, "agent": agent.name,
+            "path": {"cwd": "/workspace", "root": "/workspace"}})
+        snapshot = self._snapshot()
+        store.part_upsert(message=message, data={"type": "step-start", **({"snapshot": snapshot} if snapshot else {})})
+        system = build_system(agent_prompt=agent.prompt, provider_id=model_ref["providerID"], model_id=model_ref["modelID"],
+                              sandbox=self.sandbox(), user_system=user.data.get("system"))
+        history = to_model_messages(self._history(messages)) + self._reminders(messages, last_step)
+        from hangar.engine.tools.registry import tool_schemas
+
+        tools = [] if last_step else tool_schemas(self.tools)
+        result = self._stream(message, system, history, tools)
+        if result is None:
+            return False
+        cost = step_cost(model_ref["providerID"], model_ref["modelID"], result.usage)
+        u = result.usage
+        tokens = {"input": u.input, "output": u.output, "reasoning": u.reasoning,
+                  "cache": {"read": u.cache_read, "write": u.cache_write}}
+        store.message_update(message=message, data={**message.data, "finish": result.finish, "cost": cost, "tokens": tokens})
+        return self._finish_step(message)
+
+    def _finish_step(self, message: Message) -> bool:
+        """Run the step's tool calls, then close it: patch, step-finish, completed. False ends the turn."""
+        message.refresh_from_db()
+        data = message.data
+        if data.get("finish") is None and not data.get("error"):
+            # The worker died mid-stream: what was said is kept, the step is closed as interrupted.
+            data = {**data, "finish": "tool-calls" if Part.objects.filter(message=message, type="tool").exists() else "unknown"}
+        stopped = False
+        try:
+            ToolRunner(self, message).run_all()
+        except TurnStopped:
+            stopped = True
+        if self.abort.is_set():
+            return False
+        start = Part.objects.filter(message=message, type="step-start").first()
+        snapshot = (start.data.get("snapshot") if start else None)
+        end = self._snapshot() if Part.objects.filter(message=message, type="tool").exists() else snapshot
+        if snapshot and end and end != snapshot:
+            try:
+                files = [f"/workspace/{d.path.lstrip('/')}" if not d.path.startswith("/") else d.path
+                         for d in self.sandbox().snapshot_diff(snapshot, end)]
+            except SandboxError:
+                files = []
+            if files:
+                store.part_upsert(message=message, data={"type": "patch", "hash": snapshot, "files": files})
+        store.part_upsert(message=message, data={"type": "step-finish", "reason": data["finish"], "cost": data.get("cost", 0),
+                                                 "tokens": data.get("tokens") or {}, **({"snapshot": end} if end else {})})
+        finish = "stop" if stopped else data["finish"]
+        store.message_update(message=message, data={**data, "finish": finish, "time": {**data["time"], "completed": now_ms()}})
+        self._add_usage(data)
+        return finish in ("tool-calls", "unknown")
+
+    def _stream(self, message: Message, system: list[str], history: list[dict], tools: list[dict]):
+        attempt = 0
+        while True:
+            processor = StreamProcessor(self.session, message, self.tools)
+            if self.active_runs() > KEEP_CONNECTION_UP_TO:
+                connection.close()
+            try:
+                events = self.model.stream(system=system, messages=history, tools=tools, abort=self.abort,
+                                           temperature=self.agent.temperature)
+                result = processor.consume(events)
+                if self.abort.is_set():
+                    return None
+                if attempt:
+                    store.session_status_set(session=self.session, status="busy")
+                return result
+            except ProviderError as exc:
+                if self.abort.is_set():
+                    return None
+                attempt += 1
+                error = {"name": "APIError", "data": {"message": exc.message, "statusCode": exc.status,
+                                                      "isRetryable": exc.retryable}}
+                if not exc.retryable or attempt > MAX_ATTEMPTS or processor.result.produced:
+                    self._fail(message, error)
+                    return None
+                delay = retry_delay(attempt, exc.headers)
+                store.part_upsert(message=message, data={"type": "retry", "attempt": attempt, "error": error,
+                                                         "time": {"created": now_ms()}})
+                store.session_status_set(session=self.session, status="retry", detail={
+                    "attempt": attempt, "message": exc.message, "next": now_ms() + int(delay * 1000)})
+                if self.abort.wait(delay):
+                    return None
+
+    # --- helpers -----------------------------------------------------------------------------------
+
+    def _history(self, messages: list[Message]) -> list[tuple[dict, list[dict]]]:
+        parts: dict[str, list[dict]] = {}
+        for message_id, data in Part.objects.filter(session_id=self.session_id).order_by("id").values_list("message_id", "data"):
+            parts.setdefault(message_id, []).append(data)
+        return [(m.data, parts.get(m.pk, [])) for m in messages]
+
+    def _reminders(self, messages: list[Message], last_step: bool) -> list[dict]:
+        out = []
+        previous = next((m for m in reversed(messages) if m.role == "assistant"), None)
+        if self.agent.name == "plan":
+            out.append(prompt_text("plan"))
+        elif previous is not None and previous.data.get("agent") == "plan":
+            out.append(prompt_text("build_switch"))
+        if last_step:
+            out.append(prompt_text("max_steps"))
+        return [{"role": "user", "content": "\n".join(out)}] if out else []
+
+    def _snapshot(self) -> str | None:
+        try:
+            return self.sandbox().snapshot_track()
+        except SandboxError:
+            log.warning("snapshot_failed", session=self.session_id, exc_info=True)
+            return None
+
+    def _add_usage(self, data: dict) -> None:
+        session = Session.objects.get(pk=self.session_id)
+        tokens = dict(session.tokens or {})
+        for key in ("input", "output", "reasoning"):
+            tokens[key] = tokens.get(key, 0) + (data.get("tokens") or {}).get(key, 0)
+        Session.objects.filter(pk=self.session_id).update(cost=session.cost + (data.get("cost") or 0), tokens=tokens)
+
+    def _fail(self, message: Message, error: dict) -> None:
+        message.refresh_from_db()
+        store.message_update(message=message, data={**message.data, "error": error,
+                                                    "time": {**message.data["time"], "completed": now_ms()}})
+        publish(self.session, "session.error", {"sessionID": self.session_id, "error": error})
+
+    def _finish_aborted(self) -> None:
+        """Unfinished tool parts → "Tool execution aborted"; pending asks rejected; the message ends
+        with MessageAbortedError; the abort flag is cleared."""
+        for request in PermissionRequest.objects.filter(session_id=self.session_id, status="pending"):
+            PermissionRequest.objects.filter(pk=request.pk).update(status="reject")
+            publish(self.session, "permission.replied", {"sessionID": self.session_id, "requestID": request.pk, "reply": "reject"})
+        open_messages = [m for m in Message.objects.filter(session_id=self.session_id, role="assistant").order_by("id")
+                         if not m.data["time"].get("completed")]
+        for message in open_messages:
+            ToolRunner(self, message).run_all()  # with abort set, every unfinished part ends in error
+            message.refresh_from_db()
+            store.message_update(message=message, data={
+                **message.data, "error": {"name": "MessageAbortedError", "data": {"message": "Aborted"}},
+                "time": {**message.data["time"], "completed": now_ms()}})
+        Session.objects.filter(pk=self.session_id).update(abort_requested=False)

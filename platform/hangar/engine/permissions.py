@@ -1,0 +1,98 @@
+"""Permission rules (seed 000 §7): `{permission, pattern, action}`, wildcard match, last match wins,
+no match = ask.
+
+Layers, merged in order: built-in defaults, the agent's rules, the project's
+(`Project.permission_rules`), the session's (`Session.permission`), then stored "always" grants
+(project scope, then session scope). The org policy (`Org.permission_policy`, read with getattr until
+the field exists) is evaluated on its own first: if it denies, nothing below can allow.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+ALLOW, ASK, DENY = "allow", "ask", "deny"
+
+DEFAULTS: list[dict] = [
+    {"permission": "*", "pattern": "*", "action": ALLOW},
+    {"permission": "doom_loop", "pattern": "*", "action": ASK},
+    {"permission": "external_directory", "pattern": "*", "action": ASK},
+    {"permission": "question", "pattern": "*", "action": DENY},
+    {"permission": "plan_enter", "pattern": "*", "action": DENY},
+    {"permission": "plan_exit", "pattern": "*", "action": DENY},
+    {"permission": "read", "pattern": "*.env", "action": ASK},
+    {"permission": "read", "pattern": "*.env.*", "action": ASK},
+    {"permission": "read", "pattern": "*.env.example", "action": ALLOW},
+]
+
+
+@lru_cache(maxsize=4096)
+def _compile(pattern: str) -> re.Pattern:
+    # OpenCode's Wildcard: `*` matches anything (slashes included), `?` one character.
+    out = "".join(".*" if ch == "*" else "." if ch == "?" else re.escape(ch) for ch in pattern)
+    return re.compile(f"^{out}$", re.DOTALL)
+
+
+def match(pattern: str, value: str) -> bool:
+    return bool(_compile(pattern).match(value))
+
+
+def from_config(config: dict | list | None) -> list[dict]:
+    """Accept a ruleset list or OpenCode's config shape `{"edit": "deny", "bash": {"git *": "allow"}}`."""
+    if not config:
+        return []
+    if isinstance(config, list):
+        return [dict(rule) for rule in config]
+    rules = []
+    for permission, value in config.items():
+        if isinstance(value, str):
+            rules.append({"permission": permission, "pattern": "*", "action": value})
+        else:
+            rules += [{"permission": permission, "pattern": p, "action": a} for p, a in value.items()]
+    return rules
+
+
+def evaluate(permission: str, pattern: str, ruleset: list[dict]) -> str:
+    action = ASK
+    for rule in ruleset:
+        if match(rule["permission"], permission) and match(rule["pattern"], pattern):
+            action = rule["action"]
+    return action
+
+
+def org_denies(permission: str, pattern: str, policy: list[dict]) -> bool:
+    """The org policy on its own: a matching deny always wins (no later allow can undo it)."""
+    return any(rule.get("action") == DENY and match(rule["permission"], permission) and match(rule["pattern"], pattern)
+               for rule in policy or [])
+
+
+def decide(permission: str, patterns: list[str], *, ruleset: list[dict], org_policy: list[dict]) -> str:
+    """One action for a request over several patterns: any deny → deny; any ask → ask; else allow."""
+    actions = set()
+    for pattern in patterns or ["*"]:
+        if org_denies(permission, pattern, org_policy):
+            return DENY
+        actions.add(evaluate(permission, pattern, ruleset))
+    if DENY in actions:
+        return DENY
+    return ASK if ASK in actions else ALLOW
+
+
+def disabled_tools(tool_names: list[str], ruleset: list[dict], org_policy: list[dict]) -> set[str]:
+    """Tools whose permission is denied for every pattern are not offered to the model at all.
+    Edit-family tools share the `edit` permission (OpenCode)."""
+    out = set()
+    for name in tool_names:
+        permission = permission_for_tool(name)
+        last = None
+        for rule in ruleset:
+            if match(rule["permission"], permission):
+                last = rule
+        if (last and last["pattern"] == "*" and last["action"] == DENY) or org_denies(permission, "*", org_policy):
+            out.add(name)
+    return out
+
+
+def permission_for_tool(name: str) -> str:
+    return "edit" if name in ("write", "edit", "apply_patch", "multiedit") else name

@@ -1,0 +1,112 @@
+"""One model stream → parts of the step's assistant message (seed 003 "How Parts Are Created During
+Streaming").
+
+Text and reasoning deltas go out on the ephemeral path, coalesced (at most one notification per
+FLUSH_S per part); the part is persisted once, at its end. Tool calls become `pending` tool parts when
+their arguments are complete; names are repaired (case) or routed to `invalid` (seed 000 §12.3).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+
+from hangar.conversations import services as store
+from hangar.conversations.events import publish_ephemeral
+from hangar.conversations.models import Message
+from hangar.engine.providers.base import StreamEvent, Usage
+from hangar.ids import new_part_id
+
+FLUSH_S = 0.05
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass
+class StepResult:
+    finish: str = "unknown"
+    usage: Usage = field(default_factory=Usage)
+    tool_calls: int = 0
+    produced: bool = False  # any part written (a retry after this would duplicate output)
+
+
+class StreamProcessor:
+    def __init__(self, session, message: Message, tools: dict):
+        self.session, self.message, self.tools = session, message, tools
+        self.result = StepResult()
+        self._open: dict | None = None
+        self._pending_delta = ""
+        self._last_flush = 0.0
+
+    def _flush(self) -> None:
+        if self._open is not None and self._pending_delta:
+            publish_ephemeral(self.session, "message.part.updated",
+                              {"part": self._open, "delta": self._pending_delta})
+            self._pending_delta = ""
+            self._last_flush = time.monotonic()
+
+    def _start_block(self, kind: str) -> None:
+        self._open = {"id": new_part_id(), "sessionID": self.session.pk, "messageID": self.message.pk,
+                      "type": kind, "text": "", "time": {"start": now_ms()}}
+        self._pending_delta = ""
+        self._last_flush = time.monotonic()
+
+    def _delta(self, text: str) -> None:
+        if self._open is None:
+            self._start_block("text")
+        self._open["text"] += text
+        self._pending_delta += text
+        if time.monotonic() - self._last_flush >= FLUSH_S:
+            self._flush()
+
+    def _end_block(self) -> None:
+        if self._open is None:
+            return
+        self._flush()
+        part, self._open = self._open, None
+        part["text"] = part["text"].strip() if part["type"] == "reasoning" else part["text"]
+        part["time"]["end"] = now_ms()
+        if part["text"]:
+            store.part_upsert(message=self.message, data=part)
+            self.result.produced = True
+
+    def _tool_call(self, event: StreamEvent) -> None:
+        from hangar.engine.tools.registry import repair_tool_name
+
+        name = repair_tool_name(event.name, self.tools)
+        try:
+            args = json.loads(event.arguments or "{}")
+            error = None if isinstance(args, dict) else "arguments must be a JSON object"
+        except json.JSONDecodeError as exc:
+            args, error = {}, f"invalid JSON arguments: {exc}"
+        if name is None or error:
+            reason = error or f"Model tried to call unavailable tool '{event.name}'. Available tools: {', '.join(self.tools)}."
+            args = {"tool": event.name, "error": reason}
+            name = "invalid"
+        store.part_upsert(message=self.message, data={
+            "type": "tool", "callID": event.id, "tool": name,
+            "state": {"status": "pending", "input": args, "raw": event.arguments or ""}})
+        self.result.tool_calls += 1
+        self.result.produced = True
+
+    def consume(self, events) -> StepResult:
+        for event in events:
+            kind = event.type
+            if kind in ("text-start", "reasoning-start"):
+                self._end_block()
+                self._start_block(kind.split("-")[0])
+            elif kind in ("text-delta", "reasoning-delta"):
+                self._delta(event.text)
+            elif kind in ("text-end", "reasoning-end"):
+                self._end_block()
+            elif kind == "tool-call":
+                self._end_block()
+                self._tool_call(event)
+            elif kind == "finish-step":
+                self._end_block()
+                self.result.finish, self.result.usage = event.finish, event.usage
+        self._end_block()
+        return self.result

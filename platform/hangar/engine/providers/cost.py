@@ -1,0 +1,41 @@
+"""Cost of a step: LiteLLM's local price map, with per-model overrides from settings.
+
+`settings.HANGAR_MODEL_PRICES` maps "provider/model" or "model" to
+{"input": $/token, "output": $/token, "cache_read": $/token}; unknown models cost zero.
+One dict lookup per step: LiteLLM's own cost calculator costs milliseconds per call (see litellm_model).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from django.conf import settings
+
+from hangar.engine.providers.base import Usage
+
+
+@lru_cache(maxsize=512)
+def _price(provider_id: str, model_id: str) -> tuple[float, float, float]:
+    overrides = getattr(settings, "HANGAR_MODEL_PRICES", {}) or {}
+    for key in (f"{provider_id}/{model_id}", model_id):
+        if key in overrides:
+            p = overrides[key]
+            return float(p.get("input", 0)), float(p.get("output", 0)), float(p.get("cache_read", p.get("input", 0)))
+    from hangar.engine.providers.litellm_model import litellm_module
+
+    table = litellm_module().model_cost
+    for key in (f"{provider_id}/{model_id}", model_id):
+        entry = table.get(key)
+        if entry:
+            inp = float(entry.get("input_cost_per_token") or 0)
+            return inp, float(entry.get("output_cost_per_token") or 0), float(entry.get("cache_read_input_token_cost") or inp)
+    return 0.0, 0.0, 0.0
+
+
+def step_cost(provider_id: str, model_id: str, usage: Usage) -> float:
+    inp, out, cached = _price(provider_id, model_id)
+    return usage.input * inp + usage.output * out + usage.cache_read * cached
+
+
+def clear_cache() -> None:
+    _price.cache_clear()

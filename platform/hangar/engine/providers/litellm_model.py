@@ -1,0 +1,200 @@
+"""The LiteLLM adapter: `litellm.completion(stream=True, tools=...)` normalised into StreamEvents.
+
+LiteLLM is imported lazily (3.5 s, ~170 MB): only a worker that runs a step pays for it.
+
+Measured here (scripted server, one text + one tool call, median of 30): raw httpx 3.0 ms, LiteLLM
+as shipped 20.8 ms. Where it went (pyinstrument): ~30 % in `stream_chunk_builder` at end of stream
+(rebuilds the whole response for logging, runs the cost calculator, which misses the price map for
+an unknown model and walks fallback "generalisations", then deep-copies the response twice), a
+per-chunk `executor.submit` of success logging, and `print_verbose` f-strings that format every
+chunk even when not verbose. What we do about it:
+  * `litellm.disable_streaming_logging = True` (no per-chunk logging task): 20.8 → 17.8 ms;
+  * stop reading at the finish chunk, which LiteLLM emits only after the provider's stream is
+    exhausted, so the end-of-stream `stream_chunk_builder` never runs; usage is taken from the raw
+    usage chunk LiteLLM already kept in `chunks`: → ~15 ms;
+  * we compute cost ourselves from the price map (cost.py), once, with a dict lookup.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from hangar.engine.providers.base import ProviderError, StreamEvent, Usage, is_retryable
+
+_litellm = None
+_lock = threading.Lock()
+
+
+def litellm_module():
+    global _litellm
+    if _litellm is None:
+        with _lock:
+            if _litellm is None:
+                os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+                import litellm
+
+                litellm.suppress_debug_info = True
+                litellm.disable_streaming_logging = True
+                litellm.telemetry = False
+                _litellm = litellm
+    return _litellm
+
+
+def _messages(system: list[str], messages: list[dict]) -> list[dict]:
+    return [{"role": "system", "content": text} for text in system if text] + messages
+
+
+def _usage_of(raw: Any) -> Usage:
+    if raw is None:
+        return Usage()
+    get = raw.get if isinstance(raw, dict) else lambda k, d=None: getattr(raw, k, d)
+    details = get("completion_tokens_details") or {}
+    prompt_details = get("prompt_tokens_details") or {}
+    dget = details.get if isinstance(details, dict) else lambda k, d=None: getattr(details, k, d)
+    pget = prompt_details.get if isinstance(prompt_details, dict) else lambda k, d=None: getattr(prompt_details, k, d)
+    cached = pget("cached_tokens") or 0
+    return Usage(input=max(0, (get("prompt_tokens") or 0) - cached), output=get("completion_tokens") or 0,
+                 reasoning=dget("reasoning_tokens") or 0, cache_read=cached)
+
+
+def _error(exc: Exception) -> ProviderError:
+    status = getattr(exc, "status_code", None)
+    headers = getattr(exc, "litellm_response_headers", None) or getattr(getattr(exc, "response", None), "headers", None)
+    message = str(getattr(exc, "message", "") or exc)
+    return ProviderError(message, status=status, retryable=is_retryable(status, message),
+                         headers=dict(headers or {}), name=type(exc).__name__)
+
+
+class LiteLLMModel:
+    def __init__(self, *, provider_id: str, model_id: str, api_base: str = "", api_key: str = "",
+                 timeout_s: float = 600.0):
+        self.provider_id, self.model_id = provider_id, model_id
+        self._api_base, self._api_key, self._timeout = api_base or None, api_key or None, timeout_s
+        # Any OpenAI-compatible api_base: talk OpenAI wire format to it; else let LiteLLM route.
+        self._model = f"openai/{model_id}" if api_base else f"{provider_id}/{model_id}"
+
+    def _kwargs(self, temperature: float | None) -> dict:
+        kwargs = {"model": self._model, "api_base": self._api_base, "api_key": self._api_key,
+                  "timeout": self._timeout, "max_retries": 0}  # retries are the loop's (seed 000 §12)
+        if temperature is not None:
+            kwargs["temperature"] = temperature
+        return kwargs
+
+    def complete(self, *, system: list[str], messages: list[dict], temperature: float | None = None) -> str:
+        litellm = litellm_module()
+        try:
+            response = litellm.completion(messages=_messages(system, messages), **self._kwargs(temperature))
+        except Exception as exc:
+            raise _error(exc) from exc
+        return response.choices[0].message.content or ""
+
+    def stream(self, *, system: list[str], messages: list[dict], tools: list[dict],
+               abort: threading.Event, temperature: float | None = None) -> Iterator[StreamEvent]:
+        litellm = litellm_module()
+        kwargs = self._kwargs(temperature)
+        if tools:
+            kwargs["tools"] = tools
+        try:
+            response = litellm.completion(messages=_messages(system, messages), stream=True,
+                                          stream_options={"include_usage": True}, **kwargs)
+        except Exception as exc:
+            raise _error(exc) from exc
+        yield from self._events(response, abort)
+
+    def _events(self, response: Any, abort: threading.Event) -> Iterator[StreamEvent]:
+        done = threading.Event()
+        threading.Thread(target=_close_on_abort, args=(response, abort, done), daemon=True,
+                         name="llm-abort-watch").start()
+        try:
+            yield from self._read(response, abort)
+        finally:
+            done.set()
+
+    def _read(self, response: Any, abort: threading.Event) -> Iterator[StreamEvent]:
+        open_block = ""  # "text" | "reasoning" | ""
+        calls: dict[int, dict] = {}
+        finish = ""
+        try:
+            for chunk in response:
+                if abort.is_set():
+                    break
+                if not chunk.choices:
+                    continue
+                choice = chunk.choices[0]
+                delta = choice.delta
+                reasoning = getattr(delta, "reasoning_content", None)
+                if reasoning:
+                    if open_block != "reasoning":
+                        if open_block:
+                            yield StreamEvent(f"{open_block}-end")
+                        open_block = "reasoning"
+                        yield StreamEvent("reasoning-start")
+                    yield StreamEvent("reasoning-delta", text=reasoning)
+                if delta.content:
+                    if open_block != "text":
+                        if open_block:
+                            yield StreamEvent(f"{open_block}-end")
+                        open_block = "text"
+                        yield StreamEvent("text-start")
+                    yield StreamEvent("text-delta", text=delta.content)
+                for call in delta.tool_calls or []:
+                    if open_block:
+                        yield StreamEvent(f"{open_block}-end")
+                        open_block = ""
+                    slot = calls.get(call.index)
+                    if slot is None:
+                        slot = calls[call.index] = {"id": call.id or f"call_{call.index}", "name": "", "args": ""}
+                        slot["name"] = (call.function.name or "") if call.function else ""
+                        yield StreamEvent("tool-input-start", id=slot["id"], name=slot["name"])
+                    if call.function and call.function.arguments:
+                        slot["args"] += call.function.arguments
+                        yield StreamEvent("tool-input-delta", id=slot["id"], text=call.function.arguments)
+                if choice.finish_reason:
+                    # LiteLLM holds the finish reason until the provider's stream is exhausted: stop here
+                    # so its end-of-stream rebuild (stream_chunk_builder) never runs (see module doc).
+                    finish = choice.finish_reason
+                    break
+        except ProviderError:
+            raise
+        except Exception as exc:
+            if abort.is_set():
+                return
+            raise _error(exc) from exc
+        finally:
+            _close(response)
+        if open_block:
+            yield StreamEvent(f"{open_block}-end")
+        for slot in calls.values():
+            yield StreamEvent("tool-call", id=slot["id"], name=slot["name"], arguments=slot["args"] or "{}")
+        if abort.is_set():
+            return
+        usage = next((c.usage for c in reversed(getattr(response, "chunks", []) or [])
+                      if getattr(c, "usage", None)), None)
+        finish = {"tool_calls": "tool-calls", "function_call": "tool-calls", "content_filter": "content-filter"}.get(
+            finish, finish or ("tool-calls" if calls else "stop"))
+        if calls and finish == "stop":
+            finish = "tool-calls"
+        yield StreamEvent("finish-step", finish=finish, usage=_usage_of(usage))
+
+
+def _close_on_abort(response: Any, abort: threading.Event, done: threading.Event) -> None:
+    """A hung stream blocks in a socket read that no flag can interrupt: closing it can."""
+    while not done.is_set():
+        if abort.wait(0.25):
+            _close(response)
+            return
+
+
+def _close(response: Any) -> None:
+    stream = getattr(response, "completion_stream", None)
+    for target in (getattr(stream, "response", None), stream):
+        close = getattr(target, "close", None)
+        if close is not None:
+            try:
+                close()
+            except Exception:
+                pass
+            return

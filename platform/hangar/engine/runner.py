@@ -1,0 +1,53 @@
+"""One run of a session: take the lease or return (idempotent), run the loop, release, re-enqueue if
+work arrived meanwhile. Called by the Celery task; tests may call it directly."""
+
+from __future__ import annotations
+
+import threading
+
+from django.db import close_old_connections, connection
+
+from hangar.conversations import services as store
+from hangar.conversations.events import publish
+from hangar.conversations.models import Session
+from hangar.engine.leases import keeper, lease_acquire, lease_release, new_owner
+from hangar.engine.loop import Run
+from hangar.logging import get_logger
+
+log = get_logger(__name__)
+
+
+def run_session_once(session_id: str) -> bool:
+    """Returns True if this call ran the loop (False: another runner holds the session)."""
+    close_old_connections()
+    owner = new_owner()
+    if not lease_acquire(session_id, owner):
+        return False
+    abort = threading.Event()
+    keeper.hold(session_id, owner, abort)
+    try:
+        Run(session_id, abort, active_runs=keeper.active).run()
+    except Exception as exc:
+        log.exception("run_failed", session=session_id)
+        _crashed(session_id, exc)
+    finally:
+        keeper.drop(session_id)
+        requeue = lease_release(session_id, owner)
+        if keeper.active() > 20:
+            connection.close()
+    if requeue:
+        from hangar.engine.services import enqueue_run
+
+        enqueue_run(session_id)
+    return True
+
+
+def _crashed(session_id: str, exc: Exception) -> None:
+    """A bug in the loop must not leave the session busy forever: say so and go idle."""
+    try:
+        session = Session.objects.get(pk=session_id)
+        publish(session, "session.error", {"sessionID": session_id,
+                                           "error": {"name": "UnknownError", "data": {"message": str(exc)[:500]}}})
+        store.session_status_set(session=session, status="idle")
+    except Exception:
+        log.exception("run_crash_report_failed", session=session_id)

@@ -1,0 +1,48 @@
+"""The session's sandbox, from the sandbox library's Docker driver: get-or-create by session id with
+the project's limits and only the project's sandbox-safe env vars (secrets never enter a sandbox).
+
+`sandbox_factory` is the seam for tests that run the loop without Docker."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from sandbox.protocol import Sandbox, SandboxSpec
+
+_manager = None
+_lock = threading.Lock()
+
+
+def manager():
+    global _manager
+    if _manager is None:
+        with _lock:
+            if _manager is None:
+                from sandbox import DockerSandboxes
+
+                _manager = DockerSandboxes()
+    return _manager
+
+
+def spec_for(session) -> SandboxSpec:
+    from hangar.projects.env import env_for_sandbox
+
+    project = session.project
+    return SandboxSpec(
+        session_id=session.pk, org_id=str(session.org_id), project_id=str(project.pk),
+        image=project.sandbox_image or None, cpus=project.sandbox_cpus, memory_mb=project.sandbox_memory_mb,
+        pids=project.sandbox_pids, disk_mb=project.sandbox_disk_mb, command_timeout_s=project.command_timeout_s,
+        network=project.network_policy, env=env_for_sandbox(project),
+    )
+
+
+def _docker_sandbox(session) -> Sandbox:
+    return manager().get_or_create(spec_for(session))
+
+
+sandbox_factory: Callable[[object], Sandbox] = _docker_sandbox
+
+
+def sandbox_for(session) -> Sandbox:
+    return sandbox_factory(session)

@@ -1,0 +1,165 @@
+"""Services that start or steer a run: prompt, abort, permission reply, and permission grants.
+
+Each is atomic, audits, and enqueues the run on commit (`hangar.engine.run_session`). The runner owns
+the session through a lease (hangar.engine.leases), so enqueueing more than once is harmless: a second
+task that cannot take the lease returns, and the holder sees `run_requested` when it releases.
+"""
+
+from __future__ import annotations
+
+import time
+
+from django.db import transaction
+from django.utils import timezone
+
+from hangar.accounts.actors import Actor
+from hangar.accounts.models import Role
+from hangar.audit.services import audit_record
+from hangar.conversations import services as store
+from hangar.conversations.events import publish
+from hangar.conversations.models import GrantScope, PermissionGrant, PermissionRequest, Session
+from hangar.engine.agents import agent_get
+
+
+class PromptRejected(ValueError):
+    pass
+
+
+def _require_member(actor: Actor, session: Session) -> None:
+    """Viewers may read but not drive a session. A foreign org is "not found" (404), never "forbidden"."""
+    from rest_framework.exceptions import NotFound
+
+    from hangar.accounts.selectors import require_role
+
+    if actor.org_id != session.org_id:
+        raise NotFound()
+    if actor.user is not None:
+        require_role(actor, session.org_id, Role.MEMBER)
+
+
+def enqueue_run(session_id: str) -> None:
+    import os
+
+    from hangar.engine.tasks import run_session
+
+    run_session.apply_async(args=[session_id], queue=os.environ.get("HANGAR_ENGINE_QUEUE", "celery"))
+
+
+def _request_run(session: Session) -> None:
+    Session.objects.filter(pk=session.pk).update(run_requested=True)
+    transaction.on_commit(lambda: enqueue_run(session.pk))
+
+
+def session_prompt(*, actor: Actor, session: Session, parts: list[dict], agent: str | None = None,
+                   model: dict | None = None, message_id: str | None = None, system: str | None = None):
+    """Store the user's message (text and file parts) and start (or feed) the run. A prompt to a busy
+    session is read by the running loop at its next step, wrapped in <system-reminder>."""
+    _require_member(actor, session)
+    if not parts:
+        raise PromptRejected("a prompt needs at least one part")
+    agent_name = agent_get(agent or session.agent).name
+    model = model or session.model
+    if not (model or {}).get("modelID"):
+        raise PromptRejected("no model: set one on the prompt, the session or the project")
+    with transaction.atomic():
+        data = {"id": message_id, "role": "user", "time": {"created": store.now_ms()}, "agent": agent_name,
+                "model": {"providerID": model["providerID"], "modelID": model["modelID"]}}
+        if system:
+            data["system"] = system
+        message = store.message_create(session=session, data=data)
+        for part in parts:
+            body = {k: v for k, v in part.items() if k in ("type", "text", "mime", "filename", "url", "synthetic")}
+            if body.get("type") not in ("text", "file"):
+                raise PromptRejected(f"unsupported part type {body.get('type')!r}")
+            store.part_upsert(message=message, data=body)
+        changes = {}
+        if agent_name != session.agent:
+            changes["agent"] = agent_name
+        if model != session.model:
+            changes["model"] = {"providerID": model["providerID"], "modelID": model["modelID"]}
+        if changes:
+            Session.objects.filter(pk=session.pk).update(**changes)
+        audit_record(actor=actor, action="session.prompt", target=session,
+                     data={"message": message.pk, "agent": agent_name, "parts": len(parts)})
+        if session.status == "idle":
+            store.session_status_set(session=session, status="busy")
+        _request_run(session)
+    return message
+
+
+def session_abort(*, actor: Actor, session: Session) -> None:
+    """Ask the runner to stop. The runner (this one or the next to take the lease) cancels the stream
+    and the running command, marks unfinished tool parts "Tool execution aborted" and goes idle."""
+    _require_member(actor, session)
+    with transaction.atomic():
+        Session.objects.filter(pk=session.pk).update(abort_requested=True)
+        audit_record(actor=actor, action="session.abort", target=session)
+        _request_run(session)
+
+
+def permission_reply(*, actor: Actor, request: PermissionRequest, reply: str, message: str | None = None,
+                     scope: str = GrantScope.SESSION) -> PermissionRequest:
+    """once → the waiting call runs; always → also stored as a revocable grant (session or project);
+    reject → the call fails ("rejected", with the person's message for the model)."""
+    session = request.session
+    _require_member(actor, session)
+    if reply not in ("once", "always", "reject"):
+        raise ValueError("reply must be once, always or reject")
+    if scope not in GrantScope.values:
+        raise ValueError("scope must be session or project")
+    with transaction.atomic():
+        locked = PermissionRequest.objects.select_for_update().get(pk=request.pk)
+        if locked.status != "pending":
+            return locked
+        locked.status, locked.reply_message, locked.replied_at = reply, message or "", timezone.now()
+        locked.save(update_fields=["status", "reply_message", "replied_at"])
+        if reply == "always":
+            for pattern in locked.always or locked.patterns or ["*"]:
+                PermissionGrant.objects.create(
+                    org_id=session.org_id, project_id=session.project_id, scope=scope,
+                    session=session if scope == GrantScope.SESSION else None,
+                    permission=locked.permission, pattern=pattern, created_by=actor.user)
+        publish(session, "permission.replied",
+                {"sessionID": session.pk, "requestID": locked.pk, "reply": reply,
+                 **({"message": message} if message else {})})
+        audit_record(actor=actor, action="permission.reply", target=locked,
+                     data={"reply": reply, "scope": scope if reply == "always" else None,
+                           "permission": locked.permission})
+        _request_run(session)
+    return locked
+
+
+def permission_grant_list(*, actor: Actor, project) -> list[PermissionGrant]:
+    if actor.org_id != project.org_id:
+        return []
+    return list(PermissionGrant.objects.filter(project=project, revoked_at__isnull=True).order_by("id"))
+
+
+def permission_grant_revoke(*, actor: Actor, grant: PermissionGrant) -> PermissionGrant:
+    from rest_framework.exceptions import NotFound
+
+    if actor.org_id != grant.org_id:
+        raise NotFound()
+    if actor.user is not None:
+        from hangar.accounts.selectors import require_role
+
+        require_role(actor, grant.org_id, Role.MEMBER)
+    with transaction.atomic():
+        PermissionGrant.objects.filter(pk=grant.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+        grant.refresh_from_db()
+        audit_record(actor=actor, action="permission.grant.revoke", target=grant,
+                     data={"permission": grant.permission, "pattern": grant.pattern, "scope": grant.scope})
+    return grant
+
+
+def wait_idle(session_id: str, timeout_s: float = 600.0, poll_s: float = 0.05) -> Session:
+    """Block until the session is idle with no run pending (the OpenCode blocking prompt uses this)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        session = Session.objects.get(pk=session_id)
+        waiting = PermissionRequest.objects.filter(session_id=session_id, status="pending").exists()
+        if (session.status == "idle" and not session.run_requested and not session.lease_owner) or waiting:
+            return session
+        if time.monotonic() > deadline:
+            return session
+        time.sleep(poll_s)

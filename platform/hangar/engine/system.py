@@ -1,0 +1,73 @@
+"""The system prompt (seed 000 §9, seed 003 "Building the System Prompt").
+
+Two parts, cache-friendly (§9.1): part one is the base prompt (agent prompt, or the model family's)
+and never changes within a session, so providers can cache it; part two is everything that may
+change: the environment block, AGENTS.md / CLAUDE.md instructions from the workspace, the skills
+list, and the user message's own `system` text.
+"""
+
+from __future__ import annotations
+
+import time
+from functools import lru_cache
+from pathlib import Path
+
+from sandbox.protocol import Sandbox, SandboxError
+
+PROMPTS = Path(__file__).parent / "prompts"
+INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md")
+
+
+@lru_cache(maxsize=32)
+def prompt_text(name: str) -> str:
+    return (PROMPTS / f"{name}.txt").read_text()
+
+
+def family_prompt(model_id: str) -> str:
+    """Seed 000 §9.2, with our own texts: gpt / o-series, gemini, claude, else the default."""
+    m = model_id.lower()
+    if "gpt-" in m or m.startswith(("o1", "o3", "o4")):
+        return "gpt"
+    if "gemini-" in m:
+        return "gemini"
+    if "claude" in m:
+        return "anthropic"
+    return "default"
+
+
+def _instructions(sandbox: Sandbox | None) -> list[str]:
+    out = []
+    if sandbox is None:
+        return out
+    for name in INSTRUCTION_FILES:
+        try:
+            result = sandbox.read(f"/workspace/{name}", limit=2000)
+        except SandboxError:
+            continue
+        if result.content.strip():
+            out.append(f"Instructions from: /workspace/{name}\n{result.content}")
+    return out
+
+
+def _skills(sandbox: Sandbox | None) -> str:
+    if sandbox is None:
+        return ""
+    try:
+        paths, _ = sandbox.glob(".opencode/skills/*/SKILL.md")
+    except SandboxError:
+        return ""
+    if not paths:
+        return ""
+    items = "".join(
+        f"<skill>\n<name>{Path(p).parent.name}</name>\n<description>See {p}</description>\n"
+        f"<location>file://{p}</location>\n</skill>\n" for p in paths)
+    return f"<available_skills>\n{items}</available_skills>"
+
+
+def build_system(*, agent_prompt: str | None, provider_id: str, model_id: str, sandbox: Sandbox | None,
+                 user_system: str | None = None, is_git: bool = False) -> list[str]:
+    base = prompt_text(agent_prompt or family_prompt(model_id))
+    env = prompt_text("environment").format(model_id=model_id, provider_id=provider_id,
+                                            is_git="yes" if is_git else "no", today=time.strftime("%a %b %d %Y"))
+    dynamic = [env, *_instructions(sandbox), _skills(sandbox), user_system or ""]
+    return [base, "\n\n".join(part for part in dynamic if part)]

@@ -1,0 +1,52 @@
+"""Celery tasks of the engine. Each takes ids and calls one function; the lease (not acks_late) owns
+long runs. The queue is `HANGAR_ENGINE_QUEUE` (default "celery"), so tests can isolate their worker."""
+
+from __future__ import annotations
+
+import os
+
+from celery import shared_task
+from django.db import close_old_connections, connection
+from django.utils import timezone
+
+ENGINE_QUEUE = os.environ.get("HANGAR_ENGINE_QUEUE", "celery")
+
+
+@shared_task(name="hangar.engine.run_session", queue=ENGINE_QUEUE, ignore_result=True)
+def run_session(session_id: str) -> bool:
+    from hangar.engine.runner import run_session_once
+
+    try:
+        return run_session_once(session_id)
+    finally:
+        connection.close()
+
+
+@shared_task(name="hangar.engine.recover_expired_runs", queue=ENGINE_QUEUE, ignore_result=True)
+def recover_expired_runs() -> int:
+    """Sessions whose runner died (lease expired) or whose run request was lost get a new run."""
+    from hangar.conversations.models import Session
+    from hangar.engine.services import enqueue_run
+
+    close_old_connections()
+    now = timezone.now()
+    expired = list(Session.objects.filter(lease_expires_at__lt=now).exclude(lease_owner="").values_list("id", flat=True))
+    stale = list(Session.objects.filter(run_requested=True, lease_owner="",
+                                        updated_at__lt=now - timezone.timedelta(seconds=30)).values_list("id", flat=True))
+    for session_id in dict.fromkeys(expired + stale):
+        enqueue_run(session_id)
+    return len(expired) + len(stale)
+
+
+@shared_task(name="hangar.engine.reap_sandboxes", queue=ENGINE_QUEUE, ignore_result=True)
+def reap_sandboxes() -> dict:
+    from sandbox.reaper import Reaper
+
+    from hangar.conversations.models import Session
+    from hangar.engine.sandboxes import manager
+
+    def is_session_alive(session_id: str) -> bool:
+        return Session.objects.filter(pk=session_id, archived_at__isnull=True).exists()
+
+    report = Reaper(manager(), is_session_alive).run_once()
+    return getattr(report, "__dict__", {})

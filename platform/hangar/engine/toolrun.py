@@ -1,0 +1,227 @@
+"""Running the tool calls of one assistant step: tool parts pending → running → completed | error.
+
+The permission flow is resumable: `ctx.ask` either allows, raises `PermissionRejected`, or records a
+PermissionRequest and raises `PermissionAsked`; the running part is marked `awaiting` that request and
+the loop releases the worker. When the reply re-enqueues the run, the same call is executed again and
+`ask` finds the reply for (call id, permission). Doom loop: the third identical call in a row asks
+`doom_loop` (seed 000 §6.5).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from typing import Any
+
+from django.core.cache import cache
+from django.db import close_old_connections
+
+from hangar.conversations import services as store
+from hangar.conversations.events import publish_ephemeral
+from hangar.conversations.models import Message, Part, PermissionGrant, PermissionRequest
+from hangar.engine import permissions as perm
+from hangar.engine.tools.base import (
+    EXTRA_RUN_SUBCALL, EXTRA_SESSION, EXTRA_TOOLS, PermissionAsked, PermissionRejected, ToolContext, ToolError,
+    ToolResult,
+)
+
+ABORTED = "Tool execution aborted"
+DOOM_LOOP_THRESHOLD = 3
+REJECTED = "The user rejected permission to use this specific tool call."
+METADATA_EVERY_S = 0.1
+
+
+class PermissionDenied(PermissionRejected):
+    """A rule (not a person) denied the call: the model sees the error and the turn continues."""
+
+
+class TurnStopped(Exception):
+    """A person rejected a call without feedback: the turn stops (OpenCode's RejectedError)."""
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class ToolRunner:
+    def __init__(self, run, message: Message):
+        self.run = run  # hangar.engine.loop.Run: session, sandbox, tools, ruleset, abort...
+        self.message = message
+
+    # --- permission ------------------------------------------------------------------------------
+
+    def ruleset(self) -> list[dict]:
+        session = self.run.session
+        grants = PermissionGrant.objects.filter(project_id=session.project_id, revoked_at__isnull=True)
+        project_grants = [g for g in grants if g.scope == "project"]
+        session_grants = [g for g in grants if g.scope == "session" and g.session_id == session.pk]
+        as_rules = [{"permission": g.permission, "pattern": g.pattern, "action": perm.ALLOW}
+                    for g in project_grants + session_grants]
+        return self.run.ruleset + as_rules
+
+    def ask_for(self, call_id: str):
+        def ask(permission: str, patterns: list[str], always: list[str], metadata: dict[str, Any]) -> None:
+            action = perm.decide(permission, patterns, ruleset=self.ruleset(), org_policy=self.run.org_policy)
+            if action == perm.ALLOW:
+                return
+            if action == perm.DENY:
+                raise PermissionDenied(
+                    f"The user has specified a rule which prevents you from using this specific tool call "
+                    f"({permission} {', '.join(patterns)}). Do not retry it; try another approach.")
+            asked = PermissionRequest.objects.filter(session_id=self.run.session.pk, call_id=call_id,
+                                                     permission=permission, patterns=patterns).order_by("-id").first()
+            if asked is not None and asked.status in ("once", "always"):
+                return
+            if asked is not None and asked.status == "reject":
+                raise PermissionRejected(REJECTED, feedback=asked.reply_message)
+            if asked is None:
+                asked = store.permission_request_create(
+                    session=self.run.session, permission=permission, patterns=patterns, always=always or patterns,
+                    metadata=metadata, message_id=self.message.pk, call_id=call_id)
+            raise PermissionAsked(asked.pk)
+
+        return ask
+
+    # --- parts -------------------------------------------------------------------------------------
+
+    def save(self, part: dict, **state) -> dict:
+        part = {**part, "state": state}
+        store.part_upsert(message=self.message, data=part)
+        return part
+
+    def _doom_loop(self, part: dict) -> bool:
+        recent = list(Part.objects.filter(session_id=self.run.session.pk, type="tool")
+                      .exclude(pk=part["id"]).order_by("-id").values_list("data", flat=True)[:DOOM_LOOP_THRESHOLD - 1])
+        if len(recent) < DOOM_LOOP_THRESHOLD - 1:
+            return False
+        key = json.dumps(part["state"]["input"], sort_keys=True)
+        return all(p["tool"] == part["tool"] and json.dumps(p["state"].get("input"), sort_keys=True) == key
+                   for p in recent)
+
+    def context(self, call_id: str, part_ref: dict) -> ToolContext:
+        session_id = self.run.session.pk
+        last = [0.0]
+
+        def update_metadata(metadata: dict) -> None:
+            if time.monotonic() - last[0] < METADATA_EVERY_S:
+                return
+            last[0] = time.monotonic()
+            state = {**part_ref["state"], "metadata": metadata}
+            publish_ephemeral(self.run.session, "message.part.updated", {"part": {**part_ref, "state": state}})
+
+        def read_key(path: str) -> str:
+            return f"engine:read:{session_id}:{hashlib.sha1(path.encode()).hexdigest()}"
+
+        return ToolContext(
+            session_id=session_id, message_id=self.message.pk, call_id=call_id, agent=self.run.agent.name,
+            sandbox=self.run.sandbox(), abort=self.run.abort, ask=self.ask_for(call_id),
+            update_metadata=update_metadata, was_read=lambda p: bool(cache.get(read_key(p))),
+            mark_read=lambda p: cache.set(read_key(p), 1, 7 * 86400),
+            extra={EXTRA_SESSION: self.run.session, EXTRA_TOOLS: self.run.tools,
+                   EXTRA_RUN_SUBCALL: self._subcall_runner(call_id)},
+        )
+
+    # --- execution ---------------------------------------------------------------------------------
+
+    def run_all(self) -> None:
+        """Execute every unfinished tool part of the message, in order. Raises PermissionAsked (park),
+        TurnStopped (person rejected)."""
+        for row in Part.objects.filter(message=self.message, type="tool").order_by("id"):
+            part = row.data
+            if "-" in part["callID"] and (part.get("metadata") or {}).get("batchChild"):
+                continue  # batch sub-calls run inside their batch
+            state = part["state"]
+            if state["status"] in ("completed", "error"):
+                continue
+            if self.run.abort.is_set():
+                self.save(part, status="error", input=state["input"], error=ABORTED,
+                          time={"start": state.get("time", {}).get("start", now_ms()), "end": now_ms()})
+                continue
+            if state["status"] == "running" and not (part.get("metadata") or {}).get("awaiting"):
+                # Left running by a worker that died: the model sees it failed.
+                self.save(part, status="error", input=state["input"], error=ABORTED,
+                          time={"start": state["time"]["start"], "end": now_ms()})
+                continue
+            self.run_one(part)
+
+    def run_one(self, part: dict) -> dict:
+        state, call_id = part["state"], part["callID"]
+        start = state.get("time", {}).get("start") or now_ms()
+        awaiting = (part.get("metadata") or {}).get("awaiting")
+        part = {k: v for k, v in part.items() if k != "metadata"}
+        running = self.save(part, status="running", input=state["input"], time={"start": start})
+        try:
+            if not awaiting and self._doom_loop(running):
+                self.ask_for(call_id)("doom_loop", [part["tool"]], [part["tool"]],
+                                      {"tool": part["tool"], "input": state["input"]})
+            elif awaiting:
+                request = PermissionRequest.objects.filter(pk=awaiting).first()
+                if request is not None and request.permission == "doom_loop" and request.status == "reject":
+                    raise PermissionRejected(REJECTED, feedback=request.reply_message)
+            result = self._execute(part["tool"], state["input"], call_id, running)
+        except PermissionAsked as asked:
+            self.save({**part, "metadata": {"awaiting": asked.request_id}}, status="running", input=state["input"],
+                      time={"start": start})
+            raise
+        except PermissionDenied as exc:
+            return self.save(part, status="error", input=state["input"], error=str(exc), time={"start": start, "end": now_ms()})
+        except PermissionRejected as exc:
+            feedback = exc.feedback
+            error = f"{REJECTED} The user said: {feedback}" if feedback else f"{REJECTED} You may try again with different parameters."
+            self.save(part, status="error", input=state["input"], error=error, time={"start": start, "end": now_ms()})
+            if not feedback:
+                raise TurnStopped() from exc
+            return part
+        except ToolError as exc:
+            error = ABORTED if self.run.abort.is_set() else str(exc)
+            return self.save(part, status="error", input=state["input"], error=error, time={"start": start, "end": now_ms()})
+        except Exception as exc:  # a tool bug must not kill the run: the model sees it (R008)
+            error = ABORTED if self.run.abort.is_set() else f"{type(exc).__name__}: {exc}"
+            return self.save(part, status="error", input=state["input"], error=error, time={"start": start, "end": now_ms()})
+        if self.run.abort.is_set():
+            return self.save(part, status="error", input=state["input"], error=ABORTED, time={"start": start, "end": now_ms()})
+        return self.save(part, status="completed", input=state["input"], output=result.output, title=result.title,
+                         metadata=result.metadata, time={"start": start, "end": now_ms()},
+                         **({"attachments": result.attachments} if result.attachments else {}))
+
+    def _execute(self, tool_name: str, args: dict, call_id: str, part_ref: dict) -> ToolResult:
+        from hangar.engine.tools.runner import execute_tool
+
+        tool = self.run.tools.get(tool_name)
+        if tool is None:
+            raise ToolError(f"Unknown tool {tool_name!r}.")
+        return execute_tool(tool, args, self.context(call_id, part_ref))
+
+    # --- batch sub-calls -----------------------------------------------------------------------------
+
+    def _subcall_runner(self, parent_call: str):
+        lock = threading.Lock()
+
+        def run_subcall(tool: str, parameters: dict, *, index: int) -> ToolResult:
+            close_old_connections()
+            call_id = f"{parent_call}-{index}"
+            existing = Part.objects.filter(message=self.message, type="tool", data__callID=call_id).first()
+            if existing and existing.data["state"]["status"] == "completed":
+                s = existing.data["state"]
+                return ToolResult(title=s["title"], output=s["output"], metadata=s["metadata"])
+            base = {"id": existing.pk if existing else None, "type": "tool", "callID": call_id, "tool": tool,
+                    "metadata": {"batchChild": True}}
+            with lock:
+                pending = self.save({k: v for k, v in base.items() if v is not None}, status="pending",
+                                    input=parameters, raw=json.dumps(parameters))
+            start = now_ms()
+            running = self.save(pending, status="running", input=parameters, time={"start": start})
+            try:
+                result = self._execute(tool, parameters, call_id, running)
+            except PermissionAsked:
+                raise
+            except (ToolError, PermissionRejected) as exc:
+                self.save(running, status="error", input=parameters, error=str(exc), time={"start": start, "end": now_ms()})
+                raise ToolError(str(exc)) from exc
+            self.save(running, status="completed", input=parameters, output=result.output, title=result.title,
+                      metadata=result.metadata, time={"start": start, "end": now_ms()})
+            return result
+
+        return run_subcall
