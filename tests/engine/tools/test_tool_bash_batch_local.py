@@ -112,3 +112,14 @@ def test_todowrite_rejects_an_unknown_status(local, session):
     with pytest.raises(ToolError, match="todos.0.status"):
         execute_tool(ALL["todowrite"], {"todos": [{"content": "x", "status": "doing", "priority": "high"}]},
                      local.ctx(session=session))
+
+
+def test_parallel_edits_of_one_file_in_a_batch_both_land(local):
+    local.sandbox.write("/workspace/same.py", "a = 1\nb = 1\n")
+    local.read_paths.add("/workspace/same.py")
+    result = execute_tool(ALL["batch"], {"tool_calls": [
+        {"tool": "edit", "parameters": {"filePath": "same.py", "oldString": "a = 1", "newString": "a = 2"}},
+        {"tool": "edit", "parameters": {"filePath": "same.py", "oldString": "b = 1", "newString": "b = 2"}},
+    ]}, local.ctx(tools=get_tools("build", "claude")))
+    assert result.metadata["successful"] == 2
+    assert local.sandbox.read_bytes("/workspace/same.py") == b"a = 2\nb = 2\n"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import difflib
 import posixpath
+import threading
 from functools import cache
 from pathlib import Path
 
@@ -60,3 +61,15 @@ def filediff(path: str, before: str, after: str, status: str = "modified") -> di
     additions, deletions = count_changes(before, after)
     return {"file": relative(path), "patch": unified_diff(path, before, after), "additions": additions,
             "deletions": deletions, "status": status}
+
+
+_locks: dict[tuple[str, str], threading.Lock] = {}
+_locks_guard = threading.Lock()
+
+
+def file_lock(session_id: str, path: str) -> threading.Lock:
+    """One writer per file per session: batch may run two edits of the same file at once, and
+    read-modify-write must not interleave (OpenCode's FileTime.withLock). One runner per session
+    means a process-local lock is enough."""
+    with _locks_guard:
+        return _locks.setdefault((session_id, path), threading.Lock())

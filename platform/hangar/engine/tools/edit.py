@@ -9,7 +9,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from hangar.engine.tools.base import ToolContext, ToolError, ToolResult
-from hangar.engine.tools.common import description, filediff, relative, resolve, unified_diff
+from hangar.engine.tools.common import description, file_lock, filediff, relative, resolve, unified_diff
 from hangar.engine.tools.replacers import IDENTICAL, ReplaceError, replace_with
 from hangar.engine.tools.write import read_text, require_read
 
@@ -35,6 +35,10 @@ class EditTool:
         if args.oldString == args.newString:
             raise ToolError(IDENTICAL)
         path = resolve(args.filePath)
+        with file_lock(ctx.session_id, path):
+            return self._edit(path, args, ctx)
+
+    def _edit(self, path: str, args: EditParams, ctx: ToolContext) -> ToolResult:
         stat = ctx.sandbox.stat(path)
         if stat is not None and stat.type == "dir":
             raise ToolError(f"Path is a directory, not a file: {path}")

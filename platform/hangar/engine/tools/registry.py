@@ -96,22 +96,18 @@ def _simplify_optional(node: Any) -> Any:
 
 
 @cache
-def parameters_schema(tool_name: str) -> dict[str, Any]:
-    model = ALL[tool_name].parameters
-    raw = model.model_json_schema()
-    schema = _simplify_optional(_inline_refs(raw, raw.get("$defs", {})))
-    schema.setdefault("properties", {})
-    schema["additionalProperties"] = False if tool_name != "batch" else schema.get("additionalProperties", False)
-    return schema
-
-
 def tool_schema(tool: Tool) -> dict[str, Any]:
-    parameters = parameters_schema(tool.name) if ALL.get(tool.name) is tool else _simplify_optional(
-        _inline_refs(tool.parameters.model_json_schema(), tool.parameters.model_json_schema().get("$defs", {})))
+    """One tool's OpenAI function schema: refs inlined, pydantic titles and null-unions removed.
+    Cached per tool object: the loop asks every step and the answer never changes."""
+    raw = tool.parameters.model_json_schema()
+    parameters = _simplify_optional(_inline_refs(raw, raw.get("$defs", {})))
+    parameters.setdefault("properties", {})
+    parameters["additionalProperties"] = False
     return {"type": "function",
             "function": {"name": tool.name, "description": tool.description, "parameters": parameters}}
 
 
 def tool_schemas(tools: dict[str, Tool]) -> list[dict[str, Any]]:
-    """OpenAI function-calling schemas for LiteLLM's `tools=` (the loop sends them every step)."""
+    """OpenAI function-calling schemas for LiteLLM's `tools=` (the loop sends them every step).
+    The dicts are shared between calls: callers must not mutate them."""
     return [tool_schema(tool) for tool in tools.values()]

@@ -18,6 +18,9 @@ from sandbox.protocol import Sandbox
 MAX_LINES = 2000
 MAX_BYTES = 50 * 1024
 OUTPUT_DIR = "/tmp/hangar/tool-output"
+# For the default permission ruleset: reading saved outputs must never need a person's answer
+# (OpenCode allows its Truncate.GLOB the same way).
+OUTPUT_GLOB = f"{OUTPUT_DIR}/*"
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from hangar.engine.tools.base import ToolContext, ToolError, ToolResult
-from hangar.engine.tools.common import description, filediff, relative, resolve, unified_diff
+from hangar.engine.tools.common import description, file_lock, filediff, relative, resolve, unified_diff
 from sandbox.protocol import FileNotFound
 
 
@@ -33,6 +33,10 @@ class WriteTool:
 
     def execute(self, args: WriteParams, ctx: ToolContext) -> ToolResult:
         path = resolve(args.filePath)
+        with file_lock(ctx.session_id, path):
+            return self._write(path, args, ctx)
+
+    def _write(self, path: str, args: WriteParams, ctx: ToolContext) -> ToolResult:
         stat = ctx.sandbox.stat(path)
         if stat is not None and stat.type == "dir":
             raise ToolError(f"Path is a directory, not a file: {path}")
