@@ -13,7 +13,7 @@ from hangar.conversations.services import session_info
 class ModelField(serializers.Field):
     """`"provider/model"` or OpenCode's `{"providerID", "modelID"}`; stored as the latter."""
 
-    default_error_messages = {"invalid": 'Expected "provider/model" or {"providerID": ..., "modelID": ...}.'}
+    default_error_messages = {"invalid": 'Expected "provider/model" or {{"providerID": ..., "modelID": ...}}.'}
 
     def to_internal_value(self, data):
         if isinstance(data, str):
