@@ -15,11 +15,10 @@ def resolve_token(raw: str) -> ApiToken:
     """Find the usable token for `raw` or raise AuthenticationFailed saying why."""
     if not raw.startswith(tokens.TOKEN_PREFIX):
         raise exceptions.AuthenticationFailed("Invalid token.")
-    found = None
-    for index, candidate in tokens.candidate_digests(raw):
-        found = ApiToken.objects.select_related("user", "org").filter(digest=candidate, pepper_index=index).first()
-        if found:
-            break
+    # Match on the digest alone: after a rotation prepends a new pepper, the position a token was signed
+    # at shifts, so a stored index cannot be trusted. Digests are unique; a cross-pepper collision is HMAC-hard.
+    candidates = dict((digest, index) for index, digest in tokens.candidate_digests(raw))
+    found = ApiToken.objects.select_related("user", "org").filter(digest__in=list(candidates)).first()
     if found is None:
         raise exceptions.AuthenticationFailed("Invalid token.")
     if found.revoked_at is not None:
@@ -28,6 +27,11 @@ def resolve_token(raw: str) -> ApiToken:
         raise exceptions.AuthenticationFailed("Token has expired.")
     if not found.user.is_active:
         raise exceptions.AuthenticationFailed("User is inactive.")
+    if candidates[found.digest] != 0:
+        # Signed with an older pepper: re-sign under the current one (we hold the raw token only now), so
+        # retiring old peppers later only cuts off tokens unused since the rotation.
+        found.digest, found.pepper_index = tokens.digest(raw, 0), 0
+        ApiToken.objects.filter(pk=found.pk).update(digest=found.digest, pepper_index=0)
     now = timezone.now()
     # Coarse last-used stamp: at most one write a minute per token.
     if found.last_used_at is None or (now - found.last_used_at).total_seconds() > 60:
