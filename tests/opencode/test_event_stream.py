@@ -5,6 +5,7 @@ import asyncio
 import json
 
 import pytest
+import pytest_asyncio
 from asgiref.sync import sync_to_async
 from django.test import AsyncClient
 
@@ -15,7 +16,7 @@ from tests.opencode.conftest import assert_matches, base_url, response_schema
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
 
-@pytest.fixture(autouse=True)
+@pytest_asyncio.fixture(autouse=True)
 async def close_thread_connections():
     """sync_to_async runs the ORM in a helper thread whose connection would outlive the test DB."""
     yield

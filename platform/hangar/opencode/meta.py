@@ -8,16 +8,6 @@ from hangar.projects.models import Project
 WORKSPACE = "/workspace"
 HOME = "/root"
 
-# Shown when the engine does not (yet) publish its agent registry: OpenCode's four visible agents.
-FALLBACK_AGENTS = [
-    {"name": "build", "description": "The default agent. Executes tools based on configured permissions.",
-     "mode": "primary"},
-    {"name": "plan", "description": "Plan mode. Disallows all edit tools except plan files.", "mode": "primary"},
-    {"name": "general", "description": "General-purpose agent for multi-step tasks.", "mode": "subagent"},
-    {"name": "explore", "description": "Fast agent specialized for exploring codebases.", "mode": "subagent"},
-]
-
-
 def config(project: Project, username: str) -> dict:
     body = {
         "$schema": "https://opencode.ai/config.json",
@@ -33,14 +23,11 @@ def config(project: Project, username: str) -> dict:
 
 
 def agents(project: Project) -> list[dict]:
-    try:
-        from hangar.engine.agents import opencode_agents  # the engine's registry, when it offers one
-    except ImportError:
-        opencode_agents = None
-    if opencode_agents is not None:
-        return opencode_agents(project)
-    rules = list(project.permission_rules or [])
-    return [{**agent, "native": True, "permission": rules, "options": {}} for agent in FALLBACK_AGENTS]
+    """The engine's visible agents, in OpenCode's Agent shape, with the project's rules appended."""
+    from hangar.engine.agents import agent_info, agent_list
+
+    extra = list(project.permission_rules or [])
+    return [{**info, "permission": [*info["permission"], *extra]} for info in map(agent_info, agent_list())]
 
 
 def path() -> dict:

@@ -2,6 +2,7 @@
 pending-permission list. The work is the engine's (hangar.engine.services); these views translate."""
 
 from drf_spectacular.utils import extend_schema
+from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from hangar.conversations.models import GrantScope, PermissionRequest
@@ -30,7 +31,18 @@ def prompt_kwargs(data: dict) -> dict:
         kwargs["model"] = dict(data["model"])
     if data.get("messageID"):
         kwargs["message_id"] = data["messageID"]
+    if data.get("system"):
+        kwargs["system"] = data["system"]
     return kwargs
+
+
+def prompt(actor, session, data: dict):
+    """engine.session_prompt, with its refusals (no model, unsupported part) as OpenCode's 400."""
+    services = engine()
+    try:
+        return services.session_prompt(actor=actor, session=session, **prompt_kwargs(data))
+    except services.PromptRejected as exc:
+        raise ValidationError({"parts": [str(exc)]}) from None
 
 
 class PromptAsync(OpenCodeView):
@@ -39,7 +51,7 @@ class PromptAsync(OpenCodeView):
         session = self.get_session(session_id)
         body = s.PromptIn(data=request.data or {})
         body.is_valid(raise_exception=True)
-        engine().session_prompt(actor=self.scope.actor, session=session, **prompt_kwargs(body.validated_data))
+        prompt(self.scope.actor, session, body.validated_data)
         return Response(status=204)
 
 

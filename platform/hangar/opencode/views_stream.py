@@ -19,7 +19,7 @@ from hangar.opencode import serializers as s
 from hangar.opencode import translate
 from hangar.opencode.errors import error_response
 from hangar.opencode.scope import scope_for_async
-from hangar.opencode.views_run import engine, prompt_kwargs
+from hangar.opencode.views_run import prompt
 from hangar.realtime.subscribe import subscribe
 
 KEEPALIVE_S = 10.0
@@ -99,8 +99,7 @@ def _json(request) -> dict:
 
 async def _prompt_and_wait(scope, session: Session, data: dict):
     async with subscribe([session_group(session.pk)]) as subscription:
-        user_message = await sync_to_async(engine().session_prompt)(
-            actor=scope.actor, session=session, **prompt_kwargs(data))
+        user_message = await sync_to_async(prompt)(scope.actor, session, data)
         if data.get("noReply"):
             return JsonResponse(await sync_to_async(conversation_selectors.message_get)(session, user_message.pk))
         deadline = time.monotonic() + PROMPT_TIMEOUT_S

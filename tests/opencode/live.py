@@ -1,0 +1,101 @@
+"""The live rig for end-to-end OpenCode-client tests: Daphne serving Hangar (ASGI) against pytest's test
+database, the engine's Celery worker and scripted LLM server (tests.engine.conftest), a project whose
+default model is a script, and the stock clients from tests/opencode_client (npm)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from hangar.projects import crypto
+from hangar.projects.models import ProviderCredential
+from tests.engine.conftest import QUEUE, ROOT
+
+CLIENT_DIR = ROOT / "tests" / "opencode_client"
+OPENCODE_BIN = CLIENT_DIR / "node_modules" / "opencode-linux-x64" / "bin" / "opencode"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Daphne:
+    def __init__(self, db_name: str):
+        self.port = free_port()
+        env = {**os.environ, "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{db_name}",
+               "HANGAR_ENGINE_QUEUE": QUEUE, "PYTHONPATH": f"{ROOT}/platform:{ROOT}",
+               "DJANGO_SETTINGS_MODULE": "hangar.settings"}
+        self.log_path = Path(f"/tmp/{QUEUE}-daphne-{uuid.uuid4().hex[:4]}.log")
+        self.log = self.log_path.open("w")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "hangar.asgi:application"],
+            cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"daphne exited: {self.log_path.read_text()[-2000:]}")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError("daphne did not start listening")
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.log.close()
+
+
+@pytest.fixture(scope="module")
+def daphne(django_db_setup, django_db_blocker):
+    server = Daphne(settings.DATABASES["default"]["NAME"])
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def scripted_project(scripted, script):
+    """`scripted_project(persona, turns)` → the persona's project, its default model now the script."""
+
+    def make(persona, turns: list, title: str = "Scripted title"):
+        script_id = script.load(turns, title=title)
+        ProviderCredential.objects.get_or_create(
+            org=persona.org, user=None, provider="scripted",
+            defaults={"api_base": scripted.url, "api_key_encrypted": crypto.encrypt("sk-test")})
+        persona.project.default_model = f"scripted/{script_id}"
+        persona.project.save()
+        return persona.project
+
+    return make
+
+
+def opencode_env(tmp_path: Path) -> dict:
+    """A throwaway HOME so the CLI neither reads nor writes the machine's OpenCode state."""
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    return {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
+            "XDG_DATA_HOME": str(home / ".local/share"), "XDG_STATE_HOME": str(home / ".local/state"),
+            "XDG_CACHE_HOME": str(home / ".cache"), "OPENCODE_DISABLE_MODELS_FETCH": "1",
+            "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_SHARE": "1"}
+
+
+def call(name: str, call_id: str, **arguments) -> dict:
+    return {"tool_calls": [{"name": name, "id": call_id, "arguments": arguments}]}
