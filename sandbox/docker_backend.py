@@ -75,6 +75,10 @@ class DockerSandbox:
                             timeout=timeout_s + EXEC_SLACK_S, on_frame=on_frame, cancel=cancel)
         return ExecResult(result["status"], result["exit_code"], result["output"], result["dropped_bytes"])
 
+    def kill_all(self) -> None:
+        """Kill every process in the sandbox but the agent (e.g. after a fork bomb)."""
+        self._call("kill_all", timeout=30)
+
     def open_pty(self, on_output: Callable[[str], None], *, cols: int = 80, rows: int = 24,
                  on_exit: Callable[[int | None], None] | None = None) -> PtyHandle:
         """An interactive bash on a pseudo-terminal; output arrives on `on_output` (reader thread)."""

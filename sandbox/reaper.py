@@ -37,16 +37,20 @@ def _started_at(info: dict) -> float:
 
 class Reaper:
     def __init__(self, manager, is_session_alive: Callable[[str], bool], *, idle_ttl_s: float = 1800,
-                 max_lifetime_s: float = 24 * 3600) -> None:
+                 max_lifetime_s: float = 24 * 3600, only_labels: dict[str, str] | None = None) -> None:
+        """only_labels: restrict the sweep to containers carrying these labels (e.g. one test
+        run's); records without a container are then left alone."""
         self.manager = manager
         self.is_session_alive = is_session_alive
         self.idle_ttl_s = idle_ttl_s
         self.max_lifetime_s = max_lifetime_s
+        self.only_labels = dict(only_labels or {})
 
     def _candidates(self) -> dict[str, str | None]:
         """session key -> container name (None: a record whose container is gone)."""
-        found: dict[str, str | None] = {key: None for key in volumes.registered_keys()}
-        listed = self.manager.api.containers(all=True, filters={"label": f"{containers.MANAGED}=1"})
+        found: dict[str, str | None] = {} if self.only_labels else {k: None for k in volumes.registered_keys()}
+        labels = [f"{containers.MANAGED}=1"] + [f"{k}={v}" for k, v in self.only_labels.items()]
+        listed = self.manager.api.containers(all=True, filters={"label": labels})
         for c in listed:
             name = c["Names"][0].lstrip("/")
             if name.startswith(containers.SESSION_PREFIX):

@@ -69,10 +69,15 @@ def kill_group(proc: subprocess.Popen, grace_s: float = KILL_GRACE_S) -> None:
             except ProcessLookupError:
                 return
         time.sleep(0.02)
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+    # KILL until the group is empty: members that were mid-fork (a fork bomb) leave children
+    # that a single killpg can miss.
+    for _ in range(250):
+        proc.poll()  # reap the leader: a zombie still counts as a group member
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            return
+        time.sleep(0.02)
 
 
 class ExecRunner:
@@ -154,21 +159,7 @@ class ExecRunner:
         status, exited_at = "exited", None
         try:
             while True:
-                ready, _, _ = select.select([fd], [], [], 0.05)
-                if ready:
-                    try:
-                        data = os.read(fd, STREAM_CHUNK)
-                    except BlockingIOError:
-                        data = None
-                    if data == b"":
-                        break  # EOF: every writer closed the pipe
-                    if data:
-                        capture.add(data)
-                        if stream and streamed < cap:  # stop streaming once the cap is reached
-                            piece = data[: cap - streamed]
-                            streamed += len(piece)
-                            writer.frame(rid, "out", data=decoder.decode(piece))
-                        continue
+                # Checked on every pass: a flooding command always has data ready.
                 if cancel.is_set():
                     status = "cancelled"
                 elif deadline and time.monotonic() > deadline:
@@ -176,6 +167,22 @@ class ExecRunner:
                 if status != "exited":
                     kill_group(proc)
                     break
+                ready, _, _ = select.select([fd], [], [], 0.05)
+                data = None
+                if ready:
+                    try:
+                        data = os.read(fd, STREAM_CHUNK)
+                    except BlockingIOError:
+                        pass
+                    if data == b"":
+                        break  # EOF: every writer closed the pipe
+                if data:
+                    capture.add(data)
+                    if stream and streamed < cap:  # stop streaming once the cap is reached
+                        piece = data[: cap - streamed]
+                        streamed += len(piece)
+                        writer.frame(rid, "out", data=decoder.decode(piece))
+                    continue
                 if proc.poll() is not None:
                     # The shell exited but a background child still holds the pipe: give it a
                     # moment to flush, then stop waiting for it (it keeps running detached).
@@ -191,3 +198,15 @@ class ExecRunner:
             "output": capture.text(),
             "dropped_bytes": capture.dropped,
         }
+
+
+def kill_all(args: dict) -> dict:
+    """Kill every process of the sandbox user except the agent (recovery from a fork bomb or
+    runaway background jobs). kill(-1) spares the caller and init; repeat until nothing is left."""
+    for _ in range(250):
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
+            return {"killed": True}
+        time.sleep(0.02)
+    return {"killed": False}

@@ -46,6 +46,7 @@ class Agent:
             "ping": lambda a: {"pid": os.getpid()},
             "bind": self.execs.bind,
             "exec": lambda a: self.execs.run(a),
+            "kill_all": execs.kill_all,
             "read": fileops.read, "read_bytes": fileops.read_bytes, "write": fileops.write,
             "stat": fileops.stat, "list": fileops.list_tree, "glob": fileops.glob, "grep": fileops.grep,
             "mkdir": fileops.mkdir, "remove": fileops.remove, "move": fileops.move,

@@ -6,6 +6,7 @@ fixture removes whatever is left, even after a crash mid-test.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import uuid
 
@@ -17,7 +18,9 @@ from sandbox.image import ensure_image
 from sandbox.manager import DockerSandboxes
 from sandbox.protocol import SandboxSpec
 
-RUN_ID = uuid.uuid4().hex[:8]
+# Via the environment so that a second import of this module (tests import it by its dotted
+# name, pytest loads it as a conftest) agrees on the run id.
+RUN_ID = os.environ.setdefault("HANGAR_SANDBOX_TEST_RUN", uuid.uuid4().hex[:8])
 TEST_LABEL = {"hangar.test": RUN_ID}
 
 
