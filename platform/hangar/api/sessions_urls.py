@@ -10,8 +10,8 @@ ONE = BASE + "<str:session_id>/"
 urlpatterns = [
     path(BASE, v.SessionCollectionView.as_view(), name="sessions"),
     path(ONE, v.SessionDetailView.as_view(), name="session"),
-    path(ONE + "archive/", v.SessionArchiveView.as_view(archived=True), name="session-archive"),
-    path(ONE + "unarchive/", v.SessionArchiveView.as_view(archived=False), name="session-unarchive"),
+    path(ONE + "archive/", v.SessionArchiveView.as_view(), name="session-archive"),
+    path(ONE + "unarchive/", v.SessionUnarchiveView.as_view(), name="session-unarchive"),
     path(ONE + "children/", v.SessionChildrenView.as_view(), name="session-children"),
     path(ONE + "messages/", v.MessageCollectionView.as_view(), name="session-messages"),
     path(ONE + "messages/<str:message_id>/", v.MessageDetailView.as_view(), name="session-message"),

@@ -101,11 +101,21 @@ class SessionDetailView(ProjectScopedView):
 class SessionArchiveView(ProjectScopedView):
     archived = True
 
-    @extend_schema(tags=TAG, request=None, responses=s.SessionOutput, summary="Archive or unarchive a session")
+    @extend_schema(tags=TAG, operation_id="sessions_archive", request=None, responses=s.SessionOutput,
+                   summary="Archive a session (hidden from the default list; repeating is a no-op)")
     def post(self, request, org, project_id, session_id):
         scope, session = self.session(request, Role.MEMBER)
         session = session_services.session_archive(actor=scope.actor, session=session, archived=self.archived)
         return Response(_session_json(session))
+
+
+class SessionUnarchiveView(SessionArchiveView):
+    archived = False
+
+    @extend_schema(tags=TAG, operation_id="sessions_unarchive", request=None, responses=s.SessionOutput,
+                   summary="Unarchive a session")
+    def post(self, request, org, project_id, session_id):
+        return super().post(request, org, project_id, session_id)
 
 
 class SessionChildrenView(ProjectScopedView):
