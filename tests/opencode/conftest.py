@@ -11,6 +11,10 @@ import pytest
 from referencing import Registry, Resource
 from rest_framework.test import APIClient
 
+# The live rig (Daphne, the engine's Celery worker and scripted LLM server) for the end-to-end tests.
+from tests.engine.conftest import make_session, script, scripted, start_worker, worker  # noqa: F401
+from tests.opencode.live import daphne, scripted_project  # noqa: F401
+
 SPEC_PATH = Path(__file__).with_name("opencode-1.18.33-openapi.json")
 
 

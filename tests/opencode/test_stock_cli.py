@@ -8,8 +8,7 @@ import pytest
 
 from hangar.conversations.models import Session
 from hangar.engine.sandboxes import manager
-from tests.engine.conftest import make_session, script, scripted, start_worker, worker  # noqa: F401 (fixtures)
-from tests.opencode.live import OPENCODE_BIN, call, daphne, opencode_env, scripted_project  # noqa: F401
+from tests.opencode.live import OPENCODE_BIN, call, opencode_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
