@@ -1,0 +1,46 @@
+# The Hangar platform image: one image, three roles chosen by command (see deploy/compose.yaml):
+#   web:    daphne -b 0.0.0.0 -p 8000 hangar.asgi:application      (the default CMD)
+#   worker: celery -A hangar worker --pool threads --concurrency 100
+#   beat:   celery -A hangar beat --schedule /tmp/celerybeat-schedule
+#   once:   python manage.py migrate / bootstrap --json
+# BASE_IMAGE: python:3.11-slim on a normal machine. Where no registry is reachable, build FROM the offline
+# Debian base the sandbox recipe makes (`docker build --build-arg BASE_IMAGE=hangar-base:<hash> .`); it has
+# Debian's python3.11 but not venv/pip, which the first RUN adds from the Debian mirror.
+ARG BASE_IMAGE=python:3.11-slim
+FROM ${BASE_IMAGE}
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    VIRTUAL_ENV=/opt/venv \
+    PATH=/opt/venv/bin:$PATH \
+    PYTHONPATH=/app/platform:/app \
+    LITELLM_LOCAL_MODEL_COST_MAP=True
+
+RUN if ! python3 -c "import venv, ensurepip" 2>/dev/null; then \
+        apt-get update && apt-get install -y --no-install-recommends python3-venv ca-certificates \
+        && rm -rf /var/lib/apt/lists/*; \
+    fi \
+    && python3 -m venv /opt/venv \
+    && groupadd --system --gid 10001 hangar \
+    && useradd --system --uid 10001 --gid hangar --home-dir /app --shell /usr/sbin/nologin hangar
+
+WORKDIR /app
+# Dependencies first (cached across code changes): the pinned list from pyproject.toml.
+COPY pyproject.toml ./
+RUN python3 -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml','rb'))['project']['dependencies']))" \
+        > /tmp/requirements.txt \
+    && pip install --no-cache-dir -r /tmp/requirements.txt \
+    && rm /tmp/requirements.txt
+
+COPY manage.py ./
+COPY platform ./platform
+COPY sandbox ./sandbox
+
+# Static files (admin, Swagger UI sidecar) baked in; the placeholder keys exist only for this build step.
+RUN DJANGO_SECRET_KEY=build HANGAR_TOKEN_PEPPERS=build HANGAR_ENCRYPTION_KEYS=build \
+        python manage.py collectstatic --noinput -v0 \
+    && chown -R hangar:hangar /app/staticfiles
+
+USER hangar
+EXPOSE 8000
+CMD ["daphne", "-b", "0.0.0.0", "-p", "8000", "hangar.asgi:application"]
