@@ -3,14 +3,28 @@ neither updated nor deleted, through the ORM or through raw SQL (database trigge
 
 import pytest
 from django.db import DatabaseError, connection, transaction
+from rest_framework.exceptions import PermissionDenied
 
 from hangar.accounts.models import Membership, Role
-from hangar.accounts.services import (member_add, member_remove, member_role_change, org_create, token_create,
-                                      token_revoke)
+from hangar.accounts.services import (
+    member_add,
+    member_remove,
+    member_role_change,
+    org_create,
+    token_create,
+    token_revoke,
+)
 from hangar.audit.models import AuditEvent, AuditImmutable
 from hangar.audit.services import audit_record
-from hangar.projects.services import (credential_delete, credential_set, env_var_delete, env_var_set,
-                                      project_create, project_delete, project_update)
+from hangar.projects.services import (
+    credential_delete,
+    credential_set,
+    env_var_delete,
+    env_var_set,
+    project_create,
+    project_delete,
+    project_update,
+)
 
 
 def last(action: str) -> AuditEvent:
@@ -65,7 +79,7 @@ def test_project_env_and_credential_services_are_audited_without_secrets(alice):
 
 def test_a_refused_write_leaves_no_audit_row(bob):
     before = AuditEvent.objects.count()
-    with pytest.raises(Exception):
+    with pytest.raises(PermissionDenied):
         project_create(actor=bob.actor, org=bob.org, name="nope")
     assert AuditEvent.objects.count() == before
 

@@ -124,6 +124,7 @@ def credential_set(*, actor: Actor, org: Org, provider: str, api_key: str | None
         credential.models_list = models
     if api_key is not None:
         credential.api_key_encrypted = crypto.encrypt(api_key) if api_key else ""
+        credential.api_key_hint = crypto.mask(api_key) if api_key else ""
     try:
         with transaction.atomic():
             credential.save()
