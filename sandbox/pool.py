@@ -112,7 +112,9 @@ class WarmPool:
             volume_id = name[len(containers.POOL_PREFIX):]
             if self._take(volume_id):
                 try:
-                    self.api.remove_container(name, force=True)
+                    container_id = self.api.inspect_container(name)["Id"]
+                    self.api.remove_container(container_id, force=True)
+                    volumes.lock_path(container_id).unlink(missing_ok=True)
                 except docker.errors.NotFound:
                     pass
                 volumes.destroy_volume(volume_id)
