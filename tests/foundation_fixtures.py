@@ -1,0 +1,48 @@
+"""Fixtures shared by the foundation tests (api, accounts, projects, audit; each conftest imports them):
+a viewer persona (dave), a client from a fresh IP (throttles key on IP), fast password hashing, and a
+clean slate of throttle counters in the shared Redis cache."""
+
+import uuid
+
+import pytest
+import redis
+from django.conf import settings
+from rest_framework.test import APIClient
+
+from hangar.accounts import tokens
+from hangar.accounts.models import ApiToken, Membership, Role, User
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    """PBKDF2 costs ~0.3 s per user on these 2-core machines; the personas need several per test."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_throttles():
+    """Throttle counters live in Redis and outlive a test database (user ids repeat between runs)."""
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    for key in client.scan_iter("hangar:*throttle_*"):
+        client.delete(key)
+    yield
+
+
+@pytest.fixture
+def dave(acme, alice):
+    """A viewer of acme."""
+    from tests.conftest import Persona
+
+    user = User.objects.create_user("dave@acme.test", password="pw-dave")
+    membership = Membership.objects.create(org=acme, user=user, role=Role.VIEWER)
+    raw, prefix = tokens.generate()
+    row = ApiToken.objects.create(org=acme, user=user, name="test", prefix=prefix, digest=tokens.digest(raw))
+    return Persona(user, acme, membership, alice.project, raw, row)
+
+
+@pytest.fixture
+def fresh_ip_client():
+    def make() -> APIClient:
+        return APIClient(REMOTE_ADDR=f"10.{uuid.uuid4().int % 250}.{uuid.uuid4().int % 250}.{uuid.uuid4().int % 250}")
+
+    return make
