@@ -146,4 +146,9 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # Sandbox defaults (a project's limits override them).
 SANDBOX_POOL_SIZE = int(os.environ.get("HANGAR_SANDBOX_POOL_SIZE", "2"))
 
+# Engine: per-model price overrides ({"provider/model": {"input": $/tok, "output": $/tok}}), else LiteLLM's
+# local price map, else zero; and the offline local model used when a provider has no credential.
+HANGAR_MODEL_PRICES = __import__("json").loads(os.environ.get("HANGAR_MODEL_PRICES", "{}"))
+HANGAR_LOCAL_MODEL_URL = os.environ.get("HANGAR_LOCAL_MODEL_URL", "")
+
 from hangar.logging import LOGGING  # noqa: E402  (structlog config lives next to its middleware)

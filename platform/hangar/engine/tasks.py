@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import os
 
-from celery import shared_task
+from celery import current_app, shared_task
 from django.db import close_old_connections, connection
 from django.utils import timezone
 
 ENGINE_QUEUE = os.environ.get("HANGAR_ENGINE_QUEUE", "celery")
+# Routes, not the deprecated task `queue` attribute; beat (which sends recover/reap) honours them too.
+current_app.conf.task_routes = {**(current_app.conf.task_routes or {}), "hangar.engine.*": {"queue": ENGINE_QUEUE}}
 
 
-@shared_task(name="hangar.engine.run_session", queue=ENGINE_QUEUE, ignore_result=True)
+@shared_task(name="hangar.engine.run_session", ignore_result=True)
 def run_session(session_id: str) -> bool:
     from hangar.engine.runner import run_session_once
 
@@ -22,7 +24,7 @@ def run_session(session_id: str) -> bool:
         connection.close()
 
 
-@shared_task(name="hangar.engine.recover_expired_runs", queue=ENGINE_QUEUE, ignore_result=True)
+@shared_task(name="hangar.engine.recover_expired_runs", ignore_result=True)
 def recover_expired_runs() -> int:
     """Sessions whose runner died (lease expired) or whose run request was lost get a new run."""
     from hangar.conversations.models import Session
@@ -38,7 +40,7 @@ def recover_expired_runs() -> int:
     return len(expired) + len(stale)
 
 
-@shared_task(name="hangar.engine.reap_sandboxes", queue=ENGINE_QUEUE, ignore_result=True)
+@shared_task(name="hangar.engine.reap_sandboxes", ignore_result=True)
 def reap_sandboxes() -> dict:
     from sandbox.reaper import Reaper
 

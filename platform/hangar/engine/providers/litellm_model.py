@@ -105,6 +105,19 @@ class LiteLLMModel:
         yield from self._events(response, abort)
 
     def _events(self, response: Any, abort: threading.Event) -> Iterator[StreamEvent]:
+        raw, tapped = getattr(response, "completion_stream", None), {}
+        if raw is not None and not isinstance(raw, (str, bytes)):
+            # LiteLLM only surfaces the provider's usage chunk through its end-of-stream rebuild, which we
+            # skip (see module doc): read it off the raw provider stream on its way through.
+            def tap():
+                for chunk in raw:
+                    if getattr(chunk, "usage", None):
+                        tapped["usage"] = chunk.usage
+                    yield chunk
+
+            response.completion_stream = tap()
+            response._hangar_raw = raw
+        response._hangar_usage = tapped
         done = threading.Event()
         threading.Thread(target=_close_on_abort, args=(response, abort, done), daemon=True,
                          name="llm-abort-watch").start()
@@ -153,9 +166,11 @@ class LiteLLMModel:
                         slot["args"] += call.function.arguments
                         yield StreamEvent("tool-input-delta", id=slot["id"], text=call.function.arguments)
                 if choice.finish_reason:
-                    # LiteLLM holds the finish reason until the provider's stream is exhausted: stop here
-                    # so its end-of-stream rebuild (stream_chunk_builder) never runs (see module doc).
+                    # Stop here and drain the provider's stream ourselves, so LiteLLM's end-of-stream
+                    # rebuild (stream_chunk_builder, cost calculator, deep copies) never runs (module doc).
                     finish = choice.finish_reason
+                    for _rest in response.completion_stream or ():  # the provider's usage chunk, unprocessed
+                        pass
                     break
         except ProviderError:
             raise
@@ -171,8 +186,7 @@ class LiteLLMModel:
             yield StreamEvent("tool-call", id=slot["id"], name=slot["name"], arguments=slot["args"] or "{}")
         if abort.is_set():
             return
-        usage = next((c.usage for c in reversed(getattr(response, "chunks", []) or [])
-                      if getattr(c, "usage", None)), None)
+        usage = response._hangar_usage.get("usage")
         finish = {"tool_calls": "tool-calls", "function_call": "tool-calls", "content_filter": "content-filter"}.get(
             finish, finish or ("tool-calls" if calls else "stop"))
         if calls and finish == "stop":
@@ -189,7 +203,7 @@ def _close_on_abort(response: Any, abort: threading.Event, done: threading.Event
 
 
 def _close(response: Any) -> None:
-    stream = getattr(response, "completion_stream", None)
+    stream = getattr(response, "_hangar_raw", None) or getattr(response, "completion_stream", None)
     for target in (getattr(stream, "response", None), stream):
         close = getattr(target, "close", None)
         if close is not None:

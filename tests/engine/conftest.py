@@ -1,0 +1,152 @@
+"""Engine test rig: the scripted LLM server over real HTTP, real Celery worker processes (thread pool)
+on a queue of their own, pointed at pytest's test database, the real Docker sandbox."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+from django.conf import settings
+
+from hangar.conversations.models import Message, Part, Session
+from hangar.conversations.services import session_create
+from hangar.projects import crypto
+from hangar.projects.models import ProviderCredential
+from scripted_llm import ScriptedServer
+
+ROOT = Path(__file__).resolve().parents[2]
+# setdefault: this module is imported twice (as a conftest and by tests): one queue per run.
+QUEUE = os.environ.setdefault("HANGAR_ENGINE_QUEUE", f"engine-test-{uuid.uuid4().hex[:8]}")
+
+
+@pytest.fixture(scope="session")
+def scripted():
+    server = ScriptedServer().start()
+    yield server
+    server.stop()
+
+
+class Script:
+    def __init__(self, server: ScriptedServer):
+        self.server = server
+
+    def load(self, turns: list, title: str = "Scripted title", loop: bool = False) -> str:
+        script_id = f"s-{uuid.uuid4().hex[:10]}"
+        httpx.post(f"http://127.0.0.1:{self.server.port}/_scripts",
+                   json={"id": script_id, "turns": turns, "title": title, "loop": loop}).raise_for_status()
+        return script_id
+
+    def requests(self, script_id: str) -> list[dict]:
+        return httpx.get(f"http://127.0.0.1:{self.server.port}/_requests", params={"script": script_id}).json()
+
+
+@pytest.fixture
+def script(scripted) -> Script:
+    return Script(scripted)
+
+
+class Worker:
+    def __init__(self, db_name: str, beat: bool = False, concurrency: int = 20):
+        env = {**os.environ, "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{db_name}",
+               "HANGAR_ENGINE_QUEUE": QUEUE, "PYTHONPATH": f"{ROOT}/platform:{ROOT}", "HANGAR_LEASE_TTL_S": "6"}
+        cmd = [sys.executable, "-m", "celery", "-A", "hangar", "worker", "--pool", "threads",
+               "--concurrency", str(concurrency), "-Q", QUEUE, "--loglevel", "WARNING",
+               "-n", f"w{uuid.uuid4().hex[:6]}@%h", "--without-gossip", "--without-mingle"]
+        if beat:
+            cmd += ["-B", "--schedule", f"/tmp/{QUEUE}-{uuid.uuid4().hex[:4]}-beat"]
+        self.log = open(f"/tmp/{QUEUE}-worker-{uuid.uuid4().hex[:4]}.log", "w")
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+
+    def kill(self, sig=signal.SIGKILL) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            self.proc.wait(timeout=30)
+
+    def stop(self) -> None:
+        self.kill(signal.SIGTERM if self.proc.poll() is None else signal.SIGKILL)
+        self.log.close()
+
+
+@pytest.fixture
+def start_worker(django_db_setup):
+    started: list[Worker] = []
+    db_name = settings.DATABASES["default"]["NAME"]
+
+    def start(beat: bool = False) -> Worker:
+        worker = Worker(db_name, beat=beat)
+        started.append(worker)
+        return worker
+
+    yield start
+    for worker in started:
+        worker.stop()
+
+
+@pytest.fixture
+def worker(start_worker) -> Worker:
+    return start_worker()
+
+
+@pytest.fixture
+def make_session(scripted):
+    made: list[str] = []
+
+    def make(persona, script_id: str, **kwargs) -> Session:
+        ProviderCredential.objects.get_or_create(
+            org=persona.org, user=None, provider="scripted",
+            defaults={"api_base": scripted.url, "api_key_encrypted": crypto.encrypt("sk-test")})
+        session = session_create(actor=persona.actor, project=persona.project,
+                                 model={"providerID": "scripted", "modelID": script_id}, **kwargs)
+        made.append(session.pk)
+        return session
+
+    yield make
+    from hangar.engine.sandboxes import manager
+
+    for session_id in made:
+        try:
+            manager().destroy(session_id)
+        except Exception:
+            pass
+
+
+def wait_for(predicate, timeout: float = 60.0, every: float = 0.1, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def wait_idle(session: Session, timeout: float = 60.0) -> Session:
+    def idle():
+        s = Session.objects.get(pk=session.pk)
+        return s if s.status == "idle" and not s.lease_owner and not s.run_requested else None
+
+    return wait_for(idle, timeout, what=f"session {session.pk} idle")
+
+
+def tool_parts(session: Session) -> list[dict]:
+    return [p.data for p in Part.objects.filter(session=session, type="tool").order_by("id")]
+
+
+def assistant_messages(session: Session) -> list[dict]:
+    return [m.data for m in Message.objects.filter(session=session, role="assistant").order_by("id")]
+
+
+def text_of(session: Session) -> str:
+    return "".join(p.data["text"] for p in Part.objects.filter(session=session, type="text").order_by("id")
+                   if p.message.role == "assistant")
+
+
+def text_prompt(text: str) -> list[dict]:
+    return [{"type": "text", "text": text}]

@@ -1,0 +1,115 @@
+"""The loop end to end: a real Celery worker, LiteLLM streaming over HTTP from the scripted server, tools
+in the real Docker sandbox, parts and events in Postgres."""
+
+import pytest
+
+from hangar.conversations.models import Event, Part, Session
+from hangar.engine.services import session_prompt
+from hangar.engine.sandboxes import manager
+from tests.engine.conftest import assistant_messages, text_of, text_prompt, tool_parts, wait_idle
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def call(name, call_id, **arguments):
+    return {"tool_calls": [{"name": name, "id": call_id, "arguments": arguments}]}
+
+
+def test_a_multi_step_session_writes_runs_and_edits_files_in_the_sandbox(alice, script, make_session, worker):
+    script_id = script.load([
+        [{"text": "I'll write the file."}, call("write", "c1", filePath="/workspace/hello.py", content="print('hello')\n")],
+        [call("bash", "c2", command="python3 hello.py", description="run it")],
+        [call("edit", "c3", filePath="/workspace/hello.py", oldString="print('hello')", newString="print('hello, world')")],
+        [call("bash", "c4", command="python3 hello.py", description="run again")],
+        [{"text": "Done: hello.py prints hello, world."}],
+    ], title="Write and run hello.py")
+    session = make_session(alice, script_id)
+
+    session_prompt(actor=alice.actor, session=session, parts=text_prompt("write hello.py and run it"))
+    session = wait_idle(session)
+
+    tools = tool_parts(session)
+    assert [(t["tool"], t["state"]["status"]) for t in tools] == [
+        ("write", "completed"), ("bash", "completed"), ("edit", "completed"), ("bash", "completed")]
+    assert "hello" in tools[1]["state"]["output"]
+    assert "hello, world" in tools[3]["state"]["output"]
+    assert manager().connect(session.pk).read("/workspace/hello.py").content.strip() == "print('hello, world')"
+    assert text_of(session).endswith("Done: hello.py prints hello, world.")
+    messages = assistant_messages(session)
+    assert len(messages) == 5 and [m["finish"] for m in messages] == ["tool-calls"] * 4 + ["stop"]
+    assert all(m["time"].get("completed") for m in messages)
+
+
+def test_each_step_has_step_start_step_finish_with_tokens_and_cost_and_a_patch_when_files_change(
+        alice, script, make_session, worker, settings):
+    script_id = script.load([
+        [call("write", "c1", filePath="/workspace/a.txt", content="a\n"),
+         {"usage": {"prompt_tokens": 1000, "completion_tokens": 200}}],
+        [{"text": "ok"}, {"usage": {"prompt_tokens": 1500, "completion_tokens": 10}}],
+    ])
+    session = make_session(alice, script_id)
+    session_prompt(actor=alice.actor, session=session, parts=text_prompt("write a.txt"))
+    session = wait_idle(session)
+
+    finishes = [p.data for p in Part.objects.filter(session=session, type="step-finish").order_by("id")]
+    assert [f["reason"] for f in finishes] == ["tool-calls", "stop"]
+    assert finishes[0]["tokens"]["input"] == 1000 and finishes[0]["tokens"]["output"] == 200
+    assert Part.objects.filter(session=session, type="step-start").count() == 2
+    patch = Part.objects.get(session=session, type="patch").data
+    assert patch["files"] == ["/workspace/a.txt"]
+    assert session.tokens["input"] == 2500
+
+
+def test_cost_comes_from_the_per_model_price_override(alice, script, make_session, start_worker):
+    # The worker reads HANGAR_MODEL_PRICES from its settings: priced here through the env it inherits.
+    import json
+    import os
+
+    script_id = script.load([[{"text": "ok"}, {"usage": {"prompt_tokens": 1000, "completion_tokens": 500}}]])
+    os.environ["HANGAR_MODEL_PRICES"] = json.dumps({f"scripted/{script_id}": {"input": 0.001, "output": 0.002}})
+    try:
+        start_worker()
+    finally:
+        del os.environ["HANGAR_MODEL_PRICES"]
+    session = make_session(alice, script_id)
+    session_prompt(actor=alice.actor, session=session, parts=text_prompt("price me"))
+    session = wait_idle(session)
+    finish = Part.objects.get(session=session, type="step-finish").data
+    assert finish["cost"] == pytest.approx(1000 * 0.001 + 500 * 0.002)
+    assert session.cost == pytest.approx(2.0)
+
+
+def test_the_first_reply_gets_a_title_of_at_most_fifty_characters(alice, script, make_session, worker):
+    script_id = script.load([[{"text": "hi"}]], title="Greeting the agent and asking for a very long title indeed")
+    session = make_session(alice, script_id)
+    session_prompt(actor=alice.actor, session=session, parts=text_prompt("hello"))
+    session = wait_idle(session)
+    assert session.title == "Greeting the agent and asking for a very long titl"[:50].rstrip()
+    assert len(session.title) <= 50
+    assert Event.objects.filter(session=session, type="session.updated").exists()
+    title_request = [r for r in script.requests(script_id) if not r.get("stream")]
+    assert title_request and "title generator" in title_request[0]["messages"][0]["content"]
+
+
+def test_the_model_is_sent_the_system_prompt_tools_and_tool_results(alice, script, make_session, worker):
+    script_id = script.load([[call("bash", "c1", command="echo marker-42", description="echo")], [{"text": "ok"}]])
+    session = make_session(alice, script_id)
+    session_prompt(actor=alice.actor, session=session, parts=text_prompt("echo something"))
+    wait_idle(session)
+    streamed = [r for r in script.requests(script_id) if r.get("stream")]
+    first, second = streamed
+    assert first["messages"][0]["role"] == "system" and "Hangar" in first["messages"][0]["content"]
+    assert "<env>" in first["messages"][1]["content"]
+    assert {t["function"]["name"] for t in first["tools"]} >= {"bash", "read", "write", "edit", "glob", "grep"}
+    tool_message = next(m for m in second["messages"] if m["role"] == "tool")
+    assert tool_message["tool_call_id"] == "c1" and "marker-42" in tool_message["content"]
+
+
+def test_a_tenant_cannot_prompt_another_orgs_session(alice, charlie, script, make_session):
+    from rest_framework.exceptions import NotFound
+
+    session = make_session(alice, script.load([[{"text": "hi"}]]))
+    with pytest.raises(NotFound):
+        session_prompt(actor=charlie.actor, session=session, parts=text_prompt("let me in"))
+    assert not Session.objects.get(pk=session.pk).run_requested
+    assert not session.messages.exists()
