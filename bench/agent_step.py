@@ -1,0 +1,351 @@
+"""Per-step overhead of an agent session: Hangar vs the real OpenCode, same script, same client, one run.
+
+    .venv/bin/python bench/agent_step.py [--sessions 8]
+
+Both servers are driven through OpenCode's own HTTP API by the same client code (POST /session, POST
+/session/{id}/prompt_async, then wait for `session.idle` on GET /event) and both talk to the same scripted
+OpenAI-compatible server (`python -m scripted_llm`, zero latency) playing the same five-step script:
+write a file, run it with bash, a whitespace-fuzzy edit, read it back, answer.
+
+- Hangar: Daphne + one Celery worker (threads) + the Docker sandbox + Postgres, on a database of its own
+  (`hangar_bench`, migrated here); the project's default model is the script.
+- OpenCode: `opencode serve` from tests/opencode_client (npm opencode-ai), pointed at the scripted server
+  by an opencode.json custom provider (`@ai-sdk/openai-compatible` with a baseURL).
+
+Step time = (session wall time − the scripted server's own time) / 5. The server's own time is measured
+by replaying the same five turns with a raw HTTP client and summed per session. One warm-up session per
+side is not counted. The last line printed is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import queue
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+OPENCODE_BIN = ROOT / "tests/opencode_client/node_modules/opencode-linux-x64/bin/opencode"
+STEPS = 5
+BENCH_DB = os.environ.get("HANGAR_BENCH_DB", "hangar_bench")
+
+
+def log(*args) -> None:
+    print(*args, file=sys.stderr, flush=True)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_port(port: int, proc: subprocess.Popen, what: str, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with {proc.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"{what} did not listen on {port}")
+
+
+def five_steps(path: str) -> list[list[dict]]:
+    def call(name, call_id, **arguments):
+        return {"tool_calls": [{"name": name, "id": call_id, "arguments": arguments}]}
+
+    return [
+        [call("write", "c1", filePath=path, content="def f():\n    return 1\n\nprint(f())\n")],
+        [call("bash", "c2", command=f"python3 {path}", description="Run the file")],
+        # Wrong indentation on purpose: only the whitespace-normalising replacers find it.
+        [call("edit", "c3", filePath=path, oldString="def f():\n  return 1", newString="def f():\n    return 2")],
+        [call("read", "c4", filePath=path)],
+        [{"text": "Done: f() now returns 2."}],
+    ]
+
+
+# --- one client for both servers: OpenCode's HTTP API -------------------------------------------------
+
+
+class OpenCodeClient:
+    def __init__(self, base: str, password: str):
+        auth = base64.b64encode(f"opencode:{password}".encode()).decode()
+        self.base = base.rstrip("/")
+        self.http = httpx.Client(headers={"Authorization": f"Basic {auth}"}, timeout=120)
+        self.events: queue.Queue = queue.Queue()
+        self._connected = threading.Event()
+        threading.Thread(target=self._pump, daemon=True).start()
+        if not self._connected.wait(90):
+            raise RuntimeError(f"no server.connected from {self.base}/event")
+
+    def _pump(self) -> None:
+        # A freshly started `opencode serve` may drop the first connections while it boots: retry.
+        for _ in range(60):
+            try:
+                with self.http.stream("GET", f"{self.base}/event", timeout=None) as response:
+                    response.raise_for_status()
+                    for line in response.iter_lines():
+                        if not line.startswith("data: "):
+                            continue
+                        event = json.loads(line[6:])
+                        if event["type"] == "server.connected":
+                            self._connected.set()
+                        self.events.put((time.perf_counter(), event))
+            except httpx.HTTPError as exc:
+                if self._connected.is_set():
+                    log(f"event stream from {self.base} ended: {exc!r}")
+                    return
+                time.sleep(1)
+
+    def session(self, prompt: str) -> float:
+        """Create a session, prompt it, return the wall time from prompt to `session.idle`."""
+        session_id = self.http.post(f"{self.base}/session", json={}).raise_for_status().json()["id"]
+        started = time.perf_counter()
+        self.http.post(f"{self.base}/session/{session_id}/prompt_async",
+                       json={"parts": [{"type": "text", "text": prompt}]}).raise_for_status()
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                at, event = self.events.get(timeout=1)
+            except queue.Empty:
+                continue
+            props = event.get("properties", {})
+            if props.get("sessionID") != session_id:
+                continue
+            if event["type"] == "session.error":
+                raise RuntimeError(f"session error: {props}")
+            if event["type"] == "session.idle":
+                self.last_session = session_id
+                return at - started
+        raise RuntimeError(f"session {session_id} did not finish")
+
+    def tools(self, session_id: str) -> list[tuple[str, str]]:
+        messages = self.http.get(f"{self.base}/session/{session_id}/message").raise_for_status().json()
+        return [(p["tool"], p["state"]["status"]) for m in messages for p in m["parts"] if p["type"] == "tool"]
+
+
+# --- the scripted server and its own time --------------------------------------------------------------
+
+
+class Scripted:
+    def __init__(self):
+        self.port = free_port()
+        self.proc = subprocess.Popen([sys.executable, "-m", "scripted_llm", "--port", str(self.port)], cwd=ROOT,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_port(self.port, self.proc, "scripted_llm")
+        self.url = f"http://127.0.0.1:{self.port}/v1"
+
+    def load(self, turns: list) -> str:
+        script_id = f"bench-{uuid.uuid4().hex[:8]}"
+        httpx.post(f"http://127.0.0.1:{self.port}/_scripts",
+                   json={"id": script_id, "turns": turns, "title": "Bench session"}).raise_for_status()
+        return script_id
+
+    def own_time_s(self, turns: list, repeats: int = 5) -> float:
+        """Median time the server itself takes to answer the five turns, streamed over raw HTTP."""
+        script_id = self.load(turns)
+        totals = []
+        with httpx.Client(timeout=30) as client:
+            for i in range(repeats):
+                total = 0.0
+                body = {"model": script_id, "stream": True,
+                        "messages": [{"role": "user", "content": f"calibrate {i}"}]}
+                for _ in range(len(turns)):
+                    started = time.perf_counter()
+                    with client.stream("POST", f"{self.url}/chat/completions", json=body) as response:
+                        for _ in response.iter_bytes():
+                            pass
+                    total += time.perf_counter() - started
+                totals.append(total)
+        return statistics.median(totals)
+
+    def stop(self) -> None:
+        self.proc.terminate()
+
+
+# --- Hangar -------------------------------------------------------------------------------------------
+
+
+class Hangar:
+    def __init__(self, scripted: Scripted):
+        self.env = {**os.environ, "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{BENCH_DB}",
+                    "PYTHONPATH": f"{ROOT}/platform:{ROOT}", "DJANGO_SETTINGS_MODULE": "hangar.settings",
+                    "HANGAR_ENGINE_QUEUE": f"bench-{uuid.uuid4().hex[:6]}"}
+        os.environ.update({k: self.env[k] for k in ("DATABASE_URL", "DJANGO_SETTINGS_MODULE", "HANGAR_ENGINE_QUEUE")})
+        self._create_db()
+        subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=self.env, check=True)
+        sys.path[:0] = [str(ROOT / "platform"), str(ROOT)]
+        import django
+
+        django.setup()
+        self.scripted = scripted
+        self.token, self.project = self._tenant()
+        self.procs: list[subprocess.Popen] = []
+        self.logs = Path(tempfile.mkdtemp(prefix="hangar-bench-"))
+        self.procs.append(subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "hangar", "worker", "--pool", "threads", "--concurrency", "8",
+             "-Q", self.env["HANGAR_ENGINE_QUEUE"], "--loglevel", "WARNING", "-n", f"bench{uuid.uuid4().hex[:4]}@%h",
+             "--without-gossip", "--without-mingle"],
+            cwd=ROOT, env=self.env, stdout=(self.logs / "worker.log").open("w"), stderr=subprocess.STDOUT))
+        self.port = free_port()
+        self.procs.append(subprocess.Popen(
+            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "hangar.asgi:application"],
+            cwd=ROOT, env=self.env, stdout=(self.logs / "daphne.log").open("w"), stderr=subprocess.STDOUT))
+        wait_port(self.port, self.procs[-1], "daphne")
+        self.base = f"http://127.0.0.1:{self.port}/oc/{self.project.pk}"
+
+    @staticmethod
+    def _create_db() -> None:
+        import psycopg
+
+        with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
+            if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [BENCH_DB]).fetchone():
+                conn.execute(f'CREATE DATABASE "{BENCH_DB}"')
+
+    def _tenant(self):
+        from hangar.accounts import tokens
+        from hangar.accounts.models import ApiToken, Membership, Org, Role, User
+        from hangar.projects import crypto
+        from hangar.projects.models import Project, ProviderCredential
+
+        org, _ = Org.objects.get_or_create(slug="bench", defaults={"name": "Bench"})
+        user = User.objects.filter(email="bench@bench.test").first() or User.objects.create_user("bench@bench.test")
+        Membership.objects.get_or_create(org=org, user=user, defaults={"role": Role.OWNER})
+        project, _ = Project.objects.get_or_create(org=org, slug="bench", defaults={"name": "bench"})
+        ProviderCredential.objects.update_or_create(
+            org=org, user=None, provider="scripted",
+            defaults={"api_base": self.scripted.url, "api_key_encrypted": crypto.encrypt("sk-bench")})
+        raw, prefix = tokens.generate()
+        ApiToken.objects.create(org=org, user=user, name="bench", prefix=prefix, digest=tokens.digest(raw))
+        return raw, project
+
+    def use_script(self, script_id: str) -> None:
+        self.project.default_model = f"scripted/{script_id}"
+        self.project.save(update_fields=["default_model", "updated_at"])
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            proc.terminate()
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+# --- OpenCode -----------------------------------------------------------------------------------------
+
+
+class OpenCode:
+    def __init__(self, scripted: Scripted, script_id: str):
+        self.dir = Path(tempfile.mkdtemp(prefix="opencode-bench-"))
+        self.project_dir = self.dir / "project"
+        self.project_dir.mkdir()
+        home = self.dir / "home"
+        home.mkdir()
+        config = {"$schema": "https://opencode.ai/config.json", "model": f"scripted/{script_id}",
+                  "provider": {"scripted": {"npm": "@ai-sdk/openai-compatible", "name": "Scripted",
+                                            "options": {"baseURL": scripted.url, "apiKey": "sk-bench"},
+                                            "models": {script_id: {"name": "Scripted"}}}}}
+        (self.project_dir / "opencode.json").write_text(json.dumps(config))
+        subprocess.run(["git", "init", "-q"], cwd=self.project_dir, check=True)
+        self.password = uuid.uuid4().hex
+        self.port = free_port()
+        env = {**os.environ, "HOME": str(home), "OPENCODE_SERVER_PASSWORD": self.password,
+               "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1",
+               "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / ".local/share"),
+               "XDG_STATE_HOME": str(home / ".local/state"), "XDG_CACHE_HOME": str(home / ".cache")}
+        self.proc = subprocess.Popen([str(OPENCODE_BIN), "serve", "--port", str(self.port), "--hostname", "127.0.0.1"],
+                                     cwd=self.project_dir, env=env, stdout=(self.dir / "serve.log").open("w"),
+                                     stderr=subprocess.STDOUT)
+        wait_port(self.port, self.proc, "opencode serve")
+        self.base = f"http://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def measure(name: str, client: OpenCodeClient, sessions: int, own_s: float) -> tuple[list[float], list]:
+    per_step = []
+    for i in range(sessions + 1):  # session 0 warms up (npm install, first container, imports)
+        wall = client.session(f"bench {name} session {i} {uuid.uuid4().hex[:6]}")
+        tools = client.tools(client.last_session)
+        if i == 0:
+            log(f"{name}: warm-up {wall * 1000:.0f} ms, tools {tools}")
+            first_tools = tools
+            continue
+        per_step.append(max(0.0, wall - own_s) / STEPS * 1000)
+        log(f"{name}: session {i} wall {wall * 1000:.0f} ms → {per_step[-1]:.1f} ms/step")
+    return per_step, first_tools
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sessions", type=int, default=8, help="measured sessions per side (plus one warm-up)")
+    args = parser.parse_args()
+
+    scripted = Scripted()
+    hangar = opencode = None
+    try:
+        own_s = scripted.own_time_s(five_steps("/workspace/bench.py"))
+        log(f"scripted server's own time: {own_s * 1000:.2f} ms per five-step session")
+
+        hangar = Hangar(scripted)
+        hangar.use_script(scripted.load(five_steps("/workspace/bench.py")))
+        hangar_steps, hangar_tools = measure("hangar", OpenCodeClient(hangar.base, hangar.token), args.sessions, own_s)
+        hangar.stop()
+
+        oc_script = scripted.load([])  # placeholder id: the real turns need OpenCode's project path
+        opencode = OpenCode(scripted, oc_script)
+        scripted_turns = five_steps(str(opencode.project_dir / "bench.py"))
+        httpx.post(f"http://127.0.0.1:{scripted.port}/_scripts",
+                   json={"id": oc_script, "turns": scripted_turns, "title": "Bench session"}).raise_for_status()
+        opencode_steps, opencode_tools = measure("opencode", OpenCodeClient(opencode.base, opencode.password),
+                                                 args.sessions, own_s)
+    finally:
+        for thing in (hangar, opencode, scripted):
+            if thing is not None:
+                try:
+                    thing.stop()
+                except Exception:
+                    pass
+
+    hangar_p50 = statistics.median(hangar_steps)
+    opencode_p50 = statistics.median(opencode_steps)
+    print(json.dumps({
+        "sessions": args.sessions,
+        "steps_per_session": STEPS,
+        "hangar_step_p50_ms": round(hangar_p50, 1),
+        "opencode_step_p50_ms": round(opencode_p50, 1),
+        "ratio": round(opencode_p50 / hangar_p50, 2) if hangar_p50 else None,
+        "hangar_step_ms": [round(v, 1) for v in hangar_steps],
+        "opencode_step_ms": [round(v, 1) for v in opencode_steps],
+        "scripted_own_ms_per_session": round(own_s * 1000, 2),
+        "hangar_tools": hangar_tools,
+        "opencode_tools": opencode_tools,
+    }))
+
+
+if __name__ == "__main__":
+    main()
