@@ -8,14 +8,14 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hangar.settings")
 django_asgi_app = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from hangar.realtime.auth import WebSocketAuthMiddleware  # noqa: E402
+from hangar.realtime.origin import origin_validated  # noqa: E402
 from hangar.realtime.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": AllowedHostsOriginValidator(WebSocketAuthMiddleware(URLRouter(websocket_urlpatterns))),
+        "websocket": origin_validated(WebSocketAuthMiddleware(URLRouter(websocket_urlpatterns))),
     }
 )

@@ -153,7 +153,7 @@ def session_create(*, actor: Actor, project, title: str = "", parent: Session | 
         )
         session.save(force_insert=True)
         audit_record(actor=actor, action="session.create", target=session, data={"project": project.pk})
-        publish(session, "session.created", {"info": session_info(session)}, org_wide=True)
+        publish(session, "session.created", {"sessionID": session.pk, "info": session_info(session)}, org_wide=True)
     return session
 
 
