@@ -23,6 +23,7 @@ from hangar.conversations.events import publish
 from hangar.conversations.models import Message, Part, PermissionRequest, Session
 from hangar.engine import permissions as perm
 from hangar.engine.agents import agent_get
+from hangar.engine.models import org_policy_for
 from hangar.engine.history import to_model_messages
 from hangar.engine.processor import StreamProcessor, now_ms
 from hangar.engine.providers.base import ProviderError
@@ -62,7 +63,7 @@ class Run:
         self.session = Session.objects.select_related("project", "org").get(pk=self.session_id)
         self.agent = agent_get(user.data.get("agent"))
         self.model_ref = user.data["model"]
-        self.org_policy = getattr(self.session.org, "permission_policy", None) or []
+        self.org_policy = org_policy_for(self.session.org)
         self.ruleset = (perm.DEFAULTS + self.agent.permission + perm.from_config(self.session.project.permission_rules)
                         + perm.from_config(self.session.permission))
         tools = get_tools(self.agent.name, self.model_ref["modelID"])
