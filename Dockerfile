@@ -14,12 +14,17 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     VIRTUAL_ENV=/opt/venv \
     PATH=/opt/venv/bin:$PATH \
     PYTHONPATH=/app/platform:/app \
-    LITELLM_LOCAL_MODEL_COST_MAP=True
+    LITELLM_LOCAL_MODEL_COST_MAP=True \
+    PIP_CERT=/etc/ssl/certs/ca-certificates.crt \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
 
-RUN if ! python3 -c "import venv, ensurepip" 2>/dev/null; then \
+# Behind a TLS-intercepting proxy, its CA goes in deploy/certs/*.crt (git-ignored) so pip can reach PyPI.
+COPY deploy/certs/ /usr/local/share/ca-certificates/hangar/
+RUN if ! python3 -c "import venv, ensurepip" 2>/dev/null || ! command -v update-ca-certificates >/dev/null; then \
         apt-get update && apt-get install -y --no-install-recommends python3-venv ca-certificates \
         && rm -rf /var/lib/apt/lists/*; \
     fi \
+    && update-ca-certificates \
     && python3 -m venv /opt/venv \
     && groupadd --system --gid 10001 hangar \
     && useradd --system --uid 10001 --gid hangar --home-dir /app --shell /usr/sbin/nologin hangar
