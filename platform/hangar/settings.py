@@ -45,6 +45,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "hangar.logging.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Serves admin/Swagger/frontend static files from Daphne with DEBUG off (collectstatic output).
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -103,6 +105,12 @@ CACHES = {
 STATIC_URL = "/static/"
 STATIC_ROOT = ROOT / "staticfiles"
 STATICFILES_DIRS = [p for p in [ROOT / "frontend" / "dist"] if p.exists()]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+# Tests and a fresh checkout work before collectstatic has run.
+WHITENOISE_USE_FINDERS = True
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
