@@ -9,6 +9,8 @@ cd "$(dirname "$0")/.."
 PORT=${PORT:-8000}
 export HANGAR_PUBLIC_URL=${HANGAR_PUBLIC_URL:-http://127.0.0.1:$PORT}
 PY=.venv/bin/python
+# platform/ is a source root, not a package (it would shadow the stdlib `platform`): put it on the path.
+export PYTHONPATH="$PWD/platform:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 
 .venv/bin/python manage.py collectstatic --noinput -v0
 
