@@ -11,6 +11,7 @@ from hangar.api import (
     project_views,
     token_views,
 )
+from hangar.engine import api as engine_api
 from hangar.health import HealthView
 
 ORG = "orgs/<slug:org>/"
@@ -35,5 +36,8 @@ urlpatterns: list = [
     path(ORG + "credentials/", credential_views.CredentialListSetView.as_view(), name="credentials"),
     path(ORG + "credentials/<int:credential_id>", credential_views.CredentialDetailView.as_view(),
          name="credential"),
+    path(PROJECT + "permission-grants/", engine_api.PermissionGrantListView.as_view(), name="permission-grants"),
+    path(PROJECT + "permission-grants/<int:grant_id>", engine_api.PermissionGrantRevokeView.as_view(),
+         name="permission-grant"),
     path("", include("hangar.api.sessions_urls")),  # sessions, messages, events (realtime engineer)
 ]
