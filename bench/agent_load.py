@@ -1,0 +1,210 @@
+"""Many sessions on one worker: N concurrent scripted sessions, five steps each, the scripted server
+answering every call after a delay (default 2 s), one Celery worker process (thread pool).
+
+    .venv/bin/python bench/agent_load.py [--sessions 100] [--delay 2]
+
+Every session runs the same five steps (bash, write, read, bash, answer) in its own real Docker sandbox,
+persisted in Postgres (database `hangar_bench`). Sandboxes are provisioned before the clock starts
+(their creation time is reported separately): the figure of interest is the loop's own overhead.
+
+Step overhead = for each step, (this step's assistant message completed − the previous step's completed,
+or the prompt's time for the first) − the scripted delay. Worker RSS = the worker process tree, sampled
+every 0.5 s, maximum. The last line printed is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH_DB = os.environ.get("HANGAR_BENCH_DB", "hangar_bench")
+STEPS = 5
+
+
+def log(*args) -> None:
+    print(*args, file=sys.stderr, flush=True)
+
+
+def turns(delay: float) -> list[list[dict]]:
+    def call(name, call_id, **arguments):
+        return {"tool_calls": [{"name": name, "id": call_id, "arguments": arguments}]}
+
+    return [
+        [{"delay": delay}, call("bash", "c1", command="echo start", description="start")],
+        [{"delay": delay}, call("write", "c2", filePath="/workspace/load.txt", content="hello\n")],
+        [{"delay": delay}, call("read", "c3", filePath="/workspace/load.txt")],
+        [{"delay": delay}, call("bash", "c4", command="cat load.txt", description="check")],
+        [{"delay": delay}, {"text": "All five steps done."}],
+    ]
+
+
+def rss_mb(pid: int) -> float:
+    """RSS of a process and all its descendants, in MiB."""
+    total, todo = 0, [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            with open(f"/proc/{current}/status") as f:
+                total += next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+            with open(f"/proc/{current}/task/{current}/children") as f:
+                todo += [int(c) for c in f.read().split()]
+        except (FileNotFoundError, StopIteration, ProcessLookupError):
+            continue
+    return total / 1024
+
+
+def create_db() -> None:
+    import psycopg
+
+    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [BENCH_DB]).fetchone():
+            conn.execute(f'CREATE DATABASE "{BENCH_DB}"')
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sessions", type=int, default=100)
+    parser.add_argument("--delay", type=float, default=2.0)
+    parser.add_argument("--concurrency", type=int, default=100)
+    parser.add_argument("--keep", action="store_true", help="keep the sessions (for inspection)")
+    args = parser.parse_args()
+
+    queue = f"load-{uuid.uuid4().hex[:6]}"
+    env = {**os.environ, "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{BENCH_DB}",
+           "PYTHONPATH": f"{ROOT}/platform:{ROOT}", "DJANGO_SETTINGS_MODULE": "hangar.settings",
+           "HANGAR_ENGINE_QUEUE": queue}
+    os.environ.update({k: env[k] for k in ("DATABASE_URL", "DJANGO_SETTINGS_MODULE", "HANGAR_ENGINE_QUEUE")})
+    create_db()
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)
+    sys.path[:0] = [str(ROOT / "platform"), str(ROOT)]
+    import django
+
+    django.setup()
+    import httpx
+
+    from hangar.accounts.actors import Actor
+    from hangar.accounts.models import Membership, Org, Role, User
+    from hangar.audit.models import ActorType
+    from hangar.conversations.models import Message, Session
+    from hangar.conversations.services import session_create
+    from hangar.engine.sandboxes import manager, spec_for
+    from hangar.engine.services import session_prompt
+    from hangar.projects import crypto
+    from hangar.projects.models import Project, ProviderCredential
+    from scripted_llm import ScriptedServer
+
+    scripted = ScriptedServer().start()
+    script_id = f"load-{uuid.uuid4().hex[:8]}"
+    httpx.post(f"http://127.0.0.1:{scripted.port}/_scripts",
+               json={"id": script_id, "turns": turns(args.delay), "title": "Load"}).raise_for_status()
+
+    org, _ = Org.objects.get_or_create(slug="bench", defaults={"name": "Bench"})
+    user = User.objects.filter(email="bench@bench.test").first() or User.objects.create_user("bench@bench.test")
+    Membership.objects.get_or_create(org=org, user=user, defaults={"role": Role.OWNER})
+    project, _ = Project.objects.get_or_create(org=org, slug="load", defaults={"name": "load"})
+    ProviderCredential.objects.update_or_create(
+        org=org, user=None, provider="scripted",
+        defaults={"api_base": scripted.url, "api_key_encrypted": crypto.encrypt("sk-bench")})
+    actor = Actor(type=ActorType.USER, org_id=org.pk, user=user, label=user.email)
+
+    sessions = [session_create(actor=actor, project=project, model={"providerID": "scripted", "modelID": script_id})
+                for _ in range(args.sessions)]
+    started = time.monotonic()
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda s: manager().get_or_create(spec_for(s)), sessions))
+    sandbox_s = time.monotonic() - started
+    log(f"{len(sessions)} sandboxes ready in {sandbox_s:.1f}s")
+
+    logs = Path(tempfile.mkdtemp(prefix="hangar-load-"))
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "hangar", "worker", "--pool", "threads",
+         "--concurrency", str(args.concurrency), "-Q", queue, "--loglevel", "WARNING",
+         "-n", f"load{uuid.uuid4().hex[:4]}@%h", "--without-gossip", "--without-mingle"],
+        cwd=ROOT, env=env, stdout=(logs / "worker.log").open("w"), stderr=subprocess.STDOUT)
+    peak = [0.0]
+    done = threading.Event()
+
+    def sample():
+        while not done.wait(0.5):
+            peak[0] = max(peak[0], rss_mb(worker.pid))
+
+    threading.Thread(target=sample, daemon=True).start()
+    try:
+        # Warm the worker (LiteLLM import, first connection) with one session not counted.
+        warm = session_create(actor=actor, project=project, model={"providerID": "scripted", "modelID": "default"})
+        session_prompt(actor=actor, session=warm, parts=[{"type": "text", "text": "warm up"}])
+        _wait([warm.pk], timeout=120)
+        begin = time.monotonic()
+        for i, session in enumerate(sessions):
+            session_prompt(actor=actor, session=session, parts=[{"type": "text", "text": f"load session {i}"}])
+        _wait([s.pk for s in sessions], timeout=STEPS * args.delay * 20 + 120)
+        wall = time.monotonic() - begin
+    finally:
+        done.set()
+        worker.terminate()
+        try:
+            worker.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+        scripted.stop()
+
+    overheads, errors, by_index = [], 0, [[] for _ in range(STEPS)]
+    for session in sessions:
+        user_msg = Message.objects.filter(session=session, role="user").first()
+        assistants = [m.data for m in Message.objects.filter(session=session, role="assistant").order_by("id")]
+        ok = (len(assistants) == STEPS and all(not a.get("error") for a in assistants)
+              and assistants[-1].get("finish") == "stop")
+        if not ok:
+            errors += 1
+            continue
+        previous = user_msg.data["time"]["created"]
+        for index, message in enumerate(assistants):
+            completed = message["time"]["completed"]
+            overheads.append(completed - previous - args.delay * 1000)
+            by_index[index].append(overheads[-1])
+            previous = completed
+    for session in sessions + [warm]:
+        try:
+            manager().destroy(session.pk)
+        except Exception:
+            pass
+    if not args.keep:
+        Session.objects.filter(pk__in=[s.pk for s in sessions] + [warm.pk]).delete()
+    overheads.sort()
+    result = {
+        "sessions": len(sessions), "steps_per_session": STEPS, "errors": errors,
+        "scripted_delay_s": args.delay, "wall_s": round(wall, 1), "sandbox_setup_s": round(sandbox_s, 1),
+        "step_overhead_p50_ms": round(statistics.median(overheads), 1) if overheads else None,
+        "step_overhead_p99_ms": round(overheads[int(len(overheads) * 0.99) - 1], 1) if overheads else None,
+        "step_overhead_max_ms": round(overheads[-1], 1) if overheads else None,
+        "step_overhead_p50_by_step_ms": [round(statistics.median(x), 1) if x else None for x in by_index],
+        "worker_rss_mb": round(peak[0], 1), "worker_log": str(logs / "worker.log"),
+    }
+    print(json.dumps(result))
+
+
+def _wait(session_ids: list[str], timeout: float) -> None:
+    from hangar.conversations.models import Session
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        busy = Session.objects.filter(pk__in=session_ids).exclude(status="idle", run_requested=False, lease_owner="")
+        if not busy.exists():
+            return
+        time.sleep(0.5)
+    log(f"timed out with {busy.count()} sessions still running")
+
+
+if __name__ == "__main__":
+    main()
