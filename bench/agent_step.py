@@ -90,9 +90,22 @@ class OpenCodeClient:
         self.http = httpx.Client(headers={"Authorization": f"Basic {auth}"}, timeout=120)
         self.events: queue.Queue = queue.Queue()
         self._connected = threading.Event()
+        self._wait_ready()
         threading.Thread(target=self._pump, daemon=True).start()
         if not self._connected.wait(90):
             raise RuntimeError(f"no server.connected from {self.base}/event")
+
+    def _wait_ready(self) -> None:
+        """A freshly started `opencode serve` can leave its first /event request hanging: probe with a
+        short timeout until one answers with server.connected."""
+        for _ in range(30):
+            try:
+                with self.http.stream("GET", f"{self.base}/event", timeout=5) as response:
+                    for line in response.iter_lines():
+                        if "server.connected" in line:
+                            return
+            except httpx.HTTPError:
+                time.sleep(0.5)
 
     def _pump(self) -> None:
         # A freshly started `opencode serve` may drop the first connections while it boots: retry.
