@@ -21,25 +21,35 @@ def _published_update(session: Session) -> None:
     publish(session, "session.updated", {"sessionID": session.pk, "info": session_info(session)}, org_wide=True)
 
 
-def session_update(*, actor: Actor, session: Session, title: str) -> Session:
+def session_update(*, actor: Actor, session: Session, title: str | None = None,
+                   permission: list | None = None) -> Session:
+    """Rename and/or replace the session-layer permission ruleset (OpenCode's PATCH /session/{id})."""
     with transaction.atomic():
         session = _locked(session)
-        before = session.title
-        session.title = title
-        session.save(update_fields=["title", "updated_at"])
-        audit_record(actor=actor, action="session.update", target=session,
-                     data={"title": {"from": before, "to": title}})
+        changed: dict = {}
+        if title is not None and title != session.title:
+            changed["title"] = {"from": session.title, "to": title}
+            session.title = title
+        if permission is not None and permission != session.permission:
+            changed["permission"] = {"from": session.permission, "to": permission}
+            session.permission = permission
+        if not changed:
+            return session
+        session.save(update_fields=["title", "permission", "updated_at"])
+        audit_record(actor=actor, action="session.update", target=session, data=changed)
         _published_update(session)
     return session
 
 
-def session_archive(*, actor: Actor, session: Session, archived: bool = True) -> Session:
-    """Archive (or unarchive) a session; repeating the same call changes nothing and records nothing."""
+def session_archive(*, actor: Actor, session: Session, archived: bool = True, at=None) -> Session:
+    """Archive (or unarchive) a session, at `at` (a datetime; OpenCode clients send their own stamp) or now.
+    Repeating the same call changes nothing and records nothing."""
     with transaction.atomic():
         session = _locked(session)
-        if (session.archived_at is not None) == archived:
+        target = (at or session.archived_at or timezone.now()) if archived else None
+        if session.archived_at == target:
             return session
-        session.archived_at = timezone.now() if archived else None
+        session.archived_at = target
         session.save(update_fields=["archived_at", "updated_at"])
         audit_record(actor=actor, action="session.archive" if archived else "session.unarchive", target=session)
         _published_update(session)

@@ -1,5 +1,7 @@
 """OpenCode's session routes (create, list, get, update, delete, messages, todos, status)."""
 
+from datetime import UTC, datetime
+
 from drf_spectacular.utils import extend_schema
 from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
@@ -7,9 +9,9 @@ from rest_framework.response import Response
 from hangar.conversations import selectors as conversation_selectors
 from hangar.conversations.models import Session
 from hangar.conversations.services import session_create, session_info
+from hangar.conversations.session_services import session_archive, session_delete, session_update
 from hangar.opencode import serializers as s
 from hangar.opencode.base import OpenCodeView
-from hangar.opencode.services import session_delete, session_update
 
 OC = ["opencode"]
 
@@ -55,8 +57,12 @@ class SessionDetail(OpenCodeView):
         session = session_update(
             actor=self.scope.actor, session=session, title=data.get("title"),
             permission=[dict(rule) for rule in data["permission"]] if "permission" in data else None,
-            archived_ms=data["time"]["archived"] if "time" in data else None,
         )
+        if "time" in data and "archived" in data["time"]:
+            # OpenCode sets time.archived to a ms timestamp to archive, 0 to unarchive.
+            stamp = data["time"]["archived"]
+            at = datetime.fromtimestamp(stamp / 1000, tz=UTC) if stamp else None
+            session = session_archive(actor=self.scope.actor, session=session, archived=bool(stamp), at=at)
         return Response(session_info(session))
 
     @extend_schema(tags=OC, operation_id="oc_session_delete", responses={200: bool})
