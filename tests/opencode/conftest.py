@@ -3,6 +3,7 @@ client sends, or Bearer) and validation against OpenCode 1.18.33's own OpenAPI s
 
 import base64
 import json
+import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -15,7 +16,10 @@ from rest_framework.test import APIClient
 from tests.engine.conftest import make_session, script, scripted, start_worker, worker  # noqa: F401
 from tests.opencode.live import daphne, scripted_project  # noqa: F401
 
-SPEC_PATH = Path(__file__).with_name("opencode-1.18.33-openapi.json")
+# OpenCode's real API, from the workplace's shared reference (beside every clone, CI's included);
+# HANGAR_OPENCODE_SPEC overrides it. Not vendored: it is another project's file.
+SPEC_PATH = Path(os.environ.get("HANGAR_OPENCODE_SPEC") or
+                 Path(__file__).resolve().parents[3] / "shared/reference/opencode-1.18.33-openapi.json")
 
 
 @lru_cache(maxsize=1)
