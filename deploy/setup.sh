@@ -64,10 +64,18 @@ if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
     die "Postgres is not installed: apt-get install postgresql, or set DATABASE_URL to a reachable server"
   fi
 fi
-if [ -z "${DATABASE_URL:-}" ]; then
-  exists=$(psql -h 127.0.0.1 -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname='hangar'" 2>/dev/null || true)
-  [ "$exists" = 1 ] || { say "creating database hangar"; createdb -h 127.0.0.1 -U postgres hangar; }
-fi
+# Create the configured database when it lives on this machine's Postgres (default: hangar).
+read -r db_host db_name < <(.venv/bin/python - <<'PYEOF'
+import os, dj_database_url
+c = dj_database_url.parse(os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/hangar"))
+print(c.get("HOST") or "127.0.0.1", c["NAME"])
+PYEOF
+)
+case "$db_host" in
+  127.0.0.1|localhost|/*)
+    exists=$(psql -h 127.0.0.1 -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname='$db_name'" 2>/dev/null || true)
+    [ "$exists" = 1 ] || { say "creating database $db_name"; createdb -h 127.0.0.1 -U postgres "$db_name"; } ;;
+esac
 
 # --- Redis -----------------------------------------------------------------------------------------
 if ! redis-cli -h 127.0.0.1 ping >/dev/null 2>&1; then
