@@ -201,6 +201,12 @@ class _Server(ThreadingHTTPServer):
         super().__init__(address, _Handler)
         self.book = book
 
+    def handle_error(self, request, client_address) -> None:
+        import sys
+
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            super().handle_error(request, client_address)  # a client hanging up is not an error
+
     def get_request(self):
         conn, addr = super().get_request()
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

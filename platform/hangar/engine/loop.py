@@ -17,6 +17,7 @@ from __future__ import annotations
 import threading
 
 from django.db import connection
+from django.db.models import F
 
 from hangar.conversations import services as store
 from hangar.conversations.events import publish
@@ -42,6 +43,8 @@ log = get_logger(__name__)
 # Above this many sessions in one process, a step gives its DB connection back while it waits on the
 # model: 100 sessions must not hold 100 idle Postgres connections (max_connections is 100 here).
 KEEP_CONNECTION_UP_TO = 20
+# Tools that never change the workspace: a step using only these needs no closing snapshot.
+READ_ONLY_TOOLS = {"read", "glob", "grep", "list", "todoread", "todowrite", "invalid"}
 
 
 class Run:
@@ -50,7 +53,12 @@ class Run:
     def __init__(self, session_id: str, abort: threading.Event, active_runs=lambda: 1):
         self.session_id, self.abort, self.active_runs = session_id, abort, active_runs
         self._sandbox = None
+        self._model_key = None
         self.steps = 0
+        # The tree hash at the end of the previous step is the next step's start: nothing else runs in
+        # between within one run, so one `snapshot_track` per step is enough.
+        self.last_snapshot: str | None = None
+        self.skills: str | None = None  # listed once per run
 
     def sandbox(self):
         if self._sandbox is None:
@@ -69,8 +77,11 @@ class Run:
         tools = get_tools(self.agent.name, self.model_ref["modelID"])
         off = perm.disabled_tools(list(tools), self.ruleset, self.org_policy)
         self.tools = {name: tool for name, tool in tools.items() if name not in off}
-        self.model = model_for(org_id=self.session.org_id, user_id=self.session.creator_id,
-                               provider_id=self.model_ref["providerID"], model_id=self.model_ref["modelID"])
+        key = (self.model_ref["providerID"], self.model_ref["modelID"])
+        if self._model_key != key:  # resolved once per run: the credential is decrypted here, not per step
+            self.model = model_for(org_id=self.session.org_id, user_id=self.session.creator_id,
+                                   provider_id=key[0], model_id=key[1])
+            self._model_key = key
 
     # --- the loop ------------------------------------------------------------------------------------
 
@@ -117,10 +128,10 @@ class Run:
             "role": "assistant", "time": {"created": now_ms()}, "parentID": user.pk, "modelID": model_ref["modelID"],
             "providerID": model_ref["providerID"], "mode": agent.name, "agent": agent.name,
             "path": {"cwd": "/workspace", "root": "/workspace"}})
-        snapshot = self._snapshot()
+        snapshot = self.last_snapshot or self._snapshot()
         store.part_upsert(message=message, data={"type": "step-start", **({"snapshot": snapshot} if snapshot else {})})
         system = build_system(agent_prompt=agent.prompt, provider_id=model_ref["providerID"], model_id=model_ref["modelID"],
-                              sandbox=self.sandbox(), user_system=user.data.get("system"))
+                              sandbox=self.sandbox(), user_system=user.data.get("system"), run=self)
         history = to_model_messages(self._history(messages)) + self._reminders(messages, last_step)
         from hangar.engine.tools.registry import tool_schemas
 
@@ -151,7 +162,9 @@ class Run:
             return False
         start = Part.objects.filter(message=message, type="step-start").first()
         snapshot = (start.data.get("snapshot") if start else None)
-        end = self._snapshot() if Part.objects.filter(message=message, type="tool").exists() else snapshot
+        tools_used = set(Part.objects.filter(message=message, type="tool").values_list("data__tool", flat=True))
+        end = self._snapshot() if tools_used - READ_ONLY_TOOLS or not snapshot else snapshot
+        self.last_snapshot = end
         if snapshot and end and end != snapshot:
             try:
                 files = [f"/workspace/{d.path.lstrip('/')}" if not d.path.startswith("/") else d.path
@@ -226,11 +239,11 @@ class Run:
             return None
 
     def _add_usage(self, data: dict) -> None:
-        session = Session.objects.get(pk=self.session_id)
-        tokens = dict(session.tokens or {})
+        tokens = dict(self.session.tokens or {})  # one runner per session: no concurrent writer
         for key in ("input", "output", "reasoning"):
             tokens[key] = tokens.get(key, 0) + (data.get("tokens") or {}).get(key, 0)
-        Session.objects.filter(pk=self.session_id).update(cost=session.cost + (data.get("cost") or 0), tokens=tokens)
+        Session.objects.filter(pk=self.session_id).update(cost=F("cost") + (data.get("cost") or 0), tokens=tokens)
+        self.session.tokens = tokens
 
     def _fail(self, message: Message, error: dict) -> None:
         message.refresh_from_db()

@@ -65,9 +65,13 @@ def _skills(sandbox: Sandbox | None) -> str:
 
 
 def build_system(*, agent_prompt: str | None, provider_id: str, model_id: str, sandbox: Sandbox | None,
-                 user_system: str | None = None, is_git: bool = False) -> list[str]:
+                 user_system: str | None = None, is_git: bool = False, run=None) -> list[str]:
+    """`run` (optional) caches the skills listing for the duration of one run."""
     base = prompt_text(agent_prompt or family_prompt(model_id))
     env = prompt_text("environment").format(model_id=model_id, provider_id=provider_id,
                                             is_git="yes" if is_git else "no", today=time.strftime("%a %b %d %Y"))
-    dynamic = [env, *_instructions(sandbox), _skills(sandbox), user_system or ""]
+    if run is not None and run.skills is None:
+        run.skills = _skills(sandbox)
+    skills = run.skills if run is not None else _skills(sandbox)
+    dynamic = [env, *_instructions(sandbox), skills, user_system or ""]
     return [base, "\n\n".join(part for part in dynamic if part)]
