@@ -64,6 +64,13 @@ def rss_mb(pid: int) -> float:
     return total / 1024
 
 
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds of one process (all its threads)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def create_db() -> None:
     import psycopg
 
@@ -76,7 +83,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sessions", type=int, default=100)
     parser.add_argument("--delay", type=float, default=2.0)
-    parser.add_argument("--concurrency", type=int, default=100)
+    parser.add_argument("--concurrency", type=int, default=100, help="threads per worker process")
+    parser.add_argument("--workers", type=int, default=1, help="worker processes on this host")
+    parser.add_argument("--db-pool", type=int, default=10, help="Postgres pool size per worker process")
     parser.add_argument("--keep", action="store_true", help="keep the sessions (for inspection)")
     args = parser.parse_args()
 
@@ -84,6 +93,7 @@ def main() -> None:
     env = {**os.environ, "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{BENCH_DB}",
            "PYTHONPATH": f"{ROOT}/platform:{ROOT}", "DJANGO_SETTINGS_MODULE": "hangar.settings",
            "HANGAR_ENGINE_QUEUE": queue}
+    worker_env = {**env, "HANGAR_DB_POOL_MAX": str(args.db_pool)} if args.db_pool else env
     os.environ.update({k: env[k] for k in ("DATABASE_URL", "DJANGO_SETTINGS_MODULE", "HANGAR_ENGINE_QUEUE")})
     create_db()
     subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)
@@ -127,17 +137,18 @@ def main() -> None:
     log(f"{len(sessions)} sandboxes ready in {sandbox_s:.1f}s")
 
     logs = Path(tempfile.mkdtemp(prefix="hangar-load-"))
-    worker = subprocess.Popen(
+    workers = [subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "hangar", "worker", "--pool", "threads",
          "--concurrency", str(args.concurrency), "-Q", queue, "--loglevel", "WARNING",
          "-n", f"load{uuid.uuid4().hex[:4]}@%h", "--without-gossip", "--without-mingle"],
-        cwd=ROOT, env=env, stdout=(logs / "worker.log").open("w"), stderr=subprocess.STDOUT)
+        cwd=ROOT, env=worker_env, stdout=(logs / f"worker{i}.log").open("w"), stderr=subprocess.STDOUT)
+        for i in range(args.workers)]
     peak = [0.0]
     done = threading.Event()
 
     def sample():
         while not done.wait(0.5):
-            peak[0] = max(peak[0], rss_mb(worker.pid))
+            peak[0] = max(peak[0], sum(rss_mb(w.pid) for w in workers))
 
     threading.Thread(target=sample, daemon=True).start()
     try:
@@ -146,17 +157,21 @@ def main() -> None:
         session_prompt(actor=actor, session=warm, parts=[{"type": "text", "text": "warm up"}])
         _wait([warm.pk], timeout=120)
         begin = time.monotonic()
+        cpu_before = sum(cpu_s(w.pid) for w in workers)
         for i, session in enumerate(sessions):
             session_prompt(actor=actor, session=session, parts=[{"type": "text", "text": f"load session {i}"}])
         _wait([s.pk for s in sessions], timeout=STEPS * args.delay * 20 + 120)
         wall = time.monotonic() - begin
+        cpu = sum(cpu_s(w.pid) for w in workers) - cpu_before
     finally:
         done.set()
-        worker.terminate()
-        try:
-            worker.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            worker.kill()
+        for worker in workers:
+            worker.terminate()
+        for worker in workers:
+            try:
+                worker.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                worker.kill()
         scripted.stop()
 
     overheads, errors, by_index = [], 0, [[] for _ in range(STEPS)]
@@ -189,7 +204,8 @@ def main() -> None:
         "step_overhead_p99_ms": round(overheads[int(len(overheads) * 0.99) - 1], 1) if overheads else None,
         "step_overhead_max_ms": round(overheads[-1], 1) if overheads else None,
         "step_overhead_p50_by_step_ms": [round(statistics.median(x), 1) if x else None for x in by_index],
-        "worker_rss_mb": round(peak[0], 1), "worker_log": str(logs / "worker.log"),
+        "worker_rss_mb": round(peak[0], 1), "worker_processes": args.workers,
+        "worker_cpu_ms_per_step": round(cpu * 1000 / max(1, len(sessions) * STEPS), 1), "worker_logs": str(logs),
     }
     print(json.dumps(result))
 

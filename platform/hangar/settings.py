@@ -82,6 +82,14 @@ DATABASES = {
     )
 }
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# A worker carrying 100 agent sessions in threads must not hold 100 Postgres connections (max_connections
+# is 100 here): HANGAR_DB_POOL_MAX turns on Django's psycopg pool (needs psycopg-pool); the engine gives its
+# connection back before every model call and tool run, so a few connections serve every session.
+if os.environ.get("HANGAR_DB_POOL_MAX"):
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = False
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": 2, "max_size": int(os.environ["HANGAR_DB_POOL_MAX"]), "timeout": 60}
 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 

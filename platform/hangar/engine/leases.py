@@ -16,6 +16,7 @@ import uuid
 
 from django.db import close_old_connections, connection
 
+from hangar.engine.dbconn import pooled
 from hangar.logging import get_logger
 
 log = get_logger(__name__)
@@ -91,6 +92,8 @@ class _Keeper:
             try:
                 close_old_connections()
                 self._renew(held)
+                if pooled():
+                    connection.close()
             except Exception:
                 log.warning("lease_renew_failed", exc_info=True)
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import threading
 
-from django.db import connection
 from django.db.models import F
 
 from hangar.conversations import services as store
@@ -24,6 +23,7 @@ from hangar.conversations.events import publish
 from hangar.conversations.models import Message, Part, PermissionRequest, Session
 from hangar.engine import permissions as perm
 from hangar.engine.agents import agent_get
+from hangar.engine.dbconn import release_connection
 from hangar.engine.models import org_policy_for
 from hangar.engine.history import to_model_messages
 from hangar.engine.processor import StreamProcessor, now_ms
@@ -40,9 +40,6 @@ from hangar.logging import get_logger
 from sandbox.protocol import SandboxError
 
 log = get_logger(__name__)
-# Above this many sessions in one process, a step gives its DB connection back while it waits on the
-# model: 100 sessions must not hold 100 idle Postgres connections (max_connections is 100 here).
-KEEP_CONNECTION_UP_TO = 20
 # Tools that never change the workspace: a step using only these needs no closing snapshot.
 READ_ONLY_TOOLS = {"read", "glob", "grep", "list", "todoread", "todowrite", "invalid"}
 
@@ -54,6 +51,7 @@ class Run:
         self.session_id, self.abort, self.active_runs = session_id, abort, active_runs
         self._sandbox = None
         self._model_key = None
+        self.org_policy: list[dict] | None = None
         self.steps = 0
         # The tree hash at the end of the previous step is the next step's start: nothing else runs in
         # between within one run, so one `snapshot_track` per step is enough.
@@ -71,7 +69,8 @@ class Run:
         self.session = Session.objects.select_related("project", "org").get(pk=self.session_id)
         self.agent = agent_get(user.data.get("agent"))
         self.model_ref = user.data["model"]
-        self.org_policy = org_policy_for(self.session.org)
+        if self.org_policy is None:  # read once per run
+            self.org_policy = org_policy_for(self.session.org)
         self.ruleset = (perm.DEFAULTS + self.agent.permission + perm.from_config(self.session.project.permission_rules)
                         + perm.from_config(self.session.permission))
         tools = get_tools(self.agent.name, self.model_ref["modelID"])
@@ -143,16 +142,23 @@ class Run:
         u = result.usage
         tokens = {"input": u.input, "output": u.output, "reasoning": u.reasoning,
                   "cache": {"read": u.cache_read, "write": u.cache_write}}
-        store.message_update(message=message, data={**message.data, "finish": result.finish, "cost": cost, "tokens": tokens})
-        return self._finish_step(message)
+        # Kept on the instance; written to the row only if the step parks (else once, at completion).
+        message.data = {**message.data, "finish": result.finish, "cost": cost, "tokens": tokens}
+        try:
+            return self._finish_step(message, fresh=True)
+        except PermissionAsked:
+            store.message_update(message=message, data=message.data)
+            raise
 
-    def _finish_step(self, message: Message) -> bool:
+    def _finish_step(self, message: Message, fresh: bool = False) -> bool:
         """Run the step's tool calls, then close it: patch, step-finish, completed. False ends the turn."""
-        message.refresh_from_db()
+        if not fresh:
+            message.refresh_from_db()
         data = message.data
         if data.get("finish") is None and not data.get("error"):
             # The worker died mid-stream: what was said is kept, the step is closed as interrupted.
             data = {**data, "finish": "tool-calls" if Part.objects.filter(message=message, type="tool").exists() else "unknown"}
+            message.data = data
         stopped = False
         try:
             ToolRunner(self, message).run_all()
@@ -160,9 +166,9 @@ class Run:
             stopped = True
         if self.abort.is_set():
             return False
-        start = Part.objects.filter(message=message, type="step-start").first()
-        snapshot = (start.data.get("snapshot") if start else None)
-        tools_used = set(Part.objects.filter(message=message, type="tool").values_list("data__tool", flat=True))
+        kinds = list(Part.objects.filter(message=message, type__in=("step-start", "tool")).values_list("type", "data"))
+        snapshot = next((d.get("snapshot") for t, d in kinds if t == "step-start"), None)
+        tools_used = {d["tool"] for t, d in kinds if t == "tool"}
         end = self._snapshot() if tools_used - READ_ONLY_TOOLS or not snapshot else snapshot
         self.last_snapshot = end
         if snapshot and end and end != snapshot:
@@ -184,8 +190,7 @@ class Run:
         attempt = 0
         while True:
             processor = StreamProcessor(self.session, message, self.tools)
-            if self.active_runs() > KEEP_CONNECTION_UP_TO:
-                connection.close()
+            release_connection(self.active_runs())
             try:
                 events = self.model.stream(system=system, messages=history, tools=tools, abort=self.abort,
                                            temperature=self.agent.temperature)

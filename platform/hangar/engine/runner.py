@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import threading
 
-from django.db import close_old_connections, connection
+from django.db import close_old_connections
 
 from hangar.conversations import services as store
 from hangar.conversations.events import publish
 from hangar.conversations.models import Session
+from hangar.engine.dbconn import release_connection
 from hangar.engine.leases import keeper, lease_acquire, lease_release, new_owner
 from hangar.engine.loop import Run
 from hangar.logging import get_logger
@@ -33,8 +34,7 @@ def run_session_once(session_id: str) -> bool:
     finally:
         keeper.drop(session_id)
         requeue = lease_release(session_id, owner)
-        if keeper.active() > 20:
-            connection.close()
+        release_connection(keeper.active())
     if requeue:
         from hangar.engine.services import enqueue_run
 

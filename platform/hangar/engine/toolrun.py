@@ -22,6 +22,7 @@ from hangar.conversations import services as store
 from hangar.conversations.events import publish_ephemeral
 from hangar.conversations.models import Message, Part, PermissionGrant, PermissionRequest
 from hangar.engine import permissions as perm
+from hangar.engine.dbconn import release_connection
 from hangar.engine.tools.base import (
     EXTRA_RUN_SUBCALL, EXTRA_SESSION, EXTRA_TOOLS, PermissionAsked, PermissionRejected, ToolContext, ToolError,
     ToolResult,
@@ -49,10 +50,16 @@ class ToolRunner:
     def __init__(self, run, message: Message):
         self.run = run  # hangar.engine.loop.Run: session, sandbox, tools, ruleset, abort...
         self.message = message
+        self._ruleset: list[dict] | None = None
 
     # --- permission ------------------------------------------------------------------------------
 
     def ruleset(self) -> list[dict]:
+        if self._ruleset is None:  # once per step: grants made by a reply start a new run anyway
+            self._ruleset = self._load_ruleset()
+        return self._ruleset
+
+    def _load_ruleset(self) -> list[dict]:
         session = self.run.session
         grants = PermissionGrant.objects.filter(project_id=session.project_id, revoked_at__isnull=True)
         project_grants = [g for g in grants if g.scope == "project"]
@@ -192,7 +199,9 @@ class ToolRunner:
         tool = self.run.tools.get(tool_name)
         if tool is None:
             raise ToolError(f"Unknown tool {tool_name!r}.")
-        return execute_tool(tool, args, self.context(call_id, part_ref))
+        ctx = self.context(call_id, part_ref)
+        release_connection(self.run.active_runs())  # a command may run for minutes
+        return execute_tool(tool, args, ctx)
 
     # --- batch sub-calls -----------------------------------------------------------------------------
 

@@ -106,7 +106,13 @@ class LiteLLMModel:
 
     def _events(self, response: Any, abort: threading.Event) -> Iterator[StreamEvent]:
         raw, tapped = getattr(response, "completion_stream", None), {}
-        if raw is not None and not isinstance(raw, (str, bytes)):
+        response._hangar_raw, response._hangar_usage = raw, tapped
+        # For an OpenAI-compatible api_base LiteLLM hands us the OpenAI SDK's own stream: read it directly.
+        # LiteLLM built and sent the request (auth, api_base, params); its per-chunk re-wrapping
+        # (CustomStreamWrapper: pydantic copies, role stripping, verbose-string formatting) is ~half of
+        # its cost per call here and adds nothing for an OpenAI-wire stream.
+        direct = self._api_base is not None and type(raw).__module__.startswith("openai")
+        if raw is not None and not direct and not isinstance(raw, (str, bytes)):
             # LiteLLM only surfaces the provider's usage chunk through its end-of-stream rebuild, which we
             # skip (see module doc): read it off the raw provider stream on its way through.
             def tap():
@@ -116,24 +122,27 @@ class LiteLLMModel:
                     yield chunk
 
             response.completion_stream = tap()
-            response._hangar_raw = raw
-        response._hangar_usage = tapped
         done = threading.Event()
         threading.Thread(target=_close_on_abort, args=(response, abort, done), daemon=True,
                          name="llm-abort-watch").start()
         try:
-            yield from self._read(response, abort)
+            yield from self._read(raw if direct else response, abort, drain=None if direct else response)
         finally:
             done.set()
 
-    def _read(self, response: Any, abort: threading.Event) -> Iterator[StreamEvent]:
+    def _read(self, stream: Any, abort: threading.Event, drain: Any = None) -> Iterator[StreamEvent]:
+        """`stream` yields OpenAI-shaped chunks (the SDK's or LiteLLM's); `drain` is LiteLLM's wrapper,
+        which is left at the finish chunk (its remaining raw chunks are drained unprocessed)."""
+        usage = None
         open_block = ""  # "text" | "reasoning" | ""
         calls: dict[int, dict] = {}
         finish = ""
         try:
-            for chunk in response:
+            for chunk in stream:
                 if abort.is_set():
                     break
+                if getattr(chunk, "usage", None):
+                    usage = chunk.usage
                 if not chunk.choices:
                     continue
                 choice = chunk.choices[0]
@@ -169,9 +178,10 @@ class LiteLLMModel:
                     # Stop here and drain the provider's stream ourselves, so LiteLLM's end-of-stream
                     # rebuild (stream_chunk_builder, cost calculator, deep copies) never runs (module doc).
                     finish = choice.finish_reason
-                    for _rest in response.completion_stream or ():  # the provider's usage chunk, unprocessed
-                        pass
-                    break
+                    if drain is not None:
+                        for _rest in drain.completion_stream or ():  # the provider's usage chunk, unprocessed
+                            pass
+                        break
         except ProviderError:
             raise
         except Exception as exc:
@@ -179,14 +189,14 @@ class LiteLLMModel:
                 return
             raise _error(exc) from exc
         finally:
-            _close(response)
+            _close(drain if drain is not None else stream)
         if open_block:
             yield StreamEvent(f"{open_block}-end")
         for slot in calls.values():
             yield StreamEvent("tool-call", id=slot["id"], name=slot["name"], arguments=slot["args"] or "{}")
         if abort.is_set():
             return
-        usage = response._hangar_usage.get("usage")
+        usage = usage or (drain._hangar_usage.get("usage") if drain is not None else None)
         finish = {"tool_calls": "tool-calls", "function_call": "tool-calls", "content_filter": "content-filter"}.get(
             finish, finish or ("tool-calls" if calls else "stop"))
         if calls and finish == "stop":
@@ -203,7 +213,7 @@ def _close_on_abort(response: Any, abort: threading.Event, done: threading.Event
 
 
 def _close(response: Any) -> None:
-    stream = getattr(response, "_hangar_raw", None) or getattr(response, "completion_stream", None)
+    stream = getattr(response, "_hangar_raw", None) or getattr(response, "completion_stream", None) or response
     for target in (getattr(stream, "response", None), stream):
         close = getattr(target, "close", None)
         if close is not None:
