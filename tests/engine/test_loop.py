@@ -4,8 +4,8 @@ in the real Docker sandbox, parts and events in Postgres."""
 import pytest
 
 from hangar.conversations.models import Event, Part, Session
-from hangar.engine.services import session_prompt
 from hangar.engine.sandboxes import manager
+from hangar.engine.services import session_prompt
 from tests.engine.conftest import assistant_messages, text_of, text_prompt, tool_parts, wait_idle
 
 pytestmark = pytest.mark.django_db(transaction=True)

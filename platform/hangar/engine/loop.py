@@ -24,8 +24,8 @@ from hangar.conversations.models import Message, Part, PermissionRequest, Sessio
 from hangar.engine import permissions as perm
 from hangar.engine.agents import agent_get
 from hangar.engine.dbconn import release_connection
-from hangar.engine.models import org_policy_for
 from hangar.engine.history import to_model_messages
+from hangar.engine.models import org_policy_for
 from hangar.engine.processor import StreamProcessor, now_ms
 from hangar.engine.providers.base import ProviderError
 from hangar.engine.providers.cost import step_cost
@@ -34,8 +34,8 @@ from hangar.engine.retry import MAX_ATTEMPTS, retry_delay
 from hangar.engine.sandboxes import sandbox_for
 from hangar.engine.system import build_system, prompt_text
 from hangar.engine.titles import title_maybe
-from hangar.engine.tools.base import PermissionAsked
 from hangar.engine.toolrun import ToolRunner, TurnStopped
+from hangar.engine.tools.base import PermissionAsked
 from hangar.logging import get_logger
 from sandbox.protocol import SandboxError
 

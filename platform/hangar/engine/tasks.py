@@ -42,10 +42,9 @@ def recover_expired_runs() -> int:
 
 @shared_task(name="hangar.engine.reap_sandboxes", ignore_result=True)
 def reap_sandboxes() -> dict:
-    from sandbox.reaper import Reaper
-
     from hangar.conversations.models import Session
     from hangar.engine.sandboxes import manager
+    from sandbox.reaper import Reaper
 
     def is_session_alive(session_id: str) -> bool:
         return Session.objects.filter(pk=session_id, archived_at__isnull=True).exists()

@@ -24,7 +24,13 @@ from hangar.conversations.models import Message, Part, PermissionGrant, Permissi
 from hangar.engine import permissions as perm
 from hangar.engine.dbconn import release_connection
 from hangar.engine.tools.base import (
-    EXTRA_RUN_SUBCALL, EXTRA_SESSION, EXTRA_TOOLS, PermissionAsked, PermissionRejected, ToolContext, ToolError,
+    EXTRA_RUN_SUBCALL,
+    EXTRA_SESSION,
+    EXTRA_TOOLS,
+    PermissionAsked,
+    PermissionRejected,
+    ToolContext,
+    ToolError,
     ToolResult,
 )
 

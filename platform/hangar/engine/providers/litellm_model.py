@@ -2,17 +2,20 @@
 
 LiteLLM is imported lazily (3.5 s, ~170 MB): only a worker that runs a step pays for it.
 
-Measured here (scripted server, one text + one tool call, median of 30): raw httpx 3.0 ms, LiteLLM
-as shipped 20.8 ms. Where it went (pyinstrument): ~30 % in `stream_chunk_builder` at end of stream
-(rebuilds the whole response for logging, runs the cost calculator, which misses the price map for
-an unknown model and walks fallback "generalisations", then deep-copies the response twice), a
-per-chunk `executor.submit` of success logging, and `print_verbose` f-strings that format every
-chunk even when not verbose. What we do about it:
+Measured here (scripted server, one text + one tool call, median of 30, same process): raw httpx
+1.4-3.0 ms, LiteLLM as shipped 20.8 ms. Where it went (pyinstrument, cProfile): ~30 % in
+`stream_chunk_builder` at end of stream (rebuilds the whole response for logging, runs the cost
+calculator, which misses the price map for an unknown model and walks fallback "generalisations", then
+deep-copies the response twice); a per-chunk `executor.submit` of success logging; CustomStreamWrapper's
+per-chunk re-wrapping (pydantic model copies, role stripping) and `print_verbose` f-strings that format
+every chunk even when not verbose; the OpenAI SDK's request transform and chunk model construction.
+What we do about it:
   * `litellm.disable_streaming_logging = True` (no per-chunk logging task): 20.8 → 17.8 ms;
-  * stop reading at the finish chunk, which LiteLLM emits only after the provider's stream is
-    exhausted, so the end-of-stream `stream_chunk_builder` never runs; usage is taken from the raw
-    usage chunk LiteLLM already kept in `chunks`: → ~15 ms;
-  * we compute cost ourselves from the price map (cost.py), once, with a dict lookup.
+  * never let the end-of-stream rebuild run (stop at the finish chunk, drain the rest raw): → ~15 ms;
+  * for an OpenAI-compatible api_base, read the OpenAI SDK stream LiteLLM returns directly instead of
+    LiteLLM's wrapper (LiteLLM still builds and sends the request): → 6.8 ms;
+  * cost from the price map ourselves, once, with a dict lookup (cost.py); retries are ours (max_retries=0).
+The rest (~5 ms) is LiteLLM's request setup and the OpenAI SDK (param transform, chunk models).
 """
 
 from __future__ import annotations
