@@ -95,6 +95,7 @@ def main() -> None:
            "HANGAR_ENGINE_QUEUE": queue}
     worker_env = {**env, "HANGAR_DB_POOL_MAX": str(args.db_pool)} if args.db_pool else env
     os.environ.update({k: env[k] for k in ("DATABASE_URL", "DJANGO_SETTINGS_MODULE", "HANGAR_ENGINE_QUEUE")})
+    os.environ["HANGAR_SANDBOX_POOL"] = "0"  # this process pre-provisions the sessions' own sandboxes
     create_db()
     subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)
     sys.path[:0] = [str(ROOT / "platform"), str(ROOT)]

@@ -24,6 +24,7 @@ from scripted_llm import ScriptedServer
 ROOT = Path(__file__).resolve().parents[2]
 # setdefault: this module is imported twice (as a conftest and by tests): one queue per run.
 QUEUE = os.environ.setdefault("HANGAR_ENGINE_QUEUE", f"engine-test-{uuid.uuid4().hex[:8]}")
+os.environ.setdefault("HANGAR_SANDBOX_POOL", "0")  # the test process only cleans up; workers keep a pool
 
 
 @pytest.fixture(scope="session")
@@ -55,7 +56,7 @@ def script(scripted) -> Script:
 class Worker:
     def __init__(self, db_name: str, beat: bool = False, concurrency: int = 20):
         env = {**os.environ, "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{db_name}",
-               "HANGAR_ENGINE_QUEUE": QUEUE, "PYTHONPATH": f"{ROOT}/platform:{ROOT}", "HANGAR_LEASE_TTL_S": "6"}
+               "HANGAR_ENGINE_QUEUE": QUEUE, "HANGAR_SANDBOX_POOL": "1", "PYTHONPATH": f"{ROOT}/platform:{ROOT}", "HANGAR_LEASE_TTL_S": "6"}
         cmd = [sys.executable, "-m", "celery", "-A", "hangar", "worker", "--pool", "threads",
                "--concurrency", str(concurrency), "-Q", QUEUE, "--loglevel", "WARNING",
                "-n", f"w{uuid.uuid4().hex[:6]}@%h", "--without-gossip", "--without-mingle"]

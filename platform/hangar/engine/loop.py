@@ -95,11 +95,12 @@ class Run:
                 pass
         except PermissionAsked:
             return  # parked: the reply re-enqueues the run
-        if self.abort.is_set():
+        aborted = self.abort.is_set()
+        if aborted:
             self._finish_aborted()
-        else:
-            title_maybe(self)
         store.session_status_set(session=Session.objects.get(pk=self.session_id), status="idle")
+        if not aborted:
+            title_maybe(self)  # after idle, as OpenCode does it off the turn's critical path
 
     def _iterate(self) -> bool:
         if self.abort.is_set():

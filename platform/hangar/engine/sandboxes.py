@@ -5,8 +5,11 @@ the project's limits and only the project's sandbox-safe env vars (secrets never
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
+
+from django.conf import settings
 
 from sandbox.protocol import Sandbox, SandboxSpec
 
@@ -14,14 +17,31 @@ _manager = None
 _lock = threading.Lock()
 
 
+def _pool_template() -> SandboxSpec:
+    """A pooled container fits sessions whose project keeps the default limits (the common case)."""
+    from hangar.projects.models import Project
+
+    default = {f.name: f.default for f in Project._meta.fields}
+    return SandboxSpec(session_id="pool", image=None, cpus=default["sandbox_cpus"],
+                       memory_mb=default["sandbox_memory_mb"], pids=default["sandbox_pids"],
+                       disk_mb=default["sandbox_disk_mb"], network=default["network_policy"])
+
+
 def manager():
+    """The process's DockerSandboxes. With a warm pool (settings.SANDBOX_POOL_SIZE > 0, unless
+    HANGAR_SANDBOX_POOL=0) a new session claims a started container in milliseconds instead of
+    creating one (~200-500 ms) in its first step."""
     global _manager
     if _manager is None:
         with _lock:
             if _manager is None:
-                from sandbox import DockerSandboxes
+                from sandbox import DockerSandboxes, WarmPool
 
-                _manager = DockerSandboxes()
+                size = settings.SANDBOX_POOL_SIZE if os.environ.get("HANGAR_SANDBOX_POOL", "1") != "0" else 0
+                pool = WarmPool(size, template=_pool_template()) if size > 0 else None
+                _manager = DockerSandboxes(pool=pool)
+                if pool is not None:
+                    pool.start()
     return _manager
 
 
