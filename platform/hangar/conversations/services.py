@@ -4,9 +4,11 @@ transaction. Session lifecycle services that people call (create, rename, archiv
 the engine's per-step writes (parts, messages) are not audited row by row: the prompt that caused them is.
 """
 
+import json
 import time
 
 from django.db import transaction
+from django.utils import timezone
 
 from hangar.accounts.actors import Actor
 from hangar.audit.services import audit_record
@@ -22,6 +24,29 @@ def now_ms() -> int:
 # --- messages and parts (engine-facing) ---------------------------------------------------------
 
 
+# The three engine-facing writes below are each ONE statement: the row write rides in the event append
+# as a data-modifying CTE (hangar.conversations.events.publish_many), so row, seq bump and event commit or
+# fail together without BEGIN/SAVEPOINT round trips. A part upsert is INSERT ... ON CONFLICT DO UPDATE
+# (the old update_or_create was SELECT FOR UPDATE + INSERT/UPDATE inside two savepoints).
+
+_MESSAGE_INSERT = ("INSERT INTO conversations_message (id, session_id, role, data, created_at, updated_at)"
+                   " VALUES (%s, %s, %s, %s::jsonb, now(), now()) RETURNING 1")
+_MESSAGE_UPDATE = "UPDATE conversations_message SET data = %s::jsonb, updated_at = now() WHERE id = %s RETURNING 1"
+_PART_UPSERT = (
+    "INSERT INTO conversations_part (id, session_id, message_id, type, data, created_at, updated_at)"
+    " VALUES (%s, %s, %s, %s, %s::jsonb, now(), now())"
+    " ON CONFLICT (id) DO UPDATE SET session_id = EXCLUDED.session_id, message_id = EXCLUDED.message_id,"
+    " type = EXCLUDED.type, data = EXCLUDED.data, updated_at = EXCLUDED.updated_at RETURNING 1"
+)
+
+
+def _persisted(obj, now):
+    """Mark an instance written by raw SQL as saved, so a later .save() updates rather than inserts."""
+    obj._state.adding, obj._state.db = False, "default"
+    obj.created_at = obj.updated_at = now
+    return obj
+
+
 def message_create(*, session: Session, data: dict) -> Message:
     """Store a new user or assistant message (OpenCode shape; id/sessionID filled in if absent)."""
     message = Message(session=session)
@@ -30,18 +55,19 @@ def message_create(*, session: Session, data: dict) -> Message:
     data = schemas.validate_message(data)
     message.role = data["role"]
     message.data = data
-    with transaction.atomic():
-        message.save(force_insert=True)
-        publish(session, "message.updated", {"info": data})
-    return message
+    publish(session, "message.updated", {"info": data},
+            with_write=(_MESSAGE_INSERT, [message.id, session.pk, message.role, json.dumps(data)]))
+    return _persisted(message, timezone.now())
 
 
 def message_update(*, message: Message, data: dict) -> Message:
     data = schemas.validate_message({**data, "id": message.pk, "sessionID": message.session_id})
-    with transaction.atomic():
-        Message.objects.filter(pk=message.pk).update(data=data)
-        message.data = data
-        publish(message.session, "message.updated", {"info": data})
+    try:
+        publish(message.session, "message.updated", {"info": data},
+                with_write=(_MESSAGE_UPDATE, [json.dumps(data), message.pk]))
+    except LookupError:
+        raise Message.DoesNotExist(message.pk) from None
+    message.data = data
     return message
 
 
@@ -51,14 +77,11 @@ def part_upsert(*, message: Message, data: dict, delta: str | None = None) -> Pa
     if not data.get("id"):
         data["id"] = Part().id
     data = schemas.validate_part(data)
-    with transaction.atomic():
-        part, _ = Part.objects.update_or_create(
-            pk=data["id"],
-            defaults={"session_id": message.session_id, "message": message, "type": data["type"], "data": data},
-        )
-        payload = {"part": data} if delta is None else {"part": data, "delta": delta}
-        publish(message.session, "message.part.updated", payload)
-    return part
+    payload = {"part": data} if delta is None else {"part": data, "delta": delta}
+    publish(message.session, "message.part.updated", payload, with_write=(
+        _PART_UPSERT, [data["id"], message.session_id, message.pk, data["type"], json.dumps(data)]))
+    part = Part(id=data["id"], session_id=message.session_id, message=message, type=data["type"], data=data)
+    return _persisted(part, timezone.now())
 
 
 def todos_replace(*, session: Session, todos: list[dict]) -> list[Todo]:
