@@ -1,4 +1,4 @@
-"""The LiteLLM adapter over real HTTP against the scripted server, and the permission rule engine."""
+"""Both model adapters (LiteLLM; direct OpenAI-compatible) over real HTTP against the scripted server, and the permission rule engine."""
 
 import threading
 import time
@@ -9,14 +9,15 @@ import pytest
 from hangar.engine import permissions as perm
 from hangar.engine.providers.base import ProviderError
 from hangar.engine.providers.litellm_model import LiteLLMModel
+from hangar.engine.providers.openai_compat import OpenAICompatModel
 
 
-@pytest.fixture
-def model(scripted):
+@pytest.fixture(params=[LiteLLMModel, OpenAICompatModel], ids=["litellm", "openai_compat"])
+def model(scripted, request):
     def make(turns):
         script_id = f"p-{time.monotonic_ns()}"
         httpx.post(f"http://127.0.0.1:{scripted.port}/_scripts", json={"id": script_id, "turns": turns}).raise_for_status()
-        return LiteLLMModel(provider_id="scripted", model_id=script_id, api_base=scripted.url, api_key="sk-test")
+        return request.param(provider_id="scripted", model_id=script_id, api_base=scripted.url, api_key="sk-test")
     return make
 
 

@@ -1,7 +1,7 @@
 """Which model a step talks to, with whose key: the foundation's credential store (user over org).
 
-`model_factory` is the seam: tests may swap it for an in-process Model; production builds a
-LiteLLMModel with the resolved credential (decrypted here, in the worker, never stored or logged).
+`model_factory` is the seam: tests may swap it for an in-process Model; production builds an
+OpenAICompatModel (explicit api_base) or a LiteLLMModel (routed providers) with the resolved credential (decrypted here, in the worker, never stored or logged).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from hangar.engine.providers.base import Model, ProviderError
 
 def _litellm_factory(*, org_id: int, user_id: int | None, provider_id: str, model_id: str) -> Model:
     from hangar.engine.providers.litellm_model import LiteLLMModel
+    from hangar.engine.providers.openai_compat import OpenAICompatModel
     from hangar.projects.credentials import CredentialNotFound, credential_resolve
 
     try:
@@ -24,7 +25,10 @@ def _litellm_factory(*, org_id: int, user_id: int | None, provider_id: str, mode
         if not local:
             raise ProviderError(f"no credential for provider {provider_id!r}: add one in the project settings",
                                 name="ProviderAuthError") from None
-        return LiteLLMModel(provider_id=provider_id, model_id=model_id, api_base=local, api_key="local")
+        return OpenAICompatModel(provider_id=provider_id, model_id=model_id, api_base=local, api_key="local")
+    if credential.api_base:  # OpenAI wire format to an explicit base: no LiteLLM on the step path (openai_compat)
+        return OpenAICompatModel(provider_id=provider_id, model_id=model_id, api_base=credential.api_base,
+                                 api_key=credential.api_key)
     return LiteLLMModel(provider_id=provider_id, model_id=model_id, api_base=credential.api_base,
                         api_key=credential.api_key)
 
