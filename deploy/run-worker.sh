@@ -1,13 +1,29 @@
 #!/usr/bin/env bash
-# One Celery worker process carrying many agent sessions: an agent session spends most of its life
+# Celery worker processes carrying many agent sessions: an agent session spends most of its life
 # waiting on the LLM, so the pool is threads, not prefork (one LiteLLM import, ~170 MB, per process).
+# One process is bound by the GIL (~20 ms of CPU per agent step); HANGAR_WORKER_PROCESSES=N (default 1)
+# starts N such processes on this host, e.g. one per core, each with HANGAR_WORKER_CONCURRENCY threads.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD/platform:$PWD${PYTHONPATH:+:$PYTHONPATH}"
-# 100 threads share a bounded psycopg pool: Postgres allows 100 connections here in all.
+# Threads share a bounded psycopg pool per process: Postgres allows 100 connections here in all.
 export HANGAR_DB_POOL_MAX=${HANGAR_DB_POOL_MAX:-20}
 queue_args=()
 [ -n "${HANGAR_ENGINE_QUEUE:-}" ] && queue_args=(-Q "$HANGAR_ENGINE_QUEUE")
-exec .venv/bin/python -m celery -A hangar worker --pool threads "${queue_args[@]}" \
-  --concurrency "${HANGAR_WORKER_CONCURRENCY:-100}" --loglevel "${HANGAR_LOG_LEVEL:-INFO}" \
-  --hostname "worker-$$@%h" "$@"
+processes=${HANGAR_WORKER_PROCESSES:-1}
+worker() {
+  ${EXEC:-} .venv/bin/python -m celery -A hangar worker --pool threads "${queue_args[@]}" \
+    --concurrency "${HANGAR_WORKER_CONCURRENCY:-100}" --loglevel "${HANGAR_LOG_LEVEL:-INFO}" \
+    --hostname "worker-$$-$1@%h" "${@:2}"
+}
+if [ "$processes" -le 1 ]; then
+  EXEC=exec worker 0 "$@"  # exec: signals reach Celery directly
+fi
+pids=()
+for i in $(seq 1 "$processes"); do
+  worker "$i" "$@" &
+  pids+=($!)
+done
+# Forward stop signals to every process (Celery's warm shutdown on TERM), then wait for all of them.
+trap 'kill -TERM "${pids[@]}" 2>/dev/null || true' TERM INT
+wait "${pids[@]}"

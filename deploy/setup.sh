@@ -98,4 +98,5 @@ say "sandbox image: $(.venv/bin/python -m sandbox.image build)"
 
 # --- schema ----------------------------------------------------------------------------------------
 .venv/bin/python manage.py migrate --noinput -v0
+.venv/bin/python manage.py collectstatic --noinput -v0  # served by WhiteNoise from Daphne
 say "ready"

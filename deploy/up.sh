@@ -12,8 +12,6 @@ PY=.venv/bin/python
 # platform/ is a source root, not a package (it would shadow the stdlib `platform`): put it on the path.
 export PYTHONPATH="$PWD/platform:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 
-.venv/bin/python manage.py collectstatic --noinput -v0
-
 # Demo tenant. bootstrap is idempotent; it mints a fresh API token each run (tokens are shown once).
 boot_args=(--json --email "${HANGAR_DEMO_EMAIL:-demo@hangar.local}" --org demo --project demo)
 LOCAL_MODEL=0
