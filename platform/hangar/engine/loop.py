@@ -132,7 +132,9 @@ class Run:
         store.part_upsert(message=message, data={"type": "step-start", **({"snapshot": snapshot} if snapshot else {})})
         system = build_system(agent_prompt=agent.prompt, provider_id=model_ref["providerID"], model_id=model_ref["modelID"],
                               sandbox=self.sandbox(), user_system=user.data.get("system"), run=self)
-        history = to_model_messages(self._history(messages)) + self._reminders(messages, last_step)
+        stored = self._history(messages)
+        history = to_model_messages(stored) + self._reminders(messages, last_step)
+        prior_tools = [p for _info, parts in stored for p in parts if p["type"] == "tool"]
         from hangar.engine.tools.registry import tool_schemas
 
         tools = [] if last_step else tool_schemas(self.tools)
@@ -146,13 +148,15 @@ class Run:
         # Kept on the instance; written to the row only if the step parks (else once, at completion).
         message.data = {**message.data, "finish": result.finish, "cost": cost, "tokens": tokens}
         try:
-            return self._finish_step(message, fresh=True)
+            return self._finish_step(message, fresh=(snapshot, result.tool_parts, prior_tools))
         except PermissionAsked:
             store.message_update(message=message, data=message.data)
             raise
 
-    def _finish_step(self, message: Message, fresh: bool = False) -> bool:
-        """Run the step's tool calls, then close it: patch, step-finish, completed. False ends the turn."""
+    def _finish_step(self, message: Message, fresh: tuple | None = None) -> bool:
+        """Run the step's tool calls, then close it: patch, step-finish, completed. False ends the turn.
+        `fresh` = (step-start snapshot, the tool parts just streamed, earlier tool parts) for a step this
+        run has just streamed: what it wrote is known, so nothing is re-read; None = a resumed step."""
         if not fresh:
             message.refresh_from_db()
         data = message.data
@@ -161,15 +165,19 @@ class Run:
             data = {**data, "finish": "tool-calls" if Part.objects.filter(message=message, type="tool").exists() else "unknown"}
             message.data = data
         stopped = False
+        runner = ToolRunner(self, message, *(fresh[1:] if fresh else ()))
         try:
-            ToolRunner(self, message).run_all()
+            runner.run_all()
         except TurnStopped:
             stopped = True
         if self.abort.is_set():
             return False
-        kinds = list(Part.objects.filter(message=message, type__in=("step-start", "tool")).values_list("type", "data"))
-        snapshot = next((d.get("snapshot") for t, d in kinds if t == "step-start"), None)
-        tools_used = {d["tool"] for t, d in kinds if t == "tool"}
+        if fresh:
+            snapshot, tools_used = fresh[0], {d["tool"] for d in runner.current.values()}
+        else:
+            kinds = list(Part.objects.filter(message=message, type__in=("step-start", "tool")).values_list("type", "data"))
+            snapshot = next((d.get("snapshot") for t, d in kinds if t == "step-start"), None)
+            tools_used = {d["tool"] for t, d in kinds if t == "tool"}
         end = self._snapshot() if tools_used - READ_ONLY_TOOLS or not snapshot else snapshot
         self.last_snapshot = end
         if snapshot and end and end != snapshot:

@@ -31,6 +31,7 @@ class StepResult:
     usage: Usage = field(default_factory=Usage)
     tool_calls: int = 0
     produced: bool = False  # any part written (a retry after this would duplicate output)
+    tool_parts: list[dict] = field(default_factory=list)  # as stored: the tool runner needs not re-read them
 
 
 class StreamProcessor:
@@ -86,9 +87,10 @@ class StreamProcessor:
             reason = error or f"Model tried to call unavailable tool '{event.name}'. Available tools: {', '.join(self.tools)}."
             args = {"tool": event.name, "error": reason}
             name = "invalid"
-        store.part_upsert(message=self.message, data={
+        part = store.part_upsert(message=self.message, data={
             "type": "tool", "callID": event.id, "tool": name,
             "state": {"status": "pending", "input": args, "raw": event.arguments or ""}})
+        self.result.tool_parts.append(part.data)
         self.result.tool_calls += 1
         self.result.produced = True
 

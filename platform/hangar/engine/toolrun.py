@@ -53,10 +53,18 @@ def now_ms() -> int:
 
 
 class ToolRunner:
-    def __init__(self, run, message: Message):
+    def __init__(self, run, message: Message, parts: list[dict] | None = None, prior_tools: list[dict] | None = None):
+        """`parts`: the message's tool parts when the caller already has them (a step that just streamed
+        them); `prior_tools`: the session's tool parts of earlier messages (from the step's history read).
+        Either None → read from the database (a resumed step)."""
         self.run = run  # hangar.engine.loop.Run: session, sandbox, tools, ruleset, abort...
         self.message = message
         self._ruleset: list[dict] | None = None
+        self._parts = parts
+        self._prior = prior_tools
+        # This message's tool parts as last saved (by id): the in-memory view the doom-loop check and the
+        # loop's closing snapshot decision use instead of re-reading the rows this runner just wrote.
+        self.current: dict[str, dict] = {p["id"]: p for p in parts or []}
 
     # --- permission ------------------------------------------------------------------------------
 
@@ -76,7 +84,11 @@ class ToolRunner:
 
     def ask_for(self, call_id: str):
         def ask(permission: str, patterns: list[str], always: list[str], metadata: dict[str, Any]) -> None:
-            action = perm.decide(permission, patterns, ruleset=self.ruleset(), org_policy=self.run.org_policy)
+            # Grants only append allow rules (last match wins), so a request the base rules already allow
+            # stays allowed with them: read the grants only when the answer could change.
+            action = perm.decide(permission, patterns, ruleset=self.run.ruleset, org_policy=self.run.org_policy)
+            if action != perm.ALLOW:
+                action = perm.decide(permission, patterns, ruleset=self.ruleset(), org_policy=self.run.org_policy)
             if action == perm.ALLOW:
                 return
             if action == perm.DENY:
@@ -101,12 +113,21 @@ class ToolRunner:
 
     def save(self, part: dict, **state) -> dict:
         part = {**part, "state": state}
-        store.part_upsert(message=self.message, data=part)
-        return part
+        saved = store.part_upsert(message=self.message, data=part).data
+        self.current[saved["id"]] = saved
+        return {**part, "id": saved["id"]}
+
+    def _recent_tools(self, exclude: str) -> list[dict]:
+        """The session's latest tool parts other than `exclude`, newest first (as the query would give)."""
+        if self._prior is None:
+            return list(Part.objects.filter(session_id=self.run.session.pk, type="tool")
+                        .exclude(pk=exclude).order_by("-id").values_list("data", flat=True)[:DOOM_LOOP_THRESHOLD - 1])
+        known = {p["id"]: p for p in self._prior}
+        known.update(self.current)
+        return [known[i] for i in sorted(known, reverse=True) if i != exclude][:DOOM_LOOP_THRESHOLD - 1]
 
     def _doom_loop(self, part: dict) -> bool:
-        recent = list(Part.objects.filter(session_id=self.run.session.pk, type="tool")
-                      .exclude(pk=part["id"]).order_by("-id").values_list("data", flat=True)[:DOOM_LOOP_THRESHOLD - 1])
+        recent = self._recent_tools(part["id"])
         if len(recent) < DOOM_LOOP_THRESHOLD - 1:
             return False
         key = json.dumps(part["state"]["input"], sort_keys=True)
@@ -141,8 +162,10 @@ class ToolRunner:
     def run_all(self) -> None:
         """Execute every unfinished tool part of the message, in order. Raises PermissionAsked (park),
         TurnStopped (person rejected)."""
-        for row in Part.objects.filter(message=self.message, type="tool").order_by("id"):
-            part = row.data
+        rows = self._parts if self._parts is not None else [
+            row.data for row in Part.objects.filter(message=self.message, type="tool").order_by("id")]
+        for part in rows:
+            self.current.setdefault(part["id"], part)
             if "-" in part["callID"] and (part.get("metadata") or {}).get("batchChild"):
                 continue  # batch sub-calls run inside their batch
             state = part["state"]
