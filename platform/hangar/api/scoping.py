@@ -7,6 +7,7 @@ cannot probe which orgs exist."""
 
 from dataclasses import dataclass
 
+import structlog
 from rest_framework.exceptions import NotAuthenticated, NotFound
 
 from hangar.accounts.actors import Actor, actor_from_request
@@ -28,6 +29,7 @@ def org_from_request(request, org_slug: str) -> tuple[Org, Membership]:
     membership = membership_for(user, org.pk)
     if membership is None:
         raise NotFound()
+    structlog.contextvars.bind_contextvars(org=org.slug)
     return org, membership
 
 

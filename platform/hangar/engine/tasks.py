@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+import structlog
 from celery import current_app, shared_task
 from django.db import close_old_connections, connection
 from django.utils import timezone
@@ -18,10 +19,14 @@ current_app.conf.task_routes = {**(current_app.conf.task_routes or {}), "hangar.
 def run_session(session_id: str) -> bool:
     from hangar.engine.runner import run_session_once
 
+    # Every log line of this run carries the session (threads pool: contextvars are per thread).
+    structlog.contextvars.clear_contextvars()
+    structlog.contextvars.bind_contextvars(session=session_id, task="run_session")
     try:
         return run_session_once(session_id)
     finally:
         connection.close()
+        structlog.contextvars.clear_contextvars()
 
 
 @shared_task(name="hangar.engine.recover_expired_runs", ignore_result=True)

@@ -7,6 +7,7 @@ else is a 404 that looks exactly like a missing project. Used by the DRF views a
 
 from dataclasses import dataclass
 
+import structlog
 from asgiref.sync import sync_to_async
 from rest_framework.exceptions import AuthenticationFailed, NotAuthenticated, NotFound, PermissionDenied
 
@@ -39,6 +40,7 @@ def project_for_token(token: ApiToken, project_id) -> tuple[Project, Membership]
     membership = membership_for(token.user, token.org_id) if project else None
     if project is None or membership is None:
         raise NotFound(f"Project not found: {project_id}")
+    structlog.contextvars.bind_contextvars(org=project.org.slug, project=project.pk)
     return project, membership
 
 
