@@ -2,8 +2,8 @@
 
 import pytest
 
+from hangar.accounts.services import org_permission_policy_set
 from hangar.conversations.models import PermissionGrant, PermissionRequest, Session
-from hangar.engine.models import OrgPermissionPolicy
 from hangar.engine.services import permission_reply, session_prompt
 from hangar.projects.models import Project
 from tests.engine.conftest import assistant_messages, text_prompt, tool_parts, wait_for, wait_idle
@@ -99,7 +99,8 @@ def test_reject_with_a_message_feeds_it_back_to_the_model(alice, script, make_se
 def test_an_org_deny_beats_a_project_allow(alice, script, make_session, worker):
     Project.objects.filter(pk=alice.project.pk).update(
         permission_rules=[{"permission": "bash", "pattern": "*", "action": "allow"}])
-    OrgPermissionPolicy.objects.create(org=alice.org, rules=[{"permission": "bash", "pattern": "curl *", "action": "deny"}])
+    org_permission_policy_set(actor=alice.actor, org=alice.org,
+                              rules=[{"permission": "bash", "pattern": "curl *", "action": "deny"}])
     script_id = script.load([[bash("c1", "curl http://example.com")], [bash("c2", "echo allowed")], [{"text": "done"}]])
     session = make_session(alice, script_id)
     session_prompt(actor=alice.actor, session=session, parts=text_prompt("fetch it"))

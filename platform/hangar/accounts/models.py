@@ -36,6 +36,9 @@ class User(AbstractBaseUser, PermissionsMixin):
 class Org(models.Model):
     name = models.CharField(max_length=150)
     slug = models.SlugField(max_length=80, unique=True)
+    # Org-wide permission rules, evaluated on their own before every project/session layer so that an
+    # org deny always wins (hangar.engine.permissions). [{permission, pattern, action}]
+    permission_policy = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:

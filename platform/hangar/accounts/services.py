@@ -145,3 +145,18 @@ def token_revoke(*, actor: Actor, token: ApiToken) -> ApiToken:
         audit_record(actor=actor, action="token.revoke", target=token,
                      data={"prefix": token.prefix, "user": token.user.email})
     return token
+
+
+@transaction.atomic
+def org_permission_policy_set(*, actor: Actor, org: Org, rules: list) -> Org:
+    """Replace the org-wide permission policy (admins and owners). Its denies beat every project,
+    session and "always" allow; it is read by the engine at the start of each run."""
+    from hangar.projects.validation import clean_permission_rules
+
+    require_role(actor, org.pk, Role.ADMIN)
+    cleaned = clean_permission_rules(rules, field="rules")
+    org = Org.objects.select_for_update().get(pk=org.pk)
+    before, org.permission_policy = org.permission_policy, cleaned
+    org.save(update_fields=["permission_policy"])
+    audit_record(actor=actor, action="org.permission_policy.set", target=org, data={"from": before, "to": cleaned})
+    return org

@@ -1,4 +1,4 @@
-"""Orgs: list the ones I belong to, create one (I become its owner), read one."""
+"""Orgs: list the ones I belong to, create one (I become its owner), read one; the org permission policy."""
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
@@ -6,9 +6,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from hangar.accounts.actors import actor_from_request
-from hangar.accounts.models import ApiToken
+from hangar.accounts.models import ApiToken, Role
 from hangar.accounts.selectors import memberships_for_user
-from hangar.accounts.services import org_create
+from hangar.accounts.services import org_create, org_permission_policy_set
 from hangar.api.scoping import scope_for
 
 
@@ -49,3 +49,24 @@ class OrgDetailView(APIView):
     def get(self, request, org):
         scope = scope_for(request, org)
         return Response(org_out(scope.org, scope.membership.role))
+
+
+class PermissionPolicyIO(serializers.Serializer):
+    rules = serializers.ListField(child=serializers.DictField(), help_text="[{permission, pattern, action}]")
+
+
+class OrgPermissionPolicyView(APIView):
+    """The org-wide permission policy: any member reads it, admins and owners replace it."""
+
+    @extend_schema(operation_id="org_permission_policy_get", responses=PermissionPolicyIO)
+    def get(self, request, org):
+        scope = scope_for(request, org)
+        return Response({"rules": scope.org.permission_policy})
+
+    @extend_schema(operation_id="org_permission_policy_set", request=PermissionPolicyIO, responses=PermissionPolicyIO)
+    def put(self, request, org):
+        scope = scope_for(request, org, Role.ADMIN)
+        body = PermissionPolicyIO(data=request.data)
+        body.is_valid(raise_exception=True)
+        updated = org_permission_policy_set(actor=scope.actor, org=scope.org, rules=body.validated_data["rules"])
+        return Response({"rules": updated.permission_policy})

@@ -25,6 +25,7 @@ urlpatterns: list = [
     path("me", auth_views.MeView.as_view(), name="me"),
     path("orgs/", org_views.OrgListCreateView.as_view(), name="orgs"),
     path(ORG, org_views.OrgDetailView.as_view(), name="org"),
+    path(ORG + "permission-policy", org_views.OrgPermissionPolicyView.as_view(), name="org-permission-policy"),
     path(ORG + "members/", member_views.MemberListAddView.as_view(), name="members"),
     path(ORG + "members/<int:member_id>", member_views.MemberDetailView.as_view(), name="member"),
     path(ORG + "tokens/", token_views.TokenListCreateView.as_view(), name="tokens"),

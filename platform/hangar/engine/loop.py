@@ -25,7 +25,6 @@ from hangar.engine import permissions as perm
 from hangar.engine.agents import agent_get
 from hangar.engine.dbconn import release_connection
 from hangar.engine.history import to_model_messages
-from hangar.engine.models import org_policy_for
 from hangar.engine.processor import StreamProcessor, now_ms
 from hangar.engine.providers.base import ProviderError
 from hangar.engine.providers.cost import step_cost
@@ -70,7 +69,7 @@ class Run:
         self.agent = agent_get(user.data.get("agent"))
         self.model_ref = user.data["model"]
         if self.org_policy is None:  # read once per run
-            self.org_policy = org_policy_for(self.session.org)
+            self.org_policy = perm.org_policy_for(self.session.org)
         self.ruleset = (perm.DEFAULTS + self.agent.permission + perm.from_config(self.session.project.permission_rules)
                         + perm.from_config(self.session.permission))
         tools = get_tools(self.agent.name, self.model_ref["modelID"])

@@ -3,8 +3,8 @@ no match = ask.
 
 Layers, merged in order: built-in defaults, the agent's rules, the project's
 (`Project.permission_rules`), the session's (`Session.permission`), then stored "always" grants
-(project scope, then session scope). The org policy (`Org.permission_policy`, read with getattr until
-the field exists) is evaluated on its own first: if it denies, nothing below can allow.
+(project scope, then session scope). The org policy (`Org.permission_policy`, see `org_policy_for`) is
+evaluated on its own first: if it denies, nothing below can allow.
 """
 
 from __future__ import annotations
@@ -96,3 +96,8 @@ def disabled_tools(tool_names: list[str], ruleset: list[dict], org_policy: list[
 
 def permission_for_tool(name: str) -> str:
     return "edit" if name in ("write", "edit", "apply_patch", "multiedit") else name
+
+
+def org_policy_for(org) -> list[dict]:
+    """The org-wide rules (accounts.Org.permission_policy), set by admins through the API."""
+    return list(org.permission_policy or [])

@@ -21,13 +21,14 @@ ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 HOST = re.compile(r"^(\*\.)?([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
 
 
-def clean_permission_rules(rules) -> list[dict]:
-    """A ruleset as in the seeds: a list of {permission, pattern, action}; last match wins."""
+def clean_permission_rules(rules, field: str = "permission_rules") -> list[dict]:
+    """A ruleset as in the seeds: a list of {permission, pattern, action}; last match wins. Errors name
+    `field[index].key`."""
     if not isinstance(rules, list):
-        raise ValidationError({"permission_rules": ["Must be a list of {permission, pattern, action}."]})
+        raise ValidationError({field: ["Must be a list of {permission, pattern, action}."]})
     cleaned = []
     for index, rule in enumerate(rules):
-        where = f"permission_rules[{index}]"
+        where = f"{field}[{index}]"
         if not isinstance(rule, dict):
             raise ValidationError({where: ["Must be an object with permission, pattern and action."]})
         extra = set(rule) - {"permission", "pattern", "action"}
