@@ -11,13 +11,13 @@ export HANGAR_DB_POOL_MAX=${HANGAR_DB_POOL_MAX:-20}
 queue_args=()
 [ -n "${HANGAR_ENGINE_QUEUE:-}" ] && queue_args=(-Q "$HANGAR_ENGINE_QUEUE")
 processes=${HANGAR_WORKER_PROCESSES:-1}
-worker() {
-  ${EXEC:-} .venv/bin/python -m celery -A hangar worker --pool threads "${queue_args[@]}" \
+worker() {  # exec: in the foreground it replaces this script, in the background its subshell (so $! is Celery)
+  exec .venv/bin/python -m celery -A hangar worker --pool threads "${queue_args[@]}" \
     --concurrency "${HANGAR_WORKER_CONCURRENCY:-100}" --loglevel "${HANGAR_LOG_LEVEL:-INFO}" \
     --hostname "worker-$$-$1@%h" "${@:2}"
 }
 if [ "$processes" -le 1 ]; then
-  EXEC=exec worker 0 "$@"  # exec: signals reach Celery directly
+  worker 0 "$@"
 fi
 pids=()
 for i in $(seq 1 "$processes"); do
@@ -26,4 +26,4 @@ for i in $(seq 1 "$processes"); do
 done
 # Forward stop signals to every process (Celery's warm shutdown on TERM), then wait for all of them.
 trap 'kill -TERM "${pids[@]}" 2>/dev/null || true' TERM INT
-wait "${pids[@]}"
+wait "${pids[@]}" || wait "${pids[@]}"  # a trapped signal interrupts the first wait: wait for the shutdown
