@@ -146,6 +146,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "SERVE_INCLUDE_SCHEMA": False,
+    # One name for the permission reply choices used by several serializers.
+    "ENUM_NAME_OVERRIDES": {"PermissionReplyEnum": ["once", "always", "reject"]},
 }
 
 # Celery. Long agent runs are owned by a Postgres lease + heartbeat (see hangar.engine.leases), not by

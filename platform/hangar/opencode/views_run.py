@@ -56,7 +56,7 @@ class PromptAsync(OpenCodeView):
 
 
 class Abort(OpenCodeView):
-    @extend_schema(tags=OC, operation_id="oc_session_abort", responses={200: bool})
+    @extend_schema(tags=OC, operation_id="oc_session_abort", request=None, responses={200: bool})
     def post(self, request, project_id, session_id):
         session = self.get_session(session_id)
         engine().session_abort(actor=self.scope.actor, session=session)
