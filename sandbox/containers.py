@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from docker.types import LogConfig, Mount
 
-from sandbox import volumes
+from sandbox import egress, volumes
 from sandbox.protocol import WORKSPACE, SandboxSpec
 
 MANAGED = "hangar.managed"
@@ -20,9 +20,13 @@ def session_container_name(session_id: str) -> str:
 
 def create_kwargs(spec: SandboxSpec, image: str, name: str, volume_id: str, labels: dict[str, str]) -> dict:
     """docker-py `containers.create` arguments. Every limit is enforced by the kernel via Docker."""
-    if spec.network != "none":
-        # An egress allowlist needs a filtering proxy network; until it exists, fail closed.
-        raise NotImplementedError("network='allowlist' is not implemented yet; use 'none'")
+    if spec.network == "allowlist":
+        # Only the session's internal network (no route out); the proxy there is the way out.
+        network_mode, environment = egress.network_name(volumes.session_key(spec.session_id)), egress.sandbox_env()
+    elif spec.network == "none":
+        network_mode, environment = "none", {}  # nothing of the worker's env
+    else:
+        raise ValueError(f"unknown network policy {spec.network!r}")  # fail closed
     mnt = volumes.mount_point(volume_id)
     memory = f"{spec.memory_mb}m"
     return dict(
@@ -30,9 +34,9 @@ def create_kwargs(spec: SandboxSpec, image: str, name: str, volume_id: str, labe
         labels={MANAGED: "1", "hangar.volume": volume_id, **labels},
         # The agent speaks JSON on stdin/stdout; stdin stays open across attaches.
         stdin_open=True, tty=False, command=None,
-        user="1000:1000", working_dir=WORKSPACE, environment={},  # nothing of the worker's env
+        user="1000:1000", working_dir=WORKSPACE, environment=environment,
         init=True,  # docker-init (tini) reaps zombies and forwards signals to the agent
-        network_mode="none",
+        network_mode=network_mode,
         read_only=True,
         cap_drop=["ALL"],
         security_opt=["no-new-privileges:true"],

@@ -15,7 +15,7 @@ import time
 import docker
 import docker.errors
 
-from sandbox import containers, volumes
+from sandbox import containers, egress, volumes
 from sandbox.connection import AgentConnection
 from sandbox.docker_backend import DockerSandbox
 from sandbox.image import ensure_image
@@ -26,12 +26,14 @@ STOP_TIMEOUT_S = 2
 
 class DockerSandboxes:
     def __init__(self, client: docker.DockerClient | None = None, *, image: str | None = None,
-                 extra_labels: dict[str, str] | None = None, pool=None) -> None:
+                 extra_labels: dict[str, str] | None = None, pool=None,
+                 egress_extra_hosts: dict[str, str] | None = None) -> None:
         self.client = client or docker.from_env()
         self.api = self.client.api
         self.image = image or ensure_image(self.client)
         self.extra_labels = dict(extra_labels or {})
         self.pool = pool  # a WarmPool, or None for the cold path only
+        self.egress_extra_hosts = dict(egress_extra_hosts or {})  # the proxy's /etc/hosts additions
         self._open: dict[str, DockerSandbox] = {}
         self._lock = threading.Lock()
 
@@ -63,18 +65,20 @@ class DockerSandboxes:
         return self._remember(box)
 
     def hibernate(self, session_id: str) -> None:
-        """Stop the container; the workspace volume (and snapshots) stay."""
+        """Stop the container (and its egress proxy); the workspace volume (and snapshots) stay."""
         self._forget(session_id)
         try:
             self.api.stop(containers.session_container_name(session_id), timeout=STOP_TIMEOUT_S)
         except docker.errors.NotFound:
             pass
+        egress.stop(self.api, volumes.session_key(session_id))
 
     def resume(self, session_id: str) -> DockerSandbox:
         return self.connect(session_id)
 
     def destroy(self, session_id: str) -> None:
-        """Remove the container, the volume and the registry entry. Idempotent."""
+        """Remove the container, its egress proxy and network, the volume and the registry entry.
+        Idempotent."""
         self._forget(session_id)
         key = volumes.session_key(session_id)
         record = volumes.lookup(key)
@@ -90,6 +94,7 @@ class DockerSandboxes:
         except docker.errors.APIError as exc:
             if "already in progress" not in str(exc):
                 raise
+        egress.remove(self.api, key)  # after the container: the network must have no endpoints
         if volume_id:
             volumes.destroy_volume(volume_id)
         volumes.unregister(key)
@@ -137,6 +142,8 @@ class DockerSandboxes:
                 raise SandboxUnavailable(f"sandbox {name} exists but is not registered")
         spec = self._spec_from_record(session_id, record) if spec is None else spec
         volumes.ensure_mounted(record["volume"])
+        if spec.network == "allowlist":
+            self._ensure_egress(spec)  # before (re)starting: the proxy must be there to reach
         if info is None:
             # The container is gone (crash, host cleanup) but the workspace is not: recreate it.
             if not self._create_container(spec, name, record["volume"], {"hangar.session_key": key}):
@@ -146,6 +153,11 @@ class DockerSandboxes:
             self.api.start(name)
         conn = AgentConnection.open(self.api, info["Id"], str(volumes.lock_path(info["Id"])))
         return DockerSandbox(self, spec, name, conn)
+
+    def _ensure_egress(self, spec: SandboxSpec) -> None:
+        egress.ensure(self.client, key=volumes.session_key(spec.session_id), image=self.image,
+                      allowlist=spec.allowlist, labels=self.extra_labels | {containers.MANAGED: "1"},
+                      extra_hosts=self.egress_extra_hosts)
 
     def _create_container(self, spec: SandboxSpec, name: str, volume_id: str, labels: dict[str, str]) -> str | None:
         """Create and start; returns the id, or None if another process took the name first."""
@@ -163,11 +175,15 @@ class DockerSandboxes:
     def _create_cold(self, spec: SandboxSpec) -> DockerSandbox | None:
         key = volumes.session_key(spec.session_id)
         name = containers.session_container_name(spec.session_id)
+        if spec.network == "allowlist":
+            egress.validate_allowlist(spec.allowlist)  # a bad entry fails before anything exists
         volume_id = volumes.new_volume_id()
         volumes.create_volume(volume_id, spec.disk_mb)
         if not volumes.register(key, self._record(spec, volume_id)):
             volumes.destroy_volume(volume_id)  # lost the race: the winner's sandbox will appear
             return None
+        if spec.network == "allowlist":
+            self._ensure_egress(spec)
         labels = {"hangar.session": spec.session_id[:200], "hangar.org": spec.org_id,
                   "hangar.project": spec.project_id, "hangar.session_key": key}
         container_id = self._create_container(spec, name, volume_id, labels)

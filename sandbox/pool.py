@@ -40,6 +40,9 @@ class WarmPool:
                  extra_labels: dict[str, str] | None = None) -> None:
         self.size = size
         self.template = template or SandboxSpec(session_id="pool")
+        if self.template.network != "none":
+            # An allowlist sandbox needs its own network and proxy, made for its session: cold path.
+            raise ValueError("the warm pool holds network='none' sandboxes only")
         self.client = client or docker.from_env()
         self.api = self.client.api
         self.image = image or ensure_image(self.client)
@@ -122,7 +125,8 @@ class WarmPool:
     # --- claiming ---------------------------------------------------------------------------
 
     def fits(self, spec: SandboxSpec) -> bool:
-        return all(getattr(spec, f) == getattr(self.template, f) for f in FIXED_FIELDS)
+        # Pooled containers have no network at all; never hand one to an allowlist spec.
+        return spec.network == "none" and all(getattr(spec, f) == getattr(self.template, f) for f in FIXED_FIELDS)
 
     @staticmethod
     def _take(volume_id: str) -> bool:

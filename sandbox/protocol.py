@@ -85,6 +85,9 @@ class SandboxSpec:
     disk_mb: int = 1024
     command_timeout_s: int = 600
     network: Literal["none", "allowlist"] = "none"
+    # network="allowlist": "pypi.org", "*.github.com", "host:8080", "10.1.2.3:8080", "10.0.0.0/8:5000"
+    # (no port: 80 and 443). Hostnames never reach private/host addresses; explicit IPs/CIDRs may.
+    allowlist: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)  # sandbox-safe variables only
 
 

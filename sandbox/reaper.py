@@ -5,6 +5,7 @@ success. Decisions per session sandbox (container `hangar-s-*` and/or registry r
   * session no longer alive (callback)        -> destroy (container, volume, record)
   * running and idle longer than idle_ttl_s    -> hibernate (stop; the workspace stays)
   * running for longer than max_lifetime_s     -> hibernate (the next use resumes it fresh)
+  * an egress proxy/network whose session has neither record nor container -> removed
 Idle time is the registry record's mtime, which every sandbox call refreshes (throttled).
 """
 
@@ -17,7 +18,7 @@ from datetime import datetime
 
 import docker.errors
 
-from sandbox import containers, volumes
+from sandbox import containers, egress, volumes
 
 
 @dataclass
@@ -37,7 +38,8 @@ def _started_at(info: dict) -> float:
 
 class Reaper:
     def __init__(self, manager, is_session_alive: Callable[[str], bool], *, idle_ttl_s: float = 1800,
-                 max_lifetime_s: float = 24 * 3600, only_labels: dict[str, str] | None = None) -> None:
+                 max_lifetime_s: float = 24 * 3600, only_labels: dict[str, str] | None = None,
+                 orphan_min_age_s: float = 120) -> None:
         """only_labels: restrict the sweep to containers carrying these labels (e.g. one test
         run's); records without a container are then left alone."""
         self.manager = manager
@@ -45,6 +47,7 @@ class Reaper:
         self.idle_ttl_s = idle_ttl_s
         self.max_lifetime_s = max_lifetime_s
         self.only_labels = dict(only_labels or {})
+        self.orphan_min_age_s = orphan_min_age_s  # younger egress leftovers may be mid-create
 
     def _candidates(self) -> dict[str, str | None]:
         """session key -> container name (None: a record whose container is gone)."""
@@ -83,4 +86,19 @@ class Reaper:
                 pass  # a racing reaper or a destroy got there first
             except Exception as exc:  # one bad sandbox must not stop the sweep
                 report.errors.append(f"{session_id}: {type(exc).__name__}: {exc}")
+        try:
+            report.destroyed += [f"egress:{k}" for k in egress.sweep_orphans(
+                self.manager.api, self._is_bound, self.only_labels, self.orphan_min_age_s)]
+        except Exception as exc:
+            report.errors.append(f"egress sweep: {type(exc).__name__}: {exc}")
         return report
+
+    def _is_bound(self, key: str) -> bool:
+        """A session key still has a sandbox (record or container): its egress stays."""
+        if volumes.lookup(key) is not None:
+            return True
+        try:
+            self.manager.api.inspect_container(containers.SESSION_PREFIX + key)
+            return True
+        except docker.errors.NotFound:
+            return False

@@ -25,6 +25,10 @@ BASE_ENV = {
     "HOME": "/home/hangar", "USER": "hangar", "LANG": "C.UTF-8", "SHELL": "/bin/bash",
     "TERM": "dumb", "GIT_PAGER": "cat", "PAGER": "cat",
 }
+# An allowlist sandbox gets its egress proxy through the container's environment; commands see
+# it too. (Overriding it from a command gains nothing: the network has no other way out.)
+PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "NO_PROXY", "no_proxy")
+BASE_ENV.update({k: os.environ[k] for k in PROXY_VARS if k in os.environ})
 
 
 class _Capture:

@@ -50,6 +50,11 @@ def _remove_leftovers(client: docker.DockerClient) -> None:
             pass
         if volume_id:
             volumes.destroy_volume(volume_id)
+    for net in client.api.networks(filters={"label": f"hangar.test={RUN_ID}"}):
+        try:
+            client.api.remove_network(net["Id"])
+        except docker.errors.APIError:
+            pass
     for key in volumes.registered_keys():
         if key.startswith(f"t{RUN_ID}"):
             record = volumes.lookup(key)

@@ -1,0 +1,259 @@
+"""Hangar egress proxy: the only way out of an allowlist sandbox. Stdlib only.
+
+Runs in its own hardened container on two networks: the session's `internal` network (no route
+out; the sandbox lives there) and the default bridge. Serves HTTP CONNECT (HTTPS and any TCP)
+and plain-HTTP forwarding (absolute-URI requests), and only to allowlisted host:port pairs.
+
+Config (environment):
+  HANGAR_EGRESS_ALLOW  JSON list: "pypi.org", "*.github.com" (any subdomain), "host:8080",
+                       "10.1.2.3:8080", "10.0.0.0/8:5000", "[fd00::1]:443". No port: 80 and 443.
+  HANGAR_EGRESS_DENY   JSON list of addresses/CIDRs that are never reachable (the host's own).
+  HANGAR_EGRESS_PORT   listening port (3128).
+
+Fail closed: the proxy resolves a name itself, checks every resolved address and connects to the
+checked address (a DNS answer cannot change between check and connect: rebinding safe). Loopback,
+link-local (incl. the 169.254.169.254 metadata address), private, unspecified, multicast and
+the DENY addresses are refused for hostname entries; only an explicit IP/CIDR entry reaches a
+private or host address (an operator who writes one means it). Loopback is refused always.
+Logs one line per decision: method, host:port, verdict. Never paths, headers or bodies.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import select
+import socket
+import sys
+import threading
+
+DEFAULT_PORTS = (80, 443)
+MAX_HEAD = 64 * 1024
+MAX_CONNECTIONS = 64  # threads count against the container's pids limit
+IDLE_TIMEOUT_S = 300
+CONNECT_TIMEOUT_S = 10
+
+
+def _split_port(entry: str) -> tuple[str, int | None]:
+    if entry.startswith("["):  # [v6] or [v6]:port
+        host, _, rest = entry[1:].partition("]")
+        return host, int(rest[1:]) if rest.startswith(":") else None
+    if entry.count(":") == 1:
+        host, port = entry.split(":")
+        return host, int(port)
+    return entry, None  # a bare name, IPv4, or an unbracketed IPv6 without port
+
+
+class Rules:
+    def __init__(self, allow: list[str], deny: list[str]) -> None:
+        self.names: list[tuple[str, tuple[int, ...] | None]] = []  # (pattern, ports)
+        self.nets: list[tuple[ipaddress._BaseNetwork, tuple[int, ...]]] = []
+        for raw in allow:
+            try:
+                host, port = _split_port(str(raw).strip().lower().rstrip("."))
+            except ValueError:
+                continue  # unparsable entry: allows nothing
+            ports = (port,) if port else DEFAULT_PORTS
+            try:
+                self.nets.append((ipaddress.ip_network(host, strict=False), ports))
+            except ValueError:
+                if host:
+                    self.names.append((host, ports))
+        self.deny = [ipaddress.ip_network(d, strict=False) for d in deny]
+
+    def name_allowed(self, host: str, port: int) -> bool:
+        for pattern, ports in self.names:
+            if port not in ports:
+                continue
+            if pattern.startswith("*.") and host.endswith(pattern[1:]) and len(host) > len(pattern) - 1:
+                return True
+            if host == pattern:
+                return True
+        return False
+
+    def explicit(self, ip, port: int) -> bool:
+        return any(ip.version == net.version and ip in net and port in ports for net, ports in self.nets)
+
+    def address_ok(self, ip, port: int) -> bool:
+        """May we connect to this (already resolved) address?"""
+        if ip.version == 6 and ip.ipv4_mapped:
+            ip = ip.ipv4_mapped
+        if ip.is_loopback or ip.is_unspecified or ip.is_multicast:
+            return False
+        if self.explicit(ip, port):
+            return True
+        if any(ip.version == net.version and ip in net for net in self.deny):
+            return False
+        return ip.is_global and not (ip.is_private or ip.is_link_local or ip.is_reserved)
+
+    def resolve(self, host: str, port: int) -> list:
+        """Addresses to try for host:port, or [] when the request is refused."""
+        host = host.lower().rstrip(".")
+        try:
+            literal = ipaddress.ip_address(host.strip("[]"))
+        except ValueError:
+            literal = None
+        if literal is not None:  # an IP literal must be covered by an IP/CIDR entry
+            return [literal] if self.explicit(literal, port) and self.address_ok(literal, port) else []
+        if not self.name_allowed(host, port):
+            return []
+        try:
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except OSError:
+            return []
+        found = []
+        for info in infos:
+            ip = ipaddress.ip_address(info[4][0].split("%")[0])
+            if ip not in found and self.address_ok(ip, port):
+                found.append(ip)
+        return found
+
+
+def log(verdict: str, method: str, host: str, port: int) -> None:
+    # host:port only: request paths and headers may carry tokens.
+    sys.stderr.write(f"{verdict} {method} {host[:255]}:{port}\n")
+
+
+class Handler:
+    def __init__(self, rules: Rules, client: socket.socket) -> None:
+        self.rules = rules
+        self.client = client
+
+    def respond(self, status: str) -> None:
+        body = status.encode() + b"\n"
+        try:
+            self.client.sendall(b"HTTP/1.1 " + body[:-1] + b"\r\nContent-Type: text/plain\r\nConnection: close\r\n"
+                                + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        except OSError:
+            pass
+
+    def read_head(self) -> bytes | None:
+        data = b""
+        while b"\r\n\r\n" not in data:
+            if len(data) > MAX_HEAD:
+                return None
+            chunk = self.client.recv(65536)
+            if not chunk:
+                return None
+            data += chunk
+        return data
+
+    def handle(self) -> None:
+        self.client.settimeout(30)
+        head = self.read_head()
+        if head is None:
+            return self.respond("400 Bad Request")
+        head, _, rest = head.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        try:
+            method, target, version = lines[0].split(" ")
+        except ValueError:
+            return self.respond("400 Bad Request")
+        method = method.upper()
+        try:
+            if method == "CONNECT":
+                host, port = _split_port(target)
+                if port is None:
+                    raise ValueError
+            elif target.lower().startswith("http://"):
+                authority, slash, path = target[7:].partition("/")
+                authority = authority.rpartition("@")[2]  # never forward userinfo
+                host, port = _split_port(authority)
+                port = port or 80
+                path = slash + path
+            else:
+                raise ValueError
+        except ValueError:
+            return self.respond("400 Bad Request")
+        addresses = self.rules.resolve(host, port)
+        if not addresses:
+            log("deny", method, host, port)
+            return self.respond("403 Forbidden")
+        upstream = self.connect(addresses, port)
+        if upstream is None:
+            log("fail", method, host, port)
+            return self.respond("502 Bad Gateway")
+        log("allow", method, host, port)
+        with upstream:
+            if method == "CONNECT":
+                self.client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            else:
+                headers = [h for h in lines[1:] if not h.lower().startswith(("proxy-", "connection:", "keep-alive:"))]
+                out = [f"{method} {path} {version}", *headers, "Connection: close", "", ""]
+                upstream.sendall("\r\n".join(out).encode("latin-1"))
+            if rest:
+                upstream.sendall(rest)
+            self.pump(upstream)
+
+    @staticmethod
+    def connect(addresses: list, port: int) -> socket.socket | None:
+        for ip in addresses:  # connect to the address we checked, never re-resolve
+            family = socket.AF_INET6 if ip.version == 6 else socket.AF_INET
+            sock = socket.socket(family, socket.SOCK_STREAM)
+            sock.settimeout(CONNECT_TIMEOUT_S)
+            try:
+                sock.connect((str(ip), port))
+                return sock
+            except OSError:
+                sock.close()
+        return None
+
+    def pump(self, upstream: socket.socket) -> None:
+        pair = {self.client: upstream, upstream: self.client}
+        for s in pair:
+            s.setblocking(True)
+            s.settimeout(None)
+        open_ = [self.client, upstream]
+        while open_:
+            ready, _, _ = select.select(open_, [], [], IDLE_TIMEOUT_S)
+            if not ready:
+                return
+            for s in ready:
+                data = s.recv(65536)
+                if not data:
+                    open_.remove(s)
+                    try:
+                        pair[s].shutdown(socket.SHUT_WR)
+                    except OSError:
+                        pass
+                    continue
+                pair[s].sendall(data)
+
+
+def serve(rules: Rules, port: int) -> None:
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind(("0.0.0.0", port))
+    server.listen(128)
+    slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+
+    def run(conn: socket.socket) -> None:
+        try:
+            with conn:
+                Handler(rules, conn).handle()
+        except OSError:
+            pass
+        finally:
+            slots.release()
+
+    while True:
+        conn, _ = server.accept()
+        if not slots.acquire(blocking=False):
+            conn.close()  # over capacity: refuse rather than exhaust the pids limit
+            continue
+        try:
+            threading.Thread(target=run, args=(conn,), daemon=True).start()
+        except RuntimeError:
+            slots.release()
+            conn.close()
+
+
+def main() -> None:
+    rules = Rules(json.loads(os.environ.get("HANGAR_EGRESS_ALLOW", "[]")),
+                  json.loads(os.environ.get("HANGAR_EGRESS_DENY", "[]")))
+    serve(rules, int(os.environ.get("HANGAR_EGRESS_PORT", "3128")))
+
+
+if __name__ == "__main__":
+    main()
