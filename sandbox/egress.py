@@ -1,8 +1,9 @@
 """Egress for `network="allowlist"` sandboxes: a per-session internal network plus a proxy.
 
 Per session key:
-  network `hangar-net-<key>`  internal=True: no route out, and nobody else is on it, so
-                              neighbours can never reach each other;
+  network `hangar-net-<key>`  internal=True and no host-side IP (inhibit_ipv4): no route out,
+                              not even to the host; nobody else is on it, so neighbours can
+                              never reach each other;
   proxy   `hangar-px-<key>`   a hardened container (same image, agent/egress_proxy.py) on that
                               network under the alias `egress` AND on the default bridge.
 The sandbox joins only the internal network; HTTP(S)_PROXY in its env point at
@@ -109,7 +110,11 @@ def _ensure_network(api: docker.APIClient, key: str, labels: dict[str, str]) -> 
     found = [n for n in found if n["Name"] == name]
     if not found:
         try:
+            # internal=True only stops forwarding: the bridge's host-side IP would still take
+            # packets to ANY host address (a sandbox reached host services on 172.17.0.1).
+            # inhibit_ipv4 leaves the bridge without a host IP, so the host is not on the path.
             api.create_network(name, driver="bridge", internal=True, check_duplicate=True,
+                               options={"com.docker.network.bridge.inhibit_ipv4": "true"},
                                labels={EGRESS_LABEL: key, **labels})
         except docker.errors.APIError as exc:
             if exc.status_code != 409:
