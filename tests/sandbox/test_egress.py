@@ -22,9 +22,10 @@ from tests.sandbox.conftest import RUN_ID, TEST_LABEL, host_gateway_ip
 FETCH = r'''
 import http.client, socket, sys, urllib.error, urllib.request
 mode, target = sys.argv[1], sys.argv[2]
+wait = float(sys.argv[3]) if len(sys.argv) > 3 else 10
 try:
     if mode == "get":  # plain HTTP through the proxy (urllib reads http_proxy)
-        print("OK", urllib.request.urlopen(target, timeout=10).read().decode())
+        print("OK", urllib.request.urlopen(target, timeout=wait).read().decode())
     elif mode == "connect":  # HTTP CONNECT tunnel (what HTTPS uses), then a request inside it
         host, port = target.rsplit(":", 1)
         c = http.client.HTTPConnection("egress", 3128, timeout=10)
@@ -33,7 +34,7 @@ try:
         print("OK", c.getresponse().read().decode())
     elif mode == "direct":  # bypass the proxy entirely
         host, port = target.rsplit(":", 1)
-        socket.create_connection((host, int(port)), timeout=3)
+        socket.create_connection((host, int(port)), timeout=wait)
         print("OK connected")
 except urllib.error.HTTPError as e:
     print("HTTP", e.code)
@@ -93,8 +94,12 @@ def netbox(net_manager, gw, host_servers):
     net_manager.destroy(sid)
 
 
-def fetch(box, mode: str, target: str) -> str:
-    return box.exec(f"python3 fetch.py {mode} {target}", timeout_s=30).output.strip()
+def fetch(box, mode: str, target: str, wait: float = 10) -> str:
+    return box.exec(f"python3 fetch.py {mode} {target} {wait}", timeout_s=30).output.strip()
+
+
+# Fail a lookup fast: the internal network's resolver only knows its own containers.
+NO_DNS = "RES_OPTIONS='timeout:1 attempts:1' getent hosts {} || echo nodns"
 
 
 def test_the_allowlisted_host_port_is_reached_through_the_proxy(netbox, gw, host_servers):
@@ -138,12 +143,12 @@ def test_a_listed_name_that_resolves_to_a_private_or_metadata_address_is_refused
 
 def test_bypassing_the_proxy_fails_on_the_internal_network(netbox, gw, host_servers):
     for port in (host_servers[0], 5432, 6379):  # the host is not even on the path
-        out = fetch(netbox, "direct", f"{gw}:{port}")
+        out = fetch(netbox, "direct", f"{gw}:{port}", 2)
         assert out.startswith("ERR"), out
-    out = netbox.exec(f"env -u http_proxy -u HTTP_PROXY python3 fetch.py get http://{gw}:{host_servers[0]}/",
+    out = netbox.exec(f"env -u http_proxy -u HTTP_PROXY python3 fetch.py get http://{gw}:{host_servers[0]}/ 2",
                       timeout_s=30).output
     assert out.startswith("ERR"), out
-    assert "nodns" in netbox.exec("getent hosts example.com || echo nodns").output
+    assert "nodns" in netbox.exec(NO_DNS.format("example.com")).output
 
 
 def test_a_neighbour_allowlist_sandbox_is_unreachable(netbox, net_manager, docker_client, gw, host_servers, new_session_id):
@@ -159,9 +164,9 @@ def test_a_neighbour_allowlist_sandbox_is_unreachable(netbox, net_manager, docke
             break
     else:
         pytest.fail("the neighbour's server never came up")
-    assert fetch(netbox, "direct", f"{ip}:8000").startswith("ERR")
+    assert fetch(netbox, "direct", f"{ip}:8000", 2).startswith("ERR")
     assert "403" in fetch(netbox, "connect", f"{ip}:8000")
-    assert "nodns" in netbox.exec(f"getent hosts {egress.proxy_name(key)} {other.container_name} || echo nodns").output
+    assert "nodns" in netbox.exec(NO_DNS.format(f"{egress.proxy_name(key)} {other.container_name}")).output
 
 
 def test_the_proxy_container_is_hardened(netbox, docker_client):

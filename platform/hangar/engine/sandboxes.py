@@ -53,7 +53,8 @@ def spec_for(session) -> SandboxSpec:
         session_id=session.pk, org_id=str(session.org_id), project_id=str(project.pk),
         image=project.sandbox_image or None, cpus=project.sandbox_cpus, memory_mb=project.sandbox_memory_mb,
         pids=project.sandbox_pids, disk_mb=project.sandbox_disk_mb, command_timeout_s=project.command_timeout_s,
-        network=project.network_policy, env=env_for_sandbox(project),
+        network=project.network_policy, allowlist=list(project.network_allowlist or []),
+        env=env_for_sandbox(project),
     )
 
 
