@@ -120,3 +120,41 @@ def test_the_agent_fed_garbage_from_inside_keeps_serving(box):
     box.exec("head -c 200000 /dev/urandom | python3 -c \"import socket,sys; s=socket.socket(socket.AF_UNIX);"
              " s.connect('/home/hangar/.hangar-agent.sock'); s.sendall(sys.stdin.buffer.read()); s.close()\"")
     assert box.exec("echo ok").output == "ok\n"
+
+
+def _cpu_seconds(container_id: str) -> float:
+    """CPU time the container's cgroup has used, from the host (cgroup v1 or v2)."""
+    for path in (f"/sys/fs/cgroup/cpuacct/docker/{container_id}/cpuacct.usage",
+                 f"/sys/fs/cgroup/cpu,cpuacct/docker/{container_id}/cpuacct.usage"):
+        if os.path.exists(path):
+            with open(path) as f:
+                return int(f.read()) / 1e9
+    for path in (f"/sys/fs/cgroup/system.slice/docker-{container_id}.scope/cpu.stat",
+                 f"/sys/fs/cgroup/docker/{container_id}/cpu.stat"):
+        if os.path.exists(path):
+            with open(path) as f:
+                stats = dict(line.split() for line in f)
+            return int(stats["usage_usec"]) / 1e6
+    raise AssertionError(f"no cgroup cpu accounting found for {container_id}")
+
+
+def test_cpu_hog_is_held_to_its_cpu_share(sandboxes, new_session_id, neighbour, docker_client):
+    hog = sandboxes.get_or_create(SandboxSpec(session_id=new_session_id(), cpus=0.5, memory_mb=256, pids=128, disk_mb=64))
+    container_id = docker_client.api.inspect_container(hog.container_name)["Id"]
+    # Two busy loops: together they would take both host cores without the limit.
+    hog.exec("for i in 1 2; do nohup bash -c 'while :; do :; done' >/dev/null 2>&1 & done")
+    try:
+        time.sleep(0.5)  # past the first CFS period
+        start_cpu, start = _cpu_seconds(container_id), time.monotonic()
+        slowest = 0.0
+        while time.monotonic() - start < 2.0:
+            t = time.monotonic()
+            assert neighbour.exec("true").exit_code == 0
+            slowest = max(slowest, time.monotonic() - t)
+            time.sleep(0.1)
+        cores = (_cpu_seconds(container_id) - start_cpu) / (time.monotonic() - start)
+        assert 0.1 < cores <= 0.5 * 1.15, cores  # it ran, and no more than its half core
+        assert slowest < 0.5, slowest  # the neighbour's no-op stays fast meanwhile
+    finally:
+        hog.kill_all()
+    assert_unaffected(neighbour)
