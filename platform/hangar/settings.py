@@ -161,6 +161,10 @@ CELERY_TASK_ALWAYS_EAGER = flag("CELERY_TASK_ALWAYS_EAGER")
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
+# LiteLLM is the gateway to every provider; this opts explicit OpenAI-compatible endpoints into the direct
+# adapter (hangar.engine.providers.openai_compat), which skips LiteLLM's per-call transforms.
+HANGAR_DIRECT_OPENAI_COMPAT = flag("HANGAR_DIRECT_OPENAI_COMPAT")
+
 # Sandbox defaults (a project's limits override them).
 SANDBOX_POOL_SIZE = int(os.environ.get("HANGAR_SANDBOX_POOL_SIZE", "2"))
 

@@ -98,3 +98,15 @@ def test_an_org_deny_wins_over_any_later_allow_and_a_fully_denied_tool_is_not_of
     assert perm.from_config({"edit": "deny", "bash": {"git *": "allow"}}) == [
         {"permission": "edit", "pattern": "*", "action": "deny"},
         {"permission": "bash", "pattern": "git *", "action": "allow"}]
+
+
+@pytest.mark.django_db
+def test_every_provider_goes_through_litellm_unless_the_direct_adapter_is_opted_into(alice, settings):
+    from hangar.engine.providers.resolve import model_for
+    from hangar.projects.models import ProviderCredential
+
+    ProviderCredential.objects.create(org=alice.org, provider="local", api_base="http://127.0.0.1:9/v1")
+    settings.HANGAR_DIRECT_OPENAI_COMPAT = False
+    assert isinstance(model_for(org_id=alice.org.pk, user_id=None, provider_id="local", model_id="m"), LiteLLMModel)
+    settings.HANGAR_DIRECT_OPENAI_COMPAT = True
+    assert isinstance(model_for(org_id=alice.org.pk, user_id=None, provider_id="local", model_id="m"), OpenAICompatModel)

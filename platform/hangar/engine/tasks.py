@@ -7,12 +7,22 @@ import os
 
 import structlog
 from celery import current_app, shared_task
+from celery.signals import worker_init
 from django.db import close_old_connections, connection
 from django.utils import timezone
 
 ENGINE_QUEUE = os.environ.get("HANGAR_ENGINE_QUEUE", "celery")
 # Routes, not the deprecated task `queue` attribute; beat (which sends recover/reap) honours them too.
 current_app.conf.task_routes = {**(current_app.conf.task_routes or {}), "hangar.engine.*": {"queue": ENGINE_QUEUE}}
+
+
+@worker_init.connect
+def preload_litellm(**_kwargs) -> None:
+    """Import LiteLLM (~3.5 s, ~170 MB) once when a worker starts, before it takes tasks, so no session's
+    first step (nor an abort racing it) waits on the import. Web processes never import it."""
+    from hangar.engine.providers.litellm_model import litellm_module
+
+    litellm_module()
 
 
 @shared_task(name="hangar.engine.run_session", ignore_result=True)
