@@ -134,6 +134,9 @@ class DockerSandbox:
         return [FileDiff(f["path"], f["before"], f["after"], f["additions"], f["deletions"], f["status"])
                 for f in r["files"]]
 
+    def snapshot_changed(self, from_hash: str, to_hash: str) -> list[str]:
+        return list(self._call("snapshot_changed", {"from": from_hash, "to": to_hash}, timeout=600)["paths"])
+
     def snapshot_restore(self, tree_hash: str) -> None:
         self._call("snapshot_restore", {"hash": tree_hash}, timeout=600)
 

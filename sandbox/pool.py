@@ -30,6 +30,7 @@ from sandbox.protocol import SandboxSpec
 
 log = logging.getLogger(__name__)
 POOL_LABEL = "hangar.pool"
+IMAGE_LABEL = "hangar.image"
 # Limits that are fixed at container creation; a spec must match them to use the pool.
 FIXED_FIELDS = ("image", "cpus", "memory_mb", "pids", "disk_mb", "network")
 
@@ -54,8 +55,15 @@ class WarmPool:
 
     # --- filling ----------------------------------------------------------------------------
 
-    def _label_filter(self) -> list[str]:
-        return [f"{POOL_LABEL}=1"] + [f"{k}={v}" for k, v in self.extra_labels.items()]
+    @property
+    def pooled_image(self) -> str:
+        return self.template.image or self.image
+
+    def _label_filter(self, *, current_image: bool = True) -> list[str]:
+        # Only containers of the image this pool runs now: after an upgrade, a container started from the
+        # old image (an older in-container agent) must never be handed to a session.
+        image = [f"{IMAGE_LABEL}={self.pooled_image}"] if current_image else []
+        return [f"{POOL_LABEL}=1", *image] + [f"{k}={v}" for k, v in self.extra_labels.items()]
 
     def available(self) -> list[str]:
         """Names of unclaimed, running pooled containers (oldest first)."""
@@ -63,9 +71,19 @@ class WarmPool:
         names = [c["Names"][0].lstrip("/") for c in sorted(found, key=lambda c: c["Created"])]
         return [n for n in names if n.startswith(containers.POOL_PREFIX)]
 
+    def retire_stale(self) -> int:
+        """Remove unclaimed pooled containers of any other image (left by an older release)."""
+        found = self.api.containers(all=True, filters={"label": self._label_filter(current_image=False)})
+        stale = [c["Names"][0].lstrip("/") for c in found if c["Labels"].get(IMAGE_LABEL) != self.pooled_image]
+        stale = [n for n in stale if n.startswith(containers.POOL_PREFIX)]
+        for name in stale:
+            self._remove_unclaimed(name)
+        return len(stale)
+
     def fill(self) -> int:
         """Create pooled containers until `size` are available. Returns how many were added."""
         with self._fill_lock:
+            self.retire_stale()
             missing = self.size - len(self.available())
             for _ in range(max(missing, 0)):
                 self._add_one()
@@ -75,8 +93,8 @@ class WarmPool:
         volume_id = volumes.new_volume_id()
         volumes.create_volume(volume_id, self.template.disk_mb)
         name = containers.POOL_PREFIX + volume_id
-        kwargs = containers.create_kwargs(self.template, self.template.image or self.image, name, volume_id,
-                                          self.extra_labels | {POOL_LABEL: "1"})
+        kwargs = containers.create_kwargs(self.template, self.pooled_image, name, volume_id,
+                                          self.extra_labels | {POOL_LABEL: "1", IMAGE_LABEL: self.pooled_image})
         container = self.client.containers.create(**kwargs)
         container.start()
         # Warm the agent (python imports, first fork) and let go: claimers attach themselves.
@@ -112,15 +130,18 @@ class WarmPool:
     def drain(self) -> None:
         """Remove every unclaimed pooled container and its volume."""
         for name in self.available():
-            volume_id = name[len(containers.POOL_PREFIX):]
-            if self._take(volume_id):
-                try:
-                    container_id = self.api.inspect_container(name)["Id"]
-                    self.api.remove_container(container_id, force=True)
-                    volumes.lock_path(container_id).unlink(missing_ok=True)
-                except docker.errors.NotFound:
-                    pass
-                volumes.destroy_volume(volume_id)
+            self._remove_unclaimed(name)
+
+    def _remove_unclaimed(self, name: str) -> None:
+        volume_id = name[len(containers.POOL_PREFIX):]
+        if self._take(volume_id):  # a claimer that got there first keeps it
+            try:
+                container_id = self.api.inspect_container(name)["Id"]
+                self.api.remove_container(container_id, force=True)
+                volumes.lock_path(container_id).unlink(missing_ok=True)
+            except docker.errors.NotFound:
+                pass
+            volumes.destroy_volume(volume_id)
 
     # --- claiming ---------------------------------------------------------------------------
 

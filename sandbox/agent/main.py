@@ -52,6 +52,7 @@ class Agent:
             "mkdir": fileops.mkdir, "remove": fileops.remove, "move": fileops.move,
             "snapshot_track": lambda a: self.snapshots.track(),
             "snapshot_diff": self.snapshots.diff,
+            "snapshot_changed": self.snapshots.changed,
             "snapshot_restore": self.snapshots.restore,
             "snapshot_revert": self.snapshots.revert,
             "snapshot_gc": self.snapshots.gc,

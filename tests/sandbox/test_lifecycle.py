@@ -93,6 +93,28 @@ def test_warm_pool_claims_fast_binds_env_and_refills(docker_client, image, new_s
         pool.drain()
 
 
+def test_after_an_image_upgrade_old_pooled_containers_are_never_claimed_and_get_retired(
+        docker_client, image, new_session_id):
+    template = SandboxSpec(session_id="pool", memory_mb=256, pids=128, disk_mb=64)
+    old_tag = "hangar-sandbox:previous-release-test"
+    docker_client.images.get(image).tag(old_tag)  # same content, another tag: an "older release"
+    old = WarmPool(1, template=template, client=docker_client, image=old_tag, extra_labels=TEST_LABEL)
+    new = WarmPool(1, template=template, client=docker_client, image=image, extra_labels=TEST_LABEL)
+    try:
+        old.fill()
+        stale = old.available()
+        assert len(stale) == 1 and new.available() == []
+        manager = DockerSandboxes(docker_client, image=image, extra_labels=TEST_LABEL)
+        assert new.claim(manager, SandboxSpec(session_id=new_session_id(), memory_mb=256, pids=128, disk_mb=64)) is None
+        new.fill()
+        assert old.available() == [] and len(new.available()) == 1
+        assert not docker_client.containers.list(all=True, filters={"name": stale[0]})
+    finally:
+        old.drain()
+        new.drain()
+        docker_client.images.remove(old_tag)
+
+
 def test_two_processes_never_claim_the_same_pooled_container(docker_client, image, new_session_id):
     template = SandboxSpec(session_id="pool", memory_mb=256, pids=128, disk_mb=64)
     pool = WarmPool(1, template=template, client=docker_client, image=image, extra_labels=TEST_LABEL)

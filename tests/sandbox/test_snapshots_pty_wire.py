@@ -22,10 +22,23 @@ def test_snapshot_track_diff_revert_and_restore(box):
     assert diffs["keep.txt"].before == "v1\n" and diffs["keep.txt"].after == "v2\nmore\n"
     assert (diffs["keep.txt"].additions, diffs["keep.txt"].deletions) == (2, 1)
     assert diffs["gone.txt"].status == "deleted" and diffs["added.txt"].status == "added"
+    assert sorted(box.snapshot_changed(before, after)) == ["added.txt", "gone.txt", "keep.txt"]
+    assert box.snapshot_changed(after, after) == []
     box.snapshot_revert(before, ["keep.txt", "added.txt"])
     assert box.read("keep.txt").content == "v1" and box.stat("added.txt") is None
     box.snapshot_restore(before)
     assert box.read("gone.txt").content == "bye"
+
+
+def test_a_deleted_then_recreated_file_and_a_new_subdirectory_are_tracked(box):
+    box.write("dir/a.txt", "a\n")
+    first = box.snapshot_track()
+    box.remove("dir/a.txt")
+    box.write("dir/sub/b.txt", "b\n")
+    second = box.snapshot_track()
+    assert sorted(box.snapshot_changed(first, second)) == ["dir/a.txt", "dir/sub/b.txt"]
+    box.write("dir/a.txt", "again\n")
+    assert box.snapshot_changed(second, box.snapshot_track()) == ["dir/a.txt"]
 
 
 def test_snapshot_repo_lives_outside_the_workspace_and_skips_huge_files(box):

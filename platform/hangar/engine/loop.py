@@ -181,8 +181,7 @@ class Run:
         self.last_snapshot = end
         if snapshot and end and end != snapshot:
             try:
-                files = [f"/workspace/{d.path.lstrip('/')}" if not d.path.startswith("/") else d.path
-                         for d in self.sandbox().snapshot_diff(snapshot, end)]
+                files = [f"/workspace/{path.lstrip('/')}" for path in self.sandbox().snapshot_changed(snapshot, end)]
             except SandboxError:
                 files = []
             if files:

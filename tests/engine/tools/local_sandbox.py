@@ -163,6 +163,9 @@ class LocalSandbox:
     def snapshot_diff(self, from_hash, to_hash=None):
         raise NotImplementedError
 
+    def snapshot_changed(self, from_hash, to_hash):
+        raise NotImplementedError
+
     def snapshot_restore(self, tree_hash) -> None:
         raise NotImplementedError
 
