@@ -5,8 +5,17 @@ Importable without Django. Entry points: `DockerSandboxes` (the Docker implement
 """
 
 from sandbox.protocol import (
-    WORKSPACE, ExecResult, FileDiff, FileNotFound, FileStat, GrepMatch, ReadResult, Sandbox, SandboxError,
-    SandboxSpec, SandboxUnavailable,
+    WORKSPACE,
+    ExecResult,
+    FileDiff,
+    FileNotFound,
+    FileStat,
+    GrepMatch,
+    ReadResult,
+    Sandbox,
+    SandboxError,
+    SandboxSpec,
+    SandboxUnavailable,
 )
 
 __all__ = [

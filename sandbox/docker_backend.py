@@ -10,7 +10,14 @@ from collections.abc import Callable
 from sandbox import volumes
 from sandbox.connection import AgentConnection
 from sandbox.protocol import (
-    WORKSPACE, ExecResult, FileDiff, FileStat, GrepMatch, ReadResult, SandboxSpec, SandboxUnavailable,
+    WORKSPACE,
+    ExecResult,
+    FileDiff,
+    FileStat,
+    GrepMatch,
+    ReadResult,
+    SandboxSpec,
+    SandboxUnavailable,
 )
 from sandbox.pty import PtyHandle
 

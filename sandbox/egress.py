@@ -213,7 +213,7 @@ def remove(api: docker.APIClient, key: str) -> None:
                 api.remove_network(net["Id"])
         except docker.errors.NotFound:
             continue
-        except docker.errors.APIError as exc:
+        except docker.errors.APIError:
             # "active endpoints": a container is still being torn down; it will be soon.
             if attempt == 49:
                 raise

@@ -1,12 +1,11 @@
 """Escape suite: each attack is contained, and the host and a neighbour sandbox are unaffected."""
 
 import os
-import socket
 import time
 
 import pytest
 
-from sandbox.protocol import SandboxError, SandboxSpec
+from sandbox.protocol import SandboxSpec
 from tests.sandbox.conftest import host_gateway_ip
 
 
