@@ -173,3 +173,5 @@ SANDBOX_POOL_SIZE = int(os.environ.get("HANGAR_SANDBOX_POOL_SIZE", "2"))
 HANGAR_MODEL_PRICES = __import__("json").loads(os.environ.get("HANGAR_MODEL_PRICES", "{}"))
 HANGAR_LOCAL_MODEL_URL = os.environ.get("HANGAR_LOCAL_MODEL_URL", "")
 
+
+from hangar.logging import LOGGING  # noqa: E402,F401  (Django reads settings.LOGGING; it lives next to its middleware)
