@@ -25,6 +25,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from hangar.engine.providers.assemble import StreamAssembler
 from hangar.engine.providers.base import ProviderError, StreamEvent, Usage, is_retryable
 
 _litellm = None
@@ -136,10 +137,7 @@ class LiteLLMModel:
     def _read(self, stream: Any, abort: threading.Event, drain: Any = None) -> Iterator[StreamEvent]:
         """`stream` yields OpenAI-shaped chunks (the SDK's or LiteLLM's); `drain` is LiteLLM's wrapper,
         which is left at the finish chunk (its remaining raw chunks are drained unprocessed)."""
-        usage = None
-        open_block = ""  # "text" | "reasoning" | ""
-        calls: dict[int, dict] = {}
-        finish = ""
+        usage, assembler = None, StreamAssembler()
         try:
             for chunk in stream:
                 if abort.is_set():
@@ -150,41 +148,16 @@ class LiteLLMModel:
                     continue
                 choice = chunk.choices[0]
                 delta = choice.delta
-                reasoning = getattr(delta, "reasoning_content", None)
-                if reasoning:
-                    if open_block != "reasoning":
-                        if open_block:
-                            yield StreamEvent(f"{open_block}-end")
-                        open_block = "reasoning"
-                        yield StreamEvent("reasoning-start")
-                    yield StreamEvent("reasoning-delta", text=reasoning)
-                if delta.content:
-                    if open_block != "text":
-                        if open_block:
-                            yield StreamEvent(f"{open_block}-end")
-                        open_block = "text"
-                        yield StreamEvent("text-start")
-                    yield StreamEvent("text-delta", text=delta.content)
-                for call in delta.tool_calls or []:
-                    if open_block:
-                        yield StreamEvent(f"{open_block}-end")
-                        open_block = ""
-                    slot = calls.get(call.index)
-                    if slot is None:
-                        slot = calls[call.index] = {"id": call.id or f"call_{call.index}", "name": "", "args": ""}
-                        slot["name"] = (call.function.name or "") if call.function else ""
-                        yield StreamEvent("tool-input-start", id=slot["id"], name=slot["name"])
-                    if call.function and call.function.arguments:
-                        slot["args"] += call.function.arguments
-                        yield StreamEvent("tool-input-delta", id=slot["id"], text=call.function.arguments)
-                if choice.finish_reason:
+                calls = [(c.index, c.id, c.function.name if c.function else None,
+                          c.function.arguments if c.function else None) for c in delta.tool_calls or []]
+                yield from assembler.feed(reasoning=getattr(delta, "reasoning_content", None), content=delta.content,
+                                          tool_calls=calls, finish_reason=choice.finish_reason)
+                if choice.finish_reason and drain is not None:
                     # Stop here and drain the provider's stream ourselves, so LiteLLM's end-of-stream
                     # rebuild (stream_chunk_builder, cost calculator, deep copies) never runs (module doc).
-                    finish = choice.finish_reason
-                    if drain is not None:
-                        for _rest in drain.completion_stream or ():  # the provider's usage chunk, unprocessed
-                            pass
-                        break
+                    for _rest in drain.completion_stream or ():  # the provider's usage chunk, unprocessed
+                        pass
+                    break
         except ProviderError:
             raise
         except Exception as exc:
@@ -193,18 +166,9 @@ class LiteLLMModel:
             raise _error(exc) from exc
         finally:
             _close(drain if drain is not None else stream)
-        if open_block:
-            yield StreamEvent(f"{open_block}-end")
-        for slot in calls.values():
-            yield StreamEvent("tool-call", id=slot["id"], name=slot["name"], arguments=slot["args"] or "{}")
-        if abort.is_set():
-            return
-        usage = usage or (drain._hangar_usage.get("usage") if drain is not None else None)
-        finish = {"tool_calls": "tool-calls", "function_call": "tool-calls", "content_filter": "content-filter"}.get(
-            finish, finish or ("tool-calls" if calls else "stop"))
-        if calls and finish == "stop":
-            finish = "tool-calls"
-        yield StreamEvent("finish-step", finish=finish, usage=_usage_of(usage))
+        if not abort.is_set():
+            usage = usage or (drain._hangar_usage.get("usage") if drain is not None else None)
+        yield from assembler.close(_usage_of(usage), aborted=abort.is_set())
 
 
 def _close_on_abort(response: Any, abort: threading.Event, done: threading.Event) -> None:

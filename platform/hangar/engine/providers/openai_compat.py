@@ -17,12 +17,12 @@ from collections.abc import Iterator
 
 import httpx
 
+from hangar.engine.providers.assemble import StreamAssembler
 from hangar.engine.providers.base import ProviderError, StreamEvent, is_retryable
 from hangar.engine.providers.litellm_model import _messages, _usage_of
 
 _client: httpx.Client | None = None
 _lock = threading.Lock()
-_FINISH = {"tool_calls": "tool-calls", "function_call": "tool-calls", "content_filter": "content-filter"}
 
 
 def _http() -> httpx.Client:
@@ -97,8 +97,7 @@ class OpenAICompatModel:
             response.close()
 
     def _read(self, response: httpx.Response, abort: threading.Event) -> Iterator[StreamEvent]:
-        usage, open_block, finish = None, "", ""
-        calls: dict[int, dict] = {}
+        usage, assembler = None, StreamAssembler()
         try:
             for line in response.iter_lines():
                 if abort.is_set():
@@ -120,53 +119,19 @@ class OpenAICompatModel:
                     continue
                 choice = choices[0]
                 delta = choice.get("delta") or {}
-                reasoning = delta.get("reasoning_content") or delta.get("reasoning")
-                if reasoning:
-                    if open_block != "reasoning":
-                        if open_block:
-                            yield StreamEvent(f"{open_block}-end")
-                        open_block = "reasoning"
-                        yield StreamEvent("reasoning-start")
-                    yield StreamEvent("reasoning-delta", text=reasoning)
-                if delta.get("content"):
-                    if open_block != "text":
-                        if open_block:
-                            yield StreamEvent(f"{open_block}-end")
-                        open_block = "text"
-                        yield StreamEvent("text-start")
-                    yield StreamEvent("text-delta", text=delta["content"])
-                for call in delta.get("tool_calls") or []:
-                    if open_block:
-                        yield StreamEvent(f"{open_block}-end")
-                        open_block = ""
-                    index = call.get("index", 0)
-                    function = call.get("function") or {}
-                    slot = calls.get(index)
-                    if slot is None:
-                        slot = calls[index] = {"id": call.get("id") or f"call_{index}",
-                                               "name": function.get("name") or "", "args": ""}
-                        yield StreamEvent("tool-input-start", id=slot["id"], name=slot["name"])
-                    if function.get("arguments"):
-                        slot["args"] += function["arguments"]
-                        yield StreamEvent("tool-input-delta", id=slot["id"], text=function["arguments"])
-                if choice.get("finish_reason"):
-                    finish = choice["finish_reason"]  # the usage chunk (include_usage) may still follow
+                calls = [(c.get("index", 0), c.get("id"), (c.get("function") or {}).get("name"),
+                          (c.get("function") or {}).get("arguments")) for c in delta.get("tool_calls") or []]
+                # finish_reason may be followed by the usage chunk (include_usage): keep reading.
+                yield from assembler.feed(reasoning=delta.get("reasoning_content") or delta.get("reasoning"),
+                                          content=delta.get("content"), tool_calls=calls,
+                                          finish_reason=choice.get("finish_reason"))
         except ProviderError:
             raise
         except Exception as exc:
             if abort.is_set():
                 return
             raise _transport_error(exc) from exc
-        if open_block:
-            yield StreamEvent(f"{open_block}-end")
-        for slot in calls.values():
-            yield StreamEvent("tool-call", id=slot["id"], name=slot["name"], arguments=slot["args"] or "{}")
-        if abort.is_set():
-            return
-        finish = _FINISH.get(finish, finish or ("tool-calls" if calls else "stop"))
-        if calls and finish == "stop":
-            finish = "tool-calls"
-        yield StreamEvent("finish-step", finish=finish, usage=_usage_of(usage))
+        yield from assembler.close(_usage_of(usage), aborted=abort.is_set())
 
 
 def _close_on_abort(response: httpx.Response, abort: threading.Event, done: threading.Event) -> None:
