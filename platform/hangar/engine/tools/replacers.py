@@ -83,14 +83,21 @@ def _middle_similarity(lines: list[str], start: int, end: int, search: list[str]
     return score
 
 
-def block_anchor(content: str, find: str) -> Iterator[str]:
-    """First and last lines (stripped) anchor a block of 3+ lines; the middle may differ."""
+def _anchors(content: str, find: str) -> tuple[list[str], list[str], str, str] | None:
+    """For the anchor-based replacers: (search lines, content lines, first, last stripped), or None when
+    `find` has fewer than 3 lines (two anchors and at least one line between them)."""
     search = find.split("\n")
     if len(search) < 3:
-        return
+        return None
     search = _drop_trailing_empty(search)
-    lines = content.split("\n")
-    first, last = search[0].strip(), search[-1].strip()
+    return search, content.split("\n"), search[0].strip(), search[-1].strip()
+
+
+def block_anchor(content: str, find: str) -> Iterator[str]:
+    """First and last lines (stripped) anchor a block of 3+ lines; the middle may differ."""
+    if (anchored := _anchors(content, find)) is None:
+        return
+    search, lines, first, last = anchored
     candidates = []
     for i, line in enumerate(lines):
         if line.strip() != first:
@@ -197,12 +204,9 @@ def trimmed_boundary(content: str, find: str) -> Iterator[str]:
 
 def context_aware(content: str, find: str) -> Iterator[str]:
     """Anchors on first/last line; accepts a same-sized block whose middle lines match >= 50%."""
-    search = find.split("\n")
-    if len(search) < 3:
+    if (anchored := _anchors(content, find)) is None:
         return
-    search = _drop_trailing_empty(search)
-    lines = content.split("\n")
-    first, last = search[0].strip(), search[-1].strip()
+    search, lines, first, last = anchored
     for i, line in enumerate(lines):
         if line.strip() != first:
             continue
