@@ -11,12 +11,13 @@ from hangar.api.scoping import scope_for
 from hangar.projects.models import NetworkPolicy
 from hangar.projects.selectors import project_get, project_list
 from hangar.projects.services import project_create, project_delete, project_update
+from hangar.projects.validation import ACTIONS
 
 
 class PermissionRuleSerializer(serializers.Serializer):
     permission = serializers.CharField()
     pattern = serializers.CharField()
-    action = serializers.ChoiceField(choices=["allow", "ask", "deny"])
+    action = serializers.ChoiceField(choices=ACTIONS)
 
 
 class ProjectOut(serializers.Serializer):

@@ -3,6 +3,8 @@ Unknown keys are rejected like OpenCode's `additionalProperties: false`."""
 
 from rest_framework import serializers
 
+from hangar.projects.validation import ACTIONS
+
 
 class StrictSerializer(serializers.Serializer):
     def to_internal_value(self, data):
@@ -16,7 +18,7 @@ class StrictSerializer(serializers.Serializer):
 class PermissionRuleIn(StrictSerializer):
     permission = serializers.CharField()
     pattern = serializers.CharField()
-    action = serializers.ChoiceField(choices=["allow", "ask", "deny"])
+    action = serializers.ChoiceField(choices=ACTIONS)
 
 
 class SessionModelIn(StrictSerializer):
