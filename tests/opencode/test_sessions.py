@@ -66,6 +66,12 @@ def test_deleting_a_session(oc, alice, alices_session):
     assert AuditEvent.objects.filter(action="session.delete", target_id=alices_session.pk).exists()
 
 
+def test_a_member_cannot_delete_someone_elses_session_through_the_protocol(oc, alice, bob, alices_session):
+    response = oc(bob).delete(f"{base_url(alice)}/session/{alices_session.pk}")
+    assert response.status_code == 403
+    assert Session.objects.filter(pk=alices_session.pk).exists()
+
+
 def test_a_missing_session_is_opencodes_not_found(oc, alice):
     response = oc(alice).get(f"{base_url(alice)}/session/ses_nope")
     assert_response(response, "/session/{sessionID}", "get", 404)

@@ -6,7 +6,7 @@ creator."""
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
-from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -92,8 +92,6 @@ class SessionDetailView(ProjectScopedView):
                    summary="Delete a session, its children, messages and events")
     def delete(self, request, org, project_id, session_id):
         scope, session = self.session(request, Role.MEMBER)
-        if not (scope.membership.has_role(Role.ADMIN) or session.creator_id == scope.membership.user_id):
-            raise PermissionDenied("Only the session's creator or an org admin may delete it.")
         session_services.session_delete(actor=scope.actor, session=session)
         return Response(status=status.HTTP_204_NO_CONTENT)
 

@@ -4,8 +4,11 @@ rename, archive/unarchive, delete. Each is atomic, audited, and tells the org's 
 
 from django.db import transaction
 from django.utils import timezone
+from rest_framework.exceptions import PermissionDenied
 
 from hangar.accounts.actors import Actor
+from hangar.accounts.models import Role
+from hangar.accounts.selectors import require_role
 from hangar.audit.services import audit_record
 from hangar.conversations.events import publish
 from hangar.conversations.models import Session
@@ -57,8 +60,13 @@ def session_archive(*, actor: Actor, session: Session, archived: bool = True, at
 
 
 def session_delete(*, actor: Actor, session: Session) -> None:
-    """Delete a session with its children, messages, parts and event log. The deletion event is broadcast
-    (after commit) although its stored row goes with the session: there is nothing left to replay."""
+    """Delete a session with its children, messages, parts and event log. Only its creator or an org
+    admin may (checked here, so every edge — REST, OpenCode protocol — gets the same rule). The deletion
+    event is broadcast (after commit) although its stored row goes with the session: nothing is left to
+    replay."""
+    membership = require_role(actor, session.org_id, Role.MEMBER)
+    if not (membership.has_role(Role.ADMIN) or session.creator_id == membership.user_id):
+        raise PermissionDenied("Only the session's creator or an org admin may delete it.")
     with transaction.atomic():
         session = _locked(session)
         info = session_info(session)
