@@ -4,9 +4,9 @@ import pytest
 
 from hangar.accounts.services import org_permission_policy_set
 from hangar.conversations.models import PermissionGrant, PermissionRequest, Session
-from hangar.engine.services import permission_reply, session_prompt
+from hangar.engine.services import permission_reply, session_abort, session_prompt
 from hangar.projects.models import Project
-from tests.engine.conftest import assistant_messages, text_prompt, tool_parts, wait_for, wait_idle
+from tests.engine.conftest import assistant_messages, text_of, text_prompt, tool_parts, wait_for, wait_idle
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -50,6 +50,28 @@ def test_ask_then_once_runs_the_waiting_call_and_releases_the_worker_while_waiti
     assert part["state"]["status"] == "completed" and "approved-once" in part["state"]["output"]
     assert assistant_messages(session)[-1]["finish"] == "stop"
     assert not PermissionGrant.objects.filter(project=alice.project).exists()
+
+
+def test_abort_while_a_permission_is_pending_rejects_it_and_the_next_prompt_runs(alice, script, make_session, worker):
+    ask_for_bash(alice.project)
+    script_id = script.load([[bash("c1", "echo never")], [{"text": "after the abort"}]])
+    session = make_session(alice, script_id)
+    session_prompt(actor=alice.actor, session=session, parts=text_prompt("run it"))
+    request = pending_request(session)
+    parked(session)
+
+    session_abort(actor=alice.actor, session=session)
+    session = wait_idle(session)
+    request.refresh_from_db()
+    assert request.status == "reject"
+    assert tool_parts(session)[0]["state"]["error"] == "Tool execution aborted"
+    assert assistant_messages(session)[-1]["error"]["name"] == "MessageAbortedError"
+    assert not session.abort_requested
+
+    session_prompt(actor=alice.actor, session=session, parts=text_prompt("go on"))
+    session = wait_idle(session)
+    assert assistant_messages(session)[-1].get("error") is None
+    assert text_of(session) == "after the abort"
 
 
 def test_always_with_project_scope_stores_a_grant_that_covers_the_next_call(alice, script, make_session, worker):

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import threading
 
+from django.db import transaction
 from django.db.models import F
 
 from hangar.conversations import services as store
-from hangar.conversations.events import publish
+from hangar.conversations.events import publish, publish_many
 from hangar.conversations.models import Message, Part, PermissionRequest, Session
 from hangar.engine import permissions as perm
 from hangar.engine.agents import agent_get
@@ -46,8 +47,12 @@ READ_ONLY_TOOLS = {"read", "glob", "grep", "list", "todoread", "todowrite", "inv
 class Run:
     """What one pass of the loop knows: the session, its agent, model, tools, rules and sandbox."""
 
-    def __init__(self, session_id: str, abort: threading.Event, active_runs=lambda: 1):
+    def __init__(self, session_id: str, abort: threading.Event, active_runs=lambda: 1,
+                 lost: threading.Event | None = None):
         self.session_id, self.abort, self.active_runs = session_id, abort, active_runs
+        # Set (with abort) when the lease was taken away: another worker owns the session now, so this
+        # run stops without writing anything (no abort bookkeeping, no status change).
+        self.lost = lost or threading.Event()
         self._sandbox = None
         self._model_key = None
         self.org_policy: list[dict] | None = None
@@ -84,7 +89,8 @@ class Run:
     # --- the loop ------------------------------------------------------------------------------------
 
     def run(self) -> None:
-        session = Session.objects.get(pk=self.session_id)
+        # Set before anything can end the run: an abort noticed here still needs the session to finish.
+        session = self.session = Session.objects.select_related("project", "org").get(pk=self.session_id)
         if session.abort_requested:
             self.abort.set()
         if session.status != "busy":
@@ -94,6 +100,9 @@ class Run:
                 pass
         except PermissionAsked:
             return  # parked: the reply re-enqueues the run
+        if self.lost.is_set():
+            log.warning("lease_lost_run_stopped", session=self.session_id)
+            return
         aborted = self.abort.is_set()
         if aborted:
             self._finish_aborted()
@@ -266,12 +275,20 @@ class Run:
     def _finish_aborted(self) -> None:
         """Unfinished tool parts → "Tool execution aborted"; pending asks rejected; the message ends
         with MessageAbortedError; the abort flag is cleared."""
-        for request in PermissionRequest.objects.filter(session_id=self.session_id, status="pending"):
-            PermissionRequest.objects.filter(pk=request.pk).update(status="reject")
-            publish(self.session, "permission.replied", {"sessionID": self.session_id, "requestID": request.pk, "reply": "reject"})
+        with transaction.atomic():  # all of it or none: a crash half-way must not leave half-rejected state
+            self._finish_aborted_writes()
+
+    def _finish_aborted_writes(self) -> None:
+        pending = PermissionRequest.objects.filter(session_id=self.session_id, status="pending")
+        rejected = list(pending.values_list("pk", flat=True))
+        if rejected:
+            PermissionRequest.objects.filter(pk__in=rejected).update(status="reject")
+            publish_many(self.session, [("permission.replied", {"sessionID": self.session_id, "requestID": pk,
+                                                                "reply": "reject"}) for pk in rejected])
         open_messages = [m for m in Message.objects.filter(session_id=self.session_id, role="assistant").order_by("id")
                          if not m.data["time"].get("completed")]
         for message in open_messages:
+            message.session = self.session  # no lazy load per message
             ToolRunner(self, message).run_all()  # with abort set, every unfinished part ends in error
             message.refresh_from_db()
             store.message_update(message=message, data={

@@ -25,12 +25,13 @@ def run_session_once(session_id: str) -> bool:
     if not lease_acquire(session_id, owner):
         return False
     abort = threading.Event()
-    keeper.hold(session_id, owner, abort)
+    lost = keeper.hold(session_id, owner, abort)
     try:
-        Run(session_id, abort, active_runs=keeper.active).run()
+        Run(session_id, abort, active_runs=keeper.active, lost=lost).run()
     except Exception as exc:
         log.exception("run_failed", session=session_id)
-        _crashed(session_id, exc)
+        if not lost.is_set():  # the new owner reports for the session now, not us
+            _crashed(session_id, exc)
     finally:
         keeper.drop(session_id)
         requeue = lease_release(session_id, owner)
@@ -49,5 +50,7 @@ def _crashed(session_id: str, exc: Exception) -> None:
         publish(session, "session.error", {"sessionID": session_id,
                                            "error": {"name": "UnknownError", "data": {"message": str(exc)[:500]}}})
         store.session_status_set(session=session, status="idle")
+        # A stale abort flag would abort the next prompt the moment it starts.
+        Session.objects.filter(pk=session_id).update(abort_requested=False)
     except Exception:
         log.exception("run_crash_report_failed", session=session_id)
