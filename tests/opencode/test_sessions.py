@@ -122,3 +122,9 @@ def test_another_org_cannot_reach_alices_session_on_any_route(oc, alice, charlie
     assert on_his.status_code == 404
     assert on_his.json()["name"] == "NotFoundError"
     assert Session.objects.filter(pk=alices_session.pk).exists()
+
+
+def test_a_missing_message_is_opencodes_not_found(oc, alice, alices_session):
+    response = oc(alice).get(f"{base_url(alice)}/session/{alices_session.pk}/message/msg_nope")
+    assert response.status_code == 404
+    assert response.json()["name"] == "NotFoundError"

@@ -17,6 +17,7 @@ from typing import Any
 
 from django.core.cache import cache
 from django.db import close_old_connections
+from django.db.models import Case, Q, When
 
 from hangar.conversations import services as store
 from hangar.conversations.events import publish_ephemeral
@@ -75,11 +76,11 @@ class ToolRunner:
 
     def _load_ruleset(self) -> list[dict]:
         session = self.run.session
-        grants = PermissionGrant.objects.filter(project_id=session.project_id, revoked_at__isnull=True)
-        project_grants = [g for g in grants if g.scope == "project"]
-        session_grants = [g for g in grants if g.scope == "session" and g.session_id == session.pk]
-        as_rules = [{"permission": g.permission, "pattern": g.pattern, "action": perm.ALLOW}
-                    for g in project_grants + session_grants]
+        # Project grants first, then this session's (later rules win); other sessions' grants never load.
+        grants = (PermissionGrant.objects.filter(project_id=session.project_id, revoked_at__isnull=True)
+                  .filter(Q(scope="project") | Q(scope="session", session_id=session.pk))
+                  .order_by(Case(When(scope="project", then=0), default=1), "id"))
+        as_rules = [{"permission": g.permission, "pattern": g.pattern, "action": perm.ALLOW} for g in grants]
         return self.run.ruleset + as_rules
 
     def ask_for(self, call_id: str):

@@ -2,6 +2,7 @@
 BadRequestError); a missing permission request is `{"_tag": "PermissionNotFoundError", ...}` as OpenCode
 1.18.33 answers it. A 401 carries a Basic challenge, as `opencode serve` does."""
 
+from django.core.exceptions import ObjectDoesNotExist
 from django.http import JsonResponse
 from rest_framework import exceptions
 
@@ -13,6 +14,8 @@ class PermissionNotFound(exceptions.NotFound):
 
 
 def error_body(exc: Exception) -> tuple[int, dict]:
+    if isinstance(exc, ObjectDoesNotExist):  # any missing row is OpenCode's NotFoundError, never a 500
+        exc = exceptions.NotFound(f"{type(exc).__qualname__.split('.')[0]} not found")
     if isinstance(exc, PermissionNotFound):
         return 404, {"_tag": "PermissionNotFoundError", "requestID": exc.request_id, "message": str(exc.detail)}
     if isinstance(exc, exceptions.NotFound):

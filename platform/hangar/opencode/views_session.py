@@ -3,7 +3,6 @@
 from datetime import UTC, datetime
 
 from drf_spectacular.utils import extend_schema
-from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
 from hangar.conversations import selectors as conversation_selectors
@@ -84,24 +83,10 @@ class SessionStatusList(OpenCodeView):
         return Response({pk: {"type": status, **(detail or {})} for pk, status, detail in rows})
 
 
-class SessionMessages(OpenCodeView):
-    @extend_schema(tags=OC, operation_id="oc_session_messages", responses={200: dict})
-    def get(self, request, project_id, session_id):
-        session = self.get_session(session_id)
-        limit = request.query_params.get("limit", "")
-        return Response(conversation_selectors.messages_list(session, limit=int(limit) if limit.isdigit() else None))
-
-
 class SessionMessageDetail(OpenCodeView):
     @extend_schema(tags=OC, operation_id="oc_session_message", responses={200: dict})
     def get(self, request, project_id, session_id, message_id):
-        session = self.get_session(session_id)
-        try:
-            return Response(conversation_selectors.message_get(session, message_id))
-        except Exception as exc:
-            if exc.__class__.__name__ == "DoesNotExist":
-                raise NotFound(f"Message not found: {message_id}") from None
-            raise
+        return Response(conversation_selectors.message_get(self.get_session(session_id), message_id))
 
 
 class SessionTodos(OpenCodeView):
