@@ -75,15 +75,27 @@ def test_each_persona_sees_only_its_orgs(api, alice, bob, dave, charlie):
         assert api(persona).get(f"/api/orgs/{org}/").json()["role"] == persona.membership.role
 
 
+def signed_in(persona) -> APIClient:
+    client = APIClient()
+    client.force_login(persona.user)
+    return client
+
+
 def test_bob_creates_an_org_and_owns_it(api, bob):
-    response = api(bob).post("/api/orgs/", {"name": "Bob's Lab"}, format="json")
+    response = signed_in(bob).post("/api/orgs/", {"name": "Bob's Lab"}, format="json")
     assert response.status_code == 201 and response.json()["slug"] == "bobs-lab"
     assert Membership.objects.get(org__slug="bobs-lab").user == bob.user
 
 
 def test_creating_an_org_with_a_taken_slug_is_a_400(api, bob, charlie):
-    response = api(bob).post("/api/orgs/", {"name": "x", "slug": "globex"}, format="json")
+    response = signed_in(bob).post("/api/orgs/", {"name": "x", "slug": "globex"}, format="json")
     assert response.status_code == 400 and "slug" in response.json()["error"]["fields"]
+
+
+def test_a_token_cannot_create_an_org_outside_the_one_it_is_bound_to(api, bob):
+    response = api(bob).post("/api/orgs/", {"name": "Escape"}, format="json")
+    assert response.status_code == 403
+    assert not Membership.objects.filter(org__slug="escape").exists()
 
 
 def test_anonymous_me_and_orgs_are_401(api):

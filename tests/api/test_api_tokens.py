@@ -65,6 +65,19 @@ def test_a_future_expiry_is_stored(api, bob):
     assert ApiToken.objects.get(pk=response.json()["id"]).expires_at == future
 
 
+def test_an_expiring_token_cannot_mint_a_token_that_outlives_it(api, bob):
+    soon = timezone.now() + timedelta(hours=1)
+    ApiToken.objects.filter(pk=bob.token_row.pk).update(expires_at=soon)
+    forever = api(bob).post("/api/orgs/acme/tokens/", {"name": "forever"}, format="json")
+    assert forever.status_code == 400 and "expires_at" in forever.json()["error"]["fields"]
+    later = (soon + timedelta(days=1)).isoformat()
+    assert api(bob).post("/api/orgs/acme/tokens/", {"name": "later", "expires_at": later},
+                         format="json").status_code == 400
+    within = (soon - timedelta(minutes=5)).isoformat()
+    assert api(bob).post("/api/orgs/acme/tokens/", {"name": "ok", "expires_at": within},
+                         format="json").status_code == 201
+
+
 def test_token_creation_is_rate_limited(api, bob):
     statuses = [api(bob).post("/api/orgs/acme/tokens/", {"name": f"t{i}"}, format="json").status_code
                 for i in range(31)]

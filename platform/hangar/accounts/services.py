@@ -18,7 +18,10 @@ from hangar.audit.services import audit_record
 
 @transaction.atomic
 def org_create(*, actor: Actor, name: str, slug: str = "", owner: User | None = None) -> Org:
-    """Create an org; `owner` (default: the acting user) becomes its first owner."""
+    """Create an org; `owner` (default: the acting user) becomes its first owner. An API token acts
+    inside the one org it is bound to, so it cannot create another: that takes a signed-in person."""
+    if actor.token is not None:
+        raise PermissionDenied("An API token is bound to its org; sign in to create an org.")
     slug = slug or slugify(name)[:80]
     if not slug:
         raise ValidationError({"slug": ["A slug is required."]})
@@ -124,6 +127,11 @@ def token_create(*, actor: Actor, org: Org, user: User, name: str,
     require_role(Actor(type=actor.type, org_id=org.pk, user=user), org.pk, Role.VIEWER)
     if expires_at is not None and expires_at <= timezone.now():
         raise ValidationError({"expires_at": ["Must be in the future."]})
+    parent_expiry = getattr(actor.token, "expires_at", None)
+    if parent_expiry is not None and (expires_at is None or expires_at > parent_expiry):
+        # A token cannot mint a token that outlives it (a leaked expiring token must not become permanent).
+        raise ValidationError({"expires_at": [f"Must not be later than the calling token's expiry "
+                                              f"({parent_expiry.isoformat()})."]})
     raw, prefix = tokens.generate()
     token = ApiToken.objects.create(org=org, user=user, name=name, prefix=prefix,
                                     digest=tokens.digest(raw, 0), pepper_index=0, expires_at=expires_at)
