@@ -14,6 +14,8 @@ SECRET_KEY = required("DJANGO_SECRET_KEY")
 DEBUG = flag("DJANGO_DEBUG")
 ALLOWED_HOSTS = csv("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
 CSRF_TRUSTED_ORIGINS = csv("DJANGO_CSRF_TRUSTED_ORIGINS", "http://localhost:8000,http://127.0.0.1:8000")
+# How many reverse proxies in front of Daphne append to X-Forwarded-For (0: trust no forwarded header).
+HANGAR_TRUSTED_PROXY_HOPS = int(os.environ.get("HANGAR_TRUSTED_PROXY_HOPS", "0"))
 PUBLIC_URL = os.environ.get("HANGAR_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
 
 # API tokens are stored as HMAC digests; the first pepper signs new tokens, the rest still verify old ones.

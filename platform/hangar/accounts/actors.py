@@ -36,19 +36,30 @@ def system_actor(org_id: int | None, label: str = "system") -> Actor:
     return Actor(type=ActorType.SYSTEM, org_id=org_id, label=label)
 
 
+def client_ip(request) -> str | None:
+    """The caller's address for the audit log. X-Forwarded-For is client-controlled, so it is read only
+    behind proxies the operator declares (HANGAR_TRUSTED_PROXY_HOPS = how many append to it), taking the
+    address the outermost trusted proxy saw; otherwise the socket's peer address."""
+    from django.conf import settings
+
+    hops = settings.HANGAR_TRUSTED_PROXY_HOPS
+    chain = [part.strip() for part in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if part.strip()]
+    if hops and len(chain) >= hops:
+        return chain[-hops]
+    return request.META.get("REMOTE_ADDR") or None
+
+
 def actor_from_request(request, org_id: int | None) -> Actor:
     """Build the actor for a DRF/Django request: token auth sets `request.auth` to the ApiToken."""
     from hangar.accounts.models import ApiToken
 
     token = request.auth if isinstance(getattr(request, "auth", None), ApiToken) else None
-    forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
-    ip = forwarded.split(",")[0].strip() or request.META.get("REMOTE_ADDR")
     return Actor(
         type=ActorType.TOKEN if token else ActorType.USER,
         org_id=org_id,
         user=request.user if request.user.is_authenticated else None,
         token=token,
         label=token.prefix if token else getattr(request.user, "email", ""),
-        ip=ip or None,
+        ip=client_ip(request),
         request_id=getattr(request, "request_id", ""),
     )

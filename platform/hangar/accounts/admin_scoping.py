@@ -5,7 +5,7 @@ superusers and every write is still audited (save_model/delete_model below)."""
 from django.contrib import admin
 from django.db import transaction
 
-from hangar.accounts.actors import Actor
+from hangar.accounts.actors import Actor, client_ip
 from hangar.accounts.models import Membership, Role
 from hangar.audit.models import ActorType
 from hangar.audit.services import audit_record
@@ -52,7 +52,7 @@ class TenantScopedAdmin(admin.ModelAdmin):
     def _actor(self, request, obj) -> Actor:
         org_id = getattr(obj, "org_id", None) or getattr(getattr(obj, "project", None), "org_id", None)
         return Actor(type=ActorType.USER, org_id=org_id, user=request.user, label=f"admin:{request.user.email}",
-                     ip=request.META.get("REMOTE_ADDR"), request_id=getattr(request, "request_id", ""))
+                     ip=client_ip(request), request_id=getattr(request, "request_id", ""))
 
     def save_model(self, request, obj, form, change):
         with transaction.atomic():
