@@ -144,8 +144,9 @@ class Snapshots:
         with self.lock:
             self._init()
             for path in paths:
-                rel = os.path.relpath(path, self.worktree) if path.startswith("/") else path
-                if rel.startswith(".."):
+                # Normalise first: `a/../../etc/x` must not slip past the check below.
+                rel = os.path.relpath(os.path.normpath(os.path.join(self.worktree, path)), self.worktree)
+                if rel == ".." or rel.startswith("../"):
                     raise BadRequest(f"{path} is outside the workspace")
                 if self._git("ls-tree", tree, "--", rel).strip():
                     self._git("checkout", tree, "--", rel)

@@ -41,6 +41,16 @@ def test_a_deleted_then_recreated_file_and_a_new_subdirectory_are_tracked(box):
     assert box.snapshot_changed(second, box.snapshot_track()) == ["dir/a.txt"]
 
 
+def test_revert_refuses_paths_that_climb_out_of_the_workspace(box):
+    base = box.snapshot_track()
+    box.exec("echo keep > /home/hangar/.hangar/outside.txt")
+    for sneaky in ("a/../../home/hangar/.hangar/outside.txt", "../home/hangar/.hangar/outside.txt",
+                   "/home/hangar/.hangar/outside.txt"):
+        with pytest.raises(SandboxError, match="outside the workspace"):
+            box.snapshot_revert(base, [sneaky])
+    assert box.exec("cat /home/hangar/.hangar/outside.txt").output.strip() == "keep"
+
+
 def test_snapshot_repo_lives_outside_the_workspace_and_skips_huge_files(box):
     box.exec("head -c 3000000 /dev/zero > huge.bin; echo small > small.txt")
     base = box.snapshot_track()
