@@ -139,6 +139,16 @@ def test_apply_patch_adds_updates_moves_and_deletes_files(d):
     assert ask["patterns"] == [f"{rel}/new.txt", f"{rel}/app.py", f"{rel}/old.txt"]
 
 
+def test_two_updates_of_one_file_in_one_patch_both_land(d):
+    d.sandbox.write(f"{d.dir}/two.py", "a = 1\nb = 1\n")
+    rel = d.dir.removeprefix("/workspace/")
+    patch = (f"*** Begin Patch\n*** Update File: {rel}/two.py\n@@\n-a = 1\n+a = 2\n"
+             f"*** Update File: {rel}/two.py\n@@\n-b = 1\n+b = 2\n*** End Patch")
+    result = run(d, "apply_patch", patchText=patch)
+    assert d.sandbox.read_bytes(f"{d.dir}/two.py") == b"a = 2\nb = 2\n"
+    assert [(f["additions"], f["deletions"]) for f in result.metadata["files"]] == [(1, 1), (1, 1)]
+
+
 def test_apply_patch_that_does_not_fit_changes_nothing(d):
     d.sandbox.write(f"{d.dir}/f.py", "a\n")
     rel = d.dir.removeprefix("/workspace/")

@@ -4,10 +4,12 @@ anything is written, so a hunk that does not fit leaves the workspace untouched.
 
 from __future__ import annotations
 
+from contextlib import ExitStack
+
 from pydantic import BaseModel, Field
 
 from hangar.engine.tools.base import ToolContext, ToolError, ToolResult
-from hangar.engine.tools.common import description, filediff, relative, resolve, unified_diff
+from hangar.engine.tools.common import description, file_lock, filediff, relative, resolve, unified_diff
 from hangar.engine.tools.patch import BEGIN, END, PatchError, apply_chunks, parse_patch
 from sandbox.protocol import FileNotFound
 
@@ -34,41 +36,21 @@ class ApplyPatchTool:
                 raise ToolError("patch rejected: empty patch")
             raise ToolError("apply_patch verification failed: no hunks found")
 
-        # (kind, path, target, before, after): computed up front so nothing is half-applied.
-        changes: list[tuple[str, str, str, str, str]] = []
-        for hunk in hunks:
-            path = resolve(hunk.path)
-            if hunk.type == "add":
-                after = hunk.contents if hunk.contents.endswith("\n") or not hunk.contents else hunk.contents + "\n"
-                changes.append(("A", path, path, "", after))
-                continue
-            try:
-                before = ctx.sandbox.read_bytes(path).decode("utf-8", "replace")
-            except FileNotFound:
-                verb = "delete" if hunk.type == "delete" else "update"
-                raise ToolError(f"apply_patch verification failed: Failed to read file to {verb}: {path}") from None
-            if hunk.type == "delete":
-                changes.append(("D", path, path, before, ""))
-                continue
-            try:
-                after = apply_chunks(path, before, hunk.chunks)
-            except PatchError as exc:
-                raise ToolError(f"apply_patch verification failed: {exc}") from None
-            target = resolve(hunk.move_path) if hunk.move_path else path
-            changes.append(("M", path, target, before, after))
-
-        diff = "".join(unified_diff(target, before, after) for _, _, target, before, after in changes)
-        files = list(dict.fromkeys(relative(target) for _, _, target, _, _ in changes))
-        ctx.ask("edit", files, ["*"], {"filepath": ", ".join(files), "diff": diff})
-
-        for kind, path, target, _, after in changes:
-            if kind == "D":
-                ctx.sandbox.remove(path)
-                continue
-            ctx.sandbox.write(target, after)
-            if target != path:
-                ctx.sandbox.remove(path)
-            ctx.mark_read(target)
+        paths = sorted({resolve(h.path) for h in hunks} | {resolve(h.move_path) for h in hunks if h.move_path})
+        with ExitStack() as held:
+            for path in paths:  # sorted: two patches locking overlapping files cannot deadlock
+                held.enter_context(file_lock(ctx.session_id, path))
+            changes, diff = self._plan(hunks, ctx)
+            files = list(dict.fromkeys(relative(target) for _, _, target, _, _ in changes))
+            ctx.ask("edit", files, ["*"], {"filepath": ", ".join(files), "diff": diff})
+            for kind, path, target, _, after in changes:
+                if kind == "D":
+                    ctx.sandbox.remove(path)
+                    continue
+                ctx.sandbox.write(target, after)
+                if target != path:
+                    ctx.sandbox.remove(path)
+                ctx.mark_read(target)
 
         summary = "\n".join(f"{kind} {relative(target)}" for kind, _, target, _, _ in changes)
         statuses = {"A": "added", "D": "deleted", "M": "modified"}
@@ -77,3 +59,39 @@ class ApplyPatchTool:
             output=f"Success. Updated the following files:\n{summary}",
             metadata={"diff": diff, "files": [filediff(t, b, a, statuses[k]) for k, _, t, b, a in changes]},
         )
+
+    @staticmethod
+    def _plan(hunks, ctx: ToolContext) -> tuple[list[tuple[str, str, str, str, str]], str]:
+        """(kind, path, target, before, after) per hunk, computed up front so nothing is half-applied.
+        A later hunk on a path sees the earlier hunks' result (`current`), not the file on disk."""
+        current: dict[str, str | None] = {}  # path -> content as this patch leaves it (None: deleted)
+        changes: list[tuple[str, str, str, str, str]] = []
+        for hunk in hunks:
+            path = resolve(hunk.path)
+            if hunk.type == "add":
+                after = hunk.contents if hunk.contents.endswith("\n") or not hunk.contents else hunk.contents + "\n"
+                changes.append(("A", path, path, "", after))
+                current[path] = after
+                continue
+            verb = "delete" if hunk.type == "delete" else "update"
+            try:
+                before = current[path] if path in current else ctx.sandbox.read_bytes(path).decode("utf-8", "replace")
+            except FileNotFound:
+                before = None
+            if before is None:
+                raise ToolError(f"apply_patch verification failed: Failed to read file to {verb}: {path}")
+            if hunk.type == "delete":
+                changes.append(("D", path, path, before, ""))
+                current[path] = None
+                continue
+            try:
+                after = apply_chunks(path, before, hunk.chunks)
+            except PatchError as exc:
+                raise ToolError(f"apply_patch verification failed: {exc}") from None
+            target = resolve(hunk.move_path) if hunk.move_path else path
+            changes.append(("M", path, target, before, after))
+            if target != path:
+                current[path] = None
+            current[target] = after
+        diff = "".join(unified_diff(target, before, after) for _, _, target, before, after in changes)
+        return changes, diff

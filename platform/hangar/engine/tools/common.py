@@ -46,21 +46,13 @@ def unified_diff(path: str, before: str, after: str) -> str:
     return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
 
-def count_changes(before: str, after: str) -> tuple[int, int]:
-    additions = deletions = 0
-    for line in difflib.ndiff(before.splitlines(), after.splitlines()):
-        if line.startswith("+ "):
-            additions += 1
-        elif line.startswith("- "):
-            deletions += 1
-    return additions, deletions
-
-
-def filediff(path: str, before: str, after: str, status: str = "modified") -> dict:
-    """OpenCode's SnapshotFileDiff shape for tool metadata (file, patch, additions, deletions, status)."""
-    additions, deletions = count_changes(before, after)
-    return {"file": relative(path), "patch": unified_diff(path, before, after), "additions": additions,
-            "deletions": deletions, "status": status}
+def filediff(path: str, before: str, after: str, status: str = "modified", patch: str | None = None) -> dict:
+    """OpenCode's SnapshotFileDiff shape for tool metadata (file, patch, additions, deletions, status).
+    Counts come from the unified diff itself (pass `patch` when the caller already made it)."""
+    patch = unified_diff(path, before, after) if patch is None else patch
+    lines = [line for line in patch.splitlines() if not line.startswith(("+++", "---"))]
+    return {"file": relative(path), "patch": patch, "additions": sum(line.startswith("+") for line in lines),
+            "deletions": sum(line.startswith("-") for line in lines), "status": status}
 
 
 _locks: dict[tuple[str, str], threading.Lock] = {}

@@ -65,5 +65,5 @@ class EditTool:
         return ToolResult(
             title=relative(path), output="Edit applied successfully.",
             metadata={"diff": diff, "replacer": matched,
-                      "filediff": filediff(path, plain_before, plain_after, "modified" if stat else "added")},
+                      "filediff": filediff(path, plain_before, plain_after, "modified" if stat else "added", diff)},
         )

@@ -51,5 +51,5 @@ class WriteTool:
         return ToolResult(
             title=relative(path), output="Wrote file successfully.",
             metadata={"filepath": path, "exists": exists, "diff": diff,
-                      "filediff": filediff(path, before, args.content, "modified" if exists else "added")},
+                      "filediff": filediff(path, before, args.content, "modified" if exists else "added", diff)},
         )
