@@ -11,7 +11,7 @@ from django.db import connection
 from hangar.audit.models import AuditEvent
 from hangar.projects import crypto
 from hangar.projects.credentials import CredentialNotFound, credential_resolve
-from hangar.projects.env import env_for_sandbox, env_for_worker
+from hangar.projects.env import env_for_sandbox
 from hangar.projects.models import ProjectEnvVar, ProviderCredential
 from hangar.projects.services import credential_set, env_var_set
 
@@ -63,16 +63,20 @@ def test_rotation_re_encrypts_under_the_new_key_and_the_old_key_can_then_go(alic
     assert raw_column(credential.pk) != before
     settings.ENCRYPTION_KEYS = [new_key]  # old key retired
     assert credential_resolve(org_id=alice.org.pk, user_id=None, provider="openai").api_key == KEY
-    assert env_for_worker(alice.project) == {"TOKEN": "s3cret"}
+    assert decrypted_env(alice.project) == {"TOKEN": "s3cret"}
     assert AuditEvent.objects.filter(action="encryption_keys.rotate").get().data == {"credentials": 1,
                                                                                       "env_vars": 1}
+
+
+def decrypted_env(project) -> dict[str, str]:
+    return {var.name: crypto.decrypt(var.value_encrypted) for var in project.env_vars.all()}
 
 
 def test_only_sandbox_safe_env_vars_reach_the_sandbox(alice):
     env_var_set(actor=alice.actor, project=alice.project, name="SECRET", value="top", secret=True)
     env_var_set(actor=alice.actor, project=alice.project, name="PLAIN", value="ok", secret=False)
     assert env_for_sandbox(alice.project) == {"PLAIN": "ok"}
-    assert env_for_worker(alice.project) == {"PLAIN": "ok", "SECRET": "top"}
+    assert decrypted_env(alice.project) == {"PLAIN": "ok", "SECRET": "top"}
     assert "top" not in ProjectEnvVar.objects.get(name="SECRET").value_encrypted
 
 

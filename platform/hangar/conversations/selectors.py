@@ -87,11 +87,6 @@ def message_get(session: Session, message_id: str) -> dict:
     return message_with_parts(message)
 
 
-def event_frame(event: Event) -> dict:
-    """The wire shape of a stored event (WebSocket frames, the events endpoint, SSE)."""
-    return {"seq": event.seq, "type": event.type, "payload": event.payload, "session": event.session_id}
-
-
 def events_after(session: Session | str, seq: int, limit: int = MAX_EVENTS) -> list[dict]:
     """Stored events with sequence number > `seq`, ascending, at most `limit` (the gap-fill read).
     Takes a Session the caller already resolved through `session_get`, or its id."""

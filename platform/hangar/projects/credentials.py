@@ -37,14 +37,3 @@ def _resolved(credential: ProviderCredential, scope: str) -> ResolvedCredential:
     key = crypto.decrypt(credential.api_key_encrypted) if credential.api_key_encrypted else ""
     return ResolvedCredential(provider=credential.provider, api_base=credential.api_base, api_key=key,
                               models=list(credential.models_list or []), scope=scope)
-
-
-def provider_list(*, org_id: int, user_id: int | None) -> list[dict]:
-    """Providers usable by this user in this org (no keys): for config/model pickers."""
-    seen: dict[str, dict] = {}
-    rows = ProviderCredential.objects.filter(org_id=org_id).filter(user__isnull=True)
-    personal = ProviderCredential.objects.filter(org_id=org_id, user_id=user_id) if user_id else []
-    for credential in [*rows, *personal]:  # personal last: the user's wins
-        seen[credential.provider] = {"provider": credential.provider, "api_base": credential.api_base,
-                                     "models": list(credential.models_list or [])}
-    return list(seen.values())

@@ -39,7 +39,7 @@ class Project(models.Model):
 
 
 class ProjectEnvVar(models.Model):
-    """A project environment variable. Only `sandbox_safe` ones are ever passed into a sandbox;
+    """A project environment variable. Only non-secret ones are ever passed into a sandbox;
     secret ones stay in the worker and are never returned by the API."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="env_vars")
@@ -50,9 +50,6 @@ class ProjectEnvVar(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["project", "name"], name="uniq_project_env")]
 
-    @property
-    def sandbox_safe(self) -> bool:
-        return not self.secret
 
 
 class ProviderCredential(models.Model):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 
 @dataclass
@@ -66,7 +66,3 @@ def is_retryable(status: int | None, message: str) -> bool:
         return True
     return any(word in text for word in ("overloaded", "rate limit", "rate_limit", "too many requests",
                                          "exhausted", "unavailable"))
-
-
-def openai_tool(name: str, description: str, schema: dict[str, Any]) -> dict:
-    return {"type": "function", "function": {"name": name, "description": description, "parameters": schema}}

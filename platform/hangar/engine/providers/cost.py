@@ -35,7 +35,3 @@ def _price(provider_id: str, model_id: str) -> tuple[float, float, float]:
 def step_cost(provider_id: str, model_id: str, usage: Usage) -> float:
     inp, out, cached = _price(provider_id, model_id)
     return usage.input * inp + usage.output * out + usage.cache_read * cached
-
-
-def clear_cache() -> None:
-    _price.cache_clear()
