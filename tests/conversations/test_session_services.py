@@ -5,7 +5,12 @@ import pytest
 from hangar.audit.models import AuditEvent
 from hangar.conversations.models import Event
 from hangar.conversations.services import session_create
-from hangar.conversations.session_services import session_archive, session_delete, session_update
+from hangar.conversations.session_services import (
+    session_archive,
+    session_delete,
+    session_title_generated,
+    session_update,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -34,3 +39,18 @@ def test_delete_is_audited_and_removes_the_event_log(alice, alices_session):
     session_delete(actor=alice.actor, session=alices_session)
     assert AuditEvent.objects.get(action="session.delete").target_id == alices_session.pk
     assert not Event.objects.filter(session_id=alices_session.pk).exists()
+
+
+def test_a_generated_title_names_an_untitled_session_but_never_overrides_a_person(alice):
+    untitled = session_create(actor=alice.actor, project=alice.project)
+    assert session_title_generated(session=untitled, title="Fix the login bug")
+    untitled.refresh_from_db()
+    assert untitled.title == "Fix the login bug"
+    event = Event.objects.filter(session=untitled, type="session.updated").last()
+    assert event.payload["sessionID"] == untitled.pk and event.payload["info"]["title"] == "Fix the login bug"
+
+    renamed = session_create(actor=alice.actor, project=alice.project)
+    session_update(actor=alice.actor, session=renamed, title="Alice's name")
+    assert not session_title_generated(session=renamed, title="Generated")
+    renamed.refresh_from_db()
+    assert renamed.title == "Alice's name"

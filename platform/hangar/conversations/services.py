@@ -16,6 +16,9 @@ from hangar.conversations import schemas
 from hangar.conversations.events import publish
 from hangar.conversations.models import Message, Part, PermissionRequest, Session, Todo
 
+# A session keeps this prefix until the hidden title agent (hangar.engine.titles) or a person names it.
+DEFAULT_TITLE_PREFIX = "New session - "
+
 
 def now_ms() -> int:
     return int(time.time() * 1000)
@@ -170,7 +173,7 @@ def session_create(*, actor: Actor, project, title: str = "", parent: Session | 
     with transaction.atomic():
         session = Session(
             org_id=project.org_id, project=project, creator=actor.user, parent=parent,
-            title=title or f"New session - {time.strftime('%Y-%m-%dT%H:%M:%S')}",
+            title=title or f"{DEFAULT_TITLE_PREFIX}{time.strftime('%Y-%m-%dT%H:%M:%S')}",
             agent=agent or project.default_agent, model=model or _project_model(project),
             permission=permission or [],
         )

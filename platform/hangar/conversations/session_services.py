@@ -12,7 +12,7 @@ from hangar.accounts.selectors import require_role
 from hangar.audit.services import audit_record
 from hangar.conversations.events import publish
 from hangar.conversations.models import Session
-from hangar.conversations.services import session_info
+from hangar.conversations.services import DEFAULT_TITLE_PREFIX, session_info
 
 
 def _locked(session: Session) -> Session:
@@ -42,6 +42,19 @@ def session_update(*, actor: Actor, session: Session, title: str | None = None,
         audit_record(actor=actor, action="session.update", target=session, data=changed)
         _published_update(session)
     return session
+
+
+def session_title_generated(*, session: Session, title: str) -> bool:
+    """The title agent's answer, applied only while the session still has its default title (a person
+    may have renamed it meanwhile). Engine-made, so not audited; published like any rename."""
+    with transaction.atomic():
+        session = _locked(session)
+        if not session.title.startswith(DEFAULT_TITLE_PREFIX):
+            return False
+        session.title = title
+        session.save(update_fields=["title", "updated_at"])
+        _published_update(session)
+    return True
 
 
 def session_archive(*, actor: Actor, session: Session, archived: bool = True, at=None) -> Session:

@@ -3,18 +3,15 @@ call turns the first user message into a title of at most 50 characters."""
 
 from __future__ import annotations
 
-from django.db import transaction
-
-from hangar.conversations.events import publish
 from hangar.conversations.models import Message, Part, Session
-from hangar.conversations.services import session_info
+from hangar.conversations.services import DEFAULT_TITLE_PREFIX
+from hangar.conversations.session_services import session_title_generated
 from hangar.engine.agents import agent_get
 from hangar.engine.providers.base import ProviderError
 from hangar.engine.system import prompt_text
 from hangar.logging import get_logger
 
 log = get_logger(__name__)
-DEFAULT_PREFIX = "New session - "
 MAX_CHARS = 50
 
 
@@ -26,7 +23,7 @@ def clean_title(text: str) -> str:
 
 def title_maybe(run) -> None:
     session = Session.objects.get(pk=run.session_id)
-    if not session.title.startswith(DEFAULT_PREFIX) or session.parent_id:
+    if not session.title.startswith(DEFAULT_TITLE_PREFIX) or session.parent_id:
         return
     first = Message.objects.filter(session_id=session.pk, role="user").order_by("id").first()
     if first is None or not Message.objects.filter(session_id=session.pk, role="assistant").exists():
@@ -41,8 +38,4 @@ def title_maybe(run) -> None:
     title = clean_title(answer)
     if not title:
         return
-    with transaction.atomic():
-        updated = Session.objects.filter(pk=session.pk, title=session.title).update(title=title)
-        if updated:
-            session.refresh_from_db()
-            publish(session, "session.updated", {"info": session_info(session)}, org_wide=True)
+    session_title_generated(session=session, title=title)
