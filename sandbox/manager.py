@@ -151,8 +151,7 @@ class DockerSandboxes:
             info = self.api.inspect_container(name)
         elif not info["State"]["Running"]:
             self.api.start(name)
-        conn = AgentConnection.open(self.api, info["Id"], str(volumes.lock_path(info["Id"])))
-        return DockerSandbox(self, spec, name, conn)
+        return self._attach(spec, name, info["Id"])
 
     def _ensure_egress(self, spec: SandboxSpec) -> None:
         egress.ensure(self.client, key=volumes.session_key(spec.session_id), image=self.image,
@@ -189,6 +188,12 @@ class DockerSandboxes:
         container_id = self._create_container(spec, name, volume_id, labels)
         if container_id is None:
             return None
+        return self._attach(spec, name, container_id)
+
+    def _attach(self, spec: SandboxSpec, name: str, container_id: str) -> DockerSandbox:
+        """Connect to the agent and (re)bind the session's env. Binding on every attach, not only at
+        creation, means a bind that failed once (or an env a project admin changed) is put right by the
+        next connection instead of leaving the session without its env for good. One round trip."""
         conn = AgentConnection.open(self.api, container_id, str(volumes.lock_path(container_id)))
         box = DockerSandbox(self, spec, name, conn)
         if spec.env:

@@ -189,11 +189,6 @@ class WarmPool:
                     volumes.destroy_volume(stale["volume"])
                 volumes.register(key, record)
             self._wake.set()
-            container_id = self.api.inspect_container(name)["Id"]
-            conn = AgentConnection.open(self.api, container_id, str(volumes.lock_path(container_id)))
-            box = DockerSandbox(manager, spec, name, conn)
-            if spec.env:
-                box._call("bind", {"env": spec.env})
-            return box
+            return manager._attach(spec, name, self.api.inspect_container(name)["Id"])
         self._wake.set()
         return None

@@ -67,6 +67,19 @@ def test_a_removed_container_is_recreated_on_its_volume(sandboxes, box, docker_c
     assert again.read("kept.txt").content == "yes"
 
 
+def test_every_attach_binds_the_sessions_env_so_a_lost_or_changed_env_is_put_right(
+        sandboxes, docker_client, image, new_session_id):
+    sid = new_session_id()
+    spec = dict(session_id=sid, memory_mb=256, pids=128, disk_mb=64)
+    first = sandboxes.get_or_create(SandboxSpec(**spec, env={"STAGE": "one"}))
+    assert first.exec("echo $STAGE").output.strip() == "one"
+    # Another process (a second worker) attaches with the project's env as it is now.
+    other = DockerSandboxes(docker_client, image=image, extra_labels=TEST_LABEL)
+    second = other.get_or_create(SandboxSpec(**spec, env={"STAGE": "two"}))
+    assert second.exec("echo $STAGE").output.strip() == "two"
+    second.close()
+
+
 def test_warm_pool_claims_fast_binds_env_and_refills(docker_client, image, new_session_id):
     template = SandboxSpec(session_id="pool", memory_mb=256, pids=128, disk_mb=64)
     pool = WarmPool(2, template=template, client=docker_client, image=image, extra_labels=TEST_LABEL)
