@@ -4,6 +4,7 @@ in the real Docker sandbox, parts and events in Postgres."""
 import pytest
 
 from hangar.conversations.models import Event, Part, Session
+from hangar.conversations.services import session_create
 from hangar.engine.sandboxes import manager
 from hangar.engine.services import session_prompt
 from tests.engine.conftest import assistant_messages, text_of, text_prompt, tool_parts, wait_idle
@@ -113,3 +114,13 @@ def test_a_tenant_cannot_prompt_another_orgs_session(alice, charlie, script, mak
         session_prompt(actor=charlie.actor, session=session, parts=text_prompt("let me in"))
     assert not Session.objects.get(pk=session.pk).run_requested
     assert not session.messages.exists()
+
+
+def test_a_session_without_a_credential_says_so_and_goes_idle(alice, worker):
+    session = session_create(actor=alice.actor, project=alice.project,
+                             model={"providerID": "nobody-configured-this", "modelID": "m"})
+    session_prompt(actor=alice.actor, session=session, parts=text_prompt("hello"))
+    session = wait_idle(session)
+    error = Event.objects.filter(session=session, type="session.error").get().payload["error"]
+    assert error["name"] == "ProviderAuthError" and "no credential" in error["data"]["message"]
+    assert not session.abort_requested and session.lease_owner == ""

@@ -55,6 +55,7 @@ class Run:
         self.lost = lost or threading.Event()
         self._sandbox = None
         self._model_key = None
+        self.model = None  # resolved in configure()
         self.org_policy: list[dict] | None = None
         self.steps = 0
         # The tree hash at the end of the previous step is the next step's start: nothing else runs in
@@ -118,7 +119,12 @@ class Run:
         if not users:
             return False
         last_user, last = users[-1], messages[-1]
-        self.configure(last_user)
+        try:
+            self.configure(last_user)
+        except ProviderError as exc:  # e.g. no credential for the provider: the user can act on this
+            publish(self.session, "session.error", {"sessionID": self.session_id,
+                                                    "error": {"name": exc.name, "data": {"message": exc.message}}})
+            return False
         assistant = next((m for m in reversed(messages) if m.role == "assistant"), None)
         if assistant is not None and not assistant.data["time"].get("completed"):
             return self._finish_step(assistant)

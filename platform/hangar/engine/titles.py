@@ -22,6 +22,8 @@ def clean_title(text: str) -> str:
 
 
 def title_maybe(run) -> None:
+    if run.model is None:  # the turn never reached a model (e.g. no credential)
+        return
     session = Session.objects.get(pk=run.session_id)
     if not session.title.startswith(DEFAULT_TITLE_PREFIX) or session.parent_id:
         return
