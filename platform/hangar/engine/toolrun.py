@@ -139,10 +139,12 @@ class ToolRunner:
         session_id = self.run.session.pk
         last = [0.0]
 
-        def update_metadata(metadata: dict) -> None:
+        def update_metadata(metadata) -> None:
             if time.monotonic() - last[0] < METADATA_EVERY_S:
                 return
             last[0] = time.monotonic()
+            if callable(metadata):  # built only when it will be sent (bash output can be 60 KB a chunk)
+                metadata = metadata()
             state = {**part_ref["state"], "metadata": metadata}
             publish_ephemeral(self.run.session, "message.part.updated", {"part": {**part_ref, "state": state}})
 

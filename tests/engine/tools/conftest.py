@@ -44,7 +44,7 @@ class Harness:
         return ToolContext(
             session_id=getattr(self.sandbox, "session_id", "ses_test"), message_id="msg_test", call_id=call_id,
             agent=agent, sandbox=self.sandbox, abort=self.abort, ask=self.ask,
-            update_metadata=self.updates.append, was_read=self.read_paths.__contains__,
+            update_metadata=lambda m: self.updates.append(m() if callable(m) else m), was_read=self.read_paths.__contains__,
             mark_read=self.read_paths.add, extra=extra,
         )
 

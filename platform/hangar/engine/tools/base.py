@@ -56,8 +56,9 @@ class ToolContext:
     abort: threading.Event
     # ask(permission, patterns, always, metadata): returns if allowed, raises PermissionAsked/Rejected.
     ask: Callable[[str, list[str], list[str], dict[str, Any]], None]
-    # Stream progress into the running tool part (e.g. bash output so far, throttled by the loop).
-    update_metadata: Callable[[dict[str, Any]], None]
+    # Stream progress into the running tool part (e.g. bash output so far), throttled by the loop. Takes
+    # the metadata dict, or a zero-argument callable returning it, called only when an update is due.
+    update_metadata: Callable[[dict[str, Any] | Callable[[], dict[str, Any]]], None]
     # Read-before-write: the loop persists these per session so any worker sees them.
     was_read: Callable[[str], bool]
     mark_read: Callable[[str], None]

@@ -114,7 +114,8 @@ class BashTool:
                 tail = "".join(shown)[-METADATA_CHARS:]
                 shown[:] = [tail]
                 size = len(tail)
-            ctx.update_metadata({"output": "".join(shown)[-METADATA_CHARS:], "description": args.description})
+            # Runs on the sandbox connection's reader thread: stay cheap, build the update only if sent.
+            ctx.update_metadata(lambda: {"output": "".join(shown)[-METADATA_CHARS:], "description": args.description})
 
         ctx.update_metadata({"output": "", "description": args.description})
         result = ctx.sandbox.exec(
