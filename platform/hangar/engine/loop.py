@@ -22,11 +22,12 @@ from django.db.models import F
 from hangar.conversations import services as store
 from hangar.conversations.events import publish, publish_many
 from hangar.conversations.models import Message, Part, PermissionRequest, Session
+from hangar.conversations.services import now_ms
 from hangar.engine import permissions as perm
 from hangar.engine.agents import agent_get
 from hangar.engine.dbconn import release_connection
 from hangar.engine.history import to_model_messages
-from hangar.engine.processor import StreamProcessor, now_ms
+from hangar.engine.processor import StreamProcessor
 from hangar.engine.providers.base import ProviderError
 from hangar.engine.providers.cost import step_cost
 from hangar.engine.providers.resolve import model_for

@@ -15,14 +15,11 @@ from dataclasses import dataclass, field
 from hangar.conversations import services as store
 from hangar.conversations.events import publish_ephemeral
 from hangar.conversations.models import Message
+from hangar.conversations.services import now_ms
 from hangar.engine.providers.base import StreamEvent, Usage
 from hangar.ids import new_part_id
 
 FLUSH_S = 0.05
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 @dataclass

@@ -22,6 +22,7 @@ from django.db.models import Case, Q, When
 from hangar.conversations import services as store
 from hangar.conversations.events import publish_ephemeral
 from hangar.conversations.models import Message, Part, PermissionGrant, PermissionRequest
+from hangar.conversations.services import now_ms
 from hangar.engine import permissions as perm
 from hangar.engine.dbconn import release_connection
 from hangar.engine.tools.base import (
@@ -47,10 +48,6 @@ class PermissionDenied(PermissionRejected):
 
 class TurnStopped(Exception):
     """A person rejected a call without feedback: the turn stops (OpenCode's RejectedError)."""
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class ToolRunner:
