@@ -106,6 +106,23 @@ def test_the_model_is_sent_the_system_prompt_tools_and_tool_results(alice, scrip
     assert tool_message["tool_call_id"] == "c1" and "marker-42" in tool_message["content"]
 
 
+def test_instruction_files_a_step_changes_reach_the_next_steps_system_prompt(alice, script, make_session, worker):
+    # AGENTS.md is read once per run and again only after a step changed it (by any tool, bash included).
+    script_id = script.load([
+        [call("write", "c1", filePath="/workspace/AGENTS.md", content="Always say rule-one.\n")],
+        [call("read", "c2", filePath="/workspace/AGENTS.md")],
+        [call("bash", "c3", command="echo 'Always say rule-two.' > AGENTS.md", description="rewrite")],
+        [{"text": "ok"}]])
+    session = make_session(alice, script_id)
+    session_prompt(actor=alice.actor, session=session, parts=text_prompt("set up instructions"))
+    wait_idle(session)
+    systems = [r["messages"][1]["content"] for r in script.requests(script_id) if r.get("stream")]
+    assert len(systems) == 4
+    assert "Instructions from" not in systems[0]
+    assert "rule-one" in systems[1] and "rule-one" in systems[2]
+    assert "rule-two" in systems[3] and "rule-one" not in systems[3]
+
+
 def test_a_tenant_cannot_prompt_another_orgs_session(alice, charlie, script, make_session):
     from rest_framework.exceptions import NotFound
 

@@ -11,7 +11,10 @@ two things (a part and its message) costs one round trip, not 2N. `with_write` l
 its own row write (a part upsert, a message update) into that same statement as a data-modifying CTE:
 the write, the seq bump and the events then commit or fail together even without an outer transaction
 (one statement is atomic), which saves the BEGIN/SAVEPOINT/RELEASE/COMMIT round trips that dominated
-the worker's CPU per step (measured: ~12 queries per part boundary before, 1 now).
+the worker's CPU per step (measured: ~12 queries per part boundary before, 1 now). `with_writes` takes
+several such writes (a step's closing parts and its message), and `session_set` folds columns of the
+session row into the seq bump itself (a row may be updated only once per statement), so a whole step
+boundary is one round trip to Postgres and, after commit, one to Redis.
 
 `publish_ephemeral()` is the separate path for token deltas: never stored, marked `ephemeral`, so
 clients can tell them apart; losing one is harmless because the part's final text is persisted.
@@ -32,12 +35,21 @@ ORG_GROUP = "org.{id}"  # session-list changes only
 # publisher waits, so seqs commit in order and stay dense (the INSERT fails the whole statement, bump
 # included, if anything is wrong). `now()` is the transaction's start, as Django's auto_now_add would be.
 _APPEND = (
-    "{write}s AS (UPDATE conversations_session SET event_seq = event_seq + %s WHERE id = %s{gate} RETURNING event_seq)"
+    "{writes}s AS (UPDATE conversations_session SET event_seq = event_seq + %s{set} WHERE id = %s{gate} RETURNING event_seq)"
     " INSERT INTO conversations_event (session_id, seq, type, payload, created_at)"
     " SELECT %s, s.event_seq - %s + e.n, e.type, e.payload, now()"
     " FROM s, unnest(%s::text[], %s::jsonb[]) WITH ORDINALITY AS e(type, payload, n)"
     " RETURNING id, seq"
 )
+
+
+def _statement(writes: list[tuple[str, list]], session_set: tuple[str, list] | None) -> tuple[str, list, list]:
+    """The SQL around the event append: each write as CTE `w<i>`, all of which must touch a row."""
+    ctes = "".join(f"w{i} AS ({sql}), " for i, (sql, _params) in enumerate(writes))
+    gate = "".join(f" AND EXISTS (SELECT 1 FROM w{i})" for i in range(len(writes)))
+    set_sql, set_params = session_set if session_set else ("", [])
+    sql = _APPEND.format(writes=f"WITH {ctes}", set=f", {set_sql}" if set_sql else "", gate=gate)
+    return sql, [p for _sql, params in writes for p in params], set_params
 
 
 def session_group(session_id: str) -> str:
@@ -56,28 +68,28 @@ def publish(session: Session, type: str, payload: dict, *, org_wide: bool = Fals
             with_write: tuple[str, list] | None = None) -> Event:
     """Append an event and broadcast it after commit. `org_wide` also tells the org's session-list
     stream (session.created/updated/deleted)."""
-    return publish_many(session, [(type, payload)], org_wide=org_wide, with_write=with_write)[0]
+    return publish_many(session, [(type, payload)], org_wide=org_wide, with_writes=[with_write] if with_write else ())[0]
 
 
 def publish_many(session: Session, events: list[tuple[str, dict]], *, org_wide: bool = False,
-                 with_write: tuple[str, list] | None = None) -> list[Event]:
-    """Append `events` ((type, payload), in order) with consecutive seqs in one statement; broadcast each
-    after commit. `with_write` = (sql, params) of one data-modifying statement with `RETURNING 1` run in
-    the same statement (as the CTE `w`); the events are appended only if it touched a row, else
-    `Session.DoesNotExist`-like failure is raised as `LookupError` and nothing is written."""
-    from hangar.realtime.broadcast import broadcast  # late: keeps the store free of Channels at import
+                 with_writes: list[tuple[str, list]] | tuple = (),
+                 session_set: tuple[str, list] | None = None) -> list[Event]:
+    """Append `events` ((type, payload), in order) with consecutive seqs in one statement; broadcast them
+    after commit. `with_writes` = (sql, params) of data-modifying statements with `RETURNING 1`, run in
+    the same statement (as CTEs); the events are appended only if every one touched a row, else a
+    `LookupError` is raised and nothing is written. `session_set` = ("col = %s, ...", params): columns of
+    the session row set by the same UPDATE that bumps its seq."""
+    from hangar.realtime.broadcast import broadcast_many  # late: keeps the store free of Channels at import
 
     n = len(events)
     types = [t for t, _ in events]
     payloads = [json.dumps(p) for _, p in events]
-    write_sql, write_params = with_write if with_write else ("", [])
-    sql = _APPEND.format(write=f"WITH w AS ({write_sql}), " if write_sql else "WITH ",
-                         gate=" AND EXISTS (SELECT 1 FROM w)" if write_sql else "")
+    sql, write_params, set_params = _statement(list(with_writes), session_set)
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*write_params, n, session.pk, session.pk, n, types, payloads])
+        cursor.execute(sql, [*write_params, n, *set_params, session.pk, session.pk, n, types, payloads])
         rows = sorted(cursor.fetchall(), key=lambda r: r[1])
     if len(rows) != n:
-        if write_sql and Session.objects.filter(pk=session.pk).exists():
+        if with_writes and Session.objects.filter(pk=session.pk).exists():
             raise LookupError(f"write for {types} matched no row")
         raise Session.DoesNotExist(session.pk)
     now = timezone.now()
@@ -87,13 +99,8 @@ def publish_many(session: Session, events: list[tuple[str, dict]], *, org_wide: 
     if org_wide:
         groups.append(org_group(session.org_id))
     messages = [{"seq": e.seq, "type": e.type, "payload": e.payload, "session": session.pk} for e in out]
-
-    def notify():
-        for message in messages:
-            broadcast(groups, message)
-
     # In autocommit (no outer atomic) this runs now: the statement above has already committed.
-    transaction.on_commit(notify)
+    transaction.on_commit(lambda: broadcast_many(groups, messages))
     return out
 
 

@@ -13,8 +13,9 @@ from django.utils import timezone
 from hangar.accounts.actors import Actor
 from hangar.audit.services import audit_record
 from hangar.conversations import schemas
-from hangar.conversations.events import publish
+from hangar.conversations.events import publish, publish_many
 from hangar.conversations.models import Message, Part, PermissionRequest, Session, Todo
+from hangar.ids import new_part_id
 
 # A session keeps this prefix until the hidden title agent (hangar.engine.titles) or a person names it.
 DEFAULT_TITLE_PREFIX = "New session - "
@@ -50,41 +51,64 @@ def _persisted(obj, now):
     return obj
 
 
-def message_create(*, session: Session, data: dict) -> Message:
-    """Store a new user or assistant message (OpenCode shape; id/sessionID filled in if absent)."""
+def _part_write(message: Message, data: dict) -> tuple[dict, tuple[str, list]]:
+    """A part validated for `message` (id filled in if absent) and its upsert statement."""
+    data = {**data, "sessionID": message.session_id, "messageID": message.pk}
+    if not data.get("id"):
+        data["id"] = new_part_id()
+    data = schemas.validate_part(data)
+    return data, (_PART_UPSERT, [data["id"], message.session_id, message.pk, data["type"], json.dumps(data)])
+
+
+def message_create(*, session: Session, data: dict, parts: list[dict] = ()) -> Message:
+    """Store a new user or assistant message (OpenCode shape; id/sessionID filled in if absent), with its
+    first `parts` if given (a step's step-start), in one statement."""
     message = Message(session=session)
     data = {**data, "id": data.get("id") or message.id, "sessionID": session.pk}
     message.id = data["id"]
     data = schemas.validate_message(data)
     message.role = data["role"]
     message.data = data
-    publish(session, "message.updated", {"info": data},
-            with_write=(_MESSAGE_INSERT, [message.id, session.pk, message.role, json.dumps(data)]))
+    written = [_part_write(message, part) for part in parts]
+    publish_many(session, [("message.updated", {"info": data})] + [("message.part.updated", {"part": p}) for p, _ in written],
+                 with_writes=[(_MESSAGE_INSERT, [message.id, session.pk, message.role, json.dumps(data)])]
+                 + [w for _, w in written])
     return _persisted(message, timezone.now())
 
 
 def message_update(*, message: Message, data: dict) -> Message:
-    data = schemas.validate_message({**data, "id": message.pk, "sessionID": message.session_id})
-    try:
-        publish(message.session, "message.updated", {"info": data},
-                with_write=(_MESSAGE_UPDATE, [json.dumps(data), message.pk]))
-    except LookupError:
-        raise Message.DoesNotExist(message.pk) from None
-    message.data = data
-    return message
+    return parts_upsert(message=message, parts=[], message_data=data)[1]
 
 
 def part_upsert(*, message: Message, data: dict, delta: str | None = None) -> Part:
     """Create or replace one part (persisted at part boundaries, not per token)."""
-    data = {**data, "sessionID": message.session_id, "messageID": message.pk}
-    if not data.get("id"):
-        data["id"] = Part().id
-    data = schemas.validate_part(data)
+    data, write = _part_write(message, data)
     payload = {"part": data} if delta is None else {"part": data, "delta": delta}
-    publish(message.session, "message.part.updated", payload, with_write=(
-        _PART_UPSERT, [data["id"], message.session_id, message.pk, data["type"], json.dumps(data)]))
+    publish(message.session, "message.part.updated", payload, with_write=write)
     part = Part(id=data["id"], session_id=message.session_id, message=message, type=data["type"], data=data)
     return _persisted(part, timezone.now())
+
+
+def parts_upsert(*, message: Message, parts: list[dict], message_data: dict | None = None,
+                 usage: tuple[float, dict] | None = None) -> tuple[list[dict], Message]:
+    """Create or replace several parts of `message`, then optionally replace the message's data and set
+    the session's usage totals (`usage` = (cost to add, new token totals)): one statement, one event per
+    row, in that order (a step's closing parts, then its completed message). Returns the parts as stored."""
+    written = [_part_write(message, part) for part in parts]
+    events = [("message.part.updated", {"part": p}) for p, _ in written]
+    writes = [w for _, w in written]
+    if message_data is not None:
+        message_data = schemas.validate_message({**message_data, "id": message.pk, "sessionID": message.session_id})
+        events.append(("message.updated", {"info": message_data}))
+        writes.append((_MESSAGE_UPDATE, [json.dumps(message_data), message.pk]))
+    session_set = ("cost = cost + %s, tokens = %s::jsonb", [usage[0], json.dumps(usage[1])]) if usage else None
+    try:
+        publish_many(message.session, events, with_writes=writes, session_set=session_set)
+    except LookupError:
+        raise Message.DoesNotExist(message.pk) from None
+    if message_data is not None:
+        message.data = message_data
+    return [p for p, _ in written], message
 
 
 def todos_replace(*, session: Session, todos: list[dict]) -> list[Todo]:
@@ -184,14 +208,15 @@ def session_create(*, actor: Actor, project, title: str = "", parent: Session | 
 
 
 def session_status_set(*, session: Session, status: str, detail: dict | None = None) -> None:
-    """Set idle/busy/retry/error and publish OpenCode's session.status (and session.idle when idle)."""
-    with transaction.atomic():
-        Session.objects.filter(pk=session.pk).update(status=status, status_detail=detail or {})
-        session.status, session.status_detail = status, detail or {}
-        body = {"type": status, **(detail or {})}
-        publish(session, "session.status", {"sessionID": session.pk, "status": body}, org_wide=True)
-        if status == "idle":
-            publish(session, "session.idle", {"sessionID": session.pk})
+    """Set idle/busy/retry/error and publish OpenCode's session.status (and session.idle when idle): one
+    statement, the status columns set by the same UPDATE that takes the events' seqs."""
+    detail = detail or {}
+    events = [("session.status", {"sessionID": session.pk, "status": {"type": status, **detail}})]
+    if status == "idle":
+        events.append(("session.idle", {"sessionID": session.pk}))
+    publish_many(session, events, org_wide=True,
+                 session_set=("status = %s, status_detail = %s::jsonb", [status, json.dumps(detail)]))
+    session.status, session.status_detail = status, detail
 
 
 def _project_model(project) -> dict:

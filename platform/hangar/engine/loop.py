@@ -17,7 +17,6 @@ from __future__ import annotations
 import threading
 
 from django.db import transaction
-from django.db.models import F
 
 from hangar.conversations import services as store
 from hangar.conversations.events import publish, publish_many
@@ -33,7 +32,7 @@ from hangar.engine.providers.cost import step_cost
 from hangar.engine.providers.resolve import model_for
 from hangar.engine.retry import MAX_ATTEMPTS, retry_delay
 from hangar.engine.sandboxes import sandbox_for
-from hangar.engine.system import build_system, prompt_text
+from hangar.engine.system import INSTRUCTION_FILES, build_system, prompt_text
 from hangar.engine.titles import title_maybe
 from hangar.engine.toolrun import ToolRunner, TurnStopped
 from hangar.engine.tools.base import PermissionAsked
@@ -63,6 +62,11 @@ class Run:
         # between within one run, so one `snapshot_track` per step is enough.
         self.last_snapshot: str | None = None
         self.skills: str | None = None  # listed once per run
+        # AGENTS.md / CLAUDE.md as last read; None = read them (first step, or a step may have changed them).
+        self.instructions: list[str] | None = None
+        # Parts of the messages that can no longer change while this run owns the session (user messages,
+        # completed assistant steps), by message id: each step reads only the parts of the others.
+        self._settled_parts: dict[str, list[dict]] = {}
 
     def sandbox(self):
         if self._sandbox is None:
@@ -108,7 +112,7 @@ class Run:
         aborted = self.abort.is_set()
         if aborted:
             self._finish_aborted()
-        store.session_status_set(session=Session.objects.get(pk=self.session_id), status="idle")
+        store.session_status_set(session=self.session, status="idle")
         if not aborted:
             title_maybe(self)  # after idle, as OpenCode does it off the turn's critical path
 
@@ -139,12 +143,12 @@ class Run:
     def _step(self, user: Message, messages: list[Message]) -> bool:
         model_ref, agent = self.model_ref, self.agent
         last_step = bool(agent.steps and self.steps >= agent.steps)
+        snapshot = self.last_snapshot or self._snapshot()
         message = store.message_create(session=self.session, data={
             "role": "assistant", "time": {"created": now_ms()}, "parentID": user.pk, "modelID": model_ref["modelID"],
             "providerID": model_ref["providerID"], "mode": agent.name, "agent": agent.name,
-            "path": {"cwd": "/workspace", "root": "/workspace"}})
-        snapshot = self.last_snapshot or self._snapshot()
-        store.part_upsert(message=message, data={"type": "step-start", **({"snapshot": snapshot} if snapshot else {})})
+            "path": {"cwd": "/workspace", "root": "/workspace"}},
+            parts=[{"type": "step-start", **({"snapshot": snapshot} if snapshot else {})}])
         system = build_system(agent_prompt=agent.prompt, provider_id=model_ref["providerID"], model_id=model_ref["modelID"],
                               sandbox=self.sandbox(), user_system=user.data.get("system"), run=self)
         stored = self._history(messages)
@@ -193,21 +197,33 @@ class Run:
             kinds = list(Part.objects.filter(message=message, type__in=("step-start", "tool")).values_list("type", "data"))
             snapshot = next((d.get("snapshot") for t, d in kinds if t == "step-start"), None)
             tools_used = {d["tool"] for t, d in kinds if t == "tool"}
-        end = self._snapshot() if tools_used - READ_ONLY_TOOLS or not snapshot else snapshot
+        end, changed = self._closing_snapshot(snapshot, tools_used)
+        closing = [{"type": "patch", "hash": snapshot, "files": [f"/workspace/{p.lstrip('/')}" for p in changed]}] if changed else []
+        closing.append({"type": "step-finish", "reason": data["finish"], "cost": data.get("cost", 0),
+                        "tokens": data.get("tokens") or {}, **({"snapshot": end} if end else {})})
+        finish = "stop" if stopped else data["finish"]
+        # The step's closing parts, its completed message and the session's usage: one statement.
+        store.parts_upsert(message=message, parts=closing, usage=self._usage_after(data),
+                           message_data={**data, "finish": finish, "time": {**data["time"], "completed": now_ms()}})
+        return finish in ("tool-calls", "unknown")
+
+    def _closing_snapshot(self, snapshot: str | None, tools_used: set[str]) -> tuple[str | None, list[str]]:
+        """The tree at the end of the step and the workspace-relative paths changed since `snapshot`.
+        Only tools that may write need a new snapshot."""
+        if snapshot and not tools_used - READ_ONLY_TOOLS:
+            self.last_snapshot = snapshot
+            return snapshot, []
+        end = self._snapshot()
         self.last_snapshot = end
+        changed: list[str] = []
         if snapshot and end and end != snapshot:
             try:
-                files = [f"/workspace/{path.lstrip('/')}" for path in self.sandbox().snapshot_changed(snapshot, end)]
+                changed = self.sandbox().snapshot_changed(snapshot, end)
             except SandboxError:
-                files = []
-            if files:
-                store.part_upsert(message=message, data={"type": "patch", "hash": snapshot, "files": files})
-        store.part_upsert(message=message, data={"type": "step-finish", "reason": data["finish"], "cost": data.get("cost", 0),
-                                                 "tokens": data.get("tokens") or {}, **({"snapshot": end} if end else {})})
-        finish = "stop" if stopped else data["finish"]
-        store.message_update(message=message, data={**data, "finish": finish, "time": {**data["time"], "completed": now_ms()}})
-        self._add_usage(data)
-        return finish in ("tool-calls", "unknown")
+                changed = []
+        if end is None or set(changed) & set(INSTRUCTION_FILES):
+            self.instructions = None  # the next step reads AGENTS.md / CLAUDE.md again
+        return end, changed
 
     def _stream(self, message: Message, system: list[str], history: list[dict], tools: list[dict]):
         attempt = 0
@@ -243,10 +259,17 @@ class Run:
     # --- helpers -----------------------------------------------------------------------------------
 
     def _history(self, messages: list[Message]) -> list[tuple[dict, list[dict]]]:
-        parts: dict[str, list[dict]] = {}
-        for message_id, data in Part.objects.filter(session_id=self.session_id).order_by("id").values_list("message_id", "data"):
-            parts.setdefault(message_id, []).append(data)
-        return [(m.data, parts.get(m.pk, [])) for m in messages]
+        settled = self._settled_parts
+        unsettled = [m.pk for m in messages if m.pk not in settled]
+        parts: dict[str, list[dict]] = {pk: [] for pk in unsettled}
+        if unsettled:
+            rows = Part.objects.filter(session_id=self.session_id, message_id__in=unsettled).order_by("id")
+            for message_id, data in rows.values_list("message_id", "data"):
+                parts[message_id].append(data)
+        for m in messages:
+            if m.pk in parts and (m.role == "user" or m.data["time"].get("completed")):
+                settled[m.pk] = parts[m.pk]  # a user message is stored with its parts in one transaction
+        return [(m.data, settled.get(m.pk) or parts.get(m.pk, [])) for m in messages]
 
     def _reminders(self, messages: list[Message], last_step: bool) -> list[dict]:
         out = []
@@ -266,12 +289,13 @@ class Run:
             log.warning("snapshot_failed", session=self.session_id, exc_info=True)
             return None
 
-    def _add_usage(self, data: dict) -> None:
+    def _usage_after(self, data: dict) -> tuple[float, dict]:
+        """(cost to add, the session's token totals with this step's), for the step's closing write."""
         tokens = dict(self.session.tokens or {})  # one runner per session: no concurrent writer
         for key in ("input", "output", "reasoning"):
             tokens[key] = tokens.get(key, 0) + (data.get("tokens") or {}).get(key, 0)
-        Session.objects.filter(pk=self.session_id).update(cost=F("cost") + (data.get("cost") or 0), tokens=tokens)
         self.session.tokens = tokens
+        return data.get("cost") or 0, tokens
 
     def _fail(self, message: Message, error: dict) -> None:
         message.refresh_from_db()

@@ -3,7 +3,7 @@ Streaming").
 
 Text and reasoning deltas go out on the ephemeral path, coalesced (at most one notification per
 FLUSH_S per part); the part is persisted once, at its end. Tool calls become `pending` tool parts when
-their arguments are complete; names are repaired (case) or routed to `invalid` (seed 000 §12.3).
+their arguments are complete (stored by the tool runner with the first call's start); names are repaired (case) or routed to `invalid` (seed 000 §12.3).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ class StepResult:
     usage: Usage = field(default_factory=Usage)
     tool_calls: int = 0
     produced: bool = False  # any part written (a retry after this would duplicate output)
-    tool_parts: list[dict] = field(default_factory=list)  # as stored: the tool runner needs not re-read them
+    tool_parts: list[dict] = field(default_factory=list)  # pending, not yet stored (see _tool_call)
 
 
 class StreamProcessor:
@@ -84,10 +84,11 @@ class StreamProcessor:
             reason = error or f"Model tried to call unavailable tool '{event.name}'. Available tools: {', '.join(self.tools)}."
             args = {"tool": event.name, "error": reason}
             name = "invalid"
-        part = store.part_upsert(message=self.message, data={
-            "type": "tool", "callID": event.id, "tool": name,
-            "state": {"status": "pending", "input": args, "raw": event.arguments or ""}})
-        self.result.tool_parts.append(part.data)
+        # Not written here: the tool runner stores every pending call together with the first one's
+        # `running` state, one statement for what used to be one per call plus one (nothing runs between).
+        self.result.tool_parts.append({
+            "id": new_part_id(), "sessionID": self.session.pk, "messageID": self.message.pk, "type": "tool",
+            "callID": event.id, "tool": name, "state": {"status": "pending", "input": args, "raw": event.arguments or ""}})
         self.result.tool_calls += 1
         self.result.produced = True
 

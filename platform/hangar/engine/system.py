@@ -66,12 +66,18 @@ def _skills(sandbox: Sandbox | None) -> str:
 
 def build_system(*, agent_prompt: str | None, provider_id: str, model_id: str, sandbox: Sandbox | None,
                  user_system: str | None = None, is_git: bool = False, run=None) -> list[str]:
-    """`run` (optional) caches the skills listing for the duration of one run."""
+    """`run` (optional) caches the skills listing for the duration of one run, and the instruction
+    files until the run sees a step change them (`run.instructions = None` asks for a fresh read)."""
     base = prompt_text(agent_prompt or family_prompt(model_id))
     env = prompt_text("environment").format(model_id=model_id, provider_id=provider_id,
                                             is_git="yes" if is_git else "no", today=time.strftime("%a %b %d %Y"))
-    if run is not None and run.skills is None:
-        run.skills = _skills(sandbox)
-    skills = run.skills if run is not None else _skills(sandbox)
-    dynamic = [env, *_instructions(sandbox), skills, user_system or ""]
+    if run is None:
+        skills, instructions = _skills(sandbox), _instructions(sandbox)
+    else:
+        if run.skills is None:
+            run.skills = _skills(sandbox)
+        if run.instructions is None:
+            run.instructions = _instructions(sandbox)
+        skills, instructions = run.skills, run.instructions
+    dynamic = [env, *instructions, skills, user_system or ""]
     return [base, "\n\n".join(part for part in dynamic if part)]

@@ -52,9 +52,9 @@ class TurnStopped(Exception):
 
 class ToolRunner:
     def __init__(self, run, message: Message, parts: list[dict] | None = None, prior_tools: list[dict] | None = None):
-        """`parts`: the message's tool parts when the caller already has them (a step that just streamed
-        them); `prior_tools`: the session's tool parts of earlier messages (from the step's history read).
-        Either None → read from the database (a resumed step)."""
+        """`parts`: the message's tool parts, pending and not yet stored, when the caller has just streamed
+        them (the first save stores them all); `prior_tools`: the session's tool parts of earlier messages
+        (from the step's history read). Either None → read from the database (a resumed step)."""
         self.run = run  # hangar.engine.loop.Run: session, sandbox, tools, ruleset, abort...
         self.message = message
         self._ruleset: list[dict] | None = None
@@ -63,6 +63,7 @@ class ToolRunner:
         # This message's tool parts as last saved (by id): the in-memory view the doom-loop check and the
         # loop's closing snapshot decision use instead of re-reading the rows this runner just wrote.
         self.current: dict[str, dict] = {p["id"]: p for p in parts or []}
+        self._unsaved: dict[str, dict] = dict(self.current)
 
     # --- permission ------------------------------------------------------------------------------
 
@@ -110,10 +111,14 @@ class ToolRunner:
     # --- parts -------------------------------------------------------------------------------------
 
     def save(self, part: dict, **state) -> dict:
+        """Store `part` with `state`, and with it (one statement) the streamed calls not stored yet."""
         part = {**part, "state": state}
-        saved = store.part_upsert(message=self.message, data=part).data
-        self.current[saved["id"]] = saved
-        return {**part, "id": saved["id"]}
+        self._unsaved.pop(part.get("id"), None)
+        stored, _ = store.parts_upsert(message=self.message, parts=[part, *self._unsaved.values()])
+        self._unsaved.clear()
+        for saved in stored:
+            self.current[saved["id"]] = saved
+        return {**part, "id": stored[0]["id"]}
 
     def _recent_tools(self, exclude: str) -> list[dict]:
         """The session's latest tool parts other than `exclude`, newest first (as the query would give)."""

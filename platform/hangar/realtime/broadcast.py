@@ -57,30 +57,42 @@ def _group_channel(layer: RedisPubSubChannelLayer, group: str) -> str:
 
 def send_to_groups(groups: list[str], message: dict) -> None:
     """Send one raw channel-layer message (with its `type`) to each group, from sync code."""
+    send_many_to_groups(groups, [message])
+
+
+def send_many_to_groups(groups: list[str], messages: list[dict]) -> None:
+    """Send raw channel-layer messages, in order, to each group: one pipelined round trip per shard."""
     layer = get_channel_layer()
     if not isinstance(layer, RedisPubSubChannelLayer):
-        for group in groups:
-            async_to_sync(layer.group_send)(group, message)
+        for message in messages:
+            for group in groups:
+                async_to_sync(layer.group_send)(group, message)
         return
     clients = _shard_clients(layer)
-    body = layer.serialize(message)
+    bodies = [layer.serialize(message) for message in messages]
     by_shard: dict[int, list[str]] = {}
     for group in groups:
         channel = _group_channel(layer, group)
         by_shard.setdefault(_consistent_hash(channel, len(clients)), []).append(channel)
     for index, channels in by_shard.items():
-        if len(channels) == 1:
-            clients[index].publish(channels[0], body)
+        if len(channels) == 1 and len(bodies) == 1:
+            clients[index].publish(channels[0], bodies[0])
             continue
         pipe = clients[index].pipeline(transaction=False)
-        for channel in channels:
-            pipe.publish(channel, body)
+        for body in bodies:  # message order is kept per channel: readers see seqs in order
+            for channel in channels:
+                pipe.publish(channel, body)
         pipe.execute()
 
 
 def broadcast(groups: list[str], message: dict) -> None:
     """Notify `groups` of one event (`{"seq", "type", "payload", "session", "ephemeral"?}`)."""
+    broadcast_many(groups, [message])
+
+
+def broadcast_many(groups: list[str], messages: list[dict]) -> None:
+    """Notify `groups` of several events of one session, in order, in one round trip."""
     try:
-        send_to_groups(groups, {"type": EVENT, "event": message})
+        send_many_to_groups(groups, [{"type": EVENT, "event": message} for message in messages])
     except Exception:  # a lost notification is recovered by seq gap-fill from Postgres
-        log.warning("broadcast_failed", groups=groups, seq=message.get("seq"), exc_info=True)
+        log.warning("broadcast_failed", groups=groups, seqs=[m.get("seq") for m in messages], exc_info=True)
