@@ -66,12 +66,13 @@ def session_prompt(*, actor: Actor, session: Session, parts: list[dict], agent: 
                 "model": {"providerID": model["providerID"], "modelID": model["modelID"]}}
         if system:
             data["system"] = system
-        message = store.message_create(session=session, data=data)
+        bodies = []
         for part in parts:
             body = {k: v for k, v in part.items() if k in ("type", "text", "mime", "filename", "url", "synthetic")}
             if body.get("type") not in ("text", "file"):
                 raise PromptRejected(f"unsupported part type {body.get('type')!r}")
-            store.part_upsert(message=message, data=body)
+            bodies.append(body)
+        message = store.message_create(session=session, data=data, parts=bodies)  # one statement
         changes = {}
         if agent_name != session.agent:
             changes["agent"] = agent_name
