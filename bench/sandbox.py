@@ -132,6 +132,27 @@ def main() -> None:
         result["agent_roundtrip_p50_ms"] = report("agent JSON round trip (ping)", ping)
         result["write_read_10kb_p50_ms"] = report("write + read 10 KB", write_read)
 
+        # A step's snapshot: one file edited (add + write-tree) or nothing changed (one listing).
+        edited, unchanged, two_calls = [], [], []
+        last = box.snapshot_track()
+        for i in range(max(n, 40)):
+            box.write(f"bench/{i % 10}.txt", f"edit {i}\n")
+            t = time.perf_counter()
+            last, _ = box.snapshot_track_changed(last)
+            edited.append((time.perf_counter() - t) * 1000)
+            t = time.perf_counter()
+            box.snapshot_track_changed(last)
+            unchanged.append((time.perf_counter() - t) * 1000)
+            box.write(f"bench/{i % 10}.txt", f"again {i}\n")
+            t = time.perf_counter()
+            tree = box.snapshot_track()
+            box.snapshot_changed(last, tree)
+            two_calls.append((time.perf_counter() - t) * 1000)
+            last = tree
+        result["snapshot_edited_p50_ms"] = report("snapshot_track_changed, 1 edit", edited)
+        result["snapshot_unchanged_p50_ms"] = report("snapshot_track_changed, no edit", unchanged)
+        result["snapshot_track_then_changed_p50_ms"] = report("snapshot_track + _changed, 1 edit", two_calls)
+
         for sid in made:
             manager.destroy(sid)
         made.clear()

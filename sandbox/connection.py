@@ -76,6 +76,30 @@ class AgentConnection:
             raise
         return cls(sock, lock_fd=fd, mode="attach")
 
+    @property
+    def holds_lock(self) -> bool:
+        return self._lock_fd is not None
+
+    def release_lock(self) -> None:
+        """Keep the stream but let other processes attach. Only for a connection that sends nothing
+        until `take_lock` succeeds again (the warm pool's idle connections)."""
+        fd, self._lock_fd = self._lock_fd, None
+        if fd is not None:
+            os.close(fd)
+
+    def take_lock(self, lock_file: str) -> bool:
+        """Take the attach lock back before sending again; False if another process attached."""
+        if self._lock_fd is not None:
+            return True
+        fd = os.open(lock_file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return False
+        self._lock_fd = fd
+        return True
+
     # --- reading ------------------------------------------------------------------------------
 
     def _read_loop(self) -> None:

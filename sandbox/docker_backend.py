@@ -16,6 +16,7 @@ from sandbox.protocol import (
     FileStat,
     GrepMatch,
     ReadResult,
+    SandboxError,
     SandboxSpec,
     SandboxUnavailable,
 )
@@ -135,6 +136,17 @@ class DockerSandbox:
 
     def snapshot_track(self) -> str:
         return self._call("snapshot_track", timeout=600)["hash"]
+
+    def snapshot_track_changed(self, base: str | None) -> tuple[str, list[str]]:
+        try:
+            r = self._call("snapshot_track_changed", {"base": base}, timeout=600)
+        except SandboxError as exc:
+            if "unknown op" not in str(exc):
+                raise
+            # A container started before this op existed (resumed after an upgrade): two round trips.
+            tree = self.snapshot_track()
+            return tree, (self.snapshot_changed(base, tree) if base and base != tree else [])
+        return r["hash"], list(r["paths"])
 
     def snapshot_diff(self, from_hash: str, to_hash: str | None = None) -> list[FileDiff]:
         r = self._call("snapshot_diff", {"from": from_hash, "to": to_hash}, timeout=600)

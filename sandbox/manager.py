@@ -47,9 +47,14 @@ class DockerSandboxes:
         if cached is not None and cached._conn is not None and not cached._conn.dead:
             return cached
         for _ in range(3):
-            box = self._connect_existing(spec.session_id, spec)
-            if box is None and self.pool is not None:
+            box = None
+            if self.pool is not None and volumes.lookup(volumes.session_key(spec.session_id)) is None:
+                # A new session: claim first, without looking for its container (one inspect fewer).
+                # Safe: renaming a pooled container onto the session's name fails if the session has a
+                # container after all (another process binding it); we then connect to that one.
                 box = self.pool.claim(self, spec)
+            if box is None:
+                box = self._connect_existing(spec.session_id, spec)
             if box is None:
                 box = self._create_cold(spec)
             if box is not None:
@@ -190,11 +195,14 @@ class DockerSandboxes:
             return None
         return self._attach(spec, name, container_id)
 
-    def _attach(self, spec: SandboxSpec, name: str, container_id: str) -> DockerSandbox:
-        """Connect to the agent and (re)bind the session's env. Binding on every attach, not only at
-        creation, means a bind that failed once (or an env a project admin changed) is put right by the
-        next connection instead of leaving the session without its env for good. One round trip."""
-        conn = AgentConnection.open(self.api, container_id, str(volumes.lock_path(container_id)))
+    def _attach(self, spec: SandboxSpec, name: str, container_id: str,
+                conn: AgentConnection | None = None) -> DockerSandbox:
+        """Connect to the agent (or take over `conn`, the warm pool's) and (re)bind the session's env.
+        Binding on every attach, not only at creation, means a bind that failed once (or an env a
+        project admin changed) is put right by the next connection instead of leaving the session
+        without its env for good. One round trip."""
+        if conn is None:
+            conn = AgentConnection.open(self.api, container_id, str(volumes.lock_path(container_id)))
         box = DockerSandbox(self, spec, name, conn)
         if spec.env:
             box._call("bind", {"env": spec.env})

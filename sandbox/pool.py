@@ -10,6 +10,12 @@ an empty fresh workspace volume of their own. Claiming one binds it to a session
   3. the registry record maps the session to the container's volume, which becomes the
      session's workspace; 4. the session's env is bound through the agent.
 Any process may claim any pooled container; the pool refills in a background thread.
+
+A claim costs a handful of Docker calls, so it avoids the rest: it tries the containers this
+pool made first (it knows their ids: no listing, no inspect) and hands over the connection it
+warmed them with (no attach; the env is still bound by `_attach`). Those idle connections let
+go of the attach lock, so a claimer in another process attaches as usual; the claimer takes the
+lock back before it sends anything. Only when its own are gone does a claim list the others.
 """
 
 from __future__ import annotations
@@ -18,6 +24,8 @@ import dataclasses
 import logging
 import os
 import threading
+from collections import OrderedDict
+from collections.abc import Iterator
 
 import docker
 import docker.errors
@@ -52,6 +60,9 @@ class WarmPool:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._fill_lock = threading.Lock()
+        # Containers this pool made and warmed, oldest first: id -> (name, idle agent connection).
+        self._warm: OrderedDict[str, tuple[str, AgentConnection]] = OrderedDict()
+        self._warm_lock = threading.Lock()
 
     # --- filling ----------------------------------------------------------------------------
 
@@ -84,7 +95,9 @@ class WarmPool:
         """Create pooled containers until `size` are available. Returns how many were added."""
         with self._fill_lock:
             self.retire_stale()
-            missing = self.size - len(self.available())
+            available = self.available()
+            self._drop_warm(keep=set(available))
+            missing = self.size - len(available)
             for _ in range(max(missing, 0)):
                 self._add_one()
             return max(missing, 0)
@@ -97,11 +110,26 @@ class WarmPool:
                                           self.extra_labels | {POOL_LABEL: "1", IMAGE_LABEL: self.pooled_image})
         container = self.client.containers.create(**kwargs)
         container.start()
-        # Warm the agent (python imports, first fork) and let go: claimers attach themselves.
+        # Warm the agent (python imports, first fork, the snapshot repo) and keep the connection for
+        # a claimer in this process, without the lock: a claimer elsewhere attaches itself.
         conn = AgentConnection.open(self.api, container.id, str(volumes.lock_path(container.id)))
         try:
             conn.call("exec", {"command": "true"}, timeout=30)
-        finally:
+            conn.call("snapshot_init", timeout=30)
+        except BaseException:
+            conn.close()
+            raise
+        conn.release_lock()
+        with self._warm_lock:
+            self._warm[container.id] = (name, conn)
+
+    def _drop_warm(self, keep: set[str] | None = None) -> None:
+        """Close the idle connections of containers no longer available (claimed elsewhere, removed)."""
+        with self._warm_lock:
+            gone = [cid for cid, (name, conn) in self._warm.items()
+                    if keep is None or name not in keep or conn.dead]
+            dropped = [self._warm.pop(cid)[1] for cid in gone]
+        for conn in dropped:
             conn.close()
 
     def start(self) -> None:
@@ -117,6 +145,7 @@ class WarmPool:
         if self._thread:
             self._thread.join(30)
             self._thread = None
+        self._drop_warm()
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -129,6 +158,7 @@ class WarmPool:
 
     def drain(self) -> None:
         """Remove every unclaimed pooled container and its volume."""
+        self._drop_warm()
         for name in self.available():
             self._remove_unclaimed(name)
 
@@ -158,6 +188,35 @@ class WarmPool:
         except FileExistsError:
             return False
 
+    def _candidates(self) -> Iterator[tuple[str, str, AgentConnection | None]]:
+        """(id, name, warm connection or None): this pool's own first, then any other, oldest first."""
+        tried = set()
+        while True:
+            with self._warm_lock:
+                if not self._warm:
+                    break
+                container_id, (name, conn) = self._warm.popitem(last=False)
+            if conn.dead:  # stopped, removed, or the daemon restarted: the listing decides
+                conn.close()
+                continue
+            tried.add(container_id)
+            yield container_id, name, conn
+        found = self.api.containers(filters={"label": self._label_filter(), "status": "running"})
+        for c in sorted(found, key=lambda c: c["Created"]):
+            name = c["Names"][0].lstrip("/")
+            if c["Id"] in tried or not name.startswith(containers.POOL_PREFIX):
+                continue
+            with self._warm_lock:  # made by this pool while we were claiming
+                warm = self._warm.pop(c["Id"], None)
+            yield c["Id"], name, warm[1] if warm else None
+
+    def _give_back(self, container_id: str, name: str, conn: AgentConnection | None) -> None:
+        if conn is not None:
+            conn.release_lock()
+            with self._warm_lock:
+                self._warm[container_id] = (name, conn)
+                self._warm.move_to_end(container_id, last=False)
+
     def claim(self, manager, spec: SandboxSpec) -> DockerSandbox | None:
         """Bind a pooled container to `spec.session_id`, or None (no fit, none left, or the session
         got a sandbox meanwhile: the caller then reconnects to it)."""
@@ -165,17 +224,25 @@ class WarmPool:
             return None
         name = containers.session_container_name(spec.session_id)
         key = volumes.session_key(spec.session_id)
-        for pooled in self.available():
+        for container_id, pooled, conn in self._candidates():
             volume_id = pooled[len(containers.POOL_PREFIX):]
             if not self._take(volume_id):
+                if conn is not None:
+                    conn.close()  # claimed (or being drained) by another process
                 continue
+            if conn is not None and not conn.take_lock(str(volumes.lock_path(container_id))):
+                conn.close()  # cannot happen while we hold the claim marker; attach afresh if it does
+                conn = None
             try:
-                self.api.rename(pooled, name)
+                self.api.rename(container_id, name)
             except docker.errors.NotFound:
+                if conn is not None:
+                    conn.close()
                 continue  # removed meanwhile
             except docker.errors.APIError as exc:
+                os.unlink(volumes.claim_marker(volume_id))  # still pooled: leave it claimable
+                self._give_back(container_id, pooled, conn)
                 if exc.status_code == 409:  # the session already has a container
-                    os.unlink(volumes.claim_marker(volume_id))
                     return None
                 raise
             record = {"session_id": spec.session_id, "volume": volume_id, "org_id": spec.org_id,
@@ -189,6 +256,6 @@ class WarmPool:
                     volumes.destroy_volume(stale["volume"])
                 volumes.register(key, record)
             self._wake.set()
-            return manager._attach(spec, name, self.api.inspect_container(name)["Id"])
+            return manager._attach(spec, name, container_id, conn)
         self._wake.set()
         return None

@@ -122,6 +122,11 @@ class Sandbox(Protocol):
 
     # Shadow-git snapshots (seed 003 "Snapshots: The Shadow Git Repo").
     def snapshot_track(self) -> str: ...
+    def snapshot_track_changed(self, base: str | None) -> tuple[str, list[str]]:
+        """Track (as `snapshot_track`) and return (tree, paths): the workspace-relative paths whose
+        content or mode differs between tree `base` and the new tree ([] when `base` is None or equal).
+        One round trip; cheapest when `base` is the tree tracked last."""
+        ...
     def snapshot_diff(self, from_hash: str, to_hash: str | None = None) -> list[FileDiff]: ...
     def snapshot_changed(self, from_hash: str, to_hash: str) -> list[str]:
         """Workspace-relative paths that differ between two trees (no file contents)."""

@@ -50,7 +50,9 @@ class Agent:
             "read": fileops.read, "read_bytes": fileops.read_bytes, "write": fileops.write,
             "stat": fileops.stat, "list": fileops.list_tree, "glob": fileops.glob, "grep": fileops.grep,
             "mkdir": fileops.mkdir, "remove": fileops.remove, "move": fileops.move,
+            "snapshot_init": self.snapshots.init,
             "snapshot_track": lambda a: self.snapshots.track(),
+            "snapshot_track_changed": self.snapshots.track_changed,
             "snapshot_diff": self.snapshots.diff,
             "snapshot_changed": self.snapshots.changed,
             "snapshot_restore": self.snapshots.restore,
@@ -150,6 +152,9 @@ def main() -> None:
     os.makedirs(STATE_DIR, exist_ok=True)
     agent = Agent()
     threading.Thread(target=agent.listen, daemon=True).start()
+    # The snapshot repo is made while the container is new (or warming in the pool), not in a
+    # session's first step; a track that comes first waits on the repo's lock.
+    agent.pool.submit(agent.snapshots.init)
     out = os.fdopen(os.dup(1), "wb", buffering=0)
     agent.serve(sys.stdin.buffer, Writer(out))
     # stdin closed for good (it stays open across attaches): wait on the relay socket forever.

@@ -70,13 +70,13 @@ def test_pty_runs_an_interactive_shell_that_can_be_resized_and_closed(shared_box
     out: list[str] = []
     pty = shared_box.open_pty(out.append, cols=100, rows=30)
     pty.write("stty size; echo marker-$((6*7))\n")
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 20  # generous: a loaded 2-core machine
     while "marker-42" not in "".join(out) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert "30 100" in "".join(out) and "marker-42" in "".join(out)
     pty.resize(120, 40)
     pty.write("stty size\n")
-    while "40 120" not in "".join(out) and time.monotonic() < deadline + 5:
+    while "40 120" not in "".join(out) and time.monotonic() < deadline + 20:
         time.sleep(0.05)
     assert "40 120" in "".join(out)
     pty.write("exit 7\n")

@@ -213,14 +213,12 @@ class Run:
         if snapshot and not tools_used - READ_ONLY_TOOLS:
             self.last_snapshot = snapshot
             return snapshot, []
-        end = self._snapshot()
+        try:
+            end, changed = self.sandbox().snapshot_track_changed(snapshot)  # one round trip
+        except SandboxError:
+            log.warning("snapshot_failed", session=self.session_id, exc_info=True)
+            end, changed = None, []
         self.last_snapshot = end
-        changed: list[str] = []
-        if snapshot and end and end != snapshot:
-            try:
-                changed = self.sandbox().snapshot_changed(snapshot, end)
-            except SandboxError:
-                changed = []
         if end is None or set(changed) & set(INSTRUCTION_FILES):
             self.instructions = None  # the next step reads AGENTS.md / CLAUDE.md again
         return end, changed

@@ -160,6 +160,9 @@ class LocalSandbox:
     def snapshot_track(self) -> str:
         raise NotImplementedError
 
+    def snapshot_track_changed(self, base):
+        raise NotImplementedError
+
     def snapshot_diff(self, from_hash, to_hash=None):
         raise NotImplementedError
 

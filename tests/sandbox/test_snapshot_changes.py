@@ -1,0 +1,157 @@
+"""snapshot_track_changed: one round trip that tracks and names exactly the paths that differ from a base
+tree, agreeing with `diff-tree` (snapshot_changed) in every case; and the repo made at container start."""
+
+import json
+import time
+
+import pytest
+
+from sandbox.protocol import SandboxError
+
+STATE = "/home/hangar/.hangar/snapshot"
+
+
+def agrees_with_diff_tree(box, base, tree, paths):
+    assert paths == box.snapshot_changed(base, tree)
+    return paths
+
+
+def test_it_names_new_modified_and_deleted_files_but_not_touched_ones_nor_huge_ones(box):
+    box.write("keep.txt", "same\n")
+    box.write("edit.txt", "v1\n")
+    box.write("gone.txt", "bye\n")
+    box.write("rewritten.txt", "identical\n")
+    box.exec("head -c 3000000 /dev/zero > grows.bin; echo small > will_grow.bin")
+    base, paths = box.snapshot_track_changed(None)
+    assert paths == [] and base == box.snapshot_track()
+
+    box.exec("touch keep.txt; printf 'identical\\n' > rewritten.txt; echo v2 >> edit.txt; rm gone.txt; "
+             "mkdir -p sub && echo n > sub/new.txt; head -c 3000000 /dev/zero > huge.bin; "
+             "head -c 3000001 /dev/zero > will_grow.bin")
+    tree, paths = box.snapshot_track_changed(base)
+    assert paths == ["edit.txt", "gone.txt", "sub/new.txt"]
+    agrees_with_diff_tree(box, base, tree, paths)
+    # Unchanged workspace: same tree, nothing named, and the tree is real (diff works against it).
+    again, paths = box.snapshot_track_changed(tree)
+    assert (again, paths) == (tree, [])
+    assert [d.path for d in box.snapshot_diff(base, again)] == ["edit.txt", "gone.txt", "sub/new.txt"]
+
+
+def test_it_names_mode_and_type_changes_and_odd_names(box):
+    box.write("run.sh", "echo hi\n")
+    box.write("target.txt", "t\n")
+    box.write("link", "a plain file first\n")
+    box.write("fileish", "a file that becomes a directory\n")
+    box.write("dirish/inner.txt", "a directory that becomes a file\n")
+    base = box.snapshot_track()
+    odd = ["with space.txt", "quote'\"é.txt", "star*.txt", "new\nline.txt"]
+    box.exec("chmod +x run.sh; rm link; ln -s target.txt link; "
+             "rm fileish; mkdir fileish; echo in > fileish/inner; rm -r dirish; echo now a file > dirish")
+    for name in odd:
+        box.write(name, "x\n")
+    tree, paths = box.snapshot_track_changed(base)
+    changed = ["run.sh", "link", "fileish", "fileish/inner", "dirish", "dirish/inner.txt", *odd]
+    assert paths == sorted(changed, key=lambda p: p.encode())
+    agrees_with_diff_tree(box, base, tree, paths)
+    # No newline in the names listed now: the fast path (`add --verbose`), same answers.
+    box.exec("echo y > 'star*.txt'; rm -r fileish; echo back > fileish; rm dirish; mkdir dirish; echo i > dirish/i")
+    later, paths = box.snapshot_track_changed(tree)
+    assert paths == ["dirish", "dirish/i", "fileish", "fileish/inner", "star*.txt"]
+    agrees_with_diff_tree(box, tree, later, paths)
+
+
+def test_a_base_that_is_not_the_last_tree_is_diffed_precisely(box):
+    box.write("a.txt", "a1\n")
+    box.write("b.txt", "b1\n")
+    first = box.snapshot_track()
+    box.write("a.txt", "a2\n")
+    box.write("b.txt", "b2\n")
+    second = box.snapshot_track()
+    box.write("b.txt", "b1\n")  # back to what `first` had
+    box.write("c.txt", "c\n")
+    third, paths = box.snapshot_track_changed(first)
+    assert paths == ["a.txt", "c.txt"]
+    agrees_with_diff_tree(box, first, third, paths)
+    assert box.snapshot_changed(second, third) == ["b.txt", "c.txt"]
+
+
+def test_after_a_restore_or_revert_changes_are_still_exact(box):
+    box.write("a.txt", "a1\n")
+    first = box.snapshot_track()
+    box.write("a.txt", "a2\n")
+    box.write("b.txt", "b\n")
+    second = box.snapshot_track()
+    box.snapshot_restore(first)  # the index now holds `first`, not the last tree written
+    tree, paths = box.snapshot_track_changed(second)
+    assert paths == ["a.txt"] and box.read("a.txt").content == "a1"
+    agrees_with_diff_tree(box, second, tree, paths)
+    box.write("a.txt", "a3\n")
+    box.snapshot_revert(first, ["a.txt"])
+    after_revert, paths = box.snapshot_track_changed(tree)
+    assert (after_revert, paths) == (tree, [])
+
+
+def test_a_nested_repository_without_a_commit_does_not_break_tracking(box):
+    base = box.snapshot_track()
+    box.exec("mkdir -p crate && git -C crate init -q && echo fn > crate/main.rs && echo top > top.txt")
+    tree, paths = box.snapshot_track_changed(base)
+    assert paths == ["top.txt"]
+
+
+def test_bad_base_hashes_are_refused(box):
+    with pytest.raises(SandboxError, match="not a tree hash"):
+        box.snapshot_track_changed("HEAD; rm -rf /")
+
+
+def test_a_new_sandbox_gets_its_empty_snapshot_repo_before_its_first_track(box):
+    deadline = time.monotonic() + 10
+    while box.stat(f"{STATE}/HEAD") is None and time.monotonic() < deadline:
+        time.sleep(0.05)  # the agent makes it right after start, in the background
+    assert box.stat(f"{STATE}/HEAD") is not None
+    assert box.stat(f"{STATE}/index") is None
+    assert box.exec(f"find {STATE}/objects -type f | wc -l").output.strip() == "0"
+
+
+SPAWN_PROBE = r'''
+import json, os, sys
+sys.path.insert(0, "/opt/hangar/agent")
+import snapshots
+
+os.makedirs("/workspace/probe")
+repo = snapshots.Snapshots("/tmp/probe-git", "/workspace/probe")
+spawned = []
+run = repo._git
+repo._git = lambda *a, **k: spawned.append(next(x for x in a if not x.startswith("-"))) or run(*a, **k)
+report = {}
+
+def step(name, fn):
+    spawned.clear()
+    result = fn()
+    report[name] = spawned[:]
+    return result
+
+step("init", lambda: repo.init({}))
+open("/workspace/probe/a.txt", "w").write("1")
+first = step("first", lambda: repo.track_changed({"base": None}))["hash"]
+step("unchanged", lambda: repo.track_changed({"base": first}))
+open("/workspace/probe/a.txt", "w").write("2")
+second = step("changed", lambda: repo.track_changed({"base": first}))["hash"]
+open("/workspace/probe/a.txt", "w").write("3")
+step("older base", lambda: repo.track_changed({"base": first}))
+step("plain track, unchanged", repo.track)
+print(json.dumps(report))
+'''
+
+
+def test_a_track_spawns_one_git_process_when_nothing_changed_and_three_when_something_did(box):
+    box.write("/tmp/probe.py", SPAWN_PROBE)
+    result = box.exec("python3 -S /tmp/probe.py")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output) == {
+        "init": ["init"],
+        "first": ["ls-files", "add", "write-tree"],
+        "unchanged": ["ls-files"],
+        "changed": ["ls-files", "add", "write-tree"],  # the changed paths come from `add --verbose`
+        "older base": ["ls-files", "add", "write-tree", "diff-tree"],
+        "plain track, unchanged": ["ls-files"],
+    }
