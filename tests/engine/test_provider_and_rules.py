@@ -12,12 +12,17 @@ from hangar.engine.providers.litellm_model import LiteLLMModel
 from hangar.engine.providers.openai_compat import OpenAICompatModel
 
 
-@pytest.fixture(params=[LiteLLMModel, OpenAICompatModel], ids=["litellm", "openai_compat"])
-def model(scripted, request):
+@pytest.fixture(params=["litellm", "litellm_http_handler", "openai_compat"])
+def model(scripted, request, monkeypatch):
+    """Each adapter; `litellm_http_handler` is LiteLLMModel with LiteLLM's own transport (our default),
+    `litellm` the same with the flag off (the OpenAI SDK transport)."""
+    monkeypatch.setenv("EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER", str(request.param == "litellm_http_handler"))
+    cls = OpenAICompatModel if request.param == "openai_compat" else LiteLLMModel
+
     def make(turns):
         script_id = f"p-{time.monotonic_ns()}"
         httpx.post(f"http://127.0.0.1:{scripted.port}/_scripts", json={"id": script_id, "turns": turns}).raise_for_status()
-        return request.param(provider_id="scripted", model_id=script_id, api_base=scripted.url, api_key="sk-test")
+        return cls(provider_id="scripted", model_id=script_id, api_base=scripted.url, api_key="sk-test")
     return make
 
 

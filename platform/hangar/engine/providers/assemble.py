@@ -1,12 +1,13 @@
-"""OpenAI-style stream deltas → StreamEvents, shared by both adapters (LiteLLM's SDK objects and the
-direct adapter's dicts each extract the same four fields, then feed the assembler).
+"""OpenAI-style stream deltas → StreamEvents, shared by both adapters (each extracts the same four fields
+of a delta, then feeds the assembler), and the raw OpenAI wire format: server-sent events and the
+type-checked fields of a chat-completion chunk (`sse_data`, `chunk_fields`, `delta_fields`).
 
 It opens and closes text/reasoning blocks as the delta kind changes, assembles tool calls whose
 arguments arrive in pieces, and closes the step with a finish reason OpenCode understands."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from hangar.engine.providers.base import StreamEvent, Usage
 
@@ -60,3 +61,89 @@ class StreamAssembler:
         if self.calls and finish == "stop":
             finish = "tool-calls"
         yield StreamEvent("finish-step", finish=finish, usage=usage)
+
+
+# --- the OpenAI wire format, parsed from the raw stream --------------------------------------------
+
+
+class MalformedChunk(ValueError):
+    """A stream chunk that is not the OpenAI chat-completion-chunk shape; the message says what is wrong."""
+
+
+def sse_data(lines: Iterable[str]) -> Iterator[str]:
+    """The data of each server-sent event, up to `[DONE]`.
+
+    WHATWG event-stream rules, as the OpenAI SDK applies them: `data:` lines (one optional space after the
+    colon) are joined by newlines and dispatched at a blank line; comments (`:` keep-alives) and the other
+    fields (`event:`, `id:`, `retry:`) are skipped. A last event not closed by a blank line still counts.
+    After `[DONE]` the rest of the body is read and dropped: an HTTP response closed before its end costs
+    its keep-alive connection (a new TCP + TLS handshake on the next call)."""
+    data: list[str] = []
+    lines = iter(lines)
+    for line in lines:
+        if line:
+            if line.startswith("data:"):
+                data.append(line[6:] if line.startswith("data: ") else line[5:])
+            continue
+        if data:
+            joined = "\n".join(data)
+            data = []
+            if joined.startswith("[DONE]"):
+                for _rest in lines:
+                    pass
+                return
+            yield joined
+    if data:
+        joined = "\n".join(data)
+        if not joined.startswith("[DONE]"):
+            yield joined
+
+
+def _text(value: object, what: str) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise MalformedChunk(f"{what} is {type(value).__name__}, not a string")
+
+
+def chunk_fields(chunk: object) -> tuple[dict | None, dict | None]:
+    """(the error or None, usage or None) of one parsed chunk, checking that it is an object."""
+    if not isinstance(chunk, dict):
+        raise MalformedChunk(f"a chunk is {type(chunk).__name__}, not an object")
+    usage = chunk.get("usage")
+    if usage is not None and not isinstance(usage, dict):
+        raise MalformedChunk(f"usage is {type(usage).__name__}, not an object")
+    error = chunk.get("error")
+    return (error if isinstance(error, dict) else {"message": str(error)}) if error else None, usage
+
+
+def delta_fields(chunk: dict) -> dict | None:
+    """The first choice's delta as `StreamAssembler.feed` keyword arguments, or None for a chunk without
+    choices (the usage chunk). Every field is type-checked: a wrong shape raises MalformedChunk."""
+    choices = chunk.get("choices")
+    if choices is not None and not isinstance(choices, list):
+        raise MalformedChunk(f"choices is {type(choices).__name__}, not a list")
+    if not choices:
+        return None
+    if not isinstance(choices[0], dict):
+        raise MalformedChunk("choices is not a list of objects")
+    choice = choices[0]
+    delta = choice.get("delta") or {}
+    if not isinstance(delta, dict):
+        raise MalformedChunk(f"delta is {type(delta).__name__}, not an object")
+    tool_calls = delta.get("tool_calls") or []
+    if not isinstance(tool_calls, list):
+        raise MalformedChunk(f"tool_calls is {type(tool_calls).__name__}, not a list")
+    calls = []
+    for call in tool_calls:
+        if not isinstance(call, dict):
+            raise MalformedChunk(f"a tool call delta is {type(call).__name__}, not an object")
+        function, index = call.get("function") or {}, call.get("index", 0)
+        if not isinstance(function, dict) or not isinstance(index, int) or isinstance(index, bool):
+            raise MalformedChunk("a tool call delta is not {index: int, function: object}")
+        calls.append((index, _text(call.get("id"), "a tool call id"), _text(function.get("name"), "a tool name"),
+                      _text(function.get("arguments"), "tool call arguments")))
+    reasoning = delta.get("reasoning_content")
+    if reasoning is None and isinstance(delta.get("reasoning"), str):
+        reasoning = delta["reasoning"]  # vLLM, Ollama, OpenRouter spell it so (an extension: never fatal)
+    return {"reasoning": _text(reasoning, "reasoning"), "content": _text(delta.get("content"), "content"),
+            "tool_calls": calls, "finish_reason": _text(choice.get("finish_reason"), "finish_reason")}

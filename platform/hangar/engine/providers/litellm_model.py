@@ -1,35 +1,77 @@
-"""The LiteLLM adapter: `litellm.completion(stream=True, tools=...)` normalised into StreamEvents.
+"""The LiteLLM adapter: `litellm.completion(stream=True, ...)` normalised into StreamEvents.
 
-LiteLLM is imported lazily (3.5 s, ~170 MB): only a worker that runs a step pays for it.
+LiteLLM is imported lazily (3.5 s, ~170 MB): only a worker that runs a step pays for it. LiteLLM builds
+and sends every request (auth, api_base, params, message transforms, error mapping); how we read the
+answer depends on the route:
+  * an OpenAI-compatible api_base (`openai/<model>`): the provider's SSE bytes, read off the HTTP
+    response and parsed and type-checked here (`_read_sse`): no chunk objects at all;
+  * every other provider (anthropic/..., gemini/...): LiteLLM's CustomStreamWrapper, left at the finish
+    chunk so its end-of-stream rebuild never runs (`_read`).
 
-Measured here (scripted server, one text + one tool call, median of 30, same process): raw httpx
-1.4-3.0 ms, LiteLLM as shipped 20.8 ms. Where it went (pyinstrument, cProfile): ~30 % in
-`stream_chunk_builder` at end of stream (rebuilds the whole response for logging, runs the cost
-calculator, which misses the price map for an unknown model and walks fallback "generalisations", then
-deep-copies the response twice); a per-chunk `executor.submit` of success logging; CustomStreamWrapper's
-per-chunk re-wrapping (pydantic model copies, role stripping) and `print_verbose` f-strings that format
-every chunk even when not verbose; the OpenAI SDK's request transform and chunk model construction.
-What we do about it:
-  * `litellm.disable_streaming_logging = True` (no per-chunk logging task): 20.8 → 17.8 ms;
-  * never let the end-of-stream rebuild run (stop at the finish chunk, drain the rest raw): → ~15 ms;
-  * for an OpenAI-compatible api_base, read the OpenAI SDK stream LiteLLM returns directly instead of
-    LiteLLM's wrapper (LiteLLM still builds and sends the request): → 6.8 ms;
-  * cost from the price map ourselves, once, with a dict lookup (cost.py); retries are ours (max_retries=0).
-The rest (~5 ms) is LiteLLM's request setup and the OpenAI SDK (param transform, chunk models).
+Per streaming call, bench/llm_call.py (scripted server, the build agent's 11 tool schemas, a text +
+tool-call answer; median of 80 calls in one run, on a 2-core machine shared with other work, so runs
+differ by ~±3 ms; system prompt included in the message count):
+                                     4 messages   24 messages
+    raw httpx (the floor)               3.2 ms        3.9 ms
+    this adapter before                17.5 ms       31.2 ms
+    this adapter now                   12.1 ms       23.5 ms
+    now, with LiteLLM's HTTP handler    8.2 ms        9.0 ms
+What we do, and what each bought (measured one at a time):
+  * read the SSE lines with json.loads instead of the OpenAI SDK's Stream (a pydantic model per chunk):
+    ~1-3 ms. The response is caught by an httpx response hook on our client (or taken from the SDK
+    Stream's `.response`). After `[DONE]` the body is read to its end, so the keep-alive connection goes
+    back to the pool: the SDK's Stream closed it at `[DONE]`, so every call before opened a new TCP
+    connection (20 of 20 calls; a TLS handshake each against a real provider), now none do;
+  * tools in `extra_body` (sent as they are) when LiteLLM would send them unchanged (`_plain_tools`):
+    no string `pattern`/`patternProperties` (LiteLLM drops regexes Python cannot compile), no
+    Anthropic-only keys, only function tools (LiteLLM routes MCP tools itself). This skips the SDK's
+    `maybe_transform` walk of every schema: ~1-2 ms for 11 tools. We never pass `tool_choice` (LiteLLM
+    drops it when it sees no tools); prior tool calls in the history are messages, which LiteLLM still
+    sees and transforms as before;
+  * a pre-built client as `client=` (LiteLLM documents it): no per-call client-cache lookup: ~0.6-2 ms;
+  * `disable_streaming_logging`, retries ours (max_retries=0), cost from the price map ourselves (cost.py).
+The largest cost left on LiteLLM's default transport is the SDK's `maybe_transform` of the messages: it
+tries each message against every member of the message TypedDict union, ~0.4 ms a message (1.9 ms for
+4, ~9 ms for 24), so it grows with the conversation. LiteLLM's own env flag
+EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER=True (read per call) sends OpenAI-route requests with
+LiteLLM's HTTP handler instead of the SDK, which removes it (last row). This adapter follows whichever
+transport LiteLLM picks (tests run both). We turn the flag on unless the environment sets it: the
+handler is the one LiteLLM already uses for most other providers, and the cost it removes grows with
+every message of a session; `EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER=False` restores the SDK path.
+Left inside LiteLLM per call: function_setup and its Logging object, get_optional_params, provider
+resolution, the Responses-API bridge check, and response_cost_calculator pricing the stream wrapper
+(~1.2 ms for a model not in the price map: it walks fallback "generalisations"; no flag skips it;
+`register_model` would halve it but warns per model and edits the global price map; LiteLLM's custom
+pricing kwargs made the call slower).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
-from hangar.engine.providers.assemble import StreamAssembler
+from hangar.engine.providers.assemble import (
+    MalformedChunk,
+    StreamAssembler,
+    chunk_fields,
+    delta_fields,
+    sse_data,
+)
 from hangar.engine.providers.base import ProviderError, StreamEvent, Usage, is_retryable
 
 _litellm = None
 _lock = threading.Lock()
+_client_lock = threading.Lock()
+_handler = None  # LiteLLM's HTTPHandler around our httpx client (see _transport)
+_sdk_clients: OrderedDict[tuple, Any] = OrderedDict()  # (api_base, api_key) → openai.OpenAI, LRU
+_SDK_CLIENTS_MAX = 256
+_last = threading.local()  # the last HTTP response this thread's client received (event hook)
+_plain_seen: dict[int, tuple[Any, bool]] = {}  # id(tool dict) → (the dict, _plain_tool verdict)
+BASE_HANDLER_FLAG = "EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER"
 
 
 def litellm_module():
@@ -38,6 +80,9 @@ def litellm_module():
         with _lock:
             if _litellm is None:
                 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+                # LiteLLM's own HTTP handler for the OpenAI route (module doc: 12 → 8 ms a call at 4
+                # messages, 23 → 9 ms at 24). Set the variable to False to go back to the OpenAI SDK.
+                os.environ.setdefault(BASE_HANDLER_FLAG, "True")
                 import litellm
 
                 litellm.suppress_debug_info = True
@@ -45,6 +90,85 @@ def litellm_module():
                 litellm.telemetry = False
                 _litellm = litellm
     return _litellm
+
+
+def _remember(response: Any) -> None:
+    _last.response = response
+
+
+def _http_handler():
+    """One LiteLLM HTTPHandler per process: its httpx client is built by LiteLLM (SSL, proxy and
+    User-Agent settings), pooled across calls, and carries our response hook."""
+    global _handler
+    if _handler is None:
+        with _client_lock:
+            if _handler is None:
+                from litellm.llms.custom_httpx.http_handler import HTTPHandler
+
+                _handler = HTTPHandler(timeout=600.0)
+    client = _handler.client  # LiteLLM rebuilds it if it was closed: (re)attach the hook
+    if _remember not in client.event_hooks["response"]:
+        client.event_hooks = {**client.event_hooks, "response": [*client.event_hooks["response"], _remember]}
+    return _handler
+
+
+def _transport(api_base: str, api_key: str | None) -> Any:
+    """The `client=` for LiteLLM's OpenAI route: its own HTTPHandler when LiteLLM's base-handler flag is
+    on, else an OpenAI SDK client on the same httpx client (cached per api_base and key)."""
+    from litellm.secret_managers.main import get_secret_bool
+
+    handler = _http_handler()
+    if get_secret_bool(BASE_HANDLER_FLAG):  # the exact test LiteLLM applies to pick its transport
+        return handler
+    if api_key is None:
+        return None  # LiteLLM resolves a default key (litellm.api_key, OPENAI_API_KEY): let it
+    key = (api_base, api_key)
+    with _client_lock:
+        client = _sdk_clients.get(key)
+        if client is not None:
+            _sdk_clients.move_to_end(key)
+            return client
+    import openai
+
+    client = openai.OpenAI(api_key=api_key, base_url=api_base, max_retries=0, http_client=handler.client)
+    with _client_lock:
+        _sdk_clients[key] = client
+        while len(_sdk_clients) > _SDK_CLIENTS_MAX:
+            _sdk_clients.popitem(last=False)  # the shared httpx client stays open
+    return client
+
+
+def _plain_tools(tools: list[dict]) -> bool:
+    """True when LiteLLM's OpenAI route would send these tools unchanged, so they can skip the SDK's
+    transform in `extra_body` (module doc lists what LiteLLM rewrites). The verdict is kept per tool
+    dict: the loop's schemas are shared, never-mutated dicts (tools.registry.tool_schemas)."""
+    for tool in tools:
+        hit = _plain_seen.get(id(tool))
+        if hit is None or hit[0] is not tool:
+            if len(_plain_seen) >= 4096:
+                _plain_seen.clear()
+            hit = _plain_seen[id(tool)] = (tool, _plain_tool(tool))
+        if not hit[1]:
+            return False
+    return True
+
+
+def _plain_tool(tool: Any) -> bool:
+    if not isinstance(tool, dict) or tool.get("type", "function") != "function":
+        return False
+    function = tool.get("function")
+    if not isinstance(function, dict) or {"input_examples", "eager_input_streaming"} & (tool.keys() | function.keys()):
+        return False
+    stack = [function.get("parameters")]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if isinstance(node.get("pattern"), str) or "patternProperties" in node:
+                return False
+            stack.extend(value for value in node.values() if isinstance(value, (dict, list)))
+        elif isinstance(node, list):
+            stack.extend(node)
+    return True
 
 
 def _messages(system: list[str], messages: list[dict]) -> list[dict]:
@@ -72,6 +196,11 @@ def _error(exc: Exception) -> ProviderError:
                          headers=dict(headers or {}), name=type(exc).__name__)
 
 
+def _malformed(reason: str, data: str) -> ProviderError:
+    shown = data if len(data) <= 200 else data[:200] + "…"
+    return ProviderError(f"malformed stream chunk from the provider ({reason}): {shown!r}", name="APIError")
+
+
 class LiteLLMModel:
     def __init__(self, *, provider_id: str, model_id: str, api_base: str = "", api_key: str = "",
                  timeout_s: float = 600.0):
@@ -83,6 +212,9 @@ class LiteLLMModel:
     def _kwargs(self, temperature: float | None) -> dict:
         kwargs = {"model": self._model, "api_base": self._api_base, "api_key": self._api_key,
                   "timeout": self._timeout, "max_retries": 0}  # retries are the loop's (seed 000 §12)
+        client = _transport(self._api_base, self._api_key) if self._api_base is not None else None
+        if client is not None:
+            kwargs["client"] = client
         if temperature is not None:
             kwargs["temperature"] = temperature
         return kwargs
@@ -93,32 +225,84 @@ class LiteLLMModel:
             response = litellm.completion(messages=_messages(system, messages), **self._kwargs(temperature))
         except Exception as exc:
             raise _error(exc) from exc
+        finally:
+            _last.response = None
         return response.choices[0].message.content or ""
 
     def stream(self, *, system: list[str], messages: list[dict], tools: list[dict],
                abort: threading.Event, temperature: float | None = None) -> Iterator[StreamEvent]:
         litellm = litellm_module()
         kwargs = self._kwargs(temperature)
-        if tools:
+        if tools and self._api_base is not None and _plain_tools(tools):
+            kwargs["extra_body"] = {"tools": tools}
+        elif tools:
             kwargs["tools"] = tools
+        _last.response = None
         try:
             response = litellm.completion(messages=_messages(system, messages), stream=True,
                                           stream_options={"include_usage": True}, **kwargs)
         except Exception as exc:
+            _close(_last.response)  # an error response LiteLLM raised on: give its connection back
             raise _error(exc) from exc
-        yield from self._events(response, abort)
+        finally:
+            http, _last.response = _last.response, None
+        if http is None:  # not sent on our client: the OpenAI SDK's Stream still holds its response
+            http = getattr(getattr(response, "completion_stream", None), "response", None)
+        if self._api_base is not None and _is_stream_of(http):
+            yield from self._watched(http, abort, self._read_sse(http, abort))
+        else:
+            yield from self._events(response, abort)
+
+    def _watched(self, target: Any, abort: threading.Event, events: Iterator[StreamEvent]) -> Iterator[StreamEvent]:
+        done = threading.Event()
+        threading.Thread(target=_close_on_abort, args=(target, abort, done), daemon=True,
+                         name="llm-abort-watch").start()
+        try:
+            yield from events
+        finally:
+            done.set()
+
+    def _read_sse(self, http: Any, abort: threading.Event) -> Iterator[StreamEvent]:
+        """The provider's SSE stream, parsed here: each event's JSON is type-checked (a malformed one is a
+        ProviderError naming what is wrong); usage may follow the finish chunk, so read to the end."""
+        usage, assembler = None, StreamAssembler()
+        try:
+            for data in sse_data(http.iter_lines()):
+                if abort.is_set():
+                    break
+                try:
+                    chunk = json.loads(data)
+                    error, chunk_usage = chunk_fields(chunk)
+                    fields = None if error else delta_fields(chunk)
+                except ValueError as exc:  # json's JSONDecodeError and MalformedChunk
+                    reason = str(exc) if isinstance(exc, MalformedChunk) else f"not JSON: {exc}"
+                    raise _malformed(reason, data) from exc
+                if error:
+                    message = str(error.get("message") or "the provider reported an error mid-stream")
+                    code = error.get("code")
+                    status = code if isinstance(code, int) and 400 <= code < 600 else None
+                    raise ProviderError(message, status=status, retryable=is_retryable(status, message),
+                                        name="APIError")
+                if chunk_usage:
+                    usage = chunk_usage
+                if fields is not None:
+                    yield from assembler.feed(**fields)
+        except ProviderError:
+            raise
+        except Exception as exc:
+            if abort.is_set():
+                return
+            raise _error(exc) from exc
+        finally:
+            _close(http)
+        yield from assembler.close(_usage_of(usage), aborted=abort.is_set())
 
     def _events(self, response: Any, abort: threading.Event) -> Iterator[StreamEvent]:
         raw, tapped = getattr(response, "completion_stream", None), {}
         response._hangar_raw, response._hangar_usage = raw, tapped
-        # For an OpenAI-compatible api_base LiteLLM hands us the OpenAI SDK's own stream: read it directly.
-        # LiteLLM built and sent the request (auth, api_base, params); its per-chunk re-wrapping
-        # (CustomStreamWrapper: pydantic copies, role stripping, verbose-string formatting) is ~half of
-        # its cost per call here and adds nothing for an OpenAI-wire stream.
-        direct = self._api_base is not None and type(raw).__module__.startswith("openai")
-        if raw is not None and not direct and not isinstance(raw, (str, bytes)):
+        if raw is not None and not isinstance(raw, (str, bytes)):
             # LiteLLM only surfaces the provider's usage chunk through its end-of-stream rebuild, which we
-            # skip (see module doc): read it off the raw provider stream on its way through.
+            # skip (see _read): read it off the raw provider stream on its way through.
             def tap():
                 for chunk in raw:
                     if getattr(chunk, "usage", None):
@@ -126,20 +310,15 @@ class LiteLLMModel:
                     yield chunk
 
             response.completion_stream = tap()
-        done = threading.Event()
-        threading.Thread(target=_close_on_abort, args=(response, abort, done), daemon=True,
-                         name="llm-abort-watch").start()
-        try:
-            yield from self._read(raw if direct else response, abort, drain=None if direct else response)
-        finally:
-            done.set()
+        yield from self._watched(response, abort, self._read(response, abort))
 
-    def _read(self, stream: Any, abort: threading.Event, drain: Any = None) -> Iterator[StreamEvent]:
-        """`stream` yields OpenAI-shaped chunks (the SDK's or LiteLLM's); `drain` is LiteLLM's wrapper,
-        which is left at the finish chunk (its remaining raw chunks are drained unprocessed)."""
+    def _read(self, wrapper: Any, abort: threading.Event) -> Iterator[StreamEvent]:
+        """LiteLLM's CustomStreamWrapper yields OpenAI-shaped chunks; it is left at the finish chunk and the
+        provider's remaining raw chunks are drained unprocessed, so LiteLLM's end-of-stream rebuild
+        (stream_chunk_builder, cost calculator, deep copies: ~30 % of its cost per call) never runs."""
         usage, assembler = None, StreamAssembler()
         try:
-            for chunk in stream:
+            for chunk in wrapper:
                 if abort.is_set():
                     break
                 if getattr(chunk, "usage", None):
@@ -152,10 +331,8 @@ class LiteLLMModel:
                           c.function.arguments if c.function else None) for c in delta.tool_calls or []]
                 yield from assembler.feed(reasoning=getattr(delta, "reasoning_content", None), content=delta.content,
                                           tool_calls=calls, finish_reason=choice.finish_reason)
-                if choice.finish_reason and drain is not None:
-                    # Stop here and drain the provider's stream ourselves, so LiteLLM's end-of-stream
-                    # rebuild (stream_chunk_builder, cost calculator, deep copies) never runs (module doc).
-                    for _rest in drain.completion_stream or ():  # the provider's usage chunk, unprocessed
+                if choice.finish_reason:
+                    for _rest in wrapper.completion_stream or ():  # the provider's usage chunk, unprocessed
                         pass
                     break
         except ProviderError:
@@ -165,10 +342,19 @@ class LiteLLMModel:
                 return
             raise _error(exc) from exc
         finally:
-            _close(drain if drain is not None else stream)
+            _close(wrapper)
         if not abort.is_set():
-            usage = usage or (drain._hangar_usage.get("usage") if drain is not None else None)
+            usage = usage or wrapper._hangar_usage.get("usage")
         yield from assembler.close(_usage_of(usage), aborted=abort.is_set())
+
+
+def _is_stream_of(http: Any) -> bool:
+    """The response our hook captured is this call's open chat-completions stream."""
+    try:
+        return (not http.is_closed and http.request.url.path.endswith("/chat/completions")
+                and "text/event-stream" in http.headers.get("content-type", ""))
+    except AttributeError:
+        return False
 
 
 def _close_on_abort(response: Any, abort: threading.Event, done: threading.Event) -> None:
