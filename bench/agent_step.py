@@ -260,6 +260,20 @@ class Hangar:
                 proc.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 proc.kill()
+        self._remove_sandboxes()
+
+    def _remove_sandboxes(self) -> None:
+        """The bench's sessions' sandboxes and the worker's warm pool: nothing is left running."""
+        from hangar.conversations.models import Session
+        from sandbox import DockerSandboxes, WarmPool
+
+        sandboxes = DockerSandboxes()
+        for session_id in Session.objects.filter(project=self.project).values_list("pk", flat=True):
+            try:
+                sandboxes.destroy(session_id)
+            except Exception as exc:
+                log(f"could not remove the sandbox of {session_id}: {exc!r}")
+        WarmPool(0).drain()
 
 
 # --- OpenCode -----------------------------------------------------------------------------------------

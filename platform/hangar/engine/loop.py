@@ -62,6 +62,7 @@ class Run:
         # between within one run, so one `snapshot_track` per step is enough.
         self.last_snapshot: str | None = None
         self.skills: str | None = None  # listed once per run
+        self._configured = False
         # AGENTS.md / CLAUDE.md as last read; None = read them (first step, or a step may have changed them).
         self.instructions: list[str] | None = None
         # Parts of the messages that can no longer change while this run owns the session (user messages,
@@ -76,7 +77,12 @@ class Run:
     def configure(self, user: Message) -> None:
         from hangar.engine.tools.registry import get_tools
 
-        self.session = Session.objects.select_related("project", "org").get(pk=self.session_id)
+        if self._configured:
+            # The run began with the whole row (run()); each later step re-reads what may change meanwhile:
+            # the session's and the project's permission rules (one light query, no model instances).
+            self.session.permission, self.session.project.permission_rules = (
+                Session.objects.filter(pk=self.session_id).values_list("permission", "project__permission_rules").get())
+        self._configured = True
         self.agent = agent_get(user.data.get("agent"))
         self.model_ref = user.data["model"]
         if self.org_policy is None:  # read once per run
