@@ -7,9 +7,11 @@ arguments arrive in pieces, and closes the step with a finish reason OpenCode un
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import json
+import threading
+from collections.abc import Callable, Iterable, Iterator
 
-from hangar.engine.providers.base import StreamEvent, Usage
+from hangar.engine.providers.base import ProviderError, StreamEvent, Usage, is_retryable
 
 FINISH = {"tool_calls": "tool-calls", "function_call": "tool-calls", "content_filter": "content-filter"}
 
@@ -147,3 +149,35 @@ def delta_fields(chunk: dict) -> dict | None:
         reasoning = delta["reasoning"]  # vLLM, Ollama, OpenRouter spell it so (an extension: never fatal)
     return {"reasoning": _text(reasoning, "reasoning"), "content": _text(delta.get("content"), "content"),
             "tool_calls": calls, "finish_reason": _text(choice.get("finish_reason"), "finish_reason")}
+
+
+def _malformed(reason: str, data: str) -> ProviderError:
+    shown = data if len(data) <= 200 else data[:200] + "…"
+    return ProviderError(f"malformed stream chunk from the provider ({reason}): {shown!r}", name="APIError")
+
+
+def openai_sse_events(lines: Iterable[str], abort: threading.Event,
+                      usage_of: Callable[[dict | None], Usage]) -> Iterator[StreamEvent]:
+    """An OpenAI chat-completion SSE body → StreamEvents. Each event's JSON is type-checked: a malformed
+    one is a ProviderError naming what is wrong, a mid-stream `{"error": ...}` one with its status code
+    (retryable by the usual rules). Usage may follow the finish chunk, so the body is read to its end."""
+    usage, assembler = None, StreamAssembler()
+    for data in sse_data(lines):
+        if abort.is_set():
+            break
+        try:
+            chunk = json.loads(data)
+            error, chunk_usage = chunk_fields(chunk)
+            fields = None if error else delta_fields(chunk)
+        except ValueError as exc:  # json's JSONDecodeError and MalformedChunk
+            raise _malformed(str(exc) if isinstance(exc, MalformedChunk) else f"not JSON: {exc}", data) from exc
+        if error:
+            message = str(error.get("message") or "the provider reported an error mid-stream")
+            code = error.get("code")
+            status = code if isinstance(code, int) and 400 <= code < 600 else None
+            raise ProviderError(message, status=status, retryable=is_retryable(status, message), name="APIError")
+        if chunk_usage:
+            usage = chunk_usage
+        if fields is not None:
+            yield from assembler.feed(**fields)
+    yield from assembler.close(usage_of(usage), aborted=abort.is_set())

@@ -47,20 +47,13 @@ pricing kwargs made the call slower).
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
-from hangar.engine.providers.assemble import (
-    MalformedChunk,
-    StreamAssembler,
-    chunk_fields,
-    delta_fields,
-    sse_data,
-)
+from hangar.engine.providers.assemble import StreamAssembler, openai_sse_events
 from hangar.engine.providers.base import ProviderError, StreamEvent, Usage, is_retryable
 
 _litellm = None
@@ -196,11 +189,6 @@ def _error(exc: Exception) -> ProviderError:
                          headers=dict(headers or {}), name=type(exc).__name__)
 
 
-def _malformed(reason: str, data: str) -> ProviderError:
-    shown = data if len(data) <= 200 else data[:200] + "…"
-    return ProviderError(f"malformed stream chunk from the provider ({reason}): {shown!r}", name="APIError")
-
-
 class LiteLLMModel:
     def __init__(self, *, provider_id: str, model_id: str, api_base: str = "", api_key: str = "",
                  timeout_s: float = 600.0):
@@ -263,30 +251,9 @@ class LiteLLMModel:
             done.set()
 
     def _read_sse(self, http: Any, abort: threading.Event) -> Iterator[StreamEvent]:
-        """The provider's SSE stream, parsed here: each event's JSON is type-checked (a malformed one is a
-        ProviderError naming what is wrong); usage may follow the finish chunk, so read to the end."""
-        usage, assembler = None, StreamAssembler()
+        """The provider's SSE stream, parsed and type-checked here (assemble.openai_sse_events)."""
         try:
-            for data in sse_data(http.iter_lines()):
-                if abort.is_set():
-                    break
-                try:
-                    chunk = json.loads(data)
-                    error, chunk_usage = chunk_fields(chunk)
-                    fields = None if error else delta_fields(chunk)
-                except ValueError as exc:  # json's JSONDecodeError and MalformedChunk
-                    reason = str(exc) if isinstance(exc, MalformedChunk) else f"not JSON: {exc}"
-                    raise _malformed(reason, data) from exc
-                if error:
-                    message = str(error.get("message") or "the provider reported an error mid-stream")
-                    code = error.get("code")
-                    status = code if isinstance(code, int) and 400 <= code < 600 else None
-                    raise ProviderError(message, status=status, retryable=is_retryable(status, message),
-                                        name="APIError")
-                if chunk_usage:
-                    usage = chunk_usage
-                if fields is not None:
-                    yield from assembler.feed(**fields)
+            yield from openai_sse_events(http.iter_lines(), abort, _usage_of)
         except ProviderError:
             raise
         except Exception as exc:
@@ -295,7 +262,6 @@ class LiteLLMModel:
             raise _error(exc) from exc
         finally:
             _close(http)
-        yield from assembler.close(_usage_of(usage), aborted=abort.is_set())
 
     def _events(self, response: Any, abort: threading.Event) -> Iterator[StreamEvent]:
         raw, tapped = getattr(response, "completion_stream", None), {}

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import httpx
 
-from hangar.engine.providers.assemble import StreamAssembler
+from hangar.engine.providers.assemble import openai_sse_events
 from hangar.engine.providers.base import ProviderError, StreamEvent, is_retryable
 from hangar.engine.providers.litellm_model import _messages, _usage_of
 
@@ -97,41 +97,14 @@ class OpenAICompatModel:
             response.close()
 
     def _read(self, response: httpx.Response, abort: threading.Event) -> Iterator[StreamEvent]:
-        usage, assembler = None, StreamAssembler()
         try:
-            for line in response.iter_lines():
-                if abort.is_set():
-                    break
-                if not line.startswith("data:"):
-                    continue
-                data = line[5:].strip()
-                if data == "[DONE]":
-                    break
-                chunk = json.loads(data)
-                if chunk.get("error"):
-                    error = chunk["error"]
-                    message = str(error.get("message") if isinstance(error, dict) else error)
-                    raise ProviderError(message, retryable=is_retryable(None, message))
-                if chunk.get("usage"):
-                    usage = chunk["usage"]
-                choices = chunk.get("choices") or []
-                if not choices:
-                    continue
-                choice = choices[0]
-                delta = choice.get("delta") or {}
-                calls = [(c.get("index", 0), c.get("id"), (c.get("function") or {}).get("name"),
-                          (c.get("function") or {}).get("arguments")) for c in delta.get("tool_calls") or []]
-                # finish_reason may be followed by the usage chunk (include_usage): keep reading.
-                yield from assembler.feed(reasoning=delta.get("reasoning_content") or delta.get("reasoning"),
-                                          content=delta.get("content"), tool_calls=calls,
-                                          finish_reason=choice.get("finish_reason"))
+            yield from openai_sse_events(response.iter_lines(), abort, _usage_of)
         except ProviderError:
             raise
         except Exception as exc:
             if abort.is_set():
                 return
             raise _transport_error(exc) from exc
-        yield from assembler.close(_usage_of(usage), aborted=abort.is_set())
 
 
 def _close_on_abort(response: httpx.Response, abort: threading.Event, done: threading.Event) -> None:
