@@ -86,6 +86,10 @@ class Snapshots:
         first track does not pay for it. Idempotent."""
         with self.lock:
             self._init()
+            if self._last is None:
+                # Remember the tree the index holds now, so the session's first track can tell "nothing
+                # changed" without a write-tree (one git process instead of two in its first step).
+                self._last = (self._git("write-tree").decode().strip(), self._index_mark())
         return {}
 
     def _hash(self, args: dict, name: str) -> str:

@@ -123,6 +123,22 @@ def test_instruction_files_a_step_changes_reach_the_next_steps_system_prompt(ali
     assert "rule-two" in systems[3] and "rule-one" not in systems[3]
 
 
+def test_skills_in_the_workspace_are_listed_to_the_model_from_the_next_run(alice, script, make_session, worker):
+    script_id = script.load([
+        [call("write", "c1", filePath="/workspace/.opencode/skills/lint/SKILL.md", content="# Lint\nRun ruff.\n")],
+        [{"text": "skill written"}],
+        [{"text": "ok"}]])
+    session = make_session(alice, script_id)
+    session_prompt(actor=alice.actor, session=session, parts=text_prompt("add a lint skill"))
+    wait_idle(session)
+    session_prompt(actor=alice.actor, session=session, parts=text_prompt("what skills do you have?"))
+    wait_idle(session)
+    systems = [r["messages"][1]["content"] for r in script.requests(script_id) if r.get("stream")]
+    assert len(systems) == 3
+    assert "<available_skills>" not in systems[0]
+    assert "<name>lint</name>" in systems[2] and "/workspace/.opencode/skills/lint/SKILL.md" in systems[2]
+
+
 def test_a_tenant_cannot_prompt_another_orgs_session(alice, charlie, script, make_session):
     from rest_framework.exceptions import NotFound
 

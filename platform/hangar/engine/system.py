@@ -53,7 +53,9 @@ def _skills(sandbox: Sandbox | None) -> str:
     if sandbox is None:
         return ""
     try:
-        paths, _ = sandbox.glob(".opencode/skills/*/SKILL.md")
+        # Globbing inside the skills folder: a workspace without one (the usual case) answers at once,
+        # without a walk of the whole workspace (node_modules and all).
+        paths, _ = sandbox.glob("*/SKILL.md", "/workspace/.opencode/skills")
     except SandboxError:
         return ""
     if not paths:

@@ -3,6 +3,8 @@ right before the LLM call; never log or publish the result."""
 
 from dataclasses import dataclass, field
 
+from django.db.models import F, Q
+
 from hangar.projects import crypto
 from hangar.projects.models import ProviderCredential
 
@@ -22,15 +24,13 @@ class ResolvedCredential:
 
 def credential_resolve(*, org_id: int, user_id: int | None, provider: str) -> ResolvedCredential:
     """The user's own credential for `provider` in the org if they have one, else the org's."""
-    candidates = ProviderCredential.objects.filter(org_id=org_id, provider=provider, user__isnull=True)
-    if user_id is not None:
-        personal = ProviderCredential.objects.filter(org_id=org_id, provider=provider, user_id=user_id).first()
-        if personal is not None:
-            return _resolved(personal, "user")
-    credential = candidates.first()
+    owners = Q(user__isnull=True) | Q(user_id=user_id) if user_id is not None else Q(user__isnull=True)
+    # One query for both: the personal credential (user set) sorts before the org's (NULLs last).
+    credential = (ProviderCredential.objects.filter(owners, org_id=org_id, provider=provider)
+                  .order_by(F("user_id").asc(nulls_last=True), "id").first())
     if credential is None:
         raise CredentialNotFound(f"no credential for provider {provider!r}")
-    return _resolved(credential, "org")
+    return _resolved(credential, "user" if credential.user_id is not None else "org")
 
 
 def _resolved(credential: ProviderCredential, scope: str) -> ResolvedCredential:
