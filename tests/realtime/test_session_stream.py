@@ -95,10 +95,10 @@ async def test_a_lost_notification_is_filled_from_postgres_when_the_next_event_a
     session = await sync_to_async(new_session)(alice)
     comm = communicator(f"/ws/sessions/{session.pk}/?after=1", token=alice.token)
     assert (await comm.connect())[0]
-    real_broadcast = broadcast_module.broadcast
-    monkeypatch.setattr(broadcast_module, "broadcast", lambda groups, message: None)  # Redis "drops" them
+    real_broadcast = broadcast_module.broadcast_many
+    monkeypatch.setattr(broadcast_module, "broadcast_many", lambda groups, messages: None)  # Redis "drops" them
     await sync_to_async(publish_ticks)(session, 3)  # seqs 2..4: stored, never notified
-    monkeypatch.setattr(broadcast_module, "broadcast", real_broadcast)
+    monkeypatch.setattr(broadcast_module, "broadcast_many", real_broadcast)
     await sync_to_async(publish_ticks)(session, 1, start=3)  # seq 5 reveals the gap
     frames = await receive_frames(comm, 4)
     assert seqs(frames) == [2, 3, 4, 5]
@@ -111,7 +111,7 @@ async def test_a_lost_notification_for_the_last_event_is_found_by_the_idle_reche
     session = await sync_to_async(new_session)(alice)
     comm = communicator(f"/ws/sessions/{session.pk}/?after=1", token=alice.token)
     assert (await comm.connect())[0]
-    monkeypatch.setattr(broadcast_module, "broadcast", lambda groups, message: None)
+    monkeypatch.setattr(broadcast_module, "broadcast_many", lambda groups, messages: None)
     await sync_to_async(publish_ticks)(session, 1)
     assert seqs(await receive_frames(comm, 1, timeout=3)) == [2]
     await comm.disconnect()

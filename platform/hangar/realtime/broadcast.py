@@ -6,10 +6,16 @@ from sync code we PUBLISH the exact bytes `RedisPubSubChannelLayer.group_send` w
 serializer (msgpack) on the Redis channel `<prefix>__group__<group>` of the group's shard. One pipelined
 round trip covers all groups of an event. Any other layer backend falls back to `async_to_sync`.
 
-A failed broadcast is logged and swallowed: the event is already durable in Postgres, and readers fill
-sequence gaps from there.
+Broadcasts are handed to one sender thread per process and sent from there, so an agent step never
+waits on Redis (~0.5 ms a round trip, five or so per step). One FIFO and one sender keep every
+session's events in order, and whatever queued up while a send was in flight goes in the next single
+pipelined round trip. A failed broadcast is logged and swallowed: the event is already durable in
+Postgres, and readers fill sequence gaps from there.
 """
 
+import atexit
+import os
+import queue
 import threading
 
 import redis
@@ -55,33 +61,30 @@ def _group_channel(layer: RedisPubSubChannelLayer, group: str) -> str:
     return f"{layer._kwargs.get('prefix', 'asgi')}__group__{group}"
 
 
-def send_to_groups(groups: list[str], message: dict) -> None:
-    """Send one raw channel-layer message (with its `type`) to each group, from sync code."""
-    send_many_to_groups(groups, [message])
-
-
-def send_many_to_groups(groups: list[str], messages: list[dict]) -> None:
-    """Send raw channel-layer messages, in order, to each group: one pipelined round trip per shard."""
+def send_batch_to_groups(batch: list[tuple[list[str], list[dict]]]) -> None:
+    """Send each (groups, messages) of `batch`, in order; one pipelined round trip per shard for all."""
     layer = get_channel_layer()
     if not isinstance(layer, RedisPubSubChannelLayer):
-        for message in messages:
-            for group in groups:
-                async_to_sync(layer.group_send)(group, message)
+        for groups, messages in batch:
+            for message in messages:
+                for group in groups:
+                    async_to_sync(layer.group_send)(group, message)
         return
     clients = _shard_clients(layer)
-    bodies = [layer.serialize(message) for message in messages]
-    by_shard: dict[int, list[str]] = {}
-    for group in groups:
-        channel = _group_channel(layer, group)
-        by_shard.setdefault(_consistent_hash(channel, len(clients)), []).append(channel)
-    for index, channels in by_shard.items():
-        if len(channels) == 1 and len(bodies) == 1:
-            clients[index].publish(channels[0], bodies[0])
-            continue
-        pipe = clients[index].pipeline(transaction=False)
+    by_shard: dict[int, list[tuple[str, bytes]]] = {}
+    for groups, messages in batch:
+        bodies = [layer.serialize(message) for message in messages]
+        channels = [_group_channel(layer, group) for group in groups]
         for body in bodies:  # message order is kept per channel: readers see seqs in order
             for channel in channels:
-                pipe.publish(channel, body)
+                by_shard.setdefault(_consistent_hash(channel, len(clients)), []).append((channel, body))
+    for index, sends in by_shard.items():
+        if len(sends) == 1:
+            clients[index].publish(*sends[0])
+            continue
+        pipe = clients[index].pipeline(transaction=False)
+        for channel, body in sends:
+            pipe.publish(channel, body)
         pipe.execute()
 
 
@@ -91,8 +94,50 @@ def broadcast(groups: list[str], message: dict) -> None:
 
 
 def broadcast_many(groups: list[str], messages: list[dict]) -> None:
-    """Notify `groups` of several events of one session, in order, in one round trip."""
+    """Notify `groups` of several events of one session, in order, without waiting for Redis."""
+    _sender().put((groups, [{"type": EVENT, "event": message} for message in messages]))
+
+
+_outbox: queue.SimpleQueue = queue.SimpleQueue()
+_sender_pid = 0
+_sender_lock = threading.Lock()
+MAX_BATCH = 500  # notifications per round trip
+
+
+def _sender() -> queue.SimpleQueue:
+    global _sender_pid
+    if _sender_pid != os.getpid():  # first use, or a forked child: its parent's thread did not come along
+        with _sender_lock:
+            if _sender_pid != os.getpid():
+                threading.Thread(target=_send_forever, name="broadcast-sender", daemon=True).start()
+                _sender_pid = os.getpid()
+    return _outbox
+
+
+def _send_forever() -> None:
+    while True:
+        _send_batch([_outbox.get()])
+
+
+def _send_batch(batch: list) -> None:
+    """Send `batch` and whatever else is queued (up to MAX_BATCH): one pipeline per shard for all of it."""
+    while len(batch) < MAX_BATCH:
+        try:
+            batch.append(_outbox.get_nowait())
+        except queue.Empty:
+            break
     try:
-        send_many_to_groups(groups, [{"type": EVENT, "event": message} for message in messages])
+        send_batch_to_groups(batch)
     except Exception:  # a lost notification is recovered by seq gap-fill from Postgres
-        log.warning("broadcast_failed", groups=groups, seqs=[m.get("seq") for m in messages], exc_info=True)
+        log.warning("broadcast_failed", events=sum(len(m) for _g, m in batch), exc_info=True)
+
+
+@atexit.register
+def flush() -> None:
+    """Send what is still queued (at exit; tests that need delivery before going on)."""
+    while True:
+        try:
+            item = _outbox.get_nowait()
+        except queue.Empty:
+            return
+        _send_batch([item])
