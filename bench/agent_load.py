@@ -94,6 +94,9 @@ def main() -> None:
            "PYTHONPATH": f"{ROOT}/platform:{ROOT}", "DJANGO_SETTINGS_MODULE": "hangar.settings",
            "HANGAR_ENGINE_QUEUE": queue}
     worker_env = {**env, "HANGAR_DB_POOL_MAX": str(args.db_pool)} if args.db_pool else env
+    # Every session's sandbox is provisioned before the clock starts, so a warm pool would serve none of
+    # them: its refill (creating containers) would only take CPU from the sessions being measured.
+    worker_env = {**worker_env, "HANGAR_SANDBOX_POOL": "0"}
     os.environ.update({k: env[k] for k in ("DATABASE_URL", "DJANGO_SETTINGS_MODULE", "HANGAR_ENGINE_QUEUE")})
     os.environ["HANGAR_SANDBOX_POOL"] = "0"  # this process pre-provisions the sessions' own sandboxes
     create_db()

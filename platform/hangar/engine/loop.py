@@ -149,6 +149,10 @@ class Run:
     def _step(self, user: Message, messages: list[Message]) -> bool:
         model_ref, agent = self.model_ref, self.agent
         last_step = bool(agent.steps and self.steps >= agent.steps)
+        if self.last_snapshot is None:
+            # The run's first snapshot may first attach (or create) the sandbox: under a burst of sessions
+            # that takes a while, and a pooled DB connection must not be held idle meanwhile.
+            release_connection(self.active_runs())
         snapshot = self.last_snapshot or self._snapshot()
         message = store.message_create(session=self.session, data={
             "role": "assistant", "time": {"created": now_ms()}, "parentID": user.pk, "modelID": model_ref["modelID"],

@@ -18,11 +18,12 @@ current_app.conf.task_routes = {**(current_app.conf.task_routes or {}), "hangar.
 
 @worker_init.connect
 def preload_litellm(**_kwargs) -> None:
-    """Import LiteLLM (~3.5 s, ~170 MB) once when a worker starts, before it takes tasks, so no session's
-    first step (nor an abort racing it) waits on the import. Web processes never import it."""
-    from hangar.engine.providers.litellm_model import litellm_module
+    """Import LiteLLM (~3.5 s, ~170 MB) and load what it loads lazily once when a worker starts, before it
+    takes tasks, so no session's first step (nor an abort racing it) waits on it. Web processes never
+    import it."""
+    from hangar.engine.providers.litellm_model import warm_up
 
-    litellm_module()
+    warm_up()
 
 
 @shared_task(name="hangar.engine.run_session", ignore_result=True)

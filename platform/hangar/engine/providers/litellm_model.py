@@ -85,6 +85,19 @@ def litellm_module():
     return _litellm
 
 
+def warm_up() -> None:
+    """Import LiteLLM and make it load what it loads on a first call (its tokenizer, modules it imports
+    inside functions): one streaming request, our way, to a closed local port, which fails at once. A
+    worker that skipped this would load them in its first burst of sessions, in every thread at once
+    (measured: seconds of a 100-session burst's first step)."""
+    litellm_module()
+    model = LiteLLMModel(provider_id="warm-up", model_id="warm-up", api_base="http://127.0.0.1:9/v1", api_key="-")
+    try:
+        list(model.stream(system=["-"], messages=[{"role": "user", "content": "-"}], tools=[], abort=threading.Event()))
+    except ProviderError:
+        pass  # connection refused: expected
+
+
 def _remember(response: Any) -> None:
     _last.response = response
 
