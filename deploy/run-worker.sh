@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Celery worker processes carrying many agent sessions: an agent session spends most of its life
 # waiting on the LLM, so the pool is threads, not prefork (one LiteLLM import, ~170 MB, per process).
-# One process is bound by the GIL (~20 ms of CPU per agent step); HANGAR_WORKER_PROCESSES=N (default 1)
+# One process is bound by the GIL (~33 ms of CPU per agent step under bench/agent_load.py; two processes
+# halve the 100-session p50 on 2 cores); HANGAR_WORKER_PROCESSES=N (default 1)
 # starts N such processes on this host, e.g. one per core, each with HANGAR_WORKER_CONCURRENCY threads.
 set -euo pipefail
 cd "$(dirname "$0")/.."
