@@ -87,8 +87,8 @@ class StreamProcessor:
         # Not written here: the tool runner stores every pending call together with the first one's
         # `running` state, one statement for what used to be one per call plus one (nothing runs between).
         self.result.tool_parts.append({
-            "id": new_part_id(), "sessionID": self.session.pk, "messageID": self.message.pk, "type": "tool",
-            "callID": event.id, "tool": name, "state": {"status": "pending", "input": args, "raw": event.arguments or ""}})
+            "id": new_part_id(), "type": "tool", "callID": event.id, "tool": name,
+            "state": {"status": "pending", "input": args, "raw": event.arguments or ""}})
         self.result.tool_calls += 1
         self.result.produced = True
 

@@ -55,6 +55,7 @@ from typing import Any
 
 from hangar.engine.providers.assemble import StreamAssembler, openai_sse_events
 from hangar.engine.providers.base import ProviderError, StreamEvent, Usage, is_retryable
+from hangar.engine.providers.guard import guarded
 
 _litellm = None
 _lock = threading.Lock()
@@ -250,31 +251,11 @@ class LiteLLMModel:
         if http is None:  # not sent on our client: the OpenAI SDK's Stream still holds its response
             http = getattr(getattr(response, "completion_stream", None), "response", None)
         if self._api_base is not None and _is_stream_of(http):
-            yield from self._watched(http, abort, self._read_sse(http, abort))
+            # The provider's SSE stream, parsed and type-checked here (assemble.openai_sse_events).
+            events = openai_sse_events(http.iter_lines(), abort, _usage_of)
+            yield from guarded(events, abort=abort, close=lambda: _close(http), to_error=_error)
         else:
             yield from self._events(response, abort)
-
-    def _watched(self, target: Any, abort: threading.Event, events: Iterator[StreamEvent]) -> Iterator[StreamEvent]:
-        done = threading.Event()
-        threading.Thread(target=_close_on_abort, args=(target, abort, done), daemon=True,
-                         name="llm-abort-watch").start()
-        try:
-            yield from events
-        finally:
-            done.set()
-
-    def _read_sse(self, http: Any, abort: threading.Event) -> Iterator[StreamEvent]:
-        """The provider's SSE stream, parsed and type-checked here (assemble.openai_sse_events)."""
-        try:
-            yield from openai_sse_events(http.iter_lines(), abort, _usage_of)
-        except ProviderError:
-            raise
-        except Exception as exc:
-            if abort.is_set():
-                return
-            raise _error(exc) from exc
-        finally:
-            _close(http)
 
     def _events(self, response: Any, abort: threading.Event) -> Iterator[StreamEvent]:
         raw, tapped = getattr(response, "completion_stream", None), {}
@@ -289,39 +270,30 @@ class LiteLLMModel:
                     yield chunk
 
             response.completion_stream = tap()
-        yield from self._watched(response, abort, self._read(response, abort))
+        yield from guarded(self._read(response, abort), abort=abort, close=lambda: _close(response), to_error=_error)
 
     def _read(self, wrapper: Any, abort: threading.Event) -> Iterator[StreamEvent]:
         """LiteLLM's CustomStreamWrapper yields OpenAI-shaped chunks; it is left at the finish chunk and the
         provider's remaining raw chunks are drained unprocessed, so LiteLLM's end-of-stream rebuild
         (stream_chunk_builder, cost calculator, deep copies: ~30 % of its cost per call) never runs."""
         usage, assembler = None, StreamAssembler()
-        try:
-            for chunk in wrapper:
-                if abort.is_set():
-                    break
-                if getattr(chunk, "usage", None):
-                    usage = chunk.usage
-                if not chunk.choices:
-                    continue
-                choice = chunk.choices[0]
-                delta = choice.delta
-                calls = [(c.index, c.id, c.function.name if c.function else None,
-                          c.function.arguments if c.function else None) for c in delta.tool_calls or []]
-                yield from assembler.feed(reasoning=getattr(delta, "reasoning_content", None), content=delta.content,
-                                          tool_calls=calls, finish_reason=choice.finish_reason)
-                if choice.finish_reason:
-                    for _rest in wrapper.completion_stream or ():  # the provider's usage chunk, unprocessed
-                        pass
-                    break
-        except ProviderError:
-            raise
-        except Exception as exc:
+        for chunk in wrapper:
             if abort.is_set():
-                return
-            raise _error(exc) from exc
-        finally:
-            _close(wrapper)
+                break
+            if getattr(chunk, "usage", None):
+                usage = chunk.usage
+            if not chunk.choices:
+                continue
+            choice = chunk.choices[0]
+            delta = choice.delta
+            calls = [(c.index, c.id, c.function.name if c.function else None,
+                      c.function.arguments if c.function else None) for c in delta.tool_calls or []]
+            yield from assembler.feed(reasoning=getattr(delta, "reasoning_content", None), content=delta.content,
+                                      tool_calls=calls, finish_reason=choice.finish_reason)
+            if choice.finish_reason:
+                for _rest in wrapper.completion_stream or ():  # the provider's usage chunk, unprocessed
+                    pass
+                break
         if not abort.is_set():
             usage = usage or wrapper._hangar_usage.get("usage")
         yield from assembler.close(_usage_of(usage), aborted=abort.is_set())
@@ -334,14 +306,6 @@ def _is_stream_of(http: Any) -> bool:
                 and "text/event-stream" in http.headers.get("content-type", ""))
     except AttributeError:
         return False
-
-
-def _close_on_abort(response: Any, abort: threading.Event, done: threading.Event) -> None:
-    """A hung stream blocks in a socket read that no flag can interrupt: closing it can."""
-    while not done.is_set():
-        if abort.wait(0.25):
-            _close(response)
-            return
 
 
 def _close(response: Any) -> None:

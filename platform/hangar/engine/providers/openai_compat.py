@@ -19,6 +19,7 @@ import httpx
 
 from hangar.engine.providers.assemble import openai_sse_events
 from hangar.engine.providers.base import ProviderError, StreamEvent, is_retryable
+from hangar.engine.providers.guard import guarded
 from hangar.engine.providers.litellm_model import _messages, _usage_of
 
 _client: httpx.Client | None = None
@@ -84,34 +85,10 @@ class OpenAICompatModel:
             response = _http().send(request, stream=True)
         except httpx.HTTPError as exc:
             raise _transport_error(exc) from exc
-        done = threading.Event()
-        # A hung stream blocks in a socket read that no flag can interrupt: closing it can.
-        threading.Thread(target=_close_on_abort, args=(response, abort, done), daemon=True,
-                         name="llm-abort-watch").start()
-        try:
+
+        def events() -> Iterator[StreamEvent]:
             if response.status_code >= 400:
                 raise _error_of(response)
-            yield from self._read(response, abort)
-        finally:
-            done.set()
-            response.close()
-
-    def _read(self, response: httpx.Response, abort: threading.Event) -> Iterator[StreamEvent]:
-        try:
             yield from openai_sse_events(response.iter_lines(), abort, _usage_of)
-        except ProviderError:
-            raise
-        except Exception as exc:
-            if abort.is_set():
-                return
-            raise _transport_error(exc) from exc
 
-
-def _close_on_abort(response: httpx.Response, abort: threading.Event, done: threading.Event) -> None:
-    while not done.is_set():
-        if abort.wait(0.25):
-            try:
-                response.close()
-            except Exception:
-                pass
-            return
+        yield from guarded(events(), abort=abort, close=response.close, to_error=_transport_error)
