@@ -134,7 +134,8 @@ def _send_batch(batch: list) -> None:
 
 @atexit.register
 def flush() -> None:
-    """Send what is still queued (at exit; tests that need delivery before going on)."""
+    """At exit, send what is still queued (best effort: the sender thread may hold one batch in flight,
+    and whatever is lost is still in Postgres for readers' gap-fill)."""
     while True:
         try:
             item = _outbox.get_nowait()
