@@ -9,7 +9,9 @@ persisted in Postgres (database `hangar_bench`). Sandboxes are provisioned befor
 
 Step overhead = for each step, (this step's assistant message completed − the previous step's completed,
 or the prompt's time for the first) − the scripted delay. Worker RSS = the worker process tree, sampled
-every 0.5 s, maximum. The last line printed is one JSON object.
+every 0.5 s, maximum. Machine CPU per step = the whole machine's CPU over the same window (Postgres,
+Redis, Docker, the sandboxes, this process), by part: on 2 cores it bounds how fast a burst clears.
+The last line printed is one JSON object.
 """
 
 from __future__ import annotations
@@ -69,6 +71,39 @@ def cpu_s(pid: int) -> float:
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def machine_cpu(workers: list[int]) -> dict[str, float]:
+    """CPU seconds used so far, by part of the machine: the worker processes, processes inside the
+    sandboxes (docker cgroups), Postgres, Redis, the Docker daemons, this bench process, the rest, and
+    the whole machine (/proc/stat, non-idle). Children that exited count in their parent (cutime)."""
+    hz, parts = os.sysconf("SC_CLK_TCK"), {}
+    own = {os.getpid(), *workers}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        pid = int(name)
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                stat = f.read()
+            with open(f"/proc/{pid}/cgroup") as f:
+                cgroup = f.read()
+        except OSError:
+            continue
+        comm, fields = stat[stat.index("(") + 1:stat.rindex(")")], stat.rsplit(")", 1)[1].split()
+        if pid in own:  # a worker's or the bench's children (none expected) are its own
+            used, part = int(fields[11]) + int(fields[12]), "worker" if pid in workers else "bench"
+        else:
+            used = sum(int(x) for x in fields[11:15])
+            part = ("sandbox" if "docker" in cgroup else comm if comm in ("postgres", "redis-server", "dockerd")
+                    else "containerd" if comm.startswith("containerd") else "other")
+            if pid == 1:
+                continue  # init: its cutime is every orphan it ever reaped
+        parts[part] = parts.get(part, 0.0) + used / hz
+    with open("/proc/stat") as f:
+        ticks = [int(x) for x in f.readline().split()[1:]]
+    parts["machine"] = (sum(ticks) - ticks[3] - ticks[4]) / hz
+    return parts
 
 
 def create_db() -> None:
@@ -165,11 +200,13 @@ def main() -> None:
         _wait([warm.pk], timeout=120)
         begin = time.monotonic()
         cpu_before = sum(cpu_s(w.pid) for w in workers)
+        machine_before = machine_cpu([w.pid for w in workers])
         for i, session in enumerate(sessions):
             session_prompt(actor=actor, session=session, parts=[{"type": "text", "text": f"load session {i}"}])
         _wait([s.pk for s in sessions], timeout=STEPS * args.delay * 20 + 120)
         wall = time.monotonic() - begin
         cpu = sum(cpu_s(w.pid) for w in workers) - cpu_before
+        machine_after = machine_cpu([w.pid for w in workers])
     finally:
         done.set()
         for worker in workers:
@@ -212,7 +249,12 @@ def main() -> None:
         "step_overhead_max_ms": round(overheads[-1], 1) if overheads else None,
         "step_overhead_p50_by_step_ms": [round(statistics.median(x), 1) if x else None for x in by_index],
         "worker_rss_mb": round(peak[0], 1), "worker_processes": args.workers,
-        "worker_cpu_ms_per_step": round(cpu * 1000 / max(1, len(sessions) * STEPS), 1), "worker_logs": str(logs),
+        "worker_cpu_ms_per_step": round(cpu * 1000 / max(1, len(sessions) * STEPS), 1),
+        # The whole machine's CPU per step over the same window, and its parts (see machine_cpu).
+        "machine_cpu_ms_per_step": dict(sorted(
+            ((part, round((used - machine_before.get(part, 0.0)) * 1000 / (len(sessions) * STEPS), 1))
+             for part, used in machine_after.items()), key=lambda kv: -kv[1])),
+        "worker_logs": str(logs),
     }
     print(json.dumps(result))
 
