@@ -100,7 +100,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _complete(self, body: dict) -> None:
         book = self.server.book
         script = book.script_for(body)
-        book.record(script["id"], body)
+        book.record(script["id"], {**body, "_user_agent": self.headers.get("User-Agent", "")})
         turn = book.next_turn(script, body)
         for action in turn:  # delays and errors come before any byte of the answer
             if "delay" in action:

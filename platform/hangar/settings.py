@@ -167,9 +167,11 @@ CELERY_TASK_ALWAYS_EAGER = flag("CELERY_TASK_ALWAYS_EAGER")
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
-# LiteLLM is the gateway to every provider; this opts explicit OpenAI-compatible endpoints into the direct
-# adapter (hangar.engine.providers.openai_compat), which skips LiteLLM's per-call transforms.
-HANGAR_DIRECT_OPENAI_COMPAT = flag("HANGAR_DIRECT_OPENAI_COMPAT")
+# LiteLLM is the gateway to named providers (anthropic/..., gemini/..., openai without a base URL). An explicit
+# OpenAI-compatible endpoint (a credential's api_base: vLLM, llama.cpp, OpenRouter, the scripted server) is
+# streamed by the direct adapter (hangar.engine.providers.openai_compat): the same request without
+# LiteLLM's ~5 ms of per-call work (see hangar.engine.providers.resolve). 0 routes those through LiteLLM too.
+HANGAR_DIRECT_OPENAI_COMPAT = flag("HANGAR_DIRECT_OPENAI_COMPAT", default=True)
 
 # Sandbox defaults (a project's limits override them).
 SANDBOX_POOL_SIZE = int(os.environ.get("HANGAR_SANDBOX_POOL_SIZE", "2"))

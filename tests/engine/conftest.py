@@ -54,9 +54,10 @@ def script(scripted) -> Script:
 
 
 class Worker:
-    def __init__(self, db_name: str, beat: bool = False, concurrency: int = 20):
+    def __init__(self, db_name: str, beat: bool = False, concurrency: int = 20, env: dict | None = None):
         env = {**os.environ, "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{db_name}",
-               "HANGAR_ENGINE_QUEUE": QUEUE, "HANGAR_SANDBOX_POOL": "1", "PYTHONPATH": f"{ROOT}/platform:{ROOT}", "HANGAR_LEASE_TTL_S": "6"}
+               "HANGAR_ENGINE_QUEUE": QUEUE, "HANGAR_SANDBOX_POOL": "1", "PYTHONPATH": f"{ROOT}/platform:{ROOT}",
+               "HANGAR_LEASE_TTL_S": "6", **(env or {})}
         cmd = [sys.executable, "-m", "celery", "-A", "hangar", "worker", "--pool", "threads",
                "--concurrency", str(concurrency), "-Q", QUEUE, "--loglevel", "WARNING",
                "-n", f"w{uuid.uuid4().hex[:6]}@%h", "--without-gossip", "--without-mingle"]
@@ -80,8 +81,8 @@ def start_worker(django_db_setup):
     started: list[Worker] = []
     db_name = settings.DATABASES["default"]["NAME"]
 
-    def start(beat: bool = False) -> Worker:
-        worker = Worker(db_name, beat=beat)
+    def start(beat: bool = False, env: dict | None = None) -> Worker:
+        worker = Worker(db_name, beat=beat, env=env)
         started.append(worker)
         return worker
 

@@ -1,5 +1,6 @@
-"""The loop end to end: a real Celery worker, LiteLLM streaming over HTTP from the scripted server, tools
-in the real Docker sandbox, parts and events in Postgres."""
+"""The loop end to end: a real Celery worker, the model streaming over HTTP from the scripted server (the
+direct OpenAI-compatible adapter, and LiteLLM for the multi-step session too), tools in the real Docker
+sandbox, parts and events in Postgres."""
 
 import pytest
 
@@ -16,7 +17,9 @@ def call(name, call_id, **arguments):
     return {"tool_calls": [{"name": name, "id": call_id, "arguments": arguments}]}
 
 
-def test_a_multi_step_session_writes_runs_and_edits_files_in_the_sandbox(alice, script, make_session, worker):
+@pytest.mark.parametrize("gateway", ["direct", "litellm"])
+def test_a_multi_step_session_writes_runs_and_edits_files_in_the_sandbox(alice, script, make_session, start_worker, gateway):
+    start_worker(env={"HANGAR_DIRECT_OPENAI_COMPAT": "1" if gateway == "direct" else "0"})
     script_id = script.load([
         [{"text": "I'll write the file."}, call("write", "c1", filePath="/workspace/hello.py", content="print('hello')\n")],
         [call("bash", "c2", command="python3 hello.py", description="run it")],
@@ -39,6 +42,9 @@ def test_a_multi_step_session_writes_runs_and_edits_files_in_the_sandbox(alice, 
     messages = assistant_messages(session)
     assert len(messages) == 5 and [m["finish"] for m in messages] == ["tool-calls"] * 4 + ["stop"]
     assert all(m["time"].get("completed") for m in messages)
+    # Which client sent the five model calls: our adapter, or LiteLLM.
+    agents = {r["_user_agent"].split("/")[0] for r in script.requests(script_id) if r.get("stream")}
+    assert agents == {"hangar" if gateway == "direct" else "litellm"}
 
 
 def test_each_step_has_step_start_step_finish_with_tokens_and_cost_and_a_patch_when_files_change(

@@ -10,6 +10,7 @@ from hangar.engine import permissions as perm
 from hangar.engine.providers.base import ProviderError
 from hangar.engine.providers.litellm_model import LiteLLMModel
 from hangar.engine.providers.openai_compat import OpenAICompatModel
+from hangar.projects import crypto
 
 
 @pytest.fixture(params=["litellm", "litellm_http_handler", "openai_compat"])
@@ -106,12 +107,14 @@ def test_an_org_deny_wins_over_any_later_allow_and_a_fully_denied_tool_is_not_of
 
 
 @pytest.mark.django_db
-def test_every_provider_goes_through_litellm_unless_the_direct_adapter_is_opted_into(alice, settings):
+def test_an_openai_compatible_base_url_is_streamed_directly_and_a_named_provider_through_litellm(alice, settings):
     from hangar.engine.providers.resolve import model_for
     from hangar.projects.models import ProviderCredential
 
     ProviderCredential.objects.create(org=alice.org, provider="local", api_base="http://127.0.0.1:9/v1")
+    ProviderCredential.objects.create(org=alice.org, provider="anthropic", api_key_encrypted=crypto.encrypt("sk-x"))
+    assert settings.HANGAR_DIRECT_OPENAI_COMPAT  # the default
+    assert isinstance(model_for(org_id=alice.org.pk, user_id=None, provider_id="local", model_id="m"), OpenAICompatModel)
+    assert isinstance(model_for(org_id=alice.org.pk, user_id=None, provider_id="anthropic", model_id="c"), LiteLLMModel)
     settings.HANGAR_DIRECT_OPENAI_COMPAT = False
     assert isinstance(model_for(org_id=alice.org.pk, user_id=None, provider_id="local", model_id="m"), LiteLLMModel)
-    settings.HANGAR_DIRECT_OPENAI_COMPAT = True
-    assert isinstance(model_for(org_id=alice.org.pk, user_id=None, provider_id="local", model_id="m"), OpenAICompatModel)

@@ -22,6 +22,7 @@ from hangar.engine.providers.base import ProviderError, StreamEvent, is_retryabl
 from hangar.engine.providers.guard import guarded
 from hangar.engine.providers.litellm_model import _messages, _usage_of
 
+USER_AGENT = "hangar/0.1"
 _client: httpx.Client | None = None
 _lock = threading.Lock()
 
@@ -32,7 +33,8 @@ def _http() -> httpx.Client:
     if _client is None:
         with _lock:
             if _client is None:
-                _client = httpx.Client(limits=httpx.Limits(max_connections=1000, max_keepalive_connections=200))
+                _client = httpx.Client(limits=httpx.Limits(max_connections=1000, max_keepalive_connections=200),
+                                       headers={"User-Agent": USER_AGENT})
     return _client
 
 

@@ -1,10 +1,17 @@
 """Which model a step talks to, with whose key: the foundation's credential store (user over org).
 
-`model_factory` is the seam: tests may swap it for an in-process Model. Production builds a LiteLLMModel
-for every provider (LiteLLM is the platform's one gateway) with the resolved credential (decrypted here,
-in the worker, never stored or logged). `HANGAR_DIRECT_OPENAI_COMPAT=1` opts an explicit OpenAI-compatible
-api_base into OpenAICompatModel instead: the same request without LiteLLM's and the OpenAI SDK's per-call
-transforms (~5 ms less worker CPU per step, measured with bench/agent_step.py).
+`model_factory` is the seam: tests may swap it for an in-process Model. The credential is decrypted here,
+in the worker, never stored or logged.
+
+Which adapter: a named provider without a base URL (anthropic/..., gemini/..., openai/...) goes through
+LiteLLM (LiteLLMModel), which knows every provider's wire format, auth and errors. A credential with an
+explicit OpenAI-compatible `api_base` is streamed by OpenAICompatModel: the wire format is OpenAI's, which
+both adapters already parse with the same reader (assemble.openai_sse_events), and LiteLLM would add only
+its per-call machinery around the request: ~5 ms of worker CPU a call even after every cut we could make
+through its API (function_setup and its Logging object, get_optional_params, provider resolution, pricing
+the stream wrapper; see litellm_model's docstring and bench/llm_call.py). On 2 cores with 100 sessions that
+is a tenth of the machine. `HANGAR_DIRECT_OPENAI_COMPAT=0` sends those endpoints through LiteLLM as well;
+the test suite runs a whole multi-step session both ways.
 """
 
 from __future__ import annotations
