@@ -6,6 +6,7 @@ import pytest
 
 from hangar.conversations.models import Event, Part, Session
 from hangar.conversations.services import session_create
+from hangar.engine import readmarks
 from hangar.engine.sandboxes import manager
 from hangar.engine.services import session_prompt
 from tests.engine.conftest import assistant_messages, text_of, text_prompt, tool_parts, wait_idle
@@ -110,6 +111,30 @@ def test_the_model_is_sent_the_system_prompt_tools_and_tool_results(alice, scrip
     assert {t["function"]["name"] for t in first["tools"]} >= {"bash", "read", "write", "edit", "glob", "grep"}
     tool_message = next(m for m in second["messages"] if m["role"] == "tool")
     assert tool_message["tool_call_id"] == "c1" and "marker-42" in tool_message["content"]
+
+
+def test_an_existing_file_is_written_only_after_the_agent_read_it_and_the_next_run_remembers(
+        alice, script, make_session, worker):
+    # The read marks live in Redis: a second prompt (a new run, possibly on another worker) keeps them.
+    script_id = script.load([
+        [call("bash", "c1", command="echo old > notes.txt", description="make a file")],
+        [call("write", "c2", filePath="/workspace/notes.txt", content="new\n")],
+        [call("read", "c3", filePath="/workspace/notes.txt")],
+        [{"text": "read it"}],
+        [call("write", "c4", filePath="/workspace/notes.txt", content="new\n")],
+        [{"text": "written"}]])
+    session = make_session(alice, script_id)
+    session_prompt(actor=alice.actor, session=session, parts=text_prompt("rewrite notes"))
+    wait_idle(session)
+    session_prompt(actor=alice.actor, session=session, parts=text_prompt("now write it"))
+    wait_idle(session)
+    write_first, write_again = [t for t in tool_parts(session) if t["tool"] == "write"]
+    assert write_first["state"]["status"] == "error" and "You must read file" in write_first["state"]["error"]
+    assert write_again["state"]["status"] == "completed"
+    assert manager().connect(session.pk).read("/workspace/notes.txt").content.strip() == "new"
+    other = make_session(alice, script.load([[call("write", "c1", filePath="/workspace/notes.txt", content="x")],
+                                             [{"text": "ok"}]]))
+    assert not readmarks.was_read(other.pk, "/workspace/notes.txt")  # marks are per session
 
 
 def test_instruction_files_a_step_changes_reach_the_next_steps_system_prompt(alice, script, make_session, worker):

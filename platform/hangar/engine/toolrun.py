@@ -9,13 +9,11 @@ the loop releases the worker. When the reply re-enqueues the run, the same call 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
 import time
 from typing import Any
 
-from django.core.cache import cache
 from django.db import close_old_connections
 from django.db.models import Case, Q, When
 
@@ -24,6 +22,7 @@ from hangar.conversations.events import publish_ephemeral
 from hangar.conversations.models import Message, Part, PermissionGrant, PermissionRequest
 from hangar.conversations.services import now_ms
 from hangar.engine import permissions as perm
+from hangar.engine import readmarks
 from hangar.engine.dbconn import release_connection
 from hangar.engine.tools.base import (
     EXTRA_RUN_SUBCALL,
@@ -150,14 +149,11 @@ class ToolRunner:
             state = {**part_ref["state"], "metadata": metadata}
             publish_ephemeral(self.run.session, "message.part.updated", {"part": {**part_ref, "state": state}})
 
-        def read_key(path: str) -> str:
-            return f"engine:read:{session_id}:{hashlib.sha1(path.encode()).hexdigest()}"
-
         return ToolContext(
             session_id=session_id, message_id=self.message.pk, call_id=call_id, agent=self.run.agent.name,
             sandbox=self.run.sandbox(), abort=self.run.abort, ask=self.ask_for(call_id),
-            update_metadata=update_metadata, was_read=lambda p: bool(cache.get(read_key(p))),
-            mark_read=lambda p: cache.set(read_key(p), 1, 7 * 86400),
+            update_metadata=update_metadata, was_read=lambda p: readmarks.was_read(session_id, p),
+            mark_read=lambda p: readmarks.mark_read(session_id, p),
             extra={EXTRA_SESSION: self.run.session, EXTRA_TOOLS: self.run.tools,
                    EXTRA_RUN_SUBCALL: self._subcall_runner(call_id)},
         )
