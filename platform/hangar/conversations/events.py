@@ -22,10 +22,11 @@ clients can tell them apart; losing one is harmless because the part's final tex
 
 import json
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from hangar.conversations.models import Event, Session
+from hangar.conversations.sql import run as sql_run
 
 SESSION_GROUP = "session.{id}"
 PROJECT_GROUP = "project.{id}"  # every event of the project's sessions (OpenCode's /event stream)
@@ -38,7 +39,7 @@ _APPEND = (
     "{writes}s AS (UPDATE conversations_session SET event_seq = event_seq + %s{set} WHERE id = %s{gate} RETURNING event_seq)"
     " INSERT INTO conversations_event (session_id, seq, type, payload, created_at)"
     " SELECT %s, s.event_seq - %s + e.n, e.type, e.payload, now()"
-    " FROM s, unnest(%s::text[], %s::jsonb[]) WITH ORDINALITY AS e(type, payload, n)"
+    " FROM s, unnest(%b::text[], %b::jsonb[]) WITH ORDINALITY AS e(type, payload, n)"
     " RETURNING id, seq"
 )
 
@@ -85,9 +86,8 @@ def publish_many(session: Session, events: list[tuple[str, dict]], *, org_wide: 
     types = [t for t, _ in events]
     payloads = [json.dumps(p) for _, p in events]
     sql, write_params, set_params = _statement(list(with_writes), session_set)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*write_params, n, *set_params, session.pk, session.pk, n, types, payloads])
-        rows = sorted(cursor.fetchall(), key=lambda r: r[1])
+    rows = sorted(sql_run(sql, [*write_params, n, *set_params, session.pk, session.pk, n, types, payloads]),
+                  key=lambda r: r[1])
     if len(rows) != n:
         if with_writes and Session.objects.filter(pk=session.pk).exists():
             raise LookupError(f"write for {types} matched no row")
