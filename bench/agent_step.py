@@ -217,9 +217,10 @@ class Hangar:
              "--without-gossip", "--without-mingle"],
             cwd=ROOT, env=self.env, stdout=(self.logs / "worker.log").open("w"), stderr=subprocess.STDOUT))
         self.port = free_port()
-        self.procs.append(subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "hangar.asgi:application"],
-            cwd=ROOT, env=self.env, stdout=(self.logs / "daphne.log").open("w"), stderr=subprocess.STDOUT))
+        self.procs.append(subprocess.Popen(  # the web as deployed (its DB pool), with this interpreter
+            [str(ROOT / "deploy" / "run-web.sh"), "-b", "127.0.0.1", "-p", str(self.port)],
+            cwd=ROOT, env={**self.env, "HANGAR_PYTHON": sys.executable},
+            stdout=(self.logs / "daphne.log").open("w"), stderr=subprocess.STDOUT))
         wait_port(self.port, self.procs[-1], "daphne")
         self.base = f"http://127.0.0.1:{self.port}/oc/{self.project.pk}"
 

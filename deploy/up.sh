@@ -42,7 +42,7 @@ if [ $LOCAL_MODEL = 1 ]; then
   pids+=($!)
 fi
 
-$PY -m daphne -b 0.0.0.0 -p "$PORT" hangar.asgi:application 2>&1 | sed -u 's/^/[web] /' &
+./deploy/run-web.sh -b 0.0.0.0 -p "$PORT" 2>&1 | sed -u 's/^/[web] /' &
 pids+=($!)
 ./deploy/run-worker.sh 2>&1 | sed -u 's/^/[worker] /' &
 pids+=($!)

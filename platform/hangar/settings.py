@@ -84,9 +84,11 @@ DATABASES = {
     )
 }
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# HANGAR_DB_POOL_MAX turns on Django's psycopg pool (needs psycopg-pool), one per process, shared by its threads.
 # A worker carrying 100 agent sessions in threads must not hold 100 Postgres connections (max_connections
-# is 100 here): HANGAR_DB_POOL_MAX turns on Django's psycopg pool (needs psycopg-pool); the engine gives its
-# connection back before every model call and tool run, so a few connections serve every session.
+# is 100 here): the engine gives its connection back before every model call and tool run, so a few serve
+# every session (deploy/run-worker.sh). The web needs it too (deploy/run-web.sh): under ASGI each request
+# runs in a new thread, so a thread's persistent connection (CONN_MAX_AGE) is never reused.
 if os.environ.get("HANGAR_DB_POOL_MAX"):
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = False

@@ -34,12 +34,12 @@ class Daphne:
         self.port = free_port()
         env = {**os.environ, "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{db_name}",
                "HANGAR_ENGINE_QUEUE": QUEUE, "PYTHONPATH": f"{ROOT}/platform:{ROOT}",
-               "DJANGO_SETTINGS_MODULE": "hangar.settings"}
+               "DJANGO_SETTINGS_MODULE": "hangar.settings", "HANGAR_PYTHON": sys.executable}
         self.log_path = Path(f"/tmp/{QUEUE}-daphne-{uuid.uuid4().hex[:4]}.log")
         self.log = self.log_path.open("w")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "hangar.asgi:application"],
-            cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+        # The web as deployed (deploy/run-web.sh: its DB pool), with this interpreter.
+        self.proc = subprocess.Popen([str(ROOT / "deploy" / "run-web.sh"), "-b", "127.0.0.1", "-p", str(self.port)],
+                                     cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

@@ -8,13 +8,13 @@ else is a 404 that looks exactly like a missing project. Used by the DRF views a
 from dataclasses import dataclass
 
 import structlog
-from asgiref.sync import sync_to_async
 from rest_framework.exceptions import AuthenticationFailed, NotAuthenticated, NotFound, PermissionDenied
 
 from hangar.accounts.actors import Actor, actor_from_request
 from hangar.accounts.authentication import BasicTokenAuthentication, TokenAuthentication
 from hangar.accounts.models import ApiToken, Membership, Role
 from hangar.accounts.selectors import membership_for
+from hangar.opencode.db import db
 from hangar.projects.models import Project
 
 AUTHENTICATORS = (BasicTokenAuthentication, TokenAuthentication)
@@ -69,7 +69,7 @@ def _scope_sync(request, project_id) -> ProjectScope:
 
 
 async def scope_for_async(request, project_id) -> ProjectScope:
-    return await sync_to_async(_scope_sync)(request, project_id)
+    return await db(_scope_sync)(request, project_id)
 
 
 __all__ = ["AuthenticationFailed", "ProjectScope", "scope_for", "scope_for_async", "authenticate"]

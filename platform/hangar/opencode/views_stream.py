@@ -6,7 +6,6 @@ import asyncio
 import json
 import time
 
-from asgiref.sync import sync_to_async
 from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework.exceptions import APIException, MethodNotAllowed, NotFound, ValidationError
@@ -17,6 +16,7 @@ from hangar.conversations.events import project_group, session_group
 from hangar.conversations.models import Message, Session
 from hangar.opencode import serializers as s
 from hangar.opencode import translate
+from hangar.opencode.db import db
 from hangar.opencode.errors import error_response
 from hangar.opencode.scope import scope_for_async
 from hangar.opencode.views_run import prompt
@@ -69,7 +69,7 @@ async def session_message(request, project_id, session_id):
         session = await _session(scope, session_id)
         if request.method == "GET":
             limit = request.GET.get("limit", "")
-            rows = await sync_to_async(conversation_selectors.messages_list)(
+            rows = await db(conversation_selectors.messages_list)(
                 session, limit=int(limit) if limit.isdigit() else None)
             return JsonResponse(rows, safe=False)
         if request.method != "POST":
@@ -84,7 +84,7 @@ async def session_message(request, project_id, session_id):
 
 async def _session(scope, session_id) -> Session:
     try:
-        return await sync_to_async(conversation_selectors.session_get)(
+        return await db(conversation_selectors.session_get)(
             scope.actor, session_id, project_id=scope.project.pk)
     except Session.DoesNotExist:
         raise NotFound(f"Session not found: {session_id}") from None
@@ -99,12 +99,12 @@ def _json(request) -> dict:
 
 async def _prompt_and_wait(scope, session: Session, data: dict):
     async with subscribe([session_group(session.pk)]) as subscription:
-        user_message = await sync_to_async(prompt)(scope.actor, session, data)
+        user_message = await db(prompt)(scope.actor, session, data)
         if data.get("noReply"):
-            return JsonResponse(await sync_to_async(conversation_selectors.message_get)(session, user_message.pk))
+            return JsonResponse(await db(conversation_selectors.message_get)(session, user_message.pk))
         deadline = time.monotonic() + PROMPT_TIMEOUT_S
         while time.monotonic() < deadline:
-            answer = await sync_to_async(_finished_turn)(session.pk, user_message.pk)
+            answer = await db(_finished_turn)(session.pk, user_message.pk)
             if answer is not None:
                 await asyncio.sleep(FLUSH_S)
                 return JsonResponse(answer)
