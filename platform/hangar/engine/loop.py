@@ -21,6 +21,7 @@ from django.db import transaction
 from hangar.conversations import services as store
 from hangar.conversations.events import publish, publish_many
 from hangar.conversations.models import Message, Part, PermissionRequest, Session
+from hangar.conversations.runner_reads import message_parts, permission_layers, session_messages
 from hangar.conversations.services import now_ms
 from hangar.engine import permissions as perm
 from hangar.engine.agents import agent_get
@@ -80,8 +81,7 @@ class Run:
         if self._configured:
             # The run began with the whole row (run()); each later step re-reads what may change meanwhile:
             # the session's and the project's permission rules (one light query, no model instances).
-            self.session.permission, self.session.project.permission_rules = (
-                Session.objects.filter(pk=self.session_id).values_list("permission", "project__permission_rules").get())
+            self.session.permission, self.session.project.permission_rules = permission_layers(self.session_id)
         self._configured = True
         self.agent = agent_get(user.data.get("agent"))
         self.model_ref = user.data["model"]
@@ -125,7 +125,7 @@ class Run:
     def _iterate(self) -> bool:
         if self.abort.is_set():
             return False
-        messages = list(Message.objects.filter(session_id=self.session_id).order_by("id"))
+        messages = session_messages(self.session)
         users = [m for m in messages if m.role == "user"]
         if not users:
             return False
@@ -269,11 +269,7 @@ class Run:
     def _history(self, messages: list[Message]) -> list[tuple[dict, list[dict]]]:
         settled = self._settled_parts
         unsettled = [m.pk for m in messages if m.pk not in settled]
-        parts: dict[str, list[dict]] = {pk: [] for pk in unsettled}
-        if unsettled:
-            rows = Part.objects.filter(session_id=self.session_id, message_id__in=unsettled).order_by("id")
-            for message_id, data in rows.values_list("message_id", "data"):
-                parts[message_id].append(data)
+        parts = message_parts(self.session_id, unsettled)
         for m in messages:
             if m.pk in parts and (m.role == "user" or m.data["time"].get("completed")):
                 settled[m.pk] = parts[m.pk]  # a user message is stored with its parts in one transaction
