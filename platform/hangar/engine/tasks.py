@@ -17,13 +17,21 @@ current_app.conf.task_routes = {**(current_app.conf.task_routes or {}), "hangar.
 
 
 @worker_init.connect
-def preload_litellm(**_kwargs) -> None:
-    """Import LiteLLM (~3.5 s, ~170 MB) and load what it loads lazily once when a worker starts, before it
-    takes tasks, so no session's first step (nor an abort racing it) waits on it. Web processes never
-    import it."""
+def warm_up_worker(**_kwargs) -> None:
+    """Load once, before the worker takes tasks, what a first step would otherwise load: LiteLLM (~3.5 s,
+    ~170 MB, and what it loads lazily), the engine modules imported at first use, and every tool's JSON
+    schema. Done lazily, a burst of sessions right after a start paid for it in every thread at once
+    (`functools.cache` does not stop 100 threads computing the same schemas). Web processes never
+    import LiteLLM."""
+    from hangar.engine import runner, toolrun  # noqa: F401  (the loop and everything it imports)
+    from hangar.engine.providers import openai_compat, resolve  # noqa: F401
     from hangar.engine.providers.litellm_model import warm_up
+    from hangar.engine.tools import runner as tool_runner  # noqa: F401
+    from hangar.engine.tools.registry import ALL, tool_schemas
+    from hangar.projects import credentials  # noqa: F401
 
     warm_up()
+    tool_schemas(ALL)
 
 
 @shared_task(name="hangar.engine.run_session", ignore_result=True)
