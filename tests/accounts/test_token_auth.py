@@ -88,3 +88,37 @@ def test_a_token_signed_with_an_older_pepper_still_verifies_after_rotation(api, 
     assert api().get("/api/me", HTTP_AUTHORIZATION=f"Bearer {idle_raw}").status_code == 401
     assert api().get("/api/me", HTTP_AUTHORIZATION=f"Bearer {used_raw}").status_code == 200
     assert api().get("/api/me", HTTP_AUTHORIZATION=f"Bearer {new_raw}").status_code == 200
+
+
+def test_last_used_at_is_written_at_most_once_a_minute(api, alice):
+    from django.test.utils import CaptureQueriesContext
+
+    def stamps() -> int:
+        with CaptureQueriesContext(connection) as queries:
+            assert api(alice).get("/api/me").status_code == 200
+        return sum('UPDATE "accounts_apitoken"' in q["sql"] for q in queries.captured_queries)
+
+    assert stamps() == 1
+    assert stamps() == 0  # within the minute
+    ApiToken.objects.filter(pk=alice.token_row.pk).update(last_used_at=timezone.now() - timedelta(minutes=2))
+    assert stamps() == 1
+
+
+def test_the_token_comes_with_its_user_org_and_membership_in_one_query(alice, django_assert_num_queries):
+    from hangar.accounts.authentication import resolve_token
+
+    alice.org.permission_policy = [{"permission": "bash", "pattern": "*", "action": "ask"}]
+    alice.org.save()
+    ApiToken.objects.filter(pk=alice.token_row.pk).update(last_used_at=timezone.now())
+    with django_assert_num_queries(1):
+        token = resolve_token(alice.token)
+        assert token.user == alice.user and token.org == alice.org
+        assert token.membership == alice.membership and token.membership.role == "owner"
+        assert token.org.permission_policy == [{"permission": "bash", "pattern": "*", "action": "ask"}]
+
+
+def test_a_token_whose_user_left_its_org_still_authenticates_but_carries_no_membership(alice, bob):
+    from hangar.accounts.authentication import resolve_token
+
+    bob.membership.delete()
+    assert resolve_token(bob.token).membership is None

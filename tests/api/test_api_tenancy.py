@@ -92,3 +92,30 @@ def test_a_browser_session_uses_the_org_in_the_url(alice, charlie):
     client.force_login(alice.user)
     assert client.get("/api/orgs/acme/projects/").status_code == 200
     assert client.get("/api/orgs/globex/projects/").status_code == 404
+
+
+def test_a_browser_session_of_a_non_member_gets_the_same_404_as_for_a_missing_org(alice, charlie):
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.force_login(charlie.user)
+    foreign = client.get("/api/orgs/acme/projects/")
+    missing = client.get("/api/orgs/no-such-org/projects/")
+    assert foreign.status_code == missing.status_code == 404
+    assert foreign.json() == missing.json()
+
+
+def test_a_browser_session_of_a_user_who_left_the_org_is_404(alice, bob):
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.force_login(bob.user)
+    assert client.get("/api/orgs/acme/projects/").status_code == 200
+    Membership.objects.filter(user=bob.user).delete()
+    assert client.get("/api/orgs/acme/projects/").status_code == 404
+
+
+def test_a_token_request_reads_its_org_and_membership_with_the_token(api, alice, django_assert_num_queries):
+    api(alice).get("/api/orgs/acme/projects/")  # stamps last_used_at (at most once a minute)
+    with django_assert_num_queries(2):  # the token (with org and membership), the project list
+        assert api(alice).get("/api/orgs/acme/projects/").status_code == 200

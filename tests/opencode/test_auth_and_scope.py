@@ -59,3 +59,54 @@ def test_a_viewer_may_read_but_not_create_sessions(oc, alice, bob):
 def test_the_event_stream_hides_another_orgs_project(oc, alice, charlie):
     assert oc(charlie).get(f"{base_url(alice)}/event").status_code == 404
     assert oc().get(f"{base_url(alice)}/event").status_code == 401
+
+
+def test_a_token_of_another_org_is_404_even_when_its_user_belongs_to_both(oc, alice, charlie):
+    # The project is joined on the token's own org: charlie's globex token never reaches acme's projects.
+    Membership.objects.create(org=alice.org, user=charlie.user, role=Role.OWNER)
+    for route in ("/config", "/session", "/event"):
+        response = oc(charlie).get(f"{base_url(alice)}{route}")
+        assert response.status_code == 404 and response.json()["name"] == "NotFoundError", route
+    assert oc(charlie).post(f"{base_url(alice)}/session", {}, format="json").status_code == 404
+
+
+def test_a_foreign_project_answers_exactly_like_a_missing_one(oc, alice, charlie):
+    foreign = oc(charlie).get(f"/oc/{alice.project.pk}/config")
+    missing = oc(charlie).get("/oc/999999/config")
+    assert foreign.status_code == missing.status_code == 404
+    assert foreign.json()["data"]["message"].replace(str(alice.project.pk), "N") == \
+        missing.json()["data"]["message"].replace("999999", "N")
+
+
+@pytest.mark.parametrize("route", ["/config", "/event"])
+def test_a_revoked_or_expired_token_is_401_saying_so_in_opencodes_shape(oc, alice, route):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from hangar.accounts.models import ApiToken
+
+    ApiToken.objects.filter(pk=alice.token_row.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    response = oc(alice).get(f"{base_url(alice)}{route}")
+    assert response.status_code == 401
+    assert response.json() == {"name": "UnauthorizedError", "data": {"message": "Token has expired."}}
+    ApiToken.objects.filter(pk=alice.token_row.pk).update(revoked_at=timezone.now())
+    response = oc(alice).get(f"{base_url(alice)}{route}")
+    assert response.json() == {"name": "UnauthorizedError", "data": {"message": "Token has been revoked."}}
+
+
+def test_a_viewer_cannot_prompt(oc, alice, bob):
+    from hangar.conversations.services import session_create
+
+    session = session_create(actor=alice.actor, project=alice.project, title="t")
+    Membership.objects.filter(user=bob.user).update(role=Role.VIEWER)
+    response = oc(bob).post(f"{base_url(alice)}/session/{session.pk}/prompt_async",
+                            {"parts": [{"type": "text", "text": "hi"}]}, format="json")
+    assert response.status_code == 403 and response.json()["name"] == "ForbiddenError"
+
+
+def test_token_user_membership_and_project_are_one_query(oc, alice, django_assert_num_queries):
+    client = oc(alice)
+    client.get(f"{base_url(alice)}/config")  # stamps last_used_at (at most once a minute)
+    with django_assert_num_queries(1):
+        assert client.get(f"{base_url(alice)}/config").status_code == 200

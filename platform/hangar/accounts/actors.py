@@ -14,6 +14,9 @@ class Actor:
     org_id: int | None
     user: Any = None  # accounts.User or None
     token: Any = None  # accounts.ApiToken or None
+    # accounts.Membership of (user, org_id) that the edge already loaded for this request, so services'
+    # role checks (accounts.selectors.require_role) do not read it again; None: they read it.
+    membership: Any = None
     label: str = ""
     ip: str | None = None
     request_id: str = ""
@@ -49,8 +52,9 @@ def client_ip(request) -> str | None:
     return request.META.get("REMOTE_ADDR") or None
 
 
-def actor_from_request(request, org_id: int | None) -> Actor:
-    """Build the actor for a DRF/Django request: token auth sets `request.auth` to the ApiToken."""
+def actor_from_request(request, org_id: int | None, membership=None) -> Actor:
+    """Build the actor for a DRF/Django request: token auth sets `request.auth` to the ApiToken.
+    `membership` is the caller's in `org_id`, when the edge has just loaded it."""
     from hangar.accounts.models import ApiToken
 
     token = request.auth if isinstance(getattr(request, "auth", None), ApiToken) else None
@@ -59,6 +63,7 @@ def actor_from_request(request, org_id: int | None) -> Actor:
         org_id=org_id,
         user=request.user if request.user.is_authenticated else None,
         token=token,
+        membership=membership,
         label=token.prefix if token else getattr(request.user, "email", ""),
         ip=client_ip(request),
         request_id=getattr(request, "request_id", ""),

@@ -9,16 +9,18 @@ from rest_framework import authentication, exceptions
 
 from hangar.accounts import tokens
 from hangar.accounts.models import ApiToken
+from hangar.accounts.token_rows import Join, token_find
 
 
-def resolve_token(raw: str) -> ApiToken:
-    """Find the usable token for `raw` or raise AuthenticationFailed saying why."""
+def resolve_token(raw: str, join: Join | None = None) -> ApiToken:
+    """Find the usable token for `raw` or raise AuthenticationFailed saying why. The token comes with
+    .user, .org and .membership (the user's in the token's org, or None), and `join`'s row if given."""
     if not raw.startswith(tokens.TOKEN_PREFIX):
         raise exceptions.AuthenticationFailed("Invalid token.")
     # Match on the digest alone: after a rotation prepends a new pepper, the position a token was signed
     # at shifts, so a stored index cannot be trusted. Digests are unique; a cross-pepper collision is HMAC-hard.
     candidates = dict((digest, index) for index, digest in tokens.candidate_digests(raw))
-    found = ApiToken.objects.select_related("user", "org").filter(digest__in=list(candidates)).first()
+    found = token_find(list(candidates), join)
     if found is None:
         raise exceptions.AuthenticationFailed("Invalid token.")
     if found.revoked_at is not None:
@@ -39,6 +41,12 @@ def resolve_token(raw: str) -> ApiToken:
     return found
 
 
+def requested_join(request) -> Join | None:
+    """The row an edge wants loaded with the token, in the same query: it sets `request.token_join` before
+    authentication runs (the OpenCode routes load the URL's project this way)."""
+    return getattr(request, "token_join", None)
+
+
 class TokenAuthentication(authentication.BaseAuthentication):
     keyword = "Bearer"
 
@@ -49,7 +57,7 @@ class TokenAuthentication(authentication.BaseAuthentication):
             return None
         if not value.strip():
             raise exceptions.AuthenticationFailed("Empty bearer token.")
-        token = resolve_token(value.strip())
+        token = resolve_token(value.strip(), requested_join(request))
         return token.user, token
 
     def authenticate_header(self, request):
@@ -68,7 +76,7 @@ class BasicTokenAuthentication(authentication.BaseAuthentication):
             _, _, password = base64.b64decode(value.strip()).decode("utf-8").partition(":")
         except (binascii.Error, UnicodeDecodeError) as exc:
             raise exceptions.AuthenticationFailed("Malformed Basic credentials.") from exc
-        token = resolve_token(password)
+        token = resolve_token(password, requested_join(request))
         return token.user, token
 
     def authenticate_header(self, request):

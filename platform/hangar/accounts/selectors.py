@@ -8,27 +8,44 @@ from hangar.accounts.actors import Actor
 from hangar.accounts.models import ApiToken, Membership, Org, Role
 
 
+def _active(user) -> bool:
+    return user is not None and getattr(user, "is_authenticated", False) and user.is_active
+
+
 def membership_for(user, org_id: int | None) -> Membership | None:
     """The user's membership in the org, or None (anonymous user, missing org, not a member)."""
-    if user is None or not getattr(user, "is_authenticated", False) or org_id is None:
-        return None
-    if not user.is_active:
+    if not _active(user) or org_id is None:
         return None
     return Membership.objects.select_related("org").filter(user=user, org_id=org_id).first()
+
+
+def membership_in(user, org_slug: str) -> Membership | None:
+    """membership_for, by the org's slug: one query, and a missing org looks the same as a foreign one."""
+    if not _active(user):
+        return None
+    return Membership.objects.select_related("org").filter(user=user, org__slug=org_slug).first()
+
+
+def check_role(membership: Membership, at_least: str) -> None:
+    """PermissionDenied unless the (already proven) membership has at least role `at_least`."""
+    if not membership.has_role(at_least):
+        raise PermissionDenied(f"This requires the {Role(at_least).value} role or higher.")
 
 
 def require_role(actor: Actor, org_id: int, at_least: str) -> Membership:
     """The actor's membership in `org_id` with at least role `at_least`.
 
     Raises NotFound when the actor is scoped to another org or is not a member, PermissionDenied when
-    the role is too low. System/integration actors without a user are not members of anything."""
+    the role is too low. System/integration actors without a user are not members of anything. The
+    membership an edge loaded for this request (actor.membership) is used as is, not read again."""
     if actor.org_id is not None and actor.org_id != org_id:
         raise NotFound()
-    membership = membership_for(actor.user, org_id)
+    membership = actor.membership
+    if membership is None or membership.org_id != org_id or membership.user_id != actor.user_id:
+        membership = membership_for(actor.user, org_id)
     if membership is None:
         raise NotFound()
-    if not membership.has_role(at_least):
-        raise PermissionDenied(f"This requires the {Role(at_least).value} role or higher.")
+    check_role(membership, at_least)
     return membership
 
 

@@ -12,7 +12,7 @@ from rest_framework.exceptions import NotAuthenticated, NotFound
 
 from hangar.accounts.actors import Actor, actor_from_request
 from hangar.accounts.models import ApiToken, Membership, Org, Role
-from hangar.accounts.selectors import membership_for
+from hangar.accounts.selectors import check_role, membership_in
 
 
 def org_from_request(request, org_slug: str) -> tuple[Org, Membership]:
@@ -20,17 +20,16 @@ def org_from_request(request, org_slug: str) -> tuple[Org, Membership]:
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         raise NotAuthenticated()
-    org = Org.objects.filter(slug=org_slug).first()
-    if org is None:
-        raise NotFound()
     token = getattr(request, "auth", None)
-    if isinstance(token, ApiToken) and token.org_id != org.pk:
-        raise NotFound()
-    membership = membership_for(user, org.pk)
+    if isinstance(token, ApiToken):
+        # The token's org and its user's membership there came with the token (accounts.token_rows).
+        membership = token.membership if token.org.slug == org_slug else None
+    else:
+        membership = membership_in(user, org_slug)
     if membership is None:
         raise NotFound()
-    structlog.contextvars.bind_contextvars(org=org.slug)
-    return org, membership
+    structlog.contextvars.bind_contextvars(org=membership.org.slug)
+    return membership.org, membership
 
 
 @dataclass(frozen=True)
@@ -41,16 +40,13 @@ class OrgScope:
 
     def require(self, at_least: str) -> None:
         """PermissionDenied unless the caller's role is at least `at_least` (membership already proven)."""
-        from rest_framework.exceptions import PermissionDenied
-
-        if not self.membership.has_role(at_least):
-            raise PermissionDenied(f"This requires the {Role(at_least).value} role or higher.")
+        check_role(self.membership, at_least)
 
 
 def scope_for(request, org_slug: str, at_least: str = Role.VIEWER) -> OrgScope:
     """org_from_request + the audit Actor + a role check, in one call for views."""
     org, membership = org_from_request(request, org_slug)
-    scope = OrgScope(org=org, membership=membership, actor=actor_from_request(request, org.pk))
+    scope = OrgScope(org=org, membership=membership, actor=actor_from_request(request, org.pk, membership))
     scope.require(at_least)
     return scope
 

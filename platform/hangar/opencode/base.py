@@ -5,22 +5,22 @@ from rest_framework.exceptions import NotFound
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.views import APIView
 
-from hangar.accounts.authentication import BasicTokenAuthentication, TokenAuthentication
 from hangar.accounts.models import Role
 from hangar.conversations import selectors as conversation_selectors
 from hangar.conversations.models import Session
 from hangar.opencode.errors import error_response
-from hangar.opencode.scope import ProjectScope, scope_for
+from hangar.opencode.scope import AUTHENTICATORS, ProjectScope, join_project, scope_for
 
 
 class OpenCodeView(APIView):
-    authentication_classes = [BasicTokenAuthentication, TokenAuthentication]
+    authentication_classes = list(AUTHENTICATORS)
     permission_classes = [IsAuthenticated]
     # Role needed per HTTP method; reads are open to every member, writes need `member`.
     min_role = {"GET": Role.VIEWER}
     default_min_role = Role.MEMBER
 
     def initial(self, request, *args, **kwargs):
+        join_project(request, kwargs["project_id"])  # authentication (in super().initial) loads the project
         super().initial(request, *args, **kwargs)
         self.oc = scope_for(request, kwargs["project_id"])
         self.oc.require(self.min_role.get(request.method, self.default_min_role))

@@ -3,21 +3,40 @@
 OpenCode clients authenticate with HTTP Basic (the password is a Hangar API token, the username is
 ignored) or Bearer. The token's org must own the project and its user must still be a member; anything
 else is a 404 that looks exactly like a missing project. Used by the DRF views and, through
-`scope_for_async`, by the async views (SSE, the blocking prompt)."""
+`scope_for_async`, by the async views (SSE, the blocking prompt).
+
+The token, its user, the membership and the URL's project come in one query (accounts.token_rows): the
+project is joined on the token's own org (join_project), so a foreign project is simply not found."""
 
 from dataclasses import dataclass
 
 import structlog
-from rest_framework.exceptions import AuthenticationFailed, NotAuthenticated, NotFound, PermissionDenied
+from rest_framework.exceptions import NotAuthenticated, NotFound
 
 from hangar.accounts.actors import Actor, actor_from_request
 from hangar.accounts.authentication import BasicTokenAuthentication, TokenAuthentication
-from hangar.accounts.models import ApiToken, Membership, Role
-from hangar.accounts.selectors import membership_for
+from hangar.accounts.models import ApiToken, Membership
+from hangar.accounts.selectors import check_role
+from hangar.accounts.token_rows import Join
 from hangar.opencode.db import db
 from hangar.projects.models import Project
 
 AUTHENTICATORS = (BasicTokenAuthentication, TokenAuthentication)
+
+
+def project_pk(project_id) -> int | None:
+    try:
+        return int(project_id)
+    except (TypeError, ValueError):
+        return None
+
+
+def join_project(request, project_id) -> None:
+    """Have the authenticators load the URL's project with the token (accounts.authentication.requested_join),
+    only if the token's org owns it. Call before authentication runs."""
+    pk = project_pk(project_id)
+    request.token_join = None if pk is None else Join(
+        Project, "project", "project.org_id = t.org_id AND project.id = %s", (pk,))
 
 
 @dataclass(frozen=True)
@@ -27,34 +46,25 @@ class ProjectScope:
     actor: Actor
 
     def require(self, at_least: str) -> None:
-        if not self.membership.has_role(at_least):
-            raise PermissionDenied(f"This requires the {Role(at_least).value} role or higher.")
-
-
-def project_for_token(token: ApiToken, project_id) -> tuple[Project, Membership]:
-    try:
-        pk = int(project_id)
-    except (TypeError, ValueError):
-        raise NotFound(f"Project not found: {project_id}") from None
-    project = Project.objects.filter(pk=pk, org_id=token.org_id).select_related("org").first()
-    membership = membership_for(token.user, token.org_id) if project else None
-    if project is None or membership is None:
-        raise NotFound(f"Project not found: {project_id}")
-    structlog.contextvars.bind_contextvars(org=project.org.slug, project=project.pk)
-    return project, membership
+        check_role(self.membership, at_least)
 
 
 def scope_for(request, project_id) -> ProjectScope:
-    """For a DRF request that already authenticated (request.auth is the ApiToken)."""
+    """For a request that already authenticated after join_project (request.auth is the ApiToken)."""
     token = getattr(request, "auth", None)
     if not isinstance(token, ApiToken):
         raise NotAuthenticated()
-    project, membership = project_for_token(token, project_id)
-    return ProjectScope(project=project, membership=membership, actor=actor_from_request(request, token.org_id))
+    project = getattr(token, "project", None)
+    if project is None or project.pk != project_pk(project_id) or token.membership is None:
+        raise NotFound(f"Project not found: {project_id}")
+    project.org = token.org  # the join proved they are the same org
+    structlog.contextvars.bind_contextvars(org=token.org.slug, project=project.pk)
+    actor = actor_from_request(request, token.org_id, token.membership)
+    return ProjectScope(project=project, membership=token.membership, actor=actor)
 
 
 def authenticate(request) -> ApiToken:
-    """Run the DRF token authenticators on a plain Django request (the async views are not DRF)."""
+    """Run the token authenticators on a plain Django request (the async views are not DRF)."""
     for cls in AUTHENTICATORS:
         result = cls().authenticate(request)
         if result is not None:
@@ -64,6 +74,7 @@ def authenticate(request) -> ApiToken:
 
 
 def _scope_sync(request, project_id) -> ProjectScope:
+    join_project(request, project_id)
     authenticate(request)
     return scope_for(request, project_id)
 
@@ -72,4 +83,4 @@ async def scope_for_async(request, project_id) -> ProjectScope:
     return await db(_scope_sync)(request, project_id)
 
 
-__all__ = ["AuthenticationFailed", "ProjectScope", "scope_for", "scope_for_async", "authenticate"]
+__all__ = ["AUTHENTICATORS", "ProjectScope", "join_project", "scope_for", "scope_for_async", "authenticate"]
