@@ -69,6 +69,7 @@ class Run:
         # Parts of the messages that can no longer change while this run owns the session (user messages,
         # completed assistant steps), by message id: each step reads only the parts of the others.
         self._settled_parts: dict[str, list[dict]] = {}
+        self.messages: list[Message] = []  # the session's messages as the last step read them
 
     def sandbox(self):
         if self._sandbox is None:
@@ -125,7 +126,7 @@ class Run:
     def _iterate(self) -> bool:
         if self.abort.is_set():
             return False
-        messages = session_messages(self.session)
+        messages = self.messages = session_messages(self.session)
         users = [m for m in messages if m.role == "user"]
         if not users:
             return False
@@ -274,6 +275,11 @@ class Run:
             if m.pk in parts and (m.role == "user" or m.data["time"].get("completed")):
                 settled[m.pk] = parts[m.pk]  # a user message is stored with its parts in one transaction
         return [(m.data, settled.get(m.pk) or parts.get(m.pk, [])) for m in messages]
+
+    def parts_of(self, message: Message) -> list[dict]:
+        """A message's parts as this run last read them (settled ones never change), else from the store."""
+        parts = self._settled_parts.get(message.pk)
+        return parts if parts is not None else message_parts(self.session_id, [message.pk])[message.pk]
 
     def _reminders(self, messages: list[Message], last_step: bool) -> list[dict]:
         out = []

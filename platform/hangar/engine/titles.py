@@ -3,7 +3,7 @@ call turns the first user message into a title of at most 50 characters."""
 
 from __future__ import annotations
 
-from hangar.conversations.models import Message, Part, Session
+from hangar.conversations.models import Session
 from hangar.conversations.services import DEFAULT_TITLE_PREFIX
 from hangar.conversations.session_services import session_title_generated
 from hangar.engine.agents import agent_get
@@ -22,22 +22,26 @@ def clean_title(text: str) -> str:
 
 
 def title_maybe(run) -> None:
+    """After a run: title the session from its first user message if it still has the default title.
+    The messages and their parts are the run's own last read (Run.messages, Run.parts_of); only
+    the title is read again, in case a person renamed the session meanwhile."""
     if run.model is None:  # the turn never reached a model (e.g. no credential)
         return
-    session = Session.objects.get(pk=run.session_id)
-    if not session.title.startswith(DEFAULT_TITLE_PREFIX) or session.parent_id:
+    title, parent_id = Session.objects.filter(pk=run.session_id).values_list("title", "parent_id").get()
+    if not title.startswith(DEFAULT_TITLE_PREFIX) or parent_id:
         return
-    first = Message.objects.filter(session_id=session.pk, role="user").order_by("id").first()
-    if first is None or not Message.objects.filter(session_id=session.pk, role="assistant").exists():
+    messages = run.messages  # read before the run's last step, which may have been its first reply
+    first = next((m for m in messages if m.role == "user"), None)
+    if first is None or not (run.steps or any(m.role == "assistant" for m in messages)):
         return
-    text = "\n".join(p["text"] for p in Part.objects.filter(message=first, type="text").values_list("data", flat=True))
+    text = "\n".join(p["text"] for p in run.parts_of(first) if p["type"] == "text")
     try:
         answer = run.model.complete(system=[prompt_text("title")], temperature=agent_get("title").temperature,
                                     messages=[{"role": "user", "content": f"Generate a title for this conversation:\n{text[:4000]}"}])
     except ProviderError:
-        log.info("title_failed", session=session.pk, exc_info=True)
+        log.info("title_failed", session=run.session_id, exc_info=True)
         return
     title = clean_title(answer)
     if not title:
         return
-    session_title_generated(session=session, title=title)
+    session_title_generated(session=run.session, title=title)
