@@ -45,8 +45,10 @@ def enqueue_run(session_id: str) -> None:
     run_session.apply_async(args=[session_id], queue=os.environ.get("HANGAR_ENGINE_QUEUE", "celery"))
 
 
-def _request_run(session: Session) -> None:
-    Session.objects.filter(pk=session.pk).update(run_requested=True)
+def _request_run(session: Session, **changes) -> None:
+    """Flag the session for its runner and enqueue the run on commit; other column `changes` of the
+    caller's ride in the same UPDATE."""
+    Session.objects.filter(pk=session.pk).update(run_requested=True, **changes)
     transaction.on_commit(lambda: enqueue_run(session.pk))
 
 
@@ -73,18 +75,16 @@ def session_prompt(*, actor: Actor, session: Session, parts: list[dict], agent: 
                 raise PromptRejected(f"unsupported part type {body.get('type')!r}")
             bodies.append(body)
         message = store.message_create(session=session, data=data, parts=bodies)  # one statement
-        changes = {}
-        if agent_name != session.agent:
-            changes["agent"] = agent_name
-        if model != session.model:
-            changes["model"] = {"providerID": model["providerID"], "modelID": model["modelID"]}
-        if changes:
-            Session.objects.filter(pk=session.pk).update(**changes)
         audit_record(actor=actor, action="session.prompt", target=session,
                      data={"message": message.pk, "agent": agent_name, "parts": len(parts)})
         if session.status == "idle":
             store.session_status_set(session=session, status="busy")
-        _request_run(session)
+        changes = {}  # the prompt's agent and model become the session's, in _request_run's UPDATE
+        if agent_name != session.agent:
+            changes["agent"] = agent_name
+        if model != session.model:
+            changes["model"] = {"providerID": model["providerID"], "modelID": model["modelID"]}
+        _request_run(session, **changes)
     return message
 
 
