@@ -3,6 +3,12 @@
 Run from the repo root: .venv/bin/python bench/sandbox.py [--samples 50]
 Prints p50/p95 per measurement; the LAST line is one JSON object with the headline numbers.
 Everything it creates is labelled hangar.bench=1 and removed at the end.
+
+CPU figures are the in-container agent's (utime+stime of its pid and of the children it waited for,
+read from the host's /proc), which other load on the machine distorts far less than wall times.
+The snapshot section also runs the git-based tracker of BASELINE (read with `git show`) against the
+current one in one process inside a sandbox, interleaved on the same workspace (a handful of files,
+and 5,000), so both are measured under the same load.
 """
 
 from __future__ import annotations
@@ -11,9 +17,11 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -25,6 +33,69 @@ from sandbox.pool import WarmPool  # noqa: E402
 from sandbox.protocol import SandboxSpec  # noqa: E402
 
 LABELS = {"hangar.bench": "1"}
+BASELINE = "c10c375"  # the last commit whose snapshots.py tracked with git processes
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+SNAPSHOT_PROBE = r'''
+import json, os, resource, statistics, subprocess, sys, time
+sys.path.insert(0, "/opt/hangar/agent")
+sys.path.insert(0, "/tmp/baseline")
+import snapshots
+spawns = [0]
+class Counted(subprocess.Popen):
+    def __init__(self, *a, **k):
+        spawns[0] += 1
+        super().__init__(*a, **k)
+subprocess.Popen = Counted
+import old_snapshots
+
+def cpu_ms():
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (time.process_time() + kids.ru_utime + kids.ru_stime) * 1000
+
+def populate(root, dirs, per_dir):
+    for d in range(dirs):
+        os.makedirs(f"{root}/src/d{d}", exist_ok=True)
+        for f in range(per_dir):
+            with open(f"{root}/src/d{d}/f{f}.py", "w") as out:
+                out.write(f"# module {d}.{f}\n" + "x = 1\n" * 40)
+    with open(f"{root}/.gitignore", "w") as out:
+        out.write("*.pyc\nbuild/\n")
+
+def bench(name, dirs, per_dir, reps):
+    root = f"/workspace/probe-{name}"
+    populate(root, dirs, per_dir)
+    trackers = {"old": old_snapshots.Snapshots(f"/tmp/{name}-old", root),
+                "new": snapshots.Snapshots(f"/tmp/{name}-new", root)}
+    bases, out = {}, {}
+    for key, repo in trackers.items():
+        t = time.perf_counter()
+        repo.init({})
+        bases[key] = repo.track()["hash"]
+        out[f"{key}_first_track_ms"] = round((time.perf_counter() - t) * 1000, 1)  # init included
+    time.sleep(0.1)  # past the racy window: stats are trusted from here on
+    samples = {f"{key}_{kind}_{m}": [] for key in trackers for kind in ("edit", "same") for m in ("wall", "cpu", "spawns")}
+    for i in range(reps):
+        with open(f"{root}/src/d0/f{i % per_dir}.py", "a") as f:
+            f.write(f"y = {i}\n")
+        order = list(trackers) if i % 2 == 0 else list(reversed(trackers))
+        for kind in ("edit", "same"):
+            for key in order:
+                spawns[0], c, t = 0, cpu_ms(), time.perf_counter()
+                result = trackers[key].track_changed({"base": bases[key]})
+                samples[f"{key}_{kind}_wall"].append((time.perf_counter() - t) * 1000)
+                samples[f"{key}_{kind}_cpu"].append(cpu_ms() - c)
+                samples[f"{key}_{kind}_spawns"].append(spawns[0])
+                bases[key] = result["hash"]
+                if kind == "edit":
+                    assert result["paths"] == [f"src/d0/f{i % per_dir}.py"], result
+    assert bases["old"] == bases["new"], "the two trackers disagree"
+    for k, v in samples.items():
+        out[k] = round(statistics.mean(v) if k.endswith("cpu") else statistics.median(v), 2)
+    return out
+
+print(json.dumps({"small": bench("small", 2, 3, int(sys.argv[1])), "big": bench("big", 250, 20, int(sys.argv[2]))}))
+'''
 
 
 def pct(samples: list[float], q: float) -> float:
@@ -63,15 +134,111 @@ def spec(sid: str) -> SandboxSpec:
     return SandboxSpec(session_id=sid, memory_mb=512, pids=256, disk_mb=256)
 
 
+def agent_cpu(client: docker.DockerClient, box) -> Callable[[], float]:
+    """A function returning the agent's CPU so far (ms, with the children it waited for), from the
+    host's /proc: the container's init is docker-init, its only child is the agent."""
+    init = client.api.inspect_container(box.container_name)["State"]["Pid"]
+    pid = int(open(f"/proc/{init}/task/{init}/children").read().split()[0])
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def read() -> float:
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        return sum(int(x) for x in fields[11:15]) * 1000 / tick
+    return read
+
+
+def timed(fn, n: int, cpu) -> tuple[list[float], float]:
+    """Wall samples (ms) of `n` calls and the agent's CPU per call (ms)."""
+    walls, before = [], cpu()
+    for i in range(n):
+        t = time.perf_counter()
+        fn(i)
+        walls.append((time.perf_counter() - t) * 1000)
+    return walls, (cpu() - before) / n
+
+
+def _snapshot_via_agent(box, size: str, n: int, cpu: Callable[[], float]) -> dict:
+    """A writing step's track (one file edited) and a step that changed nothing, through the agent.
+    The agent's CPU for the write alone is measured apart and taken off."""
+    last = [box.snapshot_track()]
+    time.sleep(0.1)  # past the racy window, as between real steps
+
+    def edit(i: int) -> None:
+        box.write("src/a.py", f"edit {i}\n")
+        last[0], _ = box.snapshot_track_changed(last[0])
+
+    _, write_cpu = timed(lambda i: box.write("src/a.py", f"edit {i}\n"), n, cpu)
+    edited, edit_cpu = timed(edit, n, cpu)
+    same, same_cpu = timed(lambda i: box.snapshot_track_changed(last[0]), n, cpu)
+    print(f"{'':32s} agent CPU per track: {edit_cpu - write_cpu:.2f} ms edited, {same_cpu:.2f} ms unchanged")
+    return {f"snapshot_{size}_edited_p50_ms": report(f"write + track_changed ({size})", edited),
+            f"snapshot_{size}_unchanged_p50_ms": report(f"track_changed, no edit ({size})", same),
+            f"snapshot_{size}_edited_agent_cpu_ms": round(edit_cpu - write_cpu, 2),
+            f"snapshot_{size}_unchanged_agent_cpu_ms": round(same_cpu, 2)}
+
+
+def snapshot_section(manager: DockerSandboxes, client: docker.DockerClient, made: list[str], n: int) -> dict:
+    """Per-step snapshot costs through the agent (a handful of files and 5,000), then the git-based
+    tracker of BASELINE against the current one inside the sandbox."""
+    result: dict[str, float] = {}
+    small = "mkdir -p src && for f in a b c d e; do seq 40 > src/$f.py; done"
+    big = small + "; for d in $(seq 250); do mkdir -p big/d$d; for f in $(seq 20); do echo $d.$f > big/d$d/f$f.txt; done; done"
+    for size, setup in (("small", small), ("big", big)):
+        # A sandbox each, and fewer than 50 trees in each: the background gc (every 50 new trees) stays
+        # out of the window and is measured apart.
+        sid = f"bench-{uuid.uuid4().hex[:10]}"
+        box = manager.get_or_create(SandboxSpec(session_id=sid, memory_mb=1024, pids=256, disk_mb=1024))
+        made.append(sid)
+        cpu = agent_cpu(client, box)
+        box.exec(setup)
+        result.update(_snapshot_via_agent(box, size, min(max(n, 20), 45), cpu))
+        gc_walls, gc_cpu = timed(lambda i, box=box: box.snapshot_gc(), 1, cpu)
+        result[f"snapshot_{size}_gc_agent_cpu_ms"] = round(gc_cpu, 1)
+        print(f"{'snapshot gc (' + size + ')':32s} wall={gc_walls[0]:.0f} ms  agent CPU={gc_cpu:.0f} ms "
+              f"(one every 50 new trees: {gc_cpu / 50:.2f} ms a writing step)")
+
+    try:
+        old = subprocess.run(["git", "show", f"{BASELINE}:sandbox/agent/snapshots.py"], cwd=ROOT,
+                             capture_output=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        print(f"(no baseline comparison: cannot read {BASELINE} with git)")
+        return result
+    box.exec("mkdir -p /tmp/baseline")
+    box.write("/tmp/baseline/old_snapshots.py", old)
+    box.write("/tmp/snapshot_probe.py", SNAPSHOT_PROBE)
+    run = box.exec(f"python3 -S /tmp/snapshot_probe.py {max(n, 40)} 20", timeout_s=600)
+    if run.exit_code != 0:
+        raise RuntimeError(f"snapshot probe failed: {run.output[-2000:]}")
+    probe = json.loads(run.output.strip().splitlines()[-1])
+    for size, figures in probe.items():
+        print(f"{'snapshot ' + size + ' (in-process)':32s} " + "  ".join(
+            f"{k}={figures[f'{who}_{k}']}/{figures[f'new_{k}'] if who == 'old' else ''}".rstrip("/")
+            for who in ("old",) for k in ("edit_wall", "edit_cpu", "edit_spawns", "same_wall", "same_cpu",
+                                           "first_track_ms")) + "   (old/new)")
+        for k, v in figures.items():
+            result[f"snap_{size}_{k}"] = v
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--samples", type=int, default=50)
-    n = parser.parse_args().samples
+    parser.add_argument("--only", choices=["snapshots"], help="run one section and print its figures")
+    args = parser.parse_args()
+    n = args.samples
     client = docker.from_env()
     image = ensure_image(client)
     manager = DockerSandboxes(client, image=image, extra_labels=LABELS)
     made: list[str] = []
     result: dict[str, float] = {}
+    if args.only == "snapshots":
+        try:
+            result.update(snapshot_section(manager, client, made, n))
+        finally:
+            for sid in made:
+                manager.destroy(sid)
+        print(json.dumps(result))
+        return
     pool = WarmPool(3, template=spec("pool"), client=client, image=image, extra_labels=LABELS)
     try:
         result["docker_run_p50_ms"] = report("docker run (base image)", bare_docker_run(client, base_tag(), n))
@@ -132,26 +299,7 @@ def main() -> None:
         result["agent_roundtrip_p50_ms"] = report("agent JSON round trip (ping)", ping)
         result["write_read_10kb_p50_ms"] = report("write + read 10 KB", write_read)
 
-        # A step's snapshot: one file edited (add + write-tree) or nothing changed (one listing).
-        edited, unchanged, two_calls = [], [], []
-        last = box.snapshot_track()
-        for i in range(max(n, 40)):
-            box.write(f"bench/{i % 10}.txt", f"edit {i}\n")
-            t = time.perf_counter()
-            last, _ = box.snapshot_track_changed(last)
-            edited.append((time.perf_counter() - t) * 1000)
-            t = time.perf_counter()
-            box.snapshot_track_changed(last)
-            unchanged.append((time.perf_counter() - t) * 1000)
-            box.write(f"bench/{i % 10}.txt", f"again {i}\n")
-            t = time.perf_counter()
-            tree = box.snapshot_track()
-            box.snapshot_changed(last, tree)
-            two_calls.append((time.perf_counter() - t) * 1000)
-            last = tree
-        result["snapshot_edited_p50_ms"] = report("snapshot_track_changed, 1 edit", edited)
-        result["snapshot_unchanged_p50_ms"] = report("snapshot_track_changed, no edit", unchanged)
-        result["snapshot_track_then_changed_p50_ms"] = report("snapshot_track + _changed, 1 edit", two_calls)
+        result.update(snapshot_section(manager, client, made, n))
 
         for sid in made:
             manager.destroy(sid)

@@ -1,15 +1,20 @@
 """Shadow-git snapshots (seed 003 "Snapshots: The Shadow Git Repo").
 
 The git dir lives on the session's persistent volume but outside the workspace, so it survives
-hibernate/resume and the project's own .git is never touched. Trees are written with
-`write-tree` and never committed: they are referenced by hash only, so `git gc --prune=<age>`
-bounds the repo by deleting snapshots older than the prune window (OpenCode uses 7 days).
+hibernate/resume and the project's own .git is never touched. Snapshot trees are never committed:
+they are referenced by hash only, so `git gc --prune=<age>` bounds the repo by deleting snapshots
+older than the prune window (OpenCode uses 7 days).
 
-A track runs on every agent step, so it spawns as few git processes as it safely can (each costs
-~2-5 ms on a small machine): one listing (`ls-files`), then `add` and `write-tree` only when the
-listing found something. `add --verbose` names exactly the paths whose content or mode it changed
-(git compares content, so a file touched without a change is not named), and when the index held
-the tree we wrote last, those are precisely the paths that differ from it: no `diff-tree` needed.
+A track runs on every agent step that may have written files, so it runs no git process: the agent
+keeps git's index in memory (worktree.py: what the snapshot holds, with each file's stat) and writes
+blobs and trees itself (objects.py), under git's own rules for what is held (gitrules.py). An
+unchanged workspace costs a stat per file; a changed file is read once. The change list of a track
+is what the scan saw change, so naming the paths changed since the last tree costs nothing; against
+an older tree it is one `diff-tree`. Everything that reads trees (diff, restore, revert, gc) is git.
+
+The index is saved next to the repo (indexfile.py) after each track that changed it, so a restarted
+agent knows what it held and which stats it trusted; without that file (or with a damaged one) it
+starts from git's index file, as the agent before it kept it, and reads every file once.
 """
 
 from __future__ import annotations
@@ -19,77 +24,105 @@ import shutil
 import subprocess
 import threading
 
+from globalrules import GlobalRules
+from indexfile import IndexFile
+from objects import GitHasher, ObjectStore
 from wire import BadRequest, OpError, arg
+from worktree import Worktree
 
-MAX_FILE_BYTES = 2 * 1024 * 1024
 GC_EVERY_WRITES = 50
 GC_PRUNE = os.environ.get("HANGAR_SNAPSHOT_PRUNE", "7.days.ago")
 MAX_DIFF_TEXT = 256 * 1024
 GIT = shutil.which("git") or "git"  # resolved once: saves a PATH walk per spawn
-LISTING = ("ls-files", "--modified", "--deleted", "--others", "--exclude-standard", "-z")
+KEEP_REF = "refs/hangar/snapshot"  # the latest tree, so that gc never prunes what a track builds on
 
 
 def _is_hash(value: str) -> bool:
     return 4 <= len(value) <= 64 and all(c in "0123456789abcdef" for c in value)
 
 
-def _names(raw: list[bytes]) -> list[str]:
+def _names(raw) -> list[str]:
     # Byte order is git's index (and diff-tree) order.
     return [p.decode("utf-8", "replace") for p in sorted(raw)]
 
 
-def _verbose_paths(out: bytes) -> list[bytes] | None:
-    """Paths from `git add --verbose` ("add 'p'" / "remove 'p'" lines), None if a line is not one."""
-    paths = []
-    for line in filter(None, out.split(b"\n")):
-        if line.startswith(b"add '") and line.endswith(b"'"):
-            paths.append(line[5:-1])
-        elif line.startswith(b"remove '") and line.endswith(b"'"):
-            paths.append(line[8:-1])
-        else:
-            return None
-    return paths
+def _tree_entries(out: bytes) -> list[tuple]:
+    """(path, mode, id, None) of the blobs and symlinks in `ls-tree -r -z` ("mode type id\tpath") or
+    `ls-files --stage -z` ("mode id stage\tpath") output."""
+    entries = []
+    for item in filter(None, out.split(b"\0")):
+        info, _, path = item.partition(b"\t")
+        fields = info.split(b" ")
+        oid = fields[2] if fields[1] in (b"blob", b"tree", b"commit") else fields[1]
+        mode = int(fields[0], 8)
+        if mode in (0o100644, 0o100755, 0o120000):
+            entries.append((path, mode, bytes.fromhex(oid.decode()), None))
+    return entries
 
 
 class Snapshots:
     def __init__(self, git_dir: str, worktree: str) -> None:
         self.git_dir = git_dir
         self.worktree = worktree
-        self.lock = threading.Lock()  # one git operation at a time per repo, like OpenCode
+        self.lock = threading.Lock()  # one snapshot operation at a time per repo, like OpenCode
         self.writes = 0
         self._gc_pending = False
-        # (tree, mark of the index right after we wrote that tree): while the index keeps that mark,
-        # it holds exactly that tree. Memory only: after a restart the first track writes the tree.
-        self._last: tuple[str, bytes | None] | None = None
+        self.argv = [GIT, "--git-dir", git_dir, "--work-tree", worktree,
+                     "-c", "core.autocrlf=false", "-c", "core.longpaths=true", "-c", "core.symlinks=true",
+                     "-c", "core.fsmonitor=false", "-c", "core.quotepath=false"]
+        self.hasher = GitHasher(self.argv, worktree)
+        self.index = Worktree(worktree, ObjectStore(git_dir), self.hasher)
+        self.rules = GlobalRules(git_dir, self.argv)
+        self.saved = IndexFile(git_dir)
+        self._loaded = False
+        # The tree the index held when the last track returned (None: not known), and what changed
+        # since then (path -> (before, after)): together, the change list against that tree.
+        self._last: str | None = None
+        self._pending: dict[bytes, tuple] = {}
 
     def _git(self, *args: str, input: bytes | None = None, check: bool = True) -> bytes:
-        proc = subprocess.run(
-            [GIT, "--git-dir", self.git_dir, "--work-tree", self.worktree,
-             "-c", "core.autocrlf=false", "-c", "core.longpaths=true", "-c", "core.symlinks=true",
-             "-c", "core.fsmonitor=false", "-c", "core.quotepath=false", *args],
-            cwd=self.worktree, input=input, capture_output=True, timeout=300,
-        )
+        proc = subprocess.run([*self.argv, *args], cwd=self.worktree, input=input, capture_output=True, timeout=300)
         if check and proc.returncode != 0:
             name = next((a for a in args if not a.startswith("-")), args[0])
             raise OpError(f"git {name} failed: {proc.stderr.decode('utf-8', 'replace').strip()}")
         return proc.stdout
 
-    def _init(self) -> None:
+    def _ensure(self) -> None:
+        """Make the repo if it is missing (a new volume, or deleted from inside the sandbox) and load
+        the saved index once."""
         if not os.path.exists(os.path.join(self.git_dir, "HEAD")):
             os.makedirs(self.git_dir, exist_ok=True)
-            # One process: a non-bare repo whose work tree is the workspace, without template files
-            # (sample hooks, description) that the snapshot repo never uses.
+            # One process: a repo whose work tree is the workspace, without template files (sample
+            # hooks, description) that the snapshot repo never uses.
             self._git("init", "--quiet", "--template=")
+            self.index.reset([])  # whatever was held referred to objects of a repo that is gone
+            self._last, self._pending, self._loaded = None, {}, True
+            self.saved.generation = None
+        if not self._loaded:
+            self._load()
+            self._loaded = True
+
+    def _load(self) -> None:
+        loaded = self.saved.load()
+        if loaded is None and os.path.exists(os.path.join(self.git_dir, "index")):
+            loaded = None, _tree_entries(self._git("ls-files", "--stage", "-z"))  # an older agent's index
+        last, entries = loaded or (None, [])
+        self.index.reset(entries)
+        self._last, self._pending = last, {}
+
+    def _save(self, paths) -> None:
+        """Record what changed at `paths` (best effort: see indexfile.py). With changes pending (a
+        revert), the index holds no tree of its own yet."""
+        self.saved.save(self._last if not self._pending else None,
+                        [(path, self.index.get(path)) for path in paths], self.index.entries)
 
     def init(self, args: dict | None = None) -> dict:
-        """Create the repo now (the agent does it at start, the pool waits for it), so a session's
-        first track does not pay for it. Idempotent."""
+        """Make the repo and bring the index up to date now (the agent does it at start, the pool waits
+        for it), so a session's first track does not pay for either. Idempotent."""
         with self.lock:
-            self._init()
-            if self._last is None:
-                # Remember the tree the index holds now, so the session's first track can tell "nothing
-                # changed" without a write-tree (one git process instead of two in its first step).
-                self._last = (self._git("write-tree").decode().strip(), self._index_mark())
+            self._ensure()
+            self._scan()
+            self.index.build()
         return {}
 
     def _hash(self, args: dict, name: str) -> str:
@@ -100,62 +133,30 @@ class Snapshots:
 
     # --- tracking -------------------------------------------------------------------------------
 
-    def _index_mark(self) -> bytes | None:
-        """The index file's trailing checksum (a SHA over the whole file): an equal mark means a
-        byte-identical index. b"" when there is no index yet; None when unknown (index.skipHash
-        writes a zero checksum)."""
+    def _scan(self) -> None:
+        ignore_changed, attrs_changed = self.rules.refresh()
+        if attrs_changed:
+            self.hasher.close()  # git reads attributes once per process
+        self.index.global_lists, self.index.global_attrs = self.rules.lists, self.rules.attributes
+        for path, (before, after) in self.index.scan(force=ignore_changed).items():
+            first = self._pending.get(path)
+            self._pending[path] = (first[0] if first else before, after)
+
+    def _track(self) -> tuple[str, list[bytes], str | None]:
+        """Bring the index up to date and write its tree; returns (tree, paths that differ between
+        `previous` and `tree`, previous): `previous` is the tree of the last track (None if not known)."""
+        self._ensure()
+        previous = self._last
         try:
-            with open(os.path.join(self.git_dir, "index"), "rb") as f:
-                f.seek(-20, os.SEEK_END)
-                mark = f.read(20)
-        except FileNotFoundError:
-            return b""
-        except OSError:
-            return None
-        return mark if len(mark) == 20 and mark.strip(b"\0") else None
-
-    def _candidates(self) -> list[bytes]:
-        """Modified, deleted and new (untracked, not ignored) paths, in one listing, minus files over
-        the size cap (OpenCode's 2 MB rule) and nested repositories."""
-        listed = self._git(*LISTING)
-        paths = []
-        for rel in dict.fromkeys(filter(None, listed.split(b"\0"))):  # a deleted path is listed twice
-            if rel.endswith(b"/"):
-                # A nested repository (`cargo new`, a clone): a gitlink would record only its commit,
-                # and one without a commit makes `git add` fail the whole track.
-                continue
-            try:
-                if os.lstat(os.path.join(self.worktree.encode(), rel)).st_size > MAX_FILE_BYTES:
-                    continue
-            except (FileNotFoundError, NotADirectoryError):
-                pass  # a deletion (its directory may be a file now): stage it
-            paths.append(rel)
-        return paths
-
-    def _stage(self) -> list[bytes] | None:
-        """Stage what changed; returns the paths whose index entry changed (None if not known)."""
-        paths = self._candidates()
-        if not paths:
-            return []
-        # Literal: the listing gives real names, never patterns.
-        out = self._git("--literal-pathspecs", "add", "--verbose", "--all", "--pathspec-from-file=-",
-                        "--pathspec-file-nul", input=b"\0".join(paths))
-        if any(b"\n" in p for p in paths):
-            return None  # a newline in a name makes the verbose lines ambiguous
-        return _verbose_paths(out)
-
-    def _track(self) -> tuple[str, list[bytes] | None, str | None]:
-        """Stage the workspace and return (tree, staged, previous): `previous` is the tree the index
-        held before (None if not known) and `staged` the paths that differ between it and `tree`."""
-        self._init()
-        last = self._last
-        previous = last[0] if last and last[1] is not None and self._index_mark() == last[1] else None
-        staged = self._stage()
-        if previous is not None and staged == []:
-            tree = previous  # nothing staged and the index still holds that tree: no write-tree
-        else:
-            tree = self._git("write-tree").decode().strip()
-        self._last = (tree, self._index_mark())
+            self._scan()
+            tree = self.index.build()
+        except BaseException:
+            self._last, self._pending = None, {}  # half-applied: the next change list comes from git
+            raise
+        staged = [path for path, (before, after) in self._pending.items() if before != after]
+        pending, self._last, self._pending = self._pending, tree, {}
+        if pending or tree != previous:
+            self._save(pending)
         if tree != previous:
             self.writes += 1
             if self.writes % GC_EVERY_WRITES == 0 and not self._gc_pending:
@@ -171,14 +172,14 @@ class Snapshots:
 
     def track_changed(self, args: dict) -> dict:
         """Track, and name the paths whose content differs between tree `base` and the new tree. In the
-        common case (`base` is the tree written last) that is what this track staged; otherwise one
-        `diff-tree`."""
+        common case (`base` is the tree of the last track) that is what this track saw change;
+        otherwise one `diff-tree`."""
         base = self._hash(args, "base") if args.get("base") is not None else None
         with self.lock:
             tree, staged, previous = self._track()
             if base is None or base == tree:
                 paths = []
-            elif base == previous and staged is not None:
+            elif base == previous:
                 paths = _names(staged)
             else:
                 paths = self._changed(base, tree)
@@ -187,16 +188,11 @@ class Snapshots:
     # --- reading --------------------------------------------------------------------------------
 
     def _gc(self) -> None:
+        # Trees are referenced by no commit: the ref keeps the latest one (and what the next track
+        # reuses from it) out of the prune; older snapshots age out as before.
+        if self._last:
+            self._git("update-ref", KEEP_REF, self._last, check=False)
         self._git("gc", "--quiet", f"--prune={GC_PRUNE}", check=False)
-        # The index's cache-tree keeps the last tree reachable; should it be gone anyway, the next
-        # track must write it again rather than hand out a pruned hash.
-        if self._last and not self._tree_exists(self._last[0]):
-            self._last = None
-
-    def _tree_exists(self, tree: str) -> bool:
-        proc = subprocess.run([GIT, "--git-dir", self.git_dir, "cat-file", "-e", f"{tree}^{{tree}}"],
-                              capture_output=True, timeout=60)
-        return proc.returncode == 0
 
     def _gc_locked(self) -> None:
         with self.lock:
@@ -207,7 +203,7 @@ class Snapshots:
 
     def gc(self, args: dict) -> dict:
         with self.lock:
-            self._init()
+            self._ensure()
             self._gc()
             return {}
 
@@ -259,9 +255,14 @@ class Snapshots:
         after the snapshot are left in place (use revert with their paths to delete them)."""
         tree = self._hash(args, "hash")
         with self.lock:
-            self._init()
+            self._ensure()
             self._git("read-tree", tree)
             self._git("checkout-index", "-a", "-f")
+            # git's index now holds `tree`: so does ours (every file is read again: checkout rewrote them)
+            self.index.reset(_tree_entries(self._git("ls-tree", "-r", "-z", tree)))
+            self._last, self._pending = tree, {}
+            self.saved.generation = None  # a new base
+            self._save(())
             return {}
 
     def revert(self, args: dict) -> dict:
@@ -271,16 +272,26 @@ class Snapshots:
         if not all(isinstance(p, str) and p for p in paths):
             raise BadRequest("paths must be non-empty strings")
         with self.lock:
-            self._init()
-            for path in paths:
-                # Normalise first: `a/../../etc/x` must not slip past the check below.
-                rel = os.path.relpath(os.path.normpath(os.path.join(self.worktree, path)), self.worktree)
-                if rel == ".." or rel.startswith("../"):
-                    raise BadRequest(f"{path} is outside the workspace")
-                if self._git("ls-tree", tree, "--", rel).strip():
-                    self._git("checkout", tree, "--", rel)
-                else:
-                    full = os.path.join(self.worktree, rel)
-                    if os.path.isfile(full) or os.path.islink(full):
-                        os.unlink(full)
+            self._ensure()
+            try:
+                for path in paths:
+                    # Normalise first: `a/../../etc/x` must not slip past the check below.
+                    rel = os.path.relpath(os.path.normpath(os.path.join(self.worktree, path)), self.worktree)
+                    if rel == ".." or rel.startswith("../"):
+                        raise BadRequest(f"{path} is outside the workspace")
+                    entries = _tree_entries(self._git("ls-tree", "-r", "-z", tree, "--", rel))
+                    if entries:
+                        self._git("checkout", tree, "--", rel)
+                        for entry_path, mode, blob, _ in entries:  # git's index holds them now: so does ours
+                            self.index.put(entry_path, mode, blob)
+                    else:
+                        full = os.path.join(self.worktree, rel)
+                        if os.path.isfile(full) or os.path.islink(full):
+                            os.unlink(full)
+            finally:
+                changes, self.index.changes = self.index.changes, {}
+                for change_path, (before, after) in changes.items():
+                    first = self._pending.get(change_path)
+                    self._pending[change_path] = (first[0] if first else before, after)
+                self._save(changes)
             return {}

@@ -119,15 +119,18 @@ def test_a_new_sandbox_gets_its_empty_snapshot_repo_before_its_first_track(box):
 
 
 SPAWN_PROBE = r'''
-import json, os, sys
+import json, os, subprocess, sys
 sys.path.insert(0, "/opt/hangar/agent")
+spawned = []
+class Recorded(subprocess.Popen):  # every process the agent starts, whichever module starts it
+    def __init__(self, args, *a, **k):
+        spawned.append(next(x for x in args[1:] if not x.startswith("-") and "/" not in x and "=" not in x))
+        super().__init__(args, *a, **k)
+subprocess.Popen = Recorded
 import snapshots
 
 os.makedirs("/workspace/probe")
 repo = snapshots.Snapshots("/tmp/probe-git", "/workspace/probe")
-spawned = []
-run = repo._git
-repo._git = lambda *a, **k: spawned.append(next(x for x in a if not x.startswith("-"))) or run(*a, **k)
 report = {}
 
 def step(name, fn):
@@ -142,24 +145,33 @@ open("/workspace/probe/a.txt", "w").write("1")
 first = step("first", lambda: repo.track_changed({"base": None}))["hash"]
 step("unchanged", lambda: repo.track_changed({"base": first}))
 open("/workspace/probe/a.txt", "w").write("2")
-second = step("changed", lambda: repo.track_changed({"base": first}))["hash"]
+os.makedirs("/workspace/probe/new/dir")
+open("/workspace/probe/new/dir/b.txt", "w").write("b")
+open("/workspace/probe/.gitignore", "w").write("*.log\n")
+open("/workspace/probe/x.log", "w").write("ignored")
+second = step("changed", lambda: repo.track_changed({"base": first}))
 open("/workspace/probe/a.txt", "w").write("3")
 step("older base", lambda: repo.track_changed({"base": first}))
-step("plain track, unchanged", repo.track)
+last = step("plain track, unchanged", repo.track)["hash"]
+repo = snapshots.Snapshots("/tmp/probe-git", "/workspace/probe")  # the agent restarted
+step("after a restart", lambda: repo.track_changed({"base": last}))
+report["changed paths"] = second["paths"]
 print(json.dumps(report))
 '''
 
 
-def test_a_track_spawns_one_git_process_when_nothing_changed_and_three_when_something_did(box):
+def test_a_track_starts_no_process_and_only_an_older_base_needs_git(box):
     box.write("/tmp/probe.py", SPAWN_PROBE)
     result = box.exec("python3 -S /tmp/probe.py")
     assert result.exit_code == 0, result.output
     assert json.loads(result.output) == {
-        "init": ["init", "write-tree"],  # at container start: the first step's track needs no write-tree
-        "first, nothing written yet": ["ls-files"],
-        "first": ["ls-files", "add", "write-tree"],
-        "unchanged": ["ls-files"],
-        "changed": ["ls-files", "add", "write-tree"],  # the changed paths come from `add --verbose`
-        "older base": ["ls-files", "add", "write-tree", "diff-tree"],
-        "plain track, unchanged": ["ls-files"],
+        "init": ["init"],  # at container start
+        "first, nothing written yet": [],
+        "first": [],
+        "unchanged": [],
+        "changed": [],  # the changed paths are what the scan saw change
+        "older base": ["diff-tree"],
+        "plain track, unchanged": [],
+        "after a restart": [],  # the index was saved with the tree it held
+        "changed paths": [".gitignore", "a.txt", "new/dir/b.txt"],
     }
