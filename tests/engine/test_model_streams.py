@@ -1,5 +1,7 @@
-"""LiteLLMModel's raw-SSE route for an OpenAI-compatible api_base, over real HTTP, on both of LiteLLM's
-transports (the OpenAI SDK; LiteLLM's own HTTP handler, its EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER flag).
+"""Reading an OpenAI-compatible api_base's SSE stream, over real HTTP, on every route a step can take: the
+direct adapter (OpenAICompatModel on hangar.engine.providers.http, the default) and LiteLLMModel's raw-SSE
+route on both of LiteLLM's transports (the OpenAI SDK; LiteLLM's own HTTP handler, its
+EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER flag).
 
 The scripted server plays well-formed answers; malformed wire bytes come from a canned SSE server here
 (the scripted server only ever writes valid chunks)."""
@@ -15,12 +17,13 @@ import pytest
 
 from hangar.engine.providers.base import ProviderError
 from hangar.engine.providers.litellm_model import LiteLLMModel
+from hangar.engine.providers.openai_compat import OpenAICompatModel
 
 BASH = {"type": "function", "function": {"name": "bash", "description": "Run a command", "parameters": {
     "type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}}
 
 
-@pytest.fixture(params=["sdk", "http_handler"])
+@pytest.fixture(params=["direct", "sdk", "http_handler"])
 def transport(request, monkeypatch):
     monkeypatch.setenv("EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER", str(request.param == "http_handler"))
     # Every test here must read the provider's bytes itself: falling back to LiteLLM's wrapper fails it.
@@ -28,12 +31,16 @@ def transport(request, monkeypatch):
     return request.param
 
 
+def model_class(transport: str):
+    return OpenAICompatModel if transport == "direct" else LiteLLMModel
+
+
 @pytest.fixture
 def scripted_model(scripted, transport):
     def make(turns):
         script_id = f"raw-{uuid.uuid4().hex[:10]}"
         httpx.post(f"http://127.0.0.1:{scripted.port}/_scripts", json={"id": script_id, "turns": turns}).raise_for_status()
-        model = LiteLLMModel(provider_id="scripted", model_id=script_id, api_base=scripted.url, api_key="sk-test")
+        model = model_class(transport)(provider_id="scripted", model_id=script_id, api_base=scripted.url, api_key="sk-test")
         model.requests = lambda: httpx.get(f"http://127.0.0.1:{scripted.port}/_requests",
                                            params={"script": script_id}).json()
         return model
@@ -73,8 +80,8 @@ def canned(canned_server, transport):
     def make(body: str):
         model_id = f"canned-{uuid.uuid4().hex[:8]}"
         canned_server.bodies[model_id] = body
-        model = LiteLLMModel(provider_id="canned", model_id=model_id, api_key="sk-test",
-                             api_base=f"http://127.0.0.1:{canned_server.server_address[1]}/v1")
+        model = model_class(transport)(provider_id="canned", model_id=model_id, api_key="sk-test",
+                                       api_base=f"http://127.0.0.1:{canned_server.server_address[1]}/v1")
         model.peers = lambda: canned_server.peers.get(model_id, [])
         return model
     return make
@@ -128,6 +135,7 @@ def test_plain_tools_and_a_history_of_tool_calls_reach_the_provider_as_sent(scri
     assert "tool_choice" not in sent and sent["stream_options"] == {"include_usage": True}
 
 
+@pytest.mark.parametrize("transport", ["sdk", "http_handler"], indirect=True)
 def test_a_tool_whose_regex_python_cannot_compile_is_left_to_litellm_which_drops_the_regex(scripted_model):
     letters = {"type": "function", "function": {"name": "tag", "parameters": {"type": "object", "properties": {
         "name": {"type": "string", "pattern": "^\\p{L}+$"}}}}}

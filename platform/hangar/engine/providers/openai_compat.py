@@ -1,11 +1,6 @@
 """Direct adapter for an OpenAI-compatible `api_base` (custom providers, the local model, the scripted
-server): one httpx request, SSE parsed as plain dicts, normalised into StreamEvents.
-
-One httpx client per worker thread, not one per process: httpcore's pool is one shared structure whose
-every request and every response close scan all its connections (polling each socket) under a lock, so
-a worker streaming 100 sessions at once spent ~15 % of its CPU there (py-spy, bench/agent_load.py). A
-thread runs one session's steps one after another: its own client keeps its connection alive across
-them with nothing shared. The TLS context (CA bundle loaded: ~10 ms) is built once per process.
+server): one HTTP request (hangar.engine.providers.http), SSE parsed as plain dicts, normalised into
+StreamEvents.
 
 Why not LiteLLM here: with an explicit api_base LiteLLM only forwards to the OpenAI SDK in OpenAI wire
 format, and per call the SDK's request transform (a recursive TypedDict walk over every message and tool
@@ -18,50 +13,27 @@ api_base (anthropic/..., gemini/...) keep going through LiteLLMModel, which know
 from __future__ import annotations
 
 import json
-import ssl
 import threading
 from collections.abc import Iterator
 
-import httpx
-
+from hangar.engine.providers import http
 from hangar.engine.providers.assemble import openai_sse_events
 from hangar.engine.providers.base import ProviderError, StreamEvent, is_retryable
 from hangar.engine.providers.guard import guarded
 from hangar.engine.providers.litellm_model import _messages, _usage_of
 
-USER_AGENT = "hangar/0.1"
-_local = threading.local()
-_tls: ssl.SSLContext | None = None
-_lock = threading.Lock()
+USER_AGENT = http.USER_AGENT
 
 
-def _tls_context() -> ssl.SSLContext:
-    global _tls
-    if _tls is None:
-        with _lock:
-            if _tls is None:
-                _tls = httpx.create_ssl_context()  # what httpx.Client() would build for each client
-    return _tls
-
-
-def _http() -> httpx.Client:
-    """This thread's client (keep-alive to the provider across the steps this thread runs)."""
-    client = getattr(_local, "client", None)
-    if client is None:
-        client = _local.client = httpx.Client(verify=_tls_context(), headers={"User-Agent": USER_AGENT},
-                                              limits=httpx.Limits(max_connections=8, max_keepalive_connections=4))
-    return client
-
-
-def _error_of(response: httpx.Response) -> ProviderError:
+def _error_of(response: http.Response) -> ProviderError:
     try:
-        body = json.loads(response.read() or b"{}")
+        body = json.loads(response.read(http.MAX_ERROR_BODY) or b"{}")
         message = (body.get("error") or {}).get("message") if isinstance(body.get("error"), dict) else body.get("error")
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, http.HTTPError):
         message = None
-    message = str(message or response.reason_phrase or f"HTTP {response.status_code}")
-    return ProviderError(message, status=response.status_code, retryable=is_retryable(response.status_code, message),
-                         headers=dict(response.headers), name="APIError")
+    message = str(message or response.reason or f"HTTP {response.status}")
+    return ProviderError(message, status=response.status, retryable=is_retryable(response.status, message),
+                         headers=response.headers, name="APIError")
 
 
 def _transport_error(exc: Exception) -> ProviderError:
@@ -70,12 +42,35 @@ def _transport_error(exc: Exception) -> ProviderError:
     return ProviderError(message, retryable=is_retryable(None, message), name=type(exc).__name__)
 
 
+def _answer_text(body: object) -> str:
+    """The text of a non-streamed chat completion, its shape checked (a wrong one is a ProviderError)."""
+    try:
+        content = body["choices"][0]["message"].get("content")  # type: ignore[index]
+    except (TypeError, KeyError, IndexError, AttributeError):
+        raise ProviderError(f"malformed completion from the provider: {str(body)[:200]!r}", name="APIError") from None
+    if content is not None and not isinstance(content, str):
+        raise ProviderError("malformed completion from the provider: content is not a string", name="APIError")
+    return content or ""
+
+
 class OpenAICompatModel:
     def __init__(self, *, provider_id: str, model_id: str, api_base: str, api_key: str = "", timeout_s: float = 600.0):
         self.provider_id, self.model_id = provider_id, model_id
         self._url = api_base.rstrip("/") + "/chat/completions"
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._timeout = httpx.Timeout(timeout_s, connect=30.0)
+        self._timeout = timeout_s
+
+    def _post(self, body: dict) -> http.Response:
+        try:
+            response = http.post(self._url, json.dumps(body).encode(), self._headers, read_timeout=self._timeout)
+        except http.HTTPError as exc:
+            raise _transport_error(exc) from exc
+        if response.status >= 400:
+            try:
+                raise _error_of(response)
+            finally:
+                response.close()
+        return response
 
     def _body(self, system: list[str], messages: list[dict], temperature: float | None, **extra) -> dict:
         body = {"model": self.model_id, "messages": _messages(system, messages), **extra}
@@ -84,28 +79,22 @@ class OpenAICompatModel:
         return body
 
     def complete(self, *, system: list[str], messages: list[dict], temperature: float | None = None) -> str:
+        response = self._post(self._body(system, messages, temperature))
         try:
-            response = _http().post(self._url, json=self._body(system, messages, temperature), headers=self._headers,
-                                    timeout=self._timeout)
-        except httpx.HTTPError as exc:
+            raw = response.read()
+        except http.HTTPError as exc:
             raise _transport_error(exc) from exc
-        if response.status_code >= 400:
-            raise _error_of(response)
-        return response.json()["choices"][0]["message"].get("content") or ""
+        finally:
+            response.close()
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            raise ProviderError(f"the provider's answer is not JSON: {raw[:200]!r}", name="APIError") from None
+        return _answer_text(body)
 
     def stream(self, *, system: list[str], messages: list[dict], tools: list[dict],
                abort: threading.Event, temperature: float | None = None) -> Iterator[StreamEvent]:
-        body = self._body(system, messages, temperature, stream=True, stream_options={"include_usage": True},
-                          **({"tools": tools} if tools else {}))
-        request = _http().build_request("POST", self._url, json=body, headers=self._headers, timeout=self._timeout)
-        try:
-            response = _http().send(request, stream=True)
-        except httpx.HTTPError as exc:
-            raise _transport_error(exc) from exc
-
-        def events() -> Iterator[StreamEvent]:
-            if response.status_code >= 400:
-                raise _error_of(response)
-            yield from openai_sse_events(response.iter_lines(), abort, _usage_of)
-
-        yield from guarded(events(), abort=abort, close=response.close, to_error=_transport_error)
+        response = self._post(self._body(system, messages, temperature, stream=True,
+                                         stream_options={"include_usage": True}, **({"tools": tools} if tools else {})))
+        events = openai_sse_events(response.lines(), abort, _usage_of)
+        yield from guarded(events, abort=abort, close=response.close, to_error=_transport_error)

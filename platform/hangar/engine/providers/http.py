@@ -1,0 +1,197 @@
+"""HTTP/1.1 for the direct adapter: the standard library's http.client, one keep-alive connection per
+thread and origin.
+
+Why not httpx: per model call its request and response models, the h11 state machine fed event by event
+and its pool's bookkeeping cost ~2.5 ms of worker CPU, the largest single item of an agent step after
+the database (bench/step_cpu.py --profile), and its shared pool scans every connection under a lock on
+each request and close, which a worker streaming 100 sessions paid for 100 times over. A worker thread
+runs one session's steps one after another, so a connection per thread and origin is all the pooling a
+worker needs, with nothing shared between threads; http.client parses the status line and headers in C
+and the body is read a network chunk at a time.
+
+Proxies come from the environment (HTTPS_PROXY, HTTP_PROXY, NO_PROXY), as httpx took them; TLS uses the
+system's CA store.
+"""
+
+from __future__ import annotations
+
+import http.client
+import socket
+import ssl
+import threading
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+
+CONNECT_TIMEOUT_S = 30.0
+READ_CHUNK = 65536
+MAX_LINE = 16 * 1024 * 1024  # one SSE line (a tool call's arguments can be a whole file)
+MAX_ERROR_BODY = 1024 * 1024
+USER_AGENT = "hangar/0.1"
+
+_local = threading.local()
+_tls: ssl.SSLContext | None = None
+_tls_lock = threading.Lock()
+
+
+class HTTPError(Exception):
+    """Nothing usable came back: the connection failed, timed out, or broke mid-body."""
+
+
+def _tls_context() -> ssl.SSLContext:
+    global _tls
+    if _tls is None:
+        with _tls_lock:
+            if _tls is None:
+                _tls = ssl.create_default_context()  # loading the CA store costs ~10 ms: once per process
+    return _tls
+
+
+def _proxy_for(scheme: str, host: str) -> tuple[str, int] | None:
+    proxy = urllib.request.getproxies().get(scheme)
+    if not proxy or urllib.request.proxy_bypass(host):
+        return None
+    parts = urllib.parse.urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+    return parts.hostname or "", parts.port or 80
+
+
+class _Origin:
+    """Where a URL's requests go: the connection to open, and the request target to send."""
+
+    def __init__(self, url: str):
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise HTTPError(f"not an http(s) URL: {url!r}")
+        self.scheme, self.host = parts.scheme, parts.hostname
+        self.port = parts.port or (443 if parts.scheme == "https" else 80)
+        self.proxy = _proxy_for(self.scheme, self.host)
+        self.key = (self.scheme, self.host, self.port, self.proxy)
+        path = parts.path or "/"
+        self.target = path + (f"?{parts.query}" if parts.query else "")
+        if self.proxy and self.scheme == "http":
+            self.target = url  # a plain-HTTP proxy takes the absolute URL; HTTPS goes through a tunnel
+
+    def connect(self, read_timeout: float) -> http.client.HTTPConnection:
+        host, port = self.proxy or (self.host, self.port)
+        if self.scheme == "https":
+            conn = http.client.HTTPSConnection(host, port, timeout=CONNECT_TIMEOUT_S, context=_tls_context())
+            if self.proxy:
+                conn.set_tunnel(self.host, self.port)
+        else:
+            conn = http.client.HTTPConnection(host, port, timeout=CONNECT_TIMEOUT_S)
+        conn.connect()
+        conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        conn.sock.settimeout(read_timeout)
+        return conn
+
+
+class Response:
+    """An answer being read. `close()` on the thread that sent the request gives the connection back for
+    that thread's next request when the body was read to its end, else closes it. From another thread (the
+    abort watcher) it shuts the socket down, which wakes a read blocked on it, and leaves the rest to the
+    owner's own close (http.client objects are not safe to close under a reading thread)."""
+
+    def __init__(self, conn: http.client.HTTPConnection, answer: http.client.HTTPResponse, key: tuple):
+        self._conn, self._answer, self._key = conn, answer, key
+        self._owner, self._pool = threading.current_thread(), _connections()
+        self._lock = threading.Lock()
+        self._done = self._closed = self._shut = False
+        self.status, self.reason = answer.status, answer.reason
+        self.headers = {name.lower(): value for name, value in answer.getheaders()}
+
+    def read(self, limit: int | None = None) -> bytes:
+        try:
+            data = self._answer.read(limit) if limit else self._answer.read()
+        except (OSError, ValueError, http.client.HTTPException) as exc:
+            raise HTTPError(f"reading the response failed: {exc!r}") from exc
+        self._done = limit is None or not self._answer.fp
+        return data
+
+    def lines(self) -> Iterator[str]:
+        """The body's lines, decoded, without their line ends; read to the body's end."""
+        read1, pending, pending_size = self._answer.read1, [], 0
+        while True:
+            try:
+                data = read1(READ_CHUNK)
+            except (OSError, ValueError, http.client.HTTPException) as exc:  # ValueError: a bad chunk size
+                raise HTTPError(f"the response broke off: {exc!r}") from exc
+            if not data:
+                break
+            start = 0
+            while (end := data.find(b"\n", start)) >= 0:
+                line = data[start:end]
+                if pending:
+                    line, pending, pending_size = b"".join([*pending, line]), [], 0
+                yield line.rstrip(b"\r").decode("utf-8")
+                start = end + 1
+            if start < len(data):
+                pending.append(data[start:])
+                pending_size += len(data) - start
+                if pending_size > MAX_LINE:
+                    raise HTTPError(f"a line of the response is longer than {MAX_LINE} bytes")
+        self._done = True
+        if pending:
+            yield b"".join(pending).rstrip(b"\r").decode("utf-8")
+
+    def close(self) -> None:
+        if threading.current_thread() is not self._owner:
+            self._shutdown()
+            return
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        keep = self._done and not self._shut and not self._answer.will_close and self._key not in self._pool
+        if keep:
+            # Read to its end, but http.client marks a Content-Length body finished only when a read
+            # asks for more than it has left: say so, or the connection refuses its next request.
+            self._answer.close()
+            self._pool[self._key] = self._conn
+            return
+        self._conn.close()
+
+    def _shutdown(self) -> None:
+        with self._lock:
+            if self._closed or self._shut:
+                return
+            self._shut = True
+            sock = self._conn.sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+def _connections() -> dict[tuple, http.client.HTTPConnection]:
+    pool = getattr(_local, "connections", None)
+    if pool is None:
+        pool = _local.connections = {}
+    return pool
+
+
+def post(url: str, body: bytes, headers: dict[str, str], *, read_timeout: float) -> Response:
+    """Send a POST and return once the status line and headers are in. A kept-alive connection the
+    server has closed meanwhile is retried once on a new one (the request never reached it)."""
+    origin = _Origin(url)
+    headers = {"User-Agent": USER_AGENT, "Content-Type": "application/json", **headers}
+    conn = _connections().pop(origin.key, None)  # held by this request until its response is closed
+    if conn is not None and conn.sock is None:
+        conn = None
+    for fresh in ((False, True) if conn is not None else (True,)):
+        try:
+            if fresh:
+                conn = origin.connect(read_timeout)
+            else:
+                conn.sock.settimeout(read_timeout)
+            conn.request("POST", origin.target, body=body, headers=headers)
+            return Response(conn, conn.getresponse(), origin.key)
+        except (ConnectionResetError, BrokenPipeError, http.client.RemoteDisconnected) as exc:
+            conn.close()
+            if fresh:
+                raise HTTPError(f"POST {url} failed: {exc!r}") from exc
+        except (OSError, http.client.HTTPException) as exc:
+            if conn is not None:
+                conn.close()
+            raise HTTPError(f"POST {url} failed: {exc!r}") from exc
+    raise AssertionError("unreachable")
