@@ -181,9 +181,11 @@ def test_a_plain_http_proxy_from_the_environment_is_used_and_no_proxy_bypasses_i
     try:
         monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{proxy.server_address[1]}")
         monkeypatch.setenv("no_proxy", "")
+        monkeypatch.setattr(transport, "_origins", {})  # proxy settings are read once per URL
         assert call(server.url) == ["data: hi", ""]
         assert _Proxy.seen == [server.url]
         monkeypatch.setenv("no_proxy", "127.0.0.1")
+        monkeypatch.setattr(transport, "_origins", {})
         assert call(server.url) == ["data: hi", ""]
         assert _Proxy.seen == [server.url]  # straight to the server this time
     finally:
