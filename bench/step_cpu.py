@@ -7,7 +7,8 @@ the agent_load script (bash, write, read, bash, answer) against the scripted ser
 (zero latency), each session in its own real Docker sandbox (provisioned before the clock, as in
 agent_load), persisted in Postgres (database `hangar_bench`). It measures this process's CPU time
 (time.process_time: every thread, the sandbox reader and broadcast sender included) per step: the
-worker's share of bench/agent_load.py's per-step cost, without 100 threads contending for the GIL.
+worker's share of bench/agent_load.py's per-step cost, without 100 threads contending for the GIL; and
+the CPU of the Postgres backend that served it (/proc of the backend's pid: statements' server side).
 
 --profile adds a cProfile of the measured sessions: the functions with the most cumulative time, per
 step. The last line printed is one JSON object.
@@ -94,21 +95,25 @@ def main() -> None:
         log(f"{len(sessions)} sandboxes ready")
 
         # The first session warms this process (first connections, lazy imports) and is not counted.
-        cpu, profiler = [], cProfile.Profile(time.thread_time) if args.profile else None
+        cpu, pg_cpu, profiler = [], [], cProfile.Profile(time.thread_time) if args.profile else None
         for index, session in enumerate(sessions):
             session_prompt(actor=actor, session=session, parts=[{"type": "text", "text": f"cpu session {index}"}])
-            started = time.process_time()
+            backend = _backend_pid()
+            started, pg_started = time.process_time(), _cpu_s(backend)
             if profiler and index:
                 profiler.enable()
             run_session_once(session.pk)
             if profiler and index:
                 profiler.disable()
             used = time.process_time() - started
+            pg_used = _cpu_s(backend) - pg_started if backend == _backend_pid() else None
             assistants = list(Message.objects.filter(session=session, role="assistant").order_by("id"))
             if len(assistants) != STEPS or assistants[-1].data.get("finish") != "stop":
                 raise RuntimeError(f"session {session.pk} did not finish its {STEPS} steps: {[m.data for m in assistants]}")
             if index:
                 cpu.append(used * 1000 / STEPS)
+                if pg_used is not None:
+                    pg_cpu.append(pg_used * 1000 / STEPS)
         for session in sessions:
             manager().destroy(session.pk)
         Session.objects.filter(pk__in=[s.pk for s in sessions]).delete()
@@ -126,7 +131,23 @@ def main() -> None:
             log(f"{cum * 1000 / steps:11.2f} {own * 1000 / steps:11.2f} {calls / steps:10.1f}  {name} ({short}:{line})")
     print(json.dumps({"sessions": args.sessions, "steps_per_session": STEPS, "profiled": bool(profiler),
                       "worker_cpu_ms_per_step_p50": round(statistics.median(cpu), 2),
-                      "worker_cpu_ms_per_step_min": round(min(cpu), 2)}))
+                      "worker_cpu_ms_per_step_min": round(min(cpu), 2),
+                      # The Postgres backend serving this process's connection (the lease keeper's is not in it).
+                      "postgres_backend_cpu_ms_per_step_p50": round(statistics.median(pg_cpu), 2) if pg_cpu else None}))
+
+
+def _backend_pid() -> int:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        return cursor.fetchone()[0]
+
+
+def _cpu_s(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _free_port() -> int:
