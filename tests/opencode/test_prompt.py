@@ -2,9 +2,13 @@
 parts, audited in the same transaction, the session flagged busy with a run requested, and the run
 enqueued only once that commits; the caller's role and tenancy are checked once, on the way in."""
 
+import base64
+import json
+import uuid
 from unittest import mock
 
 import pytest
+import redis
 
 from hangar.accounts.models import Membership, Role
 from hangar.audit.models import AuditEvent
@@ -80,3 +84,18 @@ def test_a_member_who_left_cannot_prompt(oc, alice, bob, alices_session):
     Membership.objects.filter(user=bob.user).delete()
     assert prompt(oc(bob), alice, alices_session).status_code == 404
     assert not Message.objects.filter(session=alices_session).exists()
+
+
+def test_the_run_is_sent_to_the_engine_queue_naming_the_session(monkeypatch, settings):
+    from hangar.engine.services import enqueue_run
+
+    queue = f"test-enqueue-{uuid.uuid4().hex[:8]}"
+    monkeypatch.setenv("HANGAR_ENGINE_QUEUE", queue)
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    try:
+        enqueue_run("ses_abc")
+        message = json.loads(client.lpop(queue))
+    finally:
+        client.delete(queue)
+    assert message["headers"]["task"] == "hangar.engine.run_session"
+    assert json.loads(base64.b64decode(message["body"]))[0] == ["ses_abc"]
