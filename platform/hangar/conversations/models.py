@@ -53,9 +53,16 @@ class Session(models.Model):
         indexes = [models.Index(fields=["org", "project", "archived_at"])]
 
 
+# Every agent step inserts or updates message, part and event rows, and Postgres maintains every index of
+# a row it writes. A varchar foreign key with db_index gets a second, `varchar_pattern_ops` index for LIKE
+# queries, which nothing here makes: these keys are indexed in Meta instead (a plain btree, no twin), and
+# migration 0002 drops the primary keys' twins too. The event log's session key needs no index of its own:
+# uniq_event_seq (session, seq) leads with it.
+
+
 class Message(models.Model):
     id = models.CharField(primary_key=True, max_length=40, default=new_message_id, editable=False)
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="messages")
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="messages", db_index=False)
     role = models.CharField(max_length=16, choices=[("user", "user"), ("assistant", "assistant")])
     data = models.JSONField(help_text="OpenCode UserMessage/AssistantMessage")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -63,12 +70,13 @@ class Message(models.Model):
 
     class Meta:
         ordering = ["id"]
+        indexes = [models.Index(fields=["session"], name="message_session_idx")]
 
 
 class Part(models.Model):
     id = models.CharField(primary_key=True, max_length=40, default=new_part_id, editable=False)
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="parts")
-    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="parts")
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="parts", db_index=False)
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="parts", db_index=False)
     type = models.CharField(max_length=24)
     data = models.JSONField(help_text="OpenCode Part, discriminated on type")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -76,6 +84,8 @@ class Part(models.Model):
 
     class Meta:
         ordering = ["id"]
+        indexes = [models.Index(fields=["session"], name="part_session_idx"),
+                   models.Index(fields=["message"], name="part_message_idx")]
 
 
 class Todo(models.Model):
@@ -130,7 +140,7 @@ class PermissionGrant(models.Model):
 class Event(models.Model):
     """The durable per-session event log. `seq` is dense and monotonic per session (see publish)."""
 
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="events")
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="events", db_index=False)
     seq = models.BigIntegerField()
     type = models.CharField(max_length=64)
     payload = models.JSONField()
