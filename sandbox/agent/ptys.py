@@ -93,7 +93,12 @@ class Ptys:
         pty = self._get(args)
         for sig in (signal.SIGHUP, signal.SIGKILL):
             try:
-                os.killpg(os.getpgid(pty.pid), sig)
+                # forkpty returns in the parent before the child's setsid(): until then the child is
+                # in the agent's own process group, which must never be signalled (it killed the agent).
+                if os.getpgid(pty.pid) == pty.pid:
+                    os.killpg(pty.pid, sig)
+                else:
+                    os.kill(pty.pid, sig)
             except (ProcessLookupError, PermissionError):
                 break
         return {}

@@ -89,6 +89,17 @@ def test_pty_close_ends_the_shell(shared_box):
     assert pty.wait(5) is not None
 
 
+def test_closing_a_pty_right_after_opening_it_never_signals_the_agent(box):
+    # forkpty's child is still in the agent's process group until its setsid(): a close in that window
+    # used to SIGHUP the agent itself, and the container with it.
+    agent = box.ping()["pid"]
+    for _ in range(40):
+        pty = box.open_pty(lambda s: None)
+        pty.close()
+        assert pty.wait(5) is not None
+    assert box.ping()["pid"] == agent
+
+
 def test_agent_survives_garbage_and_answers_every_malformed_request(shared_box):
     conn = shared_box.connection
     replies: list[dict] = []
