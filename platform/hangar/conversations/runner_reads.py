@@ -9,26 +9,55 @@ building, rows turned into the few fields the loop uses.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 from hangar.conversations.models import Message, Session
 from hangar.conversations.sql import run
 
-_MESSAGES = "SELECT id, role, data FROM conversations_message WHERE session_id = %s ORDER BY id"
+# What a step needs, in one round trip and one JSON document: the permission layers, every message, and
+# the parts of the messages the caller has not settled (those it holds can no longer change).
+_STEP_STATE = (
+    "SELECT s.permission, p.permission_rules,"
+    " (SELECT coalesce(json_agg(json_build_array(m.id, m.role, m.data) ORDER BY m.id), '[]')"
+    "  FROM conversations_message m WHERE m.session_id = s.id),"
+    " (SELECT coalesce(json_agg(json_build_array(x.message_id, x.data) ORDER BY x.id), '[]')"
+    "  FROM conversations_message m JOIN conversations_part x ON x.message_id = m.id"
+    "  WHERE m.session_id = s.id AND NOT (m.id = ANY(%b::text[])))"
+    " FROM conversations_session s JOIN projects_project p ON p.id = s.project_id WHERE s.id = %s"
+)
 _PARTS = ("SELECT message_id, data FROM conversations_part WHERE session_id = %s AND message_id = ANY(%s)"
           " ORDER BY id")
-_RULES = ("SELECT s.permission, p.permission_rules FROM conversations_session s"
-          " JOIN projects_project p ON p.id = s.project_id WHERE s.id = %s")
 
 
-def session_messages(session: Session) -> list[Message]:
-    """The session's messages, oldest first, as Message instances with id, role, data and `session` (the
-    caller's instance, so that writing to a message never loads its session again)."""
+@dataclass
+class StepState:
+    session_rules: list
+    project_rules: list | dict
+    messages: list[Message]  # oldest first
+    parts: dict[str, list[dict]]  # of every message not in `settled`, in part order (possibly empty)
+
+
+def _json(value):
+    return json.loads(value) if isinstance(value, (str, bytes)) else value
+
+
+def step_state(session: Session, settled: list[str]) -> StepState:
+    """The session as a step starts. Messages are Message instances with id, role, data and `session`
+    (the caller's instance, so that writing to a message never loads its session again)."""
+    rows = run(_STEP_STATE, [settled, session.pk])
+    if not rows:
+        raise Session.DoesNotExist(session.pk)
+    session_rules, project_rules, message_rows, part_rows = rows[0]
     messages = []
-    for message_id, role, data in run(_MESSAGES, [session.pk]):
-        message = Message(id=message_id, session=session, role=role, data=json.loads(data))
+    for message_id, role, data in _json(message_rows):
+        message = Message(id=message_id, session=session, role=role, data=data)
         message._state.adding, message._state.db = False, "default"  # a row from the database
         messages.append(message)
-    return messages
+    known = set(settled)
+    parts: dict[str, list[dict]] = {m.pk: [] for m in messages if m.pk not in known}
+    for message_id, data in _json(part_rows):
+        parts[message_id].append(data)
+    return StepState(_json(session_rules), _json(project_rules), messages, parts)
 
 
 def message_parts(session_id: str, message_ids: list[str]) -> dict[str, list[dict]]:
@@ -38,12 +67,3 @@ def message_parts(session_id: str, message_ids: list[str]) -> dict[str, list[dic
         for message_id, data in run(_PARTS, [session_id, message_ids]):
             parts[message_id].append(json.loads(data))
     return parts
-
-
-def permission_layers(session_id: str) -> tuple[list, list | dict]:
-    """(the session's permission ruleset, its project's permission rules), as stored."""
-    rows = run(_RULES, [session_id])
-    if not rows:
-        raise Session.DoesNotExist(session_id)
-    session_rules, project_rules = rows[0]
-    return json.loads(session_rules), json.loads(project_rules)

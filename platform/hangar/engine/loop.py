@@ -21,7 +21,7 @@ from django.db import transaction
 from hangar.conversations import services as store
 from hangar.conversations.events import publish, publish_many
 from hangar.conversations.models import Message, Part, PermissionRequest, Session
-from hangar.conversations.runner_reads import message_parts, permission_layers, session_messages
+from hangar.conversations.runner_reads import StepState, message_parts, step_state
 from hangar.conversations.services import now_ms
 from hangar.engine import permissions as perm
 from hangar.engine.agents import agent_get
@@ -63,12 +63,12 @@ class Run:
         # between within one run, so one `snapshot_track` per step is enough.
         self.last_snapshot: str | None = None
         self.skills: str | None = None  # listed once per run
-        self._configured = False
         # AGENTS.md / CLAUDE.md as last read; None = read them (first step, or a step may have changed them).
         self.instructions: list[str] | None = None
         # Parts of the messages that can no longer change while this run owns the session (user messages,
         # completed assistant steps), by message id: each step reads only the parts of the others.
         self._settled_parts: dict[str, list[dict]] = {}
+        self._unsettled_parts: dict[str, list[dict]] = {}  # the others', as this step read them
         self.messages: list[Message] = []  # the session's messages as the last step read them
 
     def sandbox(self):
@@ -76,14 +76,12 @@ class Run:
             self._sandbox = sandbox_for(self.session)
         return self._sandbox
 
-    def configure(self, user: Message) -> None:
+    def configure(self, user: Message, state: StepState) -> None:
         from hangar.engine.tools.registry import get_tools
 
-        if self._configured:
-            # The run began with the whole row (run()); each later step re-reads what may change meanwhile:
-            # the session's and the project's permission rules (one light query, no model instances).
-            self.session.permission, self.session.project.permission_rules = permission_layers(self.session_id)
-        self._configured = True
+        # The run began with the whole row (run()); each step re-reads what may change meanwhile: the
+        # session's and the project's permission rules (in the step's state read).
+        self.session.permission, self.session.project.permission_rules = state.session_rules, state.project_rules
         self.agent = agent_get(user.data.get("agent"))
         self.model_ref = user.data["model"]
         if self.org_policy is None:  # read once per run
@@ -126,13 +124,15 @@ class Run:
     def _iterate(self) -> bool:
         if self.abort.is_set():
             return False
-        messages = self.messages = session_messages(self.session)
+        state = step_state(self.session, settled=list(self._settled_parts))
+        messages = self.messages = state.messages
+        self._unsettled_parts = state.parts
         users = [m for m in messages if m.role == "user"]
         if not users:
             return False
         last_user, last = users[-1], messages[-1]
         try:
-            self.configure(last_user)
+            self.configure(last_user, state)
         except ProviderError as exc:  # e.g. no credential for the provider: the user can act on this
             publish(self.session, "session.error", {"sessionID": self.session_id,
                                                     "error": {"name": exc.name, "data": {"message": exc.message}}})
@@ -268,9 +268,7 @@ class Run:
     # --- helpers -----------------------------------------------------------------------------------
 
     def _history(self, messages: list[Message]) -> list[tuple[dict, list[dict]]]:
-        settled = self._settled_parts
-        unsettled = [m.pk for m in messages if m.pk not in settled]
-        parts = message_parts(self.session_id, unsettled)
+        settled, parts = self._settled_parts, self._unsettled_parts  # the step's state read
         for m in messages:
             if m.pk in parts and (m.role == "user" or m.data["time"].get("completed")):
                 settled[m.pk] = parts[m.pk]  # a user message is stored with its parts in one transaction
