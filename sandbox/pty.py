@@ -33,6 +33,9 @@ class PtyHandle:
         if msg.get("ev") == "pty_out":
             self._on_output(msg.get("data", ""))
         elif msg.get("ev") == "pty_ready":
+            # The frame names the request: `on_start` may run only after this frame has arrived (it
+            # runs once the request is sent), and a close right after the open needs the id.
+            self.id = msg["id"]
             self._started.set()
 
     def _run(self, cols: int, rows: int) -> None:
