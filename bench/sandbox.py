@@ -27,6 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import docker  # noqa: E402
 
+from sandbox import volumes  # noqa: E402
 from sandbox.image import base_tag, ensure_image  # noqa: E402
 from sandbox.manager import DockerSandboxes  # noqa: E402
 from sandbox.pool import WarmPool  # noqa: E402
@@ -220,10 +221,38 @@ def snapshot_section(manager: DockerSandboxes, client: docker.DockerClient, made
     return result
 
 
+def first_contact_section(manager: DockerSandboxes, client: docker.DockerClient, made: list[str], n: int) -> dict:
+    """Worker CPU of a process's first contact with a running session (nothing cached, as another
+    worker process): the previous path (inspect, and requests scanning the environment for proxies on
+    every call) against the registry's hint (attach only), interleaved."""
+    sid = f"bench-{uuid.uuid4().hex[:10]}"
+    sp = SandboxSpec(session_id=sid, memory_mb=256, pids=128, disk_mb=64, env={"TEAM": "bench"})
+    manager.get_or_create(sp)
+    made.append(sid)
+    manager._forget(sid)  # let go of the attach lock: the fresh managers attach, as a worker would
+    key = volumes.session_key(sid)
+    samples: dict[str, list[float]] = {"before": [], "hint": []}
+    for i in range(max(n, 40)):
+        for variant in ("before", "hint") if i % 2 else ("hint", "before"):
+            fresh = DockerSandboxes(client, image=manager.image)
+            if variant == "before":
+                volumes._hint_path(key).unlink(missing_ok=True)
+                fresh.api.trust_env = True
+            t = time.process_time()
+            fresh.get_or_create(sp)
+            samples[variant].append((time.process_time() - t) * 1000)
+            fresh._forget(sid)
+    client.api.trust_env = False
+    result = {f"first_contact_{k}_worker_cpu_ms": round(statistics.median(v), 2) for k, v in samples.items()}
+    print(f"{'first contact, worker CPU':32s} p50 before={result['first_contact_before_worker_cpu_ms']} ms  "
+          f"with the hint={result['first_contact_hint_worker_cpu_ms']} ms")
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--samples", type=int, default=50)
-    parser.add_argument("--only", choices=["snapshots"], help="run one section and print its figures")
+    parser.add_argument("--only", choices=["snapshots", "first_contact"], help="run one section and print its figures")
     args = parser.parse_args()
     n = args.samples
     client = docker.from_env()
@@ -231,9 +260,10 @@ def main() -> None:
     manager = DockerSandboxes(client, image=image, extra_labels=LABELS)
     made: list[str] = []
     result: dict[str, float] = {}
-    if args.only == "snapshots":
+    if args.only:
+        section = {"snapshots": snapshot_section, "first_contact": first_contact_section}[args.only]
         try:
-            result.update(snapshot_section(manager, client, made, n))
+            result.update(section(manager, client, made, n))
         finally:
             for sid in made:
                 manager.destroy(sid)
@@ -300,6 +330,7 @@ def main() -> None:
         result["write_read_10kb_p50_ms"] = report("write + read 10 KB", write_read)
 
         result.update(snapshot_section(manager, client, made, n))
+        result.update(first_contact_section(manager, client, made, n))
 
         for sid in made:
             manager.destroy(sid)

@@ -34,6 +34,7 @@ from sandbox import containers, volumes
 from sandbox.connection import AgentConnection
 from sandbox.docker_backend import DockerSandbox
 from sandbox.image import ensure_image
+from sandbox.manager import local_api
 from sandbox.protocol import SandboxSpec
 
 log = logging.getLogger(__name__)
@@ -53,7 +54,7 @@ class WarmPool:
             # An allowlist sandbox needs its own network and proxy, made for its session: cold path.
             raise ValueError("the warm pool holds network='none' sandboxes only")
         self.client = client or docker.from_env()
-        self.api = self.client.api
+        self.api = local_api(self.client)
         self.image = image or ensure_image(self.client)
         self.extra_labels = dict(extra_labels or {})
         self._wake = threading.Event()
@@ -63,6 +64,7 @@ class WarmPool:
         # Containers this pool made and warmed, oldest first: id -> (name, idle agent connection).
         self._warm: OrderedDict[str, tuple[str, AgentConnection]] = OrderedDict()
         self._warm_lock = threading.Lock()
+        self._pids: dict[str, int] = {}  # container id -> its init's host pid, learnt while warming
 
     # --- filling ----------------------------------------------------------------------------
 
@@ -120,8 +122,10 @@ class WarmPool:
             conn.close()
             raise
         conn.release_lock()
+        pid = self.api.inspect_container(container.id)["State"]["Pid"]  # off the claim's path
         with self._warm_lock:
             self._warm[container.id] = (name, conn)
+            self._pids[container.id] = pid
 
     def _drop_warm(self, keep: set[str] | None = None) -> None:
         """Close the idle connections of containers no longer available (claimed elsewhere, removed)."""
@@ -129,6 +133,7 @@ class WarmPool:
             gone = [cid for cid, (name, conn) in self._warm.items()
                     if keep is None or name not in keep or conn.dead]
             dropped = [self._warm.pop(cid)[1] for cid in gone]
+            self._pids = {cid: pid for cid, pid in self._pids.items() if cid in self._warm}
         for conn in dropped:
             conn.close()
 
@@ -256,6 +261,9 @@ class WarmPool:
                     volumes.destroy_volume(stale["volume"])
                 volumes.register(key, record)
             self._wake.set()
+            with self._warm_lock:
+                pid = self._pids.pop(container_id, 0)
+            volumes.note_container(key, container_id, pid)  # another process's first contact needs no inspect
             return manager._attach(spec, name, container_id, conn)
         self._wake.set()
         return None

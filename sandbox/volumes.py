@@ -13,7 +13,10 @@ the shadow-git snapshot repo and the bound env; persistent, under the same quota
 workspace). Requires root (mount/losetup) and e2fsprogs on the host.
 
 The registry (ROOT/sessions/<key>.json) binds a session to its volume independently of Docker
-labels, which cannot be changed after creation (a pooled container is bound by renaming it).
+labels, which cannot be changed after creation (a pooled container is bound by renaming it). Next to
+it, <key>.cid remembers the container last seen running (its id, and its init's host pid and start
+time), so that a later first contact can tell from /proc that it still runs and attach without asking
+Docker which container that is and whether it runs.
 """
 
 from __future__ import annotations
@@ -160,8 +163,46 @@ def touch(key: str) -> None:
 
 def unregister(key: str) -> None:
     _record_path(key).unlink(missing_ok=True)
+    _hint_path(key).unlink(missing_ok=True)
 
 
 def registered_keys() -> list[str]:
     sessions = _dirs()[2]
     return sorted(p.stem for p in sessions.glob("*.json")) if sessions.exists() else []
+
+
+# --- which container a session had last: a hint for the next first contact ------------------
+
+def _hint_path(key: str) -> Path:
+    return _dirs()[2] / f"{key}.cid"
+
+
+def container_hint(key: str) -> tuple[str, int, int] | None:
+    """(container id, its init's host pid, that process's start time) as recorded when the session's
+    container was last seen running; None if not recorded."""
+    try:
+        cid, pid, start = _hint_path(key).read_text().split()
+        return (cid, int(pid), int(start)) if re.fullmatch(r"[0-9a-f]{64}", cid) else None
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def process_start(pid: int) -> int | None:
+    """A host process's start time (clock ticks since boot), None if there is no such process: with
+    the pid, it names one process for good (a pid is reused, never with the same start time)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def note_container(key: str, container_id: str, pid: int) -> None:
+    start = process_start(pid) if pid > 0 else None
+    if start is None:
+        return
+    sessions = _dirs()[2]
+    sessions.mkdir(parents=True, exist_ok=True)
+    tmp = sessions / f".{key}.{uuid.uuid4().hex}.cid.tmp"
+    tmp.write_text(f"{container_id} {pid} {start}")
+    os.replace(tmp, _hint_path(key))

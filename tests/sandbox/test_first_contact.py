@@ -1,0 +1,74 @@
+"""A process's first contact with a session's sandbox: when the registry's hint shows the container
+still running (its init alive in /proc), one attach and no inspect; when the hint is stale (stopped,
+replaced, destroyed), the full path still finds, starts or recreates the container."""
+
+from sandbox import volumes
+from sandbox.manager import DockerSandboxes
+from sandbox.protocol import SandboxSpec
+from tests.sandbox.conftest import TEST_LABEL
+from tests.sandbox.test_pool_claim import LIMITS, counting_client, make_pool  # noqa: F401 (fixture)
+
+
+def fresh_process_manager(image) -> tuple[DockerSandboxes, dict]:
+    """What another worker process has: its own manager, nothing cached; its Docker calls counted."""
+    client, calls = counting_client()
+    return DockerSandboxes(client, image=image, extra_labels=TEST_LABEL), calls
+
+
+def test_a_running_sandbox_is_reached_with_one_attach_and_no_inspect(sandboxes, image, new_session_id):
+    spec = SandboxSpec(session_id=new_session_id(), env={"TEAM": "alpha"}, **LIMITS)
+    sandboxes.get_or_create(spec).write("here.txt", "hi")
+    sandboxes._forget(spec.session_id)  # let go of the attach lock, as a worker that moved on
+    first, calls = fresh_process_manager(image)
+    assert first.get_or_create(spec).read("here.txt").content == "hi"
+    assert calls["inspect_container"] == 1  # no hint yet: the full path, which records one
+    first._forget(spec.session_id)
+    second, calls = fresh_process_manager(image)
+    box = second.get_or_create(spec)
+    assert dict(calls) == {"attach_socket": 1}
+    assert box.exec("echo $TEAM").output.strip() == "alpha"  # the env is bound on this path too
+
+
+def test_a_claimed_sandbox_is_reached_elsewhere_without_an_inspect(make_pool, image, new_session_id):  # noqa: F811
+    pool = make_pool(1)
+    pool.fill()
+    claimer = DockerSandboxes(pool.client, image=image, extra_labels=TEST_LABEL, pool=pool)
+    spec = SandboxSpec(session_id=new_session_id(), **LIMITS)
+    claimer.get_or_create(spec).write("claimed.txt", "yes")
+    claimer._forget(spec.session_id)
+    other, calls = fresh_process_manager(image)
+    assert other.get_or_create(spec).read("claimed.txt").content == "yes"
+    assert dict(calls) == {"attach_socket": 1}
+
+
+def test_a_stale_hint_falls_back_to_starting_or_recreating_the_container(
+        sandboxes, image, new_session_id, docker_client):
+    spec = SandboxSpec(session_id=new_session_id(), **LIMITS)
+    sandboxes.get_or_create(spec).write("kept.txt", "workspace survives")
+    sandboxes._forget(spec.session_id)
+    fresh_process_manager(image)[0].get_or_create(spec)._manager._forget(spec.session_id)  # records a hint
+    key = volumes.session_key(spec.session_id)
+    assert volumes.container_hint(key) is not None
+
+    sandboxes.hibernate(spec.session_id)  # stopped: dockerd would accept an attach and send nothing
+    manager, calls = fresh_process_manager(image)
+    assert manager.get_or_create(spec).read("kept.txt").content == "workspace survives"
+    assert calls["inspect_container"] >= 1
+    manager._forget(spec.session_id)
+
+    docker_client.api.remove_container(sandboxes.connect(spec.session_id).container_name, force=True)
+    sandboxes._forget(spec.session_id)
+    manager, calls = fresh_process_manager(image)
+    assert manager.get_or_create(spec).read("kept.txt").content == "workspace survives"  # recreated
+    assert calls["inspect_container"] >= 1
+
+
+def test_destroy_removes_the_hint(sandboxes, image, new_session_id):
+    spec = SandboxSpec(session_id=new_session_id(), **LIMITS)
+    sandboxes.get_or_create(spec)
+    sandboxes._forget(spec.session_id)
+    fresh_process_manager(image)[0].get_or_create(spec)._manager._forget(spec.session_id)
+    key = volumes.session_key(spec.session_id)
+    assert volumes.container_hint(key) is not None
+    sandboxes.destroy(spec.session_id)
+    assert volumes.container_hint(key) is None and volumes.lookup(key) is None
