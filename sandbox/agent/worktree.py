@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 import time
 
 import gitrules
@@ -29,6 +30,9 @@ RACY_NS = 50_000_000  # > one kernel clock tick (coarse timestamps), with room t
 LINK_MODE = 0o120000
 FULL, TRACKED, NESTED = 0, 1, 2  # listed with ignore rules / only what it holds / a repository of its own
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# A scan recurses once per directory level, and git handles trees a few thousand levels deep (paths
+# up to PATH_MAX): so must we. Python-to-Python calls use no C stack in 3.11.
+sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
 
 
 def _sig(st: os.stat_result) -> tuple:
@@ -52,7 +56,13 @@ class Dir:
         self.attrs_sig: tuple | None = None  # its .gitattributes' stat, None = it has none
 
     def holds(self) -> bool:
-        return bool(self.files) or any(d.holds() for d in self.dirs.values())
+        todo = [self]
+        while todo:
+            node = todo.pop()
+            if node.files:
+                return True
+            todo.extend(node.dirs.values())
+        return False
 
 
 class Worktree:
@@ -362,7 +372,9 @@ def _retrack(node: Dir) -> None:
 
 
 def _walk_files(node: Dir, prefix: bytes):
-    for name, entry in node.files.items():
-        yield prefix + name, entry
-    for name, child in node.dirs.items():
-        yield from _walk_files(child, prefix + name + b"/")
+    todo = [(node, prefix)]
+    while todo:
+        node, prefix = todo.pop()
+        for name, entry in node.files.items():
+            yield prefix + name, entry
+        todo.extend((child, prefix + name + b"/") for name, child in node.dirs.items())

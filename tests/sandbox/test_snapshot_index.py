@@ -335,3 +335,12 @@ def test_ignore_files_outside_the_workspace_are_honoured_and_followed(box):
     box.exec(f"mkdir -p {STATE}/info && echo 'x.*' > {STATE}/info/exclude && echo e > x.new")
     _, paths = box.snapshot_track_changed(later)
     assert paths == []  # info/exclude of the snapshot repo counts too
+
+
+def test_a_tree_thousands_of_levels_deep_is_tracked(box):
+    # git handles paths up to PATH_MAX; the scan recurses once per level, on one of the agent's threads
+    deep = "/".join(["d"] * 1800)
+    assert box.exec(f"mkdir -p {deep} && touch {deep}/leaf").exit_code == 0
+    tree, paths = box.snapshot_track_changed(box.snapshot_track())
+    listed = box.exec(f"git --git-dir {STATE} ls-tree -r --name-only {tree}").output.split()
+    assert listed == [deep + "/leaf"]
