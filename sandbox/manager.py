@@ -141,7 +141,7 @@ class DockerSandboxes:
         record = volumes.lookup(key)
         name = containers.session_container_name(session_id)
         hint = volumes.container_hint(key) if record is not None else None
-        if hint is not None and volumes.process_start(hint[1]) == hint[2]:
+        if hint is not None and volumes.process_start(hint[1], hint[0]) == hint[2]:
             box = self._attach_running(record, spec, session_id, name, hint[0])
             if box is not None:
                 return box

@@ -187,10 +187,15 @@ def container_hint(key: str) -> tuple[str, int, int] | None:
         return None
 
 
-def process_start(pid: int) -> int | None:
-    """A host process's start time (clock ticks since boot), None if there is no such process: with
-    the pid, it names one process for good (a pid is reused, never with the same start time)."""
+def process_start(pid: int, container_id: str) -> int | None:
+    """The start time (clock ticks since boot) of process `pid` if it runs in container `container_id`
+    (its cgroup path names the container), else None. With the pid it names one process for good: a
+    pid is reused, never with the same start time. The cgroup check keeps this honest where this
+    process sees another pid namespace than Docker's (a pid naming some unrelated process)."""
     try:
+        with open(f"/proc/{pid}/cgroup", "rb") as f:
+            if container_id.encode() not in f.read():
+                return None
         with open(f"/proc/{pid}/stat", "rb") as f:
             return int(f.read().rsplit(b")", 1)[1].split()[19])
     except (OSError, ValueError, IndexError):
@@ -198,7 +203,7 @@ def process_start(pid: int) -> int | None:
 
 
 def note_container(key: str, container_id: str, pid: int) -> None:
-    start = process_start(pid) if pid > 0 else None
+    start = process_start(pid, container_id) if pid > 0 else None
     if start is None:
         return
     sessions = _dirs()[2]

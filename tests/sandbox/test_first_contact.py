@@ -72,3 +72,21 @@ def test_destroy_removes_the_hint(sandboxes, image, new_session_id):
     assert volumes.container_hint(key) is not None
     sandboxes.destroy(spec.session_id)
     assert volumes.container_hint(key) is None and volumes.lookup(key) is None
+
+
+def test_a_hint_naming_a_process_outside_the_container_is_not_trusted(sandboxes, image, new_session_id):
+    # E.g. a worker in a pid namespace of its own, where the container's host pid names another process.
+    import os
+
+    spec = SandboxSpec(session_id=new_session_id(), **LIMITS)
+    box = sandboxes.get_or_create(spec)
+    sandboxes._forget(spec.session_id)
+    key = volumes.session_key(spec.session_id)
+    container_id = box._manager.api.inspect_container(box.container_name)["Id"]
+    with open(f"/proc/{os.getpid()}/stat", "rb") as f:
+        start = f.read().rsplit(b")", 1)[1].split()[19].decode()
+    volumes._hint_path(key).write_text(f"{container_id} {os.getpid()} {start}")  # alive, but not the container's
+    assert volumes.process_start(os.getpid(), container_id) is None
+    manager, calls = fresh_process_manager(image)
+    assert manager.get_or_create(spec).exec("echo ok").output.strip() == "ok"
+    assert calls["inspect_container"] == 1
