@@ -88,6 +88,7 @@ class _Keeper:
             with self._lock:
                 held = dict(self._held)
             if not held:
+                connection.close()  # an idle worker holds no connection for its keeper (no-op if none)
                 continue
             try:
                 close_old_connections()

@@ -195,12 +195,14 @@ class Run:
             data = {**data, "finish": "tool-calls" if Part.objects.filter(message=message, type="tool").exists() else "unknown"}
             message.data = data
         stopped = False
-        runner = ToolRunner(self, message, *(fresh[1:] if fresh else ()))
+        # The last call's outcome is written with the step's closing parts below (one statement fewer).
+        runner = ToolRunner(self, message, *(fresh[1:] if fresh else ()), defer_last=True)
         try:
             runner.run_all()
         except TurnStopped:
             stopped = True
         if self.abort.is_set():
+            runner.flush()
             return False
         if fresh:
             snapshot, tools_used = fresh[0], {d["tool"] for d in runner.current.values()}
@@ -214,7 +216,7 @@ class Run:
                         "tokens": data.get("tokens") or {}, **({"snapshot": end} if end else {})})
         finish = "stop" if stopped else data["finish"]
         # The step's closing parts, its completed message and the session's usage: one statement.
-        store.parts_upsert(message=message, parts=closing, usage=self._usage_after(data),
+        store.parts_upsert(message=message, parts=runner.take_unsaved() + closing, usage=self._usage_after(data),
                            message_data={**data, "finish": finish, "time": {**data["time"], "completed": now_ms()}})
         return finish in ("tool-calls", "unknown")
 

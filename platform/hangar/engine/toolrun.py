@@ -50,10 +50,13 @@ class TurnStopped(Exception):
 
 
 class ToolRunner:
-    def __init__(self, run, message: Message, parts: list[dict] | None = None, prior_tools: list[dict] | None = None):
+    def __init__(self, run, message: Message, parts: list[dict] | None = None, prior_tools: list[dict] | None = None,
+                 *, defer_last: bool = False):
         """`parts`: the message's tool parts, pending and not yet stored, when the caller has just streamed
         them (the first save stores them all); `prior_tools`: the session's tool parts of earlier messages
-        (from the step's history read). Either None → read from the database (a resumed step)."""
+        (from the step's history read). Either None → read from the database (a resumed step).
+        `defer_last`: the last call's outcome is not written by the runner but left in `take_unsaved()`
+        for the caller's next write (the loop's step closing: one statement fewer per tool step)."""
         self.run = run  # hangar.engine.loop.Run: session, sandbox, tools, ruleset, abort...
         self.message = message
         self._ruleset: list[dict] | None = None
@@ -63,6 +66,8 @@ class ToolRunner:
         # loop's closing snapshot decision use instead of re-reading the rows this runner just wrote.
         self.current: dict[str, dict] = {p["id"]: p for p in parts or []}
         self._unsaved: dict[str, dict] = dict(self.current)
+        self._defer_last = defer_last
+        self._deferred_id: str | None = None  # the last call's part (not a batch's sub-calls)
 
     # --- permission ------------------------------------------------------------------------------
 
@@ -110,14 +115,29 @@ class ToolRunner:
     # --- parts -------------------------------------------------------------------------------------
 
     def save(self, part: dict, **state) -> dict:
-        """Store `part` with `state`, and with it (one statement) the streamed calls not stored yet."""
+        """Store `part` with `state`, and with it (one statement) the streamed calls not stored yet. The
+        last call's outcome (completed or error) waits for the caller's write when deferring."""
         part = {**part, "state": state}
+        if part.get("id") == self._deferred_id and state["status"] in ("completed", "error"):
+            self.current[part["id"]] = self._unsaved[part["id"]] = part
+            return part
         self._unsaved.pop(part.get("id"), None)
         stored, _ = store.parts_upsert(message=self.message, parts=[part, *self._unsaved.values()])
         self._unsaved.clear()
         for saved in stored:
             self.current[saved["id"]] = saved
         return {**part, "id": stored[0]["id"]}
+
+    def take_unsaved(self) -> list[dict]:
+        """The parts this runner has not written (a deferred outcome), for the caller to write; cleared."""
+        parts, self._unsaved = list(self._unsaved.values()), {}
+        return parts
+
+    def flush(self) -> None:
+        """Write what `take_unsaved` would hand over (when the caller will not write next)."""
+        parts = self.take_unsaved()
+        if parts:
+            store.parts_upsert(message=self.message, parts=parts)
 
     def _recent_tools(self, exclude: str) -> list[dict]:
         """The session's latest tool parts other than `exclude`, newest first (as the query would give)."""
@@ -165,6 +185,9 @@ class ToolRunner:
         TurnStopped (person rejected)."""
         rows = self._parts if self._parts is not None else [
             row.data for row in Part.objects.filter(message=self.message, type="tool").order_by("id")]
+        if self._defer_last:
+            self._deferred_id = next((p["id"] for p in reversed(rows)
+                                      if not (p.get("metadata") or {}).get("batchChild")), None)
         for part in rows:
             self.current.setdefault(part["id"], part)
             if "-" in part["callID"] and (part.get("metadata") or {}).get("batchChild"):
