@@ -7,7 +7,8 @@ Both servers are driven through OpenCode's own HTTP API by the same client code 
 OpenAI-compatible server (`python -m scripted_llm`, zero latency) playing the same five-step script:
 write a file, run it with bash, a whitespace-fuzzy edit, read it back, answer.
 
-- Hangar: Daphne + one Celery worker (threads) + the Docker sandbox + Postgres, on a database of its own
+- Hangar: Daphne and one Celery worker, each started as deployed (deploy/run-web.sh, deploy/run-worker.sh:
+  threads, DB pools) + the Docker sandbox + Postgres, on a database of its own
   (`hangar_bench`, migrated here); the project's default model is the script.
 - OpenCode: `opencode serve` from tests/opencode_client (npm opencode-ai), pointed at the scripted server
   by an opencode.json custom provider (`@ai-sdk/openai-compatible` with a baseURL).
@@ -211,11 +212,10 @@ class Hangar:
         self.token, self.project = self._tenant()
         self.procs: list[subprocess.Popen] = []
         self.logs = Path(tempfile.mkdtemp(prefix="hangar-bench-"))
-        self.procs.append(subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "hangar", "worker", "--pool", "threads", "--concurrency", "8",
-             "-Q", self.env["HANGAR_ENGINE_QUEUE"], "--loglevel", "WARNING", "-n", f"bench{uuid.uuid4().hex[:4]}@%h",
-             "--without-gossip", "--without-mingle"],
-            cwd=ROOT, env=self.env, stdout=(self.logs / "worker.log").open("w"), stderr=subprocess.STDOUT))
+        self.procs.append(subprocess.Popen(  # the worker as deployed (threads, its DB pool), on its own queue
+            [str(ROOT / "deploy" / "run-worker.sh"), "--without-gossip", "--without-mingle"], cwd=ROOT,
+            env={**self.env, "HANGAR_PYTHON": sys.executable, "HANGAR_WORKER_CONCURRENCY": "8", "HANGAR_LOG_LEVEL": "WARNING"},
+            stdout=(self.logs / "worker.log").open("w"), stderr=subprocess.STDOUT))
         self.port = free_port()
         self.procs.append(subprocess.Popen(  # the web as deployed (its DB pool), with this interpreter
             [str(ROOT / "deploy" / "run-web.sh"), "-b", "127.0.0.1", "-p", str(self.port)],

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Celery worker processes carrying many agent sessions: an agent session spends most of its life
 # waiting on the LLM, so the pool is threads, not prefork (one LiteLLM import, ~170 MB, per process).
-# One process is bound by the GIL (~33 ms of CPU per agent step under bench/agent_load.py; two processes
+# One process is bound by the GIL (its CPU per agent step: bench/step_cpu.py, bench/agent_load.py; two processes
 # halve the 100-session p50 on 2 cores); HANGAR_WORKER_PROCESSES=N (default 1)
 # starts N such processes on this host, e.g. one per core, each with HANGAR_WORKER_CONCURRENCY threads.
 set -euo pipefail
@@ -13,7 +13,7 @@ queue_args=()
 [ -n "${HANGAR_ENGINE_QUEUE:-}" ] && queue_args=(-Q "$HANGAR_ENGINE_QUEUE")
 processes=${HANGAR_WORKER_PROCESSES:-1}
 worker() {  # exec: in the foreground it replaces this script, in the background its subshell (so $! is Celery)
-  exec .venv/bin/python -m celery -A hangar worker --pool threads "${queue_args[@]}" \
+  exec "${HANGAR_PYTHON:-.venv/bin/python}" -m celery -A hangar worker --pool threads "${queue_args[@]}" \
     --concurrency "${HANGAR_WORKER_CONCURRENCY:-100}" --loglevel "${HANGAR_LOG_LEVEL:-INFO}" \
     --hostname "worker-$$-$1@%h" "${@:2}"
 }
