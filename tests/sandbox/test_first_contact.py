@@ -2,6 +2,8 @@
 still running (its init alive in /proc), one attach and no inspect; when the hint is stale (stopped,
 replaced, destroyed), the full path still finds, starts or recreates the container."""
 
+import os
+
 from sandbox import volumes
 from sandbox.manager import DockerSandboxes
 from sandbox.protocol import SandboxSpec
@@ -76,8 +78,6 @@ def test_destroy_removes_the_hint(sandboxes, image, new_session_id):
 
 def test_a_hint_naming_a_process_outside_the_container_is_not_trusted(sandboxes, image, new_session_id):
     # E.g. a worker in a pid namespace of its own, where the container's host pid names another process.
-    import os
-
     spec = SandboxSpec(session_id=new_session_id(), **LIMITS)
     box = sandboxes.get_or_create(spec)
     sandboxes._forget(spec.session_id)
