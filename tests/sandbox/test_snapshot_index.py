@@ -344,3 +344,20 @@ def test_a_tree_thousands_of_levels_deep_is_tracked(box):
     tree, paths = box.snapshot_track_changed(box.snapshot_track())
     listed = box.exec(f"git --git-dir {STATE} ls-tree -r --name-only {tree}").output.split()
     assert listed == [deep + "/leaf"]
+
+
+def test_a_repo_kept_by_the_previous_agent_is_taken_over_from_gits_index(sandboxes, box):
+    # The previous agent recorded what was held in git's own index (git add + write-tree).
+    box.write("held.log", "held before *.log was ignored\n")
+    box.write("a.txt", "1\n")
+    git = f"git --git-dir {STATE} --work-tree /workspace"
+    made = box.exec(f"{git} add --all && {git} write-tree && rm -f {STATE}/hangar-index {STATE}/hangar-index.log")
+    assert made.exit_code == 0, made.output
+    base = made.output.strip()
+    box.write(".gitignore", "*.log\n")
+    box.write("held.log", "edited while ignored: still held, as git add would have it\n")
+    sandboxes.hibernate(box.session_id)  # the agent restarts without a saved index of its own
+    resumed = sandboxes.resume(box.session_id)
+    tree, paths = resumed.snapshot_track_changed(base)
+    assert paths == [".gitignore", "held.log"]
+    agrees_with_diff_tree(resumed, base, tree, paths)
