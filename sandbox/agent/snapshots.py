@@ -71,7 +71,7 @@ class Snapshots:
                      "-c", "core.autocrlf=false", "-c", "core.longpaths=true", "-c", "core.symlinks=true",
                      "-c", "core.fsmonitor=false", "-c", "core.quotepath=false"]
         self.hasher = GitHasher(self.argv, worktree)
-        self.index = Worktree(worktree, ObjectStore(git_dir), self.hasher)
+        self.index = Worktree(worktree, ObjectStore(git_dir), self.hasher, os.path.join(git_dir, "hangar-clock"))
         self.rules = GlobalRules(git_dir, self.argv)
         self.saved = IndexFile(git_dir)
         self._loaded = False

@@ -10,9 +10,10 @@ before, with git's own index as the record of what is held):
 A scan stats what it holds and lists only directories whose own stat changed (an entry added,
 removed or renamed changes its directory's mtime/ctime), so an unchanged workspace costs one lstat a
 file and one fstat a directory, and the few files that changed are read. A stat is trusted only when
-its ctime is older than the scan's start minus RACY_NS (git's "racily clean" rule): a file written
-again within the same clock tick would otherwise look unchanged. Trees are rebuilt only along the
-paths that changed, as loose objects that git reads like its own.
+its ctime is strictly older than a clock file touched as the scan starts (git's "racily clean" rule,
+with the filesystem's own clock and granularity): a file written again within the same timestamp
+tick would otherwise look unchanged. Trees are rebuilt only along the paths that changed, as loose
+objects that git reads like its own.
 """
 
 from __future__ import annotations
@@ -20,13 +21,11 @@ from __future__ import annotations
 import os
 import stat
 import sys
-import time
 
 import gitrules
 from objects import TREE_MODE, tree_body
 
 MAX_FILE_BYTES = 2 * 1024 * 1024
-RACY_NS = 50_000_000  # > one kernel clock tick (coarse timestamps), with room to spare
 LINK_MODE = 0o120000
 FULL, TRACKED, NESTED = 0, 1, 2  # listed with ignore rules / only what it holds / a repository of its own
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -66,8 +65,9 @@ class Dir:
 
 
 class Worktree:
-    def __init__(self, root: str, store, hasher) -> None:
+    def __init__(self, root: str, store, hasher, clock_file: str) -> None:
         self.root = os.fsencode(root)
+        self.clock_file = clock_file  # on the workspace's filesystem: see scan()
         self.store = store
         self.hasher = hasher  # blobs through git when attributes apply (objects.GitHasher)
         self.top = Dir()
@@ -82,7 +82,14 @@ class Worktree:
         """Bring the index up to date with the workspace; returns what changed (see `changes`).
         `force` lists every directory again (ignore rules outside the workspace changed)."""
         self.changes = {}
-        self.trusted_before = time.time_ns() - RACY_NS
+        # The filesystem's own "now", as git uses its index file's mtime: a stat is trusted only if its
+        # ctime is strictly older, so a file written again within the same timestamp tick (4 ms of
+        # kernel clock, or a whole second on filesystems that keep seconds) is read again next time.
+        try:
+            os.utime(self.clock_file)
+        except FileNotFoundError:
+            open(self.clock_file, "ab").close()
+        self.trusted_before = os.stat(self.clock_file).st_ctime_ns
         fd = os.open(self.root, DIR_FLAGS)
         try:
             self._scan(self.top, b"", fd, [], force, self.global_attrs)

@@ -5,7 +5,10 @@ ignored and formerly-ignored files, names git refuses, nested repositories, .git
 within one clock tick, gc, and an agent restarted with or without its saved index."""
 
 import json
+import os
+import subprocess
 
+from tests.sandbox.conftest import TEST_LABEL
 from tests.sandbox.test_snapshot_changes import agrees_with_diff_tree
 
 STATE = "/home/hangar/.hangar/snapshot"
@@ -361,3 +364,42 @@ def test_a_repo_kept_by_the_previous_agent_is_taken_over_from_gits_index(sandbox
     tree, paths = resumed.snapshot_track_changed(base)
     assert paths == [".gitignore", "held.log"]
     agrees_with_diff_tree(resumed, base, tree, paths)
+
+
+COARSE_PROBE = r'''
+import json, os, sys, time
+sys.path.insert(0, "/opt/hangar/agent")
+import snapshots
+os.makedirs("/w/ws")
+repo = snapshots.Snapshots("/w/git", "/w/ws")
+seen, coarse = [], True
+base = repo.track()["hash"]
+for i in range(12):  # same size, same second, a track in between: the stat looks the same each time
+    with open("/w/ws/r.txt", "w") as f:
+        f.write("%04d" % i)
+    coarse = coarse and os.stat("/w/ws/r.txt").st_ctime_ns % 1_000_000_000 == 0
+    time.sleep(0.07)
+    result = repo.track_changed({"base": base})
+    seen.append(result["paths"] == ["r.txt"])
+    base = result["hash"]
+print(json.dumps({"coarse": coarse, "all_seen": all(seen)}))
+'''
+
+
+def test_rewrites_within_one_second_are_seen_on_a_filesystem_that_keeps_seconds(docker_client, image, tmp_path):
+    disk, mnt = tmp_path / "coarse.img", tmp_path / "mnt"
+    mnt.mkdir()
+    with open(disk, "wb") as f:
+        f.truncate(16 * 1024 * 1024)
+    # 128-byte inodes: ext4 keeps whole seconds (what an older mke2fs.conf gives small filesystems)
+    subprocess.run(["mkfs.ext4", "-q", "-F", "-I", "128", str(disk)], check=True, capture_output=True)
+    subprocess.run(["mount", "-o", "loop", str(disk), str(mnt)], check=True)
+    try:
+        os.chown(mnt, 1000, 1000)
+        (mnt / "probe.py").write_text(COARSE_PROBE)
+        out = docker_client.containers.run(image, ["python3", "-S", "/w/probe.py"], user="1000:1000", remove=True,
+                                           network_mode="none", volumes={str(mnt): {"bind": "/w", "mode": "rw"}},
+                                           labels=TEST_LABEL)
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
+    assert json.loads(out) == {"coarse": True, "all_seen": True}
