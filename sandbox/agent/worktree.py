@@ -110,6 +110,11 @@ class Worktree:
         if node.mode == FULL:
             st = os.fstat(fd)
             relist = force or node.sig is None or node.sig != _sig(st)
+            if relist and prefix and not node.holds() and gitrules.is_nested_repo(self.root + b"/" + prefix[:-1]):
+                # A `.git` appeared in it (creating one changes this directory, not its parent): like
+                # git, which decides on every walk, leave out a repository of its own that holds nothing.
+                node.mode, node.dirs, node.others, node.sig, node.tree = NESTED, {}, set(), None, b""
+                return False
             if self._read_ignore(node, prefix, fd, relist):
                 force = relist = True  # its rules changed: every decision below it is re-made
             if node.patterns:

@@ -91,6 +91,9 @@ def run(seed, iterations):
         k, ex = rnd.random(), existing()
         pick = os.path.join(WS, rnd.choice(ex)) if ex else None
         try:
+            if rnd.random() < 0.06:  # an empty directory: git init may land in one that holds nothing
+                os.makedirs(os.path.join(WS, rpath(rnd.randint(0, 1))), exist_ok=True)
+                return
             if k < 0.35:
                 write(rpath(), rnd.choice([b"1", b"2", b"hello\n", os.urandom(4)]))
             elif k < 0.45 and pick:
@@ -246,6 +249,16 @@ def test_a_nested_repository_that_holds_tracked_files_stays_tracked(box):
     box.exec("git -C lib init -q && echo b > lib/b.rs && git init -q other && echo c > other/c.rs")
     tree, paths = box.snapshot_track_changed(base)
     assert paths == ["lib/b.rs"]  # as git: a directory it holds files in is walked; `other` is left out
+
+
+def test_a_directory_holding_nothing_that_becomes_a_repository_is_left_out(box):
+    # `git init sub` changes sub, not its parent: the check must not wait for the parent to change
+    box.write(".gitignore", "*.log\n")
+    box.exec("mkdir empty logs && echo x > logs/a.log")
+    base = box.snapshot_track()
+    box.exec("git init -q empty && echo x > empty/x.txt && git init -q logs && echo y > logs/y.txt && echo z > z.txt")
+    tree, paths = box.snapshot_track_changed(base)
+    assert paths == ["z.txt"]  # as `git ls-files -o` lists `empty/` and `logs/`: repositories of their own
 
 
 def test_gitattributes_conversions_store_what_git_add_stores(box):
