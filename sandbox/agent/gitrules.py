@@ -172,7 +172,7 @@ def wildmatch(pattern: bytes, text: bytes, pathname: bool) -> bool:
 # --- .gitignore patterns ---------------------------------------------------------------------
 
 class Pattern:
-    __slots__ = ("text", "negative", "mustbedir", "nodir", "base")
+    __slots__ = ("text", "negative", "mustbedir", "nodir", "base", "anchored", "literal", "suffix")
 
     def __init__(self, line: bytes, base: bytes) -> None:
         self.negative = line.startswith(b"!")
@@ -184,18 +184,28 @@ class Pattern:
         self.nodir = b"/" not in line
         self.text = line
         self.base = base  # the directory of the .gitignore, b"" or ending in b"/"
+        # git's fast paths (match_basename, match_pathname): no glob character is a string compare,
+        # and "*literal" against a basename is a suffix test
+        self.anchored = line[1:] if line.startswith(b"/") else line
+        self.literal = not any(c in _GLOB_SPECIAL for c in self.anchored)
+        self.suffix = line[1:] if line.startswith(b"*") and not any(c in _GLOB_SPECIAL for c in line[1:]) else None
 
     def matches(self, path: bytes, basename: bytes, is_dir: bool) -> bool:
         if self.mustbedir and not is_dir:
             return False
         if self.nodir:
+            if self.literal:
+                return basename == self.text
+            if self.suffix is not None:
+                return basename.endswith(self.suffix)
             return wildmatch(self.text, basename, False)
         # match_pathname: the pattern is anchored at its .gitignore's directory
         base = self.base
         if base and not path.startswith(base):
             return False
-        pattern = self.text[1:] if self.text.startswith(b"/") else self.text
-        return wildmatch(pattern, path[len(base):], True)
+        if self.literal:
+            return path[len(base):] == self.anchored
+        return wildmatch(self.anchored, path[len(base):], True)
 
 
 def _trim_trailing_spaces(line: bytes) -> bytes:
@@ -312,6 +322,8 @@ _DOTGITMODULES = re.compile(rb"(?i)(\.gitmodules|gitmod~[0-9]+|gi7eba~[0-9]+)[. 
 
 def indexable(name: bytes, is_link: bool) -> bool:
     """Whether git (core.protectNTFS, its default) accepts this path component in an index."""
+    if name[0] not in b".gG" and b"\\" not in name:
+        return True  # every name refused below starts so, or has a backslash
     if name.lower() == b".git":
         return False
     for part in name.split(b"\\"):  # protectNTFS checks after every backslash too

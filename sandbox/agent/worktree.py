@@ -40,7 +40,7 @@ def _sig(st: os.stat_result) -> tuple:
 
 class Dir:
     __slots__ = ("files", "dirs", "others", "tree", "sig", "mode", "patterns", "ignore_sig", "ignore_raw",
-                 "attrs_sig")
+                 "attrs_sig", "decided")
 
     def __init__(self, mode: int = FULL) -> None:
         self.files: dict[bytes, tuple] = {}  # name -> (mode, blob id, trusted stat or None): what it holds
@@ -53,6 +53,9 @@ class Dir:
         self.ignore_sig: tuple | None = None
         self.ignore_raw: bytes | None = None
         self.attrs_sig: tuple | None = None  # its .gitattributes' stat, None = it has none
+        # (name, is a directory) -> ignored, as last listed: valid until the rules change, which lists
+        # the directory again with `force`; so a listing matches only names it has not seen
+        self.decided: dict[tuple, bool] = {}
 
     def holds(self) -> bool:
         todo = [self]
@@ -114,13 +117,14 @@ class Worktree:
                 # A `.git` appeared in it (creating one changes this directory, not its parent): like
                 # git, which decides on every walk, leave out a repository of its own that holds nothing.
                 node.mode, node.dirs, node.others, node.sig, node.tree = NESTED, {}, set(), None, b""
+                node.decided = {}
                 return False
             if self._read_ignore(node, prefix, fd, relist):
                 force = relist = True  # its rules changed: every decision below it is re-made
             if node.patterns:
                 lists = [node.patterns, *lists]
             if relist:
-                changed = self._list(node, prefix, fd, lists + self.global_lists)
+                changed = self._list(node, prefix, fd, lists + self.global_lists, force)
                 node.sig = self._trusted(st)
         if node.attrs_sig is not None or node.mode == TRACKED:
             attrs = self._check_attrs(node, fd) or attrs
@@ -192,12 +196,21 @@ class Worktree:
             node.attrs_sig = sig
         return sig is not None
 
-    def _list(self, node: Dir, prefix: bytes, fd: int, lists: list) -> bool:
+    def _list(self, node: Dir, prefix: bytes, fd: int, lists: list, force: bool) -> bool:
         """Read a FULL directory's entries again: which files are candidates, which directories to walk."""
         dirs, others, changed, attrs = {}, set(), False, False
-        with os.scandir(fd) as entries:
+        known, decided = ({} if force else node.decided), {}
+
+        def ignored(path: bytes, name: bytes, is_dir: bool) -> bool:
+            verdict = known.get((name, is_dir))
+            if verdict is None:
+                verdict = gitrules.excluded(lists, path, name, is_dir)
+            decided[name, is_dir] = verdict
+            return verdict
+
+        with _entries(fd) as entries:
             for entry in entries:
-                name = os.fsencode(entry.name)
+                name = entry.name if isinstance(entry.name, bytes) else os.fsencode(entry.name)
                 if name == b".git":
                     continue
                 is_link = entry.is_symlink()
@@ -212,7 +225,7 @@ class Worktree:
                 if is_dir:
                     child = node.dirs.get(name)
                     holds = child is not None and child.holds()
-                    if gitrules.excluded(lists, path, name, True):
+                    if ignored(path, name, True):
                         if holds:  # git still updates what it holds there, and adds nothing new
                             _retrack(child)
                             dirs[name] = child
@@ -222,12 +235,12 @@ class Worktree:
                         dirs[name] = Dir(NESTED)
                     else:
                         dirs[name] = _walk(child or Dir())
-                elif name not in node.files and not gitrules.excluded(lists, path, name, False):
+                elif name not in node.files and not ignored(path, name, False):
                     others.add(name)
         for name, child in node.dirs.items():
             if name not in dirs:
                 changed = self._forget(child, prefix + name + b"/") or changed
-        node.dirs, node.others = dirs, others
+        node.dirs, node.others, node.decided = dirs, others, decided
         if attrs and node.attrs_sig is None:
             node.attrs_sig = ()  # checked (and the hasher restarted) right after listing
         elif not attrs and node.attrs_sig is not None:
@@ -352,6 +365,15 @@ class Worktree:
         return old[:2] if old else None
 
 
+def _entries(fd: int):
+    """The entries of directory `fd`. Through /proc (the very directory `fd` is) names come as bytes,
+    which spares decoding each name and encoding it back."""
+    try:
+        return os.scandir(b"/proc/self/fd/%d" % fd)
+    except OSError:
+        return os.scandir(fd)
+
+
 def _read(name: bytes, fd: int) -> bytes | None:
     """A regular file's content (None if it is not one any more: never block on a fifo)."""
     file_fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd)
@@ -374,7 +396,7 @@ def _walk(child: Dir) -> Dir:
 
 def _retrack(node: Dir) -> None:
     """An ignored directory: keep only what it holds, and stop listing it."""
-    node.mode, node.sig, node.others = TRACKED, None, set()
+    node.mode, node.sig, node.others, node.decided = TRACKED, None, set(), {}
     node.patterns, node.ignore_raw, node.ignore_sig = [], None, None
     for name, child in list(node.dirs.items()):
         if child.holds():
