@@ -15,6 +15,10 @@ Two details that the plain Channels API gets wrong for this use:
 - **No cancelled receives.** channels_redis drops the channel when a `receive()` is cancelled (e.g. by
   `asyncio.wait_for`), so one pump task owns `receive()` and feeds a local queue; timeouts wait on that
   queue instead.
+- **A receiver that is awake.** channels_redis' receiver task reads Redis only while something is
+  subscribed, and otherwise sleeps 0.1 s between checks: in a web process with no other listener the first
+  subscription waited out that sleep (GET /event's first byte took ~105 ms, ~10 ms with another stream
+  open). One channel per event loop stays subscribed for the life of the process.
 """
 
 import asyncio
@@ -28,6 +32,7 @@ from channels.layers import get_channel_layer
 from hangar.logging import get_logger
 
 log = get_logger(__name__)
+_awake_loops: set[int] = set()  # event loops whose channel layer keeps a standing subscription
 
 EVENT = "hangar.event"  # message type carrying one event under "event"
 BARRIER = "hangar.barrier"  # subscription probes; every listener ignores foreign nonces
@@ -51,6 +56,7 @@ class Subscription:
 
     async def open(self) -> None:
         self.layer = get_channel_layer()
+        await _keep_receiver_awake(self.layer)
         self.channel = await self.layer.new_channel()
         self._pump = asyncio.ensure_future(self._run_pump())
         for group in self.groups:
@@ -122,6 +128,13 @@ class Subscription:
             rest.append(self._queue.get_nowait())
         for message in held + rest:
             self._queue.put_nowait(message)
+
+
+async def _keep_receiver_awake(layer) -> None:
+    loop = id(asyncio.get_running_loop())
+    if loop not in _awake_loops:
+        _awake_loops.add(loop)
+        await layer.new_channel(prefix="standing.")  # never published to, never left
 
 
 def subscribe(groups: list[str], **kwargs) -> Subscription:
