@@ -223,6 +223,11 @@ class DockerSandboxes:
         container_id = self._create_container(spec, name, volume_id, labels)
         if container_id is None:
             return None
+        # For the next first contact (this session's next run, any process): attach without an inspect.
+        # One inspect here, where creating the container already took a few hundred milliseconds.
+        pid = self.api.inspect_container(container_id)["State"]["Pid"]
+        if pid:
+            volumes.note_container(key, container_id, pid)
         return self._attach(spec, name, container_id)
 
     def _attach(self, spec: SandboxSpec, name: str, container_id: str,

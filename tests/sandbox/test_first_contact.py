@@ -19,14 +19,19 @@ def fresh_process_manager(image) -> tuple[DockerSandboxes, dict]:
 
 def test_a_running_sandbox_is_reached_with_one_attach_and_no_inspect(sandboxes, image, new_session_id):
     spec = SandboxSpec(session_id=new_session_id(), env={"TEAM": "alpha"}, **LIMITS)
-    sandboxes.get_or_create(spec).write("here.txt", "hi")
+    sandboxes.get_or_create(spec).write("here.txt", "hi")  # created cold: the hint is recorded then
     sandboxes._forget(spec.session_id)  # let go of the attach lock, as a worker that moved on
     first, calls = fresh_process_manager(image)
     assert first.get_or_create(spec).read("here.txt").content == "hi"
-    assert calls["inspect_container"] == 1  # no hint yet: the full path, which records one
+    assert dict(calls) == {"attach_socket": 1}
     first._forget(spec.session_id)
+    os.unlink(volumes._hint_path(volumes.session_key(spec.session_id)))  # a sandbox from before hints
     second, calls = fresh_process_manager(image)
-    box = second.get_or_create(spec)
+    assert second.get_or_create(spec).read("here.txt").content == "hi"
+    assert calls["inspect_container"] == 1  # no hint: the full path, which records one
+    second._forget(spec.session_id)
+    third, calls = fresh_process_manager(image)
+    box = third.get_or_create(spec)
     assert dict(calls) == {"attach_socket": 1}
     assert box.exec("echo $TEAM").output.strip() == "alpha"  # the env is bound on this path too
 
