@@ -86,7 +86,7 @@ DATABASES = {
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # Django turns psycopg's prepared statements off (None), which also refuses an explicit prepare=True. Only
 # server-side-binding cursors ever prepare: Django's own cursors bind on the client and never do, the
-# store's fixed hot statements (hangar.conversations.sql) ask to. Safe with psycopg's pool; not behind a
+# store's fixed hot statements (hangar.rawsql) ask to. Safe with psycopg's pool; not behind a
 # transaction-pooling pgbouncer.
 DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = 5
 # HANGAR_DB_POOL_MAX turns on Django's psycopg pool (needs psycopg-pool), one per process, shared by its threads.

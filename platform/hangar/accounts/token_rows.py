@@ -8,11 +8,11 @@ ORM queries it replaces cost ~2.7 ms). The column lists come from the models, so
 """
 
 from dataclasses import dataclass
-from functools import cache
 
-from django.db import connection, models
+from django.db import models
 
 from hangar.accounts.models import ApiToken, Membership, Org, User
+from hangar.rawsql import instances, run, select_list
 
 
 @dataclass(frozen=True)
@@ -33,66 +33,25 @@ _FROM = ("FROM accounts_apitoken t JOIN accounts_user u ON u.id = t.user_id JOIN
          " LEFT JOIN accounts_membership m ON m.user_id = t.user_id AND m.org_id = t.org_id")
 
 
-@cache
-def _fields(model: type[models.Model]) -> tuple[str, ...]:
-    return tuple(field.attname for field in model._meta.concrete_fields)
-
-
-@cache
-def _select(model: type[models.Model], alias: str) -> str:
-    return ", ".join(f'{alias}."{field.column}"' for field in model._meta.concrete_fields)
-
-
 def token_find(digests: list[str], join: Join | None = None) -> ApiToken | None:
     """The token whose digest is one of `digests`, with .user, .org and .membership (and .<join.alias>)
     loaded; None if no token matches. Usability (revoked, expired, inactive user) is the caller's to check."""
     tables = _TABLES + (((join.model, join.alias),) if join else ())
-    sql = f"SELECT {', '.join(_select(model, alias) for model, alias in tables)} {_FROM}"
+    sql = f"SELECT {', '.join(select_list(model, alias) for model, alias in tables)} {_FROM}"
     params: list = []
     if join:
         sql += f" LEFT JOIN {join.model._meta.db_table} {join.alias} ON {join.on}"
         params += join.params
     sql += " WHERE t.digest = ANY(%s) ORDER BY t.id LIMIT 1"
     params.append(list(digests))
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        row = cursor.fetchone()
-    if row is None:
+    rows = run(sql, params)  # prepared: the same few statements on every request
+    if not rows:
         return None
-    token, user, org, membership, *joined = _instances(tables, row)
+    row = rows[0]
+    token, user, org, membership, *joined = instances(tables, row)
     token.user, token.org, token.membership = user, org, membership
     if membership is not None:
         membership.user, membership.org = user, org
     if join:
         setattr(token, join.alias, joined[0])
     return token
-
-
-@cache
-def _converters(model: type[models.Model]) -> tuple:
-    """(index, column, converters) for the fields whose database value needs converting (a JSONField's
-    text, for one), as the ORM's compiler applies them."""
-    out = []
-    for index, field in enumerate(model._meta.concrete_fields):
-        column = field.get_col(model._meta.db_table)
-        converters = connection.ops.get_db_converters(column) + field.get_db_converters(connection)
-        if converters:
-            out.append((index, column, tuple(converters)))
-    return tuple(out)
-
-
-def _instances(tables, row) -> list[models.Model | None]:
-    """One model instance per table from the row's consecutive columns; None for a LEFT JOIN that missed."""
-    out, start = [], 0
-    for model, _ in tables:
-        names = _fields(model)
-        values = list(row[start:start + len(names)])
-        start += len(names)
-        if values[names.index(model._meta.pk.attname)] is None:
-            out.append(None)
-            continue
-        for index, column, converters in _converters(model):
-            for convert in converters:
-                values[index] = convert(values[index], column, connection)
-        out.append(model.from_db(connection.alias, names, values))
-    return out

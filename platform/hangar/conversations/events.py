@@ -26,7 +26,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from hangar.conversations.models import Event, Session
-from hangar.conversations.sql import run as sql_run
+from hangar.rawsql import run as sql_run
 
 SESSION_GROUP = "session.{id}"
 PROJECT_GROUP = "project.{id}"  # every event of the project's sessions (OpenCode's /event stream)

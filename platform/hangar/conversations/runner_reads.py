@@ -2,7 +2,7 @@
 
 Not scoped to an actor: no person is asking, the lease is the authority, and the session id came from
 the run the platform itself enqueued. The loop re-reads its state at every step (seed 000 §3.2), so
-these are its per-step reads: fixed statements, prepared (hangar.conversations.sql), no ORM query
+these are its per-step reads: fixed statements, prepared (hangar.rawsql), no ORM query
 building, rows turned into the few fields the loop uses.
 """
 
@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 
 from hangar.conversations.models import Message, Session
-from hangar.conversations.sql import run
+from hangar.rawsql import run
 
 # What a step needs, in one round trip and one JSON document: the permission layers, every message, and
 # the parts of the messages the caller has not settled (those it holds can no longer change).
