@@ -43,6 +43,8 @@ def test_a_users_own_credential_wins_over_the_orgs(alice, bob):
     credential_set(actor=bob.actor, org=bob.org, provider="openai", api_key=PERSONAL, user=bob.user)
     assert credential_resolve(org_id=alice.org.pk, user_id=bob.user.pk, provider="openai").api_key == PERSONAL
     assert credential_resolve(org_id=alice.org.pk, user_id=alice.user.pk, provider="openai").api_key == KEY
+    # A session whose creator is gone resolves the org's credential, never someone's personal one.
+    assert credential_resolve(org_id=alice.org.pk, user_id=None, provider="openai").api_key == KEY
 
 
 def test_another_orgs_credential_never_resolves(alice, charlie):

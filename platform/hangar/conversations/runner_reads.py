@@ -11,8 +11,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from hangar.accounts.models import Org
 from hangar.conversations.models import Message, Session
-from hangar.rawsql import run
+from hangar.projects.models import Project
+from hangar.rawsql import instances, run, select_list
+
+_RUN_TABLES = ((Session, "s"), (Project, "p"), (Org, "o"))
+_RUN_START = (f"SELECT {', '.join(select_list(model, alias) for model, alias in _RUN_TABLES)}"
+              " FROM conversations_session s JOIN projects_project p ON p.id = s.project_id"
+              " JOIN accounts_org o ON o.id = s.org_id WHERE s.id = %s")
 
 # What a step needs, in one round trip and one JSON document: the permission layers, every message, and
 # the parts of the messages the caller has not settled (those it holds can no longer change).
@@ -27,6 +34,16 @@ _STEP_STATE = (
 )
 _PARTS = ("SELECT message_id, data FROM conversations_part WHERE session_id = %s AND message_id = ANY(%s)"
           " ORDER BY id")
+
+
+def session_for_run(session_id: str) -> Session:
+    """The session with its project and org, as a run starts (what select_related gives, prepared)."""
+    rows = run(_RUN_START, [session_id])
+    if not rows:
+        raise Session.DoesNotExist(session_id)
+    session, project, org = instances(_RUN_TABLES, rows[0])
+    session.project, session.org = project, org
+    return session
 
 
 @dataclass

@@ -21,7 +21,7 @@ from django.db import transaction
 from hangar.conversations import services as store
 from hangar.conversations.events import publish, publish_many
 from hangar.conversations.models import Message, Part, PermissionRequest, Session
-from hangar.conversations.runner_reads import StepState, message_parts, step_state
+from hangar.conversations.runner_reads import StepState, message_parts, session_for_run, step_state
 from hangar.conversations.services import now_ms
 from hangar.engine import permissions as perm
 from hangar.engine.agents import agent_get
@@ -101,7 +101,7 @@ class Run:
 
     def run(self) -> None:
         # Set before anything can end the run: an abort noticed here still needs the session to finish.
-        session = self.session = Session.objects.select_related("project", "org").get(pk=self.session_id)
+        session = self.session = session_for_run(self.session_id)
         if session.abort_requested:
             self.abort.set()
         if session.status != "busy":

@@ -3,10 +3,15 @@ right before the LLM call; never log or publish the result."""
 
 from dataclasses import dataclass, field
 
-from django.db.models import F, Q
-
 from hangar.projects import crypto
 from hangar.projects.models import ProviderCredential
+from hangar.rawsql import instances, run, select_list
+
+# The personal credential (user set) sorts before the org's (NULLs last). A prepared statement: every
+# run of every session resolves its credential when it starts.
+_FIND = (f"SELECT {select_list(ProviderCredential, 'c')} FROM projects_providercredential c"
+         " WHERE c.org_id = %s AND c.provider = %s AND (c.user_id IS NULL OR c.user_id = %s)"
+         " ORDER BY c.user_id ASC NULLS LAST, c.id ASC LIMIT 1")
 
 
 class CredentialNotFound(LookupError):
@@ -24,12 +29,10 @@ class ResolvedCredential:
 
 def credential_resolve(*, org_id: int, user_id: int | None, provider: str) -> ResolvedCredential:
     """The user's own credential for `provider` in the org if they have one, else the org's."""
-    owners = Q(user__isnull=True) | Q(user_id=user_id) if user_id is not None else Q(user__isnull=True)
-    # One query for both: the personal credential (user set) sorts before the org's (NULLs last).
-    credential = (ProviderCredential.objects.filter(owners, org_id=org_id, provider=provider)
-                  .order_by(F("user_id").asc(nulls_last=True), "id").first())
-    if credential is None:
+    rows = run(_FIND, [org_id, provider, user_id])  # user_id None matches no personal credential
+    if not rows:
         raise CredentialNotFound(f"no credential for provider {provider!r}")
+    (credential,) = instances(((ProviderCredential, "c"),), rows[0])
     return _resolved(credential, "user" if credential.user_id is not None else "org")
 
 

@@ -2,8 +2,12 @@
 
 from hangar.projects import crypto
 from hangar.projects.models import Project
+from hangar.rawsql import run
+
+# Read when a run first reaches its sandbox (every run of every session): prepared, no ORM query building.
+_SANDBOX_SAFE = "SELECT name, value_encrypted FROM projects_projectenvvar WHERE project_id = %s AND NOT secret"
 
 
 def env_for_sandbox(project: Project) -> dict[str, str]:
     """Only the vars a project admin marked sandbox-safe (secret=False)."""
-    return {var.name: crypto.decrypt(var.value_encrypted) for var in project.env_vars.filter(secret=False)}
+    return {name: crypto.decrypt(value) for name, value in run(_SANDBOX_SAFE, [project.pk])}
