@@ -22,14 +22,16 @@ _RUN_START = (f"SELECT {', '.join(select_list(model, alias) for model, alias in 
               " JOIN accounts_org o ON o.id = s.org_id WHERE s.id = %s")
 
 # What a step needs, in one round trip and one JSON document: the permission layers, every message, and
-# the parts of the messages the caller has not settled (those it holds can no longer change).
+# the parts of the messages the caller has not settled (those it holds can no longer change). Parts are
+# found through their own session key: joined through the messages, the planner cannot know the session
+# (a correlated parameter) and hashed the messages against a scan of the whole part table, a read that
+# grew with every session ever stored (tests/conversations/test_runner_reads.py).
 _STEP_STATE = (
     "SELECT s.permission, p.permission_rules,"
     " (SELECT coalesce(json_agg(json_build_array(m.id, m.role, m.data) ORDER BY m.id), '[]')"
     "  FROM conversations_message m WHERE m.session_id = s.id),"
     " (SELECT coalesce(json_agg(json_build_array(x.message_id, x.data) ORDER BY x.id), '[]')"
-    "  FROM conversations_message m JOIN conversations_part x ON x.message_id = m.id"
-    "  WHERE m.session_id = s.id AND NOT (m.id = ANY(%b::text[])))"
+    "  FROM conversations_part x WHERE x.session_id = s.id AND NOT (x.message_id = ANY(%b::text[])))"
     " FROM conversations_session s JOIN projects_project p ON p.id = s.project_id WHERE s.id = %s"
 )
 _PARTS = ("SELECT message_id, data FROM conversations_part WHERE session_id = %s AND message_id = ANY(%s)"
