@@ -22,16 +22,17 @@ _RUN_START = (f"SELECT {', '.join(select_list(model, alias) for model, alias in 
               " JOIN accounts_org o ON o.id = s.org_id WHERE s.id = %s")
 
 # What a step needs, in one round trip and one JSON document: the permission layers, every message, and
-# the parts of the messages the caller has not settled (those it holds can no longer change). Parts are
-# found through their own session key: joined through the messages, the planner cannot know the session
-# (a correlated parameter) and hashed the messages against a scan of the whole part table, a read that
-# grew with every session ever stored (tests/conversations/test_runner_reads.py).
+# the parts of the messages the caller has not settled (those it holds can no longer change). Each open
+# message's parts are a subquery of their own on the part's message key: written as a join, the planner
+# could not know the session (a correlated parameter) and hashed the messages against a scan of the whole
+# part table, a read that grew with every session ever stored (tests/conversations/test_runner_reads.py).
 _STEP_STATE = (
     "SELECT s.permission, p.permission_rules,"
     " (SELECT coalesce(json_agg(json_build_array(m.id, m.role, m.data) ORDER BY m.id), '[]')"
     "  FROM conversations_message m WHERE m.session_id = s.id),"
-    " (SELECT coalesce(json_agg(json_build_array(x.message_id, x.data) ORDER BY x.id), '[]')"
-    "  FROM conversations_part x WHERE x.session_id = s.id AND NOT (x.message_id = ANY(%b::text[])))"
+    " (SELECT coalesce(json_agg(json_build_array(m.id, (SELECT coalesce(json_agg(x.data ORDER BY x.id), '[]')"
+    "    FROM conversations_part x WHERE x.message_id = m.id)) ORDER BY m.id), '[]')"
+    "  FROM conversations_message m WHERE m.session_id = s.id AND NOT (m.id = ANY(%b::text[])))"
     " FROM conversations_session s JOIN projects_project p ON p.id = s.project_id WHERE s.id = %s"
 )
 _PARTS = ("SELECT message_id, data FROM conversations_part WHERE session_id = %s AND message_id = ANY(%s)"
@@ -72,10 +73,8 @@ def step_state(session: Session, settled: list[str]) -> StepState:
         message = Message(id=message_id, session=session, role=role, data=data)
         message._state.adding, message._state.db = False, "default"  # a row from the database
         messages.append(message)
-    known = set(settled)
-    parts: dict[str, list[dict]] = {m.pk: [] for m in messages if m.pk not in known}
-    for message_id, data in _json(part_rows):
-        parts[message_id].append(data)
+    # Every message not settled, with its parts in order (an empty list for a message with none).
+    parts: dict[str, list[dict]] = dict(_json(part_rows))
     return StepState(_json(session_rules), _json(project_rules), messages, parts)
 
 
