@@ -28,10 +28,12 @@ def warm_up_worker(**_kwargs) -> None:
     from hangar.engine.providers.litellm_model import warm_up
     from hangar.engine.tools import runner as tool_runner  # noqa: F401
     from hangar.engine.tools.registry import ALL, tool_schemas
+    from hangar.heap import freeze_start_up_heap
     from hangar.projects import credentials  # noqa: F401
 
     warm_up()
     tool_schemas(ALL)
+    freeze_start_up_heap()  # last: what was loaded above is never walked by a full collection again
 
 
 @shared_task(name="hangar.engine.run_session", ignore_result=True)
