@@ -69,6 +69,21 @@ def test_a_steps_read_examines_only_its_own_sessions_parts(busy_store, plan_mode
     assert _part_rows_examined(plan[0]["Plan"]) == 2
 
 
+def test_the_apps_connections_never_jit_compile_a_statement(busy_store):
+    """JIT compiling cost ~10 ms a statement that runs in 0.1 ms; a high estimate is enough to trigger it."""
+    session, settled = busy_store
+    connection.ensure_connection()
+    with psycopg.Cursor(connection.connection) as cursor:
+        cursor.execute("SHOW jit")
+        assert cursor.fetchone()[0] == "off"
+        cursor.execute("SET plan_cache_mode = force_generic_plan")
+        cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + _STEP_STATE, [[settled.pk], session.pk])
+        plan = cursor.fetchone()[0]
+        cursor.execute("RESET plan_cache_mode")
+    plan = json.loads(plan) if isinstance(plan, str) else plan
+    assert "JIT" not in plan[0]
+
+
 def test_a_steps_read_returns_the_unsettled_messages_parts_in_order(busy_store):
     session, settled = busy_store
     state = step_state(session, settled=[settled.pk])
