@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Celery worker processes carrying many agent sessions: an agent session spends most of its life
 # waiting on the LLM, so the pool is threads, not prefork (one LiteLLM import, ~170 MB, per process).
-# One process is bound by the GIL (its CPU per agent step: bench/step_cpu.py, bench/agent_load.py; two processes
-# halve the 100-session p50 on 2 cores); HANGAR_WORKER_PROCESSES=N (default 1)
+# One process is bound by the GIL (its CPU per agent step: bench/step_cpu.py, bench/agent_load.py). Measured with
+# bench/agent_load.py (100 sessions, 2 s model calls, 2 cores): one process p99 84-114 ms at 322 MB; two
+# processes of 50 threads p99 77-81 ms at 618 MB. HANGAR_WORKER_PROCESSES=N (default 1)
 # starts N such processes on this host, e.g. one per core, each with HANGAR_WORKER_CONCURRENCY threads.
 set -euo pipefail
 cd "$(dirname "$0")/.."
