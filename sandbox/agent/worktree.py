@@ -23,11 +23,11 @@ import stat
 import sys
 
 import gitrules
+from heldtree import FULL, NESTED, TRACKED, Dir, retrack, walk_files, walked
 from objects import TREE_MODE, tree_body
 
 MAX_FILE_BYTES = 2 * 1024 * 1024
 LINK_MODE = 0o120000
-FULL, TRACKED, NESTED = 0, 1, 2  # listed with ignore rules / only what it holds / a repository of its own
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # A scan recurses once per directory level, and git handles trees a few thousand levels deep (paths
 # up to PATH_MAX): so must we. Python-to-Python calls use no C stack in 3.11.
@@ -36,35 +36,6 @@ sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
 
 def _sig(st: os.stat_result) -> tuple:
     return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
-
-
-class Dir:
-    __slots__ = ("files", "dirs", "others", "tree", "sig", "mode", "patterns", "ignore_sig", "ignore_raw",
-                 "attrs_sig", "decided")
-
-    def __init__(self, mode: int = FULL) -> None:
-        self.files: dict[bytes, tuple] = {}  # name -> (mode, blob id, trusted stat or None): what it holds
-        self.dirs: dict[bytes, Dir] = {}  # subdirectories that are walked (or hold something)
-        self.others: set[bytes] = set()  # untracked, not ignored, not stored (too big, unreadable): re-checked
-        self.tree: bytes | None = None  # tree id while nothing below changed; b"" = holds nothing
-        self.sig: tuple | None = None  # its stat when last listed; None = list it again
-        self.mode = mode
-        self.patterns: list = []  # its .gitignore
-        self.ignore_sig: tuple | None = None
-        self.ignore_raw: bytes | None = None
-        self.attrs_sig: tuple | None = None  # its .gitattributes' stat, None = it has none
-        # (name, is a directory) -> ignored, as last listed: valid until the rules change, which lists
-        # the directory again with `force`; so a listing matches only names it has not seen
-        self.decided: dict[tuple, bool] = {}
-
-    def holds(self) -> bool:
-        todo = [self]
-        while todo:
-            node = todo.pop()
-            if node.files:
-                return True
-            todo.extend(node.dirs.values())
-        return False
 
 
 class Worktree:
@@ -145,7 +116,7 @@ class Worktree:
             if child.mode == NESTED:
                 if gitrules.is_nested_repo(self.root + b"/" + prefix + name):
                     continue
-                child.mode, child.sig = FULL, None
+                walked(child)  # no longer a repository of its own
             try:
                 child_fd = os.open(name, DIR_FLAGS, dir_fd=fd)
             except PermissionError:
@@ -227,14 +198,14 @@ class Worktree:
                     holds = child is not None and child.holds()
                     if ignored(path, name, True):
                         if holds:  # git still updates what it holds there, and adds nothing new
-                            _retrack(child)
+                            retrack(child)
                             dirs[name] = child
                     elif holds:  # held content keeps it walked, even as a repository of its own
-                        dirs[name] = _walk(child)
+                        dirs[name] = walked(child)
                     elif gitrules.is_nested_repo(self.root + b"/" + path):
                         dirs[name] = Dir(NESTED)
                     else:
-                        dirs[name] = _walk(child or Dir())
+                        dirs[name] = walked(child or Dir())
                 elif name not in node.files and not ignored(path, name, False):
                     others.add(name)
         for name, child in node.dirs.items():
@@ -296,7 +267,7 @@ class Worktree:
     def _forget(self, child: Dir, prefix: bytes) -> bool:
         """A subdirectory (at `prefix`) is gone: everything it held is deleted."""
         changed = False
-        for path, entry in _walk_files(child, prefix):
+        for path, entry in walk_files(child, prefix):
             self._note(path, entry[:2], None)
             changed = True
         return changed
@@ -321,7 +292,7 @@ class Worktree:
     # --- what it holds, as a list (saving, loading, restore, revert) ------------------------------
 
     def entries(self) -> list[tuple]:
-        return [(path, *entry) for path, entry in _walk_files(self.top, b"")]
+        return [(path, *entry) for path, entry in walk_files(self.top, b"")]
 
     def get(self, path: bytes) -> tuple | None:
         """The entry (mode, id, stat) held at `path`, or None."""
@@ -386,29 +357,3 @@ def _read(name: bytes, fd: int) -> bytes | None:
         return b"".join(chunks)
     finally:
         os.close(file_fd)
-
-
-def _walk(child: Dir) -> Dir:
-    if child.mode != FULL:
-        child.mode, child.sig = FULL, None
-    return child
-
-
-def _retrack(node: Dir) -> None:
-    """An ignored directory: keep only what it holds, and stop listing it."""
-    node.mode, node.sig, node.others, node.decided = TRACKED, None, set(), {}
-    node.patterns, node.ignore_raw, node.ignore_sig = [], None, None
-    for name, child in list(node.dirs.items()):
-        if child.holds():
-            _retrack(child)
-        else:
-            del node.dirs[name]
-
-
-def _walk_files(node: Dir, prefix: bytes):
-    todo = [(node, prefix)]
-    while todo:
-        node, prefix = todo.pop()
-        for name, entry in node.files.items():
-            yield prefix + name, entry
-        todo.extend((child, prefix + name + b"/") for name, child in node.dirs.items())
