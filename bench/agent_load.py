@@ -100,10 +100,15 @@ def machine_cpu(workers: list[int]) -> dict[str, float]:
             if pid == 1:
                 continue  # init: its cutime is every orphan it ever reaped
         parts[part] = parts.get(part, 0.0) + used / hz
-    with open("/proc/stat") as f:
-        ticks = [int(x) for x in f.readline().split()[1:]]
-    parts["machine"] = (sum(ticks) - ticks[3] - ticks[4]) / hz
+    ticks = machine_ticks()
+    parts["machine"] = (sum(ticks) - ticks[3] - ticks[4]) / hz  # all but idle and iowait
     return parts
+
+
+def machine_ticks() -> list[int]:
+    """The whole machine's CPU ticks by kind (/proc/stat: user, nice, system, idle, iowait, ...)."""
+    with open("/proc/stat") as f:
+        return [int(x) for x in f.readline().split()[1:]]
 
 
 def provision(session) -> None:
@@ -120,15 +125,14 @@ def settle(idle_share: float = 0.8, limit_s: float = 60.0) -> float:
     billed to the sessions. Returns the wait."""
     started = time.monotonic()
 
-    def ticks() -> tuple[int, int]:
-        with open("/proc/stat") as f:
-            values = [int(x) for x in f.readline().split()[1:]]
-        return values[3] + values[4], sum(values)
+    def idle_and_total() -> tuple[int, int]:
+        ticks = machine_ticks()
+        return ticks[3] + ticks[4], sum(ticks)
 
     while time.monotonic() - started < limit_s:
-        idle0, total0 = ticks()
+        idle0, total0 = idle_and_total()
         time.sleep(1.0)
-        idle1, total1 = ticks()
+        idle1, total1 = idle_and_total()
         if (idle1 - idle0) / max(1, total1 - total0) >= idle_share:
             break
     return time.monotonic() - started

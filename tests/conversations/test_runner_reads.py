@@ -55,33 +55,31 @@ def _part_rows_examined(plan: dict) -> int:
     return own + sum(_part_rows_examined(child) for child in plan.get("Plans", []))
 
 
-@pytest.mark.parametrize("plan_mode", ["force_custom_plan", "force_generic_plan"])  # generic: as prepared
-def test_a_steps_read_examines_only_its_own_sessions_parts(busy_store, plan_mode):
-    session, settled = busy_store
+def _executed_plan(session, settled: Message, plan_mode: str) -> dict:
+    """The step-state read run on the app's own connection under EXPLAIN ANALYZE, with the plan Postgres
+    would pick for it as written (custom) or as a prepared statement (generic)."""
     connection.ensure_connection()
     with psycopg.Cursor(connection.connection) as cursor:
         cursor.execute(f"SET plan_cache_mode = {plan_mode}")
         cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + _STEP_STATE, [[settled.pk], session.pk])
         plan = cursor.fetchone()[0]
         cursor.execute("RESET plan_cache_mode")
-    plan = json.loads(plan) if isinstance(plan, str) else plan
+    return (json.loads(plan) if isinstance(plan, str) else plan)[0]
+
+
+@pytest.mark.parametrize("plan_mode", ["force_custom_plan", "force_generic_plan"])  # generic: as prepared
+def test_a_steps_read_examines_only_its_own_sessions_parts(busy_store, plan_mode):
+    plan = _executed_plan(*busy_store, plan_mode)
     # The open message's two parts: not the 6,000 of other sessions, nor the 50 of the settled message.
-    assert _part_rows_examined(plan[0]["Plan"]) == 2
+    assert _part_rows_examined(plan["Plan"]) == 2
 
 
 def test_the_apps_connections_never_jit_compile_a_statement(busy_store):
     """JIT compiling cost ~10 ms a statement that runs in 0.1 ms; a high estimate is enough to trigger it."""
-    session, settled = busy_store
-    connection.ensure_connection()
-    with psycopg.Cursor(connection.connection) as cursor:
+    with connection.cursor() as cursor:
         cursor.execute("SHOW jit")
         assert cursor.fetchone()[0] == "off"
-        cursor.execute("SET plan_cache_mode = force_generic_plan")
-        cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + _STEP_STATE, [[settled.pk], session.pk])
-        plan = cursor.fetchone()[0]
-        cursor.execute("RESET plan_cache_mode")
-    plan = json.loads(plan) if isinstance(plan, str) else plan
-    assert "JIT" not in plan[0]
+    assert "JIT" not in _executed_plan(*busy_store, "force_generic_plan")
 
 
 def test_a_steps_read_returns_the_unsettled_messages_parts_in_order(busy_store):
