@@ -90,13 +90,20 @@ def machine_cpu(workers: list[int]) -> dict[str, float]:
                 cgroup = f.read()
         except OSError:
             continue
-        comm, fields = stat[stat.index("(") + 1:stat.rindex(")")], stat.rsplit(")", 1)[1].split()
+        comm, fields = stat[stat.index("(") + 1 : stat.rindex(")")], stat.rsplit(")", 1)[1].split()
         if pid in own:  # a worker's or the bench's children (none expected) are its own
             used, part = int(fields[11]) + int(fields[12]), "worker" if pid in workers else "bench"
         else:
             used = sum(int(x) for x in fields[11:15])
-            part = ("sandbox" if "docker" in cgroup else comm if comm in ("postgres", "redis-server", "dockerd")
-                    else "containerd" if comm.startswith("containerd") else "other")
+            part = (
+                "sandbox"
+                if "docker" in cgroup
+                else comm
+                if comm in ("postgres", "redis-server", "dockerd")
+                else "containerd"
+                if comm.startswith("containerd")
+                else "other"
+            )
             if pid == 1:
                 continue  # init: its cutime is every orphan it ever reaped
         parts[part] = parts.get(part, 0.0) + used / hz
@@ -157,9 +164,13 @@ def main() -> None:
     args = parser.parse_args()
 
     queue = f"load-{uuid.uuid4().hex[:6]}"
-    env = {**os.environ, "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{BENCH_DB}",
-           "PYTHONPATH": f"{ROOT}/platform:{ROOT}", "DJANGO_SETTINGS_MODULE": "hangar.settings",
-           "HANGAR_ENGINE_QUEUE": queue}
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{BENCH_DB}",
+        "PYTHONPATH": f"{ROOT}/platform:{ROOT}",
+        "DJANGO_SETTINGS_MODULE": "hangar.settings",
+        "HANGAR_ENGINE_QUEUE": queue,
+    }
     worker_env = {**env, "HANGAR_DB_POOL_MAX": str(args.db_pool)} if args.db_pool else env
     # Every session's sandbox is provisioned before the clock starts, so a warm pool would serve none of
     # them: its refill (creating containers) would only take CPU from the sessions being measured.
@@ -187,20 +198,29 @@ def main() -> None:
 
     scripted = ScriptedServer().start()
     script_id = f"load-{uuid.uuid4().hex[:8]}"
-    httpx.post(f"http://127.0.0.1:{scripted.port}/_scripts",
-               json={"id": script_id, "turns": turns(args.delay), "title": "Load"}).raise_for_status()
+    httpx.post(
+        f"http://127.0.0.1:{scripted.port}/_scripts",
+        json={"id": script_id, "turns": turns(args.delay), "title": "Load"},
+    ).raise_for_status()
 
     org, _ = Org.objects.get_or_create(slug="bench", defaults={"name": "Bench"})
-    user = User.objects.filter(email="bench@bench.test").first() or User.objects.create_user("bench@bench.test")
+    user = User.objects.filter(email="bench@bench.test").first() or User.objects.create_user(
+        "bench@bench.test"
+    )
     Membership.objects.get_or_create(org=org, user=user, defaults={"role": Role.OWNER})
     project, _ = Project.objects.get_or_create(org=org, slug="load", defaults={"name": "load"})
     ProviderCredential.objects.update_or_create(
-        org=org, user=None, provider="scripted",
-        defaults={"api_base": scripted.url, "api_key_encrypted": crypto.encrypt("sk-bench")})
+        org=org,
+        user=None,
+        provider="scripted",
+        defaults={"api_base": scripted.url, "api_key_encrypted": crypto.encrypt("sk-bench")},
+    )
     actor = Actor(type=ActorType.USER, org_id=org.pk, user=user, label=user.email)
 
-    sessions = [session_create(actor=actor, project=project, model={"providerID": "scripted", "modelID": script_id})
-                for _ in range(args.sessions)]
+    sessions = [
+        session_create(actor=actor, project=project, model={"providerID": "scripted", "modelID": script_id})
+        for _ in range(args.sessions)
+    ]
     started = time.monotonic()
     with ThreadPoolExecutor(8) as pool:
         # Provision, then let go of the attach: in production the worker creates or claims the sandbox
@@ -213,12 +233,35 @@ def main() -> None:
     log(f"{len(sessions)} sandboxes ready in {sandbox_s:.1f}s")
 
     logs = Path(tempfile.mkdtemp(prefix="hangar-load-"))
-    workers = [subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "hangar", "worker", "--pool", "threads",
-         "--concurrency", str(args.concurrency), "-Q", queue, "--loglevel", "WARNING",
-         "-n", f"load{uuid.uuid4().hex[:4]}@%h", "--without-gossip", "--without-mingle"],
-        cwd=ROOT, env=worker_env, stdout=(logs / f"worker{i}.log").open("w"), stderr=subprocess.STDOUT)
-        for i in range(args.workers)]
+    workers = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "hangar",
+                "worker",
+                "--pool",
+                "threads",
+                "--concurrency",
+                str(args.concurrency),
+                "-Q",
+                queue,
+                "--loglevel",
+                "WARNING",
+                "-n",
+                f"load{uuid.uuid4().hex[:4]}@%h",
+                "--without-gossip",
+                "--without-mingle",
+            ],
+            cwd=ROOT,
+            env=worker_env,
+            stdout=(logs / f"worker{i}.log").open("w"),
+            stderr=subprocess.STDOUT,
+        )
+        for i in range(args.workers)
+    ]
     peak = [0.0]
     done = threading.Event()
 
@@ -229,7 +272,9 @@ def main() -> None:
     threading.Thread(target=sample, daemon=True).start()
     try:
         # Warm the worker (LiteLLM import, first connection) with one session not counted.
-        warm = session_create(actor=actor, project=project, model={"providerID": "scripted", "modelID": "default"})
+        warm = session_create(
+            actor=actor, project=project, model={"providerID": "scripted", "modelID": "default"}
+        )
         session_prompt(actor=actor, session=warm, parts=[{"type": "text", "text": "warm up"}])
         _wait([warm.pk], timeout=120)
         log(f"machine quiet after {settle():.1f}s")
@@ -237,7 +282,9 @@ def main() -> None:
         cpu_before = sum(cpu_s(w.pid) for w in workers)
         machine_before = machine_cpu([w.pid for w in workers])
         for i, session in enumerate(sessions):
-            session_prompt(actor=actor, session=session, parts=[{"type": "text", "text": f"load session {i}"}])
+            session_prompt(
+                actor=actor, session=session, parts=[{"type": "text", "text": f"load session {i}"}]
+            )
         _wait([s.pk for s in sessions], timeout=STEPS * args.delay * 20 + 120)
         wall = time.monotonic() - begin
         cpu = sum(cpu_s(w.pid) for w in workers) - cpu_before
@@ -256,9 +303,14 @@ def main() -> None:
     overheads, errors, by_index = [], 0, [[] for _ in range(STEPS)]
     for session in sessions:
         user_msg = Message.objects.filter(session=session, role="user").first()
-        assistants = [m.data for m in Message.objects.filter(session=session, role="assistant").order_by("id")]
-        ok = (len(assistants) == STEPS and all(not a.get("error") for a in assistants)
-              and assistants[-1].get("finish") == "stop")
+        assistants = [
+            m.data for m in Message.objects.filter(session=session, role="assistant").order_by("id")
+        ]
+        ok = (
+            len(assistants) == STEPS
+            and all(not a.get("error") for a in assistants)
+            and assistants[-1].get("finish") == "stop"
+        )
         if not ok:
             errors += 1
             continue
@@ -277,18 +329,29 @@ def main() -> None:
         Session.objects.filter(pk__in=[s.pk for s in sessions] + [warm.pk]).delete()
     overheads.sort()
     result = {
-        "sessions": len(sessions), "steps_per_session": STEPS, "errors": errors,
-        "scripted_delay_s": args.delay, "wall_s": round(wall, 1), "sandbox_setup_s": round(sandbox_s, 1),
+        "sessions": len(sessions),
+        "steps_per_session": STEPS,
+        "errors": errors,
+        "scripted_delay_s": args.delay,
+        "wall_s": round(wall, 1),
+        "sandbox_setup_s": round(sandbox_s, 1),
         "step_overhead_p50_ms": round(statistics.median(overheads), 1) if overheads else None,
         "step_overhead_p99_ms": round(overheads[int(len(overheads) * 0.99) - 1], 1) if overheads else None,
         "step_overhead_max_ms": round(overheads[-1], 1) if overheads else None,
         "step_overhead_p50_by_step_ms": [round(statistics.median(x), 1) if x else None for x in by_index],
-        "worker_rss_mb": round(peak[0], 1), "worker_processes": args.workers,
+        "worker_rss_mb": round(peak[0], 1),
+        "worker_processes": args.workers,
         "worker_cpu_ms_per_step": round(cpu * 1000 / max(1, len(sessions) * STEPS), 1),
         # The whole machine's CPU per step over the same window, and its parts (see machine_cpu).
-        "machine_cpu_ms_per_step": dict(sorted(
-            ((part, round((used - machine_before.get(part, 0.0)) * 1000 / (len(sessions) * STEPS), 1))
-             for part, used in machine_after.items()), key=lambda kv: -kv[1])),
+        "machine_cpu_ms_per_step": dict(
+            sorted(
+                (
+                    (part, round((used - machine_before.get(part, 0.0)) * 1000 / (len(sessions) * STEPS), 1))
+                    for part, used in machine_after.items()
+                ),
+                key=lambda kv: -kv[1],
+            )
+        ),
         "worker_logs": str(logs),
     }
     print(json.dumps(result))
@@ -299,7 +362,9 @@ def _wait(session_ids: list[str], timeout: float) -> None:
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        busy = Session.objects.filter(pk__in=session_ids).exclude(status="idle", run_requested=False, lease_owner="")
+        busy = Session.objects.filter(pk__in=session_ids).exclude(
+            status="idle", run_requested=False, lease_owner=""
+        )
         if not busy.exists():
             return
         time.sleep(0.5)

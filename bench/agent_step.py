@@ -79,7 +79,15 @@ def five_steps(path: str) -> list[list[dict]]:
         [call("write", "c1", filePath=path, content="def f():\n    return 1\n\nprint(f())\n")],
         [call("bash", "c2", command=f"python3 {path}", description="Run the file")],
         # Wrong indentation on purpose: only the whitespace-normalising replacers find it.
-        [call("edit", "c3", filePath=path, oldString="def f():\n  return 1", newString="def f():\n    return 2")],
+        [
+            call(
+                "edit",
+                "c3",
+                filePath=path,
+                oldString="def f():\n  return 1",
+                newString="def f():\n    return 2",
+            )
+        ],
         [call("read", "c4", filePath=path)],
         [{"text": "Done: f() now returns 2."}],
     ]
@@ -135,8 +143,10 @@ class OpenCodeClient:
         """Create a session, prompt it, return the wall time from prompt to `session.idle`."""
         session_id = self.http.post(f"{self.base}/session", json={}).raise_for_status().json()["id"]
         started = time.perf_counter()
-        self.http.post(f"{self.base}/session/{session_id}/prompt_async",
-                       json={"parts": [{"type": "text", "text": prompt}]}).raise_for_status()
+        self.http.post(
+            f"{self.base}/session/{session_id}/prompt_async",
+            json={"parts": [{"type": "text", "text": prompt}]},
+        ).raise_for_status()
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             try:
@@ -155,7 +165,9 @@ class OpenCodeClient:
 
     def tools(self, session_id: str) -> list[tuple[str, str]]:
         messages = self.http.get(f"{self.base}/session/{session_id}/message").raise_for_status().json()
-        return [(p["tool"], p["state"]["status"]) for m in messages for p in m["parts"] if p["type"] == "tool"]
+        return [
+            (p["tool"], p["state"]["status"]) for m in messages for p in m["parts"] if p["type"] == "tool"
+        ]
 
 
 # --- the scripted server and its own time --------------------------------------------------------------
@@ -164,15 +176,21 @@ class OpenCodeClient:
 class Scripted:
     def __init__(self):
         self.port = free_port()
-        self.proc = subprocess.Popen([sys.executable, "-m", "scripted_llm", "--port", str(self.port)], cwd=ROOT,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "scripted_llm", "--port", str(self.port)],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         wait_port(self.port, self.proc, "scripted_llm")
         self.url = f"http://127.0.0.1:{self.port}/v1"
 
     def load(self, turns: list) -> str:
         script_id = f"bench-{uuid.uuid4().hex[:8]}"
-        httpx.post(f"http://127.0.0.1:{self.port}/_scripts",
-                   json={"id": script_id, "turns": turns, "title": "Bench session"}).raise_for_status()
+        httpx.post(
+            f"http://127.0.0.1:{self.port}/_scripts",
+            json={"id": script_id, "turns": turns, "title": "Bench session"},
+        ).raise_for_status()
         return script_id
 
     def own_time_s(self, turns: list, repeats: int = 5) -> float:
@@ -182,8 +200,11 @@ class Scripted:
         with httpx.Client(timeout=30) as client:
             for i in range(repeats):
                 total = 0.0
-                body = {"model": script_id, "stream": True,
-                        "messages": [{"role": "user", "content": f"calibrate {i}"}]}
+                body = {
+                    "model": script_id,
+                    "stream": True,
+                    "messages": [{"role": "user", "content": f"calibrate {i}"}],
+                }
                 for _ in range(len(turns)):
                     started = time.perf_counter()
                     with client.stream("POST", f"{self.url}/chat/completions", json=body) as response:
@@ -202,12 +223,20 @@ class Scripted:
 
 class Hangar:
     def __init__(self, scripted: Scripted):
-        self.env = {**os.environ, "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{BENCH_DB}",
-                    "PYTHONPATH": f"{ROOT}/platform:{ROOT}", "DJANGO_SETTINGS_MODULE": "hangar.settings",
-                    "HANGAR_ENGINE_QUEUE": f"bench-{uuid.uuid4().hex[:6]}"}
-        os.environ.update({k: self.env[k] for k in ("DATABASE_URL", "DJANGO_SETTINGS_MODULE", "HANGAR_ENGINE_QUEUE")})
+        self.env = {
+            **os.environ,
+            "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{BENCH_DB}",
+            "PYTHONPATH": f"{ROOT}/platform:{ROOT}",
+            "DJANGO_SETTINGS_MODULE": "hangar.settings",
+            "HANGAR_ENGINE_QUEUE": f"bench-{uuid.uuid4().hex[:6]}",
+        }
+        os.environ.update(
+            {k: self.env[k] for k in ("DATABASE_URL", "DJANGO_SETTINGS_MODULE", "HANGAR_ENGINE_QUEUE")}
+        )
         self._create_db()
-        subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=self.env, check=True)
+        subprocess.run(
+            [sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=self.env, check=True
+        )
         sys.path[:0] = [str(ROOT / "platform"), str(ROOT)]
         import django
 
@@ -216,15 +245,30 @@ class Hangar:
         self.token, self.project = self._tenant()
         self.procs: list[subprocess.Popen] = []
         self.logs = Path(tempfile.mkdtemp(prefix="hangar-bench-"))
-        self.procs.append(subprocess.Popen(  # the worker as deployed (threads, its DB pool), on its own queue
-            [str(ROOT / "deploy" / "run-worker.sh"), "--without-gossip", "--without-mingle"], cwd=ROOT,
-            env={**self.env, "HANGAR_PYTHON": sys.executable, "HANGAR_WORKER_CONCURRENCY": "8", "HANGAR_LOG_LEVEL": "WARNING"},
-            stdout=(self.logs / "worker.log").open("w"), stderr=subprocess.STDOUT))
+        self.procs.append(
+            subprocess.Popen(  # the worker as deployed (threads, its DB pool), on its own queue
+                [str(ROOT / "deploy" / "run-worker.sh"), "--without-gossip", "--without-mingle"],
+                cwd=ROOT,
+                env={
+                    **self.env,
+                    "HANGAR_PYTHON": sys.executable,
+                    "HANGAR_WORKER_CONCURRENCY": "8",
+                    "HANGAR_LOG_LEVEL": "WARNING",
+                },
+                stdout=(self.logs / "worker.log").open("w"),
+                stderr=subprocess.STDOUT,
+            )
+        )
         self.port = free_port()
-        self.procs.append(subprocess.Popen(  # the web as deployed (its DB pool), with this interpreter
-            [str(ROOT / "deploy" / "run-web.sh"), "-b", "127.0.0.1", "-p", str(self.port)],
-            cwd=ROOT, env={**self.env, "HANGAR_PYTHON": sys.executable},
-            stdout=(self.logs / "daphne.log").open("w"), stderr=subprocess.STDOUT))
+        self.procs.append(
+            subprocess.Popen(  # the web as deployed (its DB pool), with this interpreter
+                [str(ROOT / "deploy" / "run-web.sh"), "-b", "127.0.0.1", "-p", str(self.port)],
+                cwd=ROOT,
+                env={**self.env, "HANGAR_PYTHON": sys.executable},
+                stdout=(self.logs / "daphne.log").open("w"),
+                stderr=subprocess.STDOUT,
+            )
+        )
         wait_port(self.port, self.procs[-1], "daphne")
         self.base = f"http://127.0.0.1:{self.port}/oc/{self.project.pk}"
 
@@ -243,12 +287,17 @@ class Hangar:
         from hangar.projects.models import Project, ProviderCredential
 
         org, _ = Org.objects.get_or_create(slug="bench", defaults={"name": "Bench"})
-        user = User.objects.filter(email="bench@bench.test").first() or User.objects.create_user("bench@bench.test")
+        user = User.objects.filter(email="bench@bench.test").first() or User.objects.create_user(
+            "bench@bench.test"
+        )
         Membership.objects.get_or_create(org=org, user=user, defaults={"role": Role.OWNER})
         project, _ = Project.objects.get_or_create(org=org, slug="bench", defaults={"name": "bench"})
         ProviderCredential.objects.update_or_create(
-            org=org, user=None, provider="scripted",
-            defaults={"api_base": self.scripted.url, "api_key_encrypted": crypto.encrypt("sk-bench")})
+            org=org,
+            user=None,
+            provider="scripted",
+            defaults={"api_base": self.scripted.url, "api_key_encrypted": crypto.encrypt("sk-bench")},
+        )
         raw, prefix = tokens.generate()
         ApiToken.objects.create(org=org, user=user, name="bench", prefix=prefix, digest=tokens.digest(raw))
         return raw, project
@@ -291,21 +340,40 @@ class OpenCode:
         self.project_dir.mkdir()
         home = self.dir / "home"
         home.mkdir()
-        config = {"$schema": "https://opencode.ai/config.json", "model": f"scripted/{script_id}",
-                  "provider": {"scripted": {"npm": "@ai-sdk/openai-compatible", "name": "Scripted",
-                                            "options": {"baseURL": scripted.url, "apiKey": "sk-bench"},
-                                            "models": {script_id: {"name": "Scripted"}}}}}
+        config = {
+            "$schema": "https://opencode.ai/config.json",
+            "model": f"scripted/{script_id}",
+            "provider": {
+                "scripted": {
+                    "npm": "@ai-sdk/openai-compatible",
+                    "name": "Scripted",
+                    "options": {"baseURL": scripted.url, "apiKey": "sk-bench"},
+                    "models": {script_id: {"name": "Scripted"}},
+                }
+            },
+        }
         (self.project_dir / "opencode.json").write_text(json.dumps(config))
         subprocess.run(["git", "init", "-q"], cwd=self.project_dir, check=True)
         self.password = uuid.uuid4().hex
         self.port = free_port()
-        env = {**os.environ, "HOME": str(home), "OPENCODE_SERVER_PASSWORD": self.password,
-               "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1",
-               "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / ".local/share"),
-               "XDG_STATE_HOME": str(home / ".local/state"), "XDG_CACHE_HOME": str(home / ".cache")}
-        self.proc = subprocess.Popen([str(OPENCODE_BIN), "serve", "--port", str(self.port), "--hostname", "127.0.0.1"],
-                                     cwd=self.project_dir, env=env, stdout=(self.dir / "serve.log").open("w"),
-                                     stderr=subprocess.STDOUT)
+        env = {
+            **os.environ,
+            "HOME": str(home),
+            "OPENCODE_SERVER_PASSWORD": self.password,
+            "OPENCODE_DISABLE_MODELS_FETCH": "1",
+            "OPENCODE_DISABLE_AUTOUPDATE": "1",
+            "XDG_CONFIG_HOME": str(home / ".config"),
+            "XDG_DATA_HOME": str(home / ".local/share"),
+            "XDG_STATE_HOME": str(home / ".local/state"),
+            "XDG_CACHE_HOME": str(home / ".cache"),
+        }
+        self.proc = subprocess.Popen(
+            [str(OPENCODE_BIN), "serve", "--port", str(self.port), "--hostname", "127.0.0.1"],
+            cwd=self.project_dir,
+            env=env,
+            stdout=(self.dir / "serve.log").open("w"),
+            stderr=subprocess.STDOUT,
+        )
         wait_port(self.port, self.proc, "opencode serve")
         self.base = f"http://127.0.0.1:{self.port}"
 
@@ -318,7 +386,9 @@ class OpenCode:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def measure(name: str, client: OpenCodeClient, sessions: int, own_s: float, gap_s: float) -> tuple[list[float], list]:
+def measure(
+    name: str, client: OpenCodeClient, sessions: int, own_s: float, gap_s: float
+) -> tuple[list[float], list]:
     per_step = []
     for i in range(sessions + 1):  # session 0 warms up (npm install, first container, imports)
         time.sleep(gap_s)
@@ -335,10 +405,16 @@ def measure(name: str, client: OpenCodeClient, sessions: int, own_s: float, gap_
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sessions", type=int, default=8, help="measured sessions per side (plus one warm-up)")
-    parser.add_argument("--gap", type=float, default=1.0,
-                        help="seconds between sessions, on both sides: what a session leaves running in the "
-                             "background (Hangar's warm pool starting the next container) is not billed to the next")
+    parser.add_argument(
+        "--sessions", type=int, default=8, help="measured sessions per side (plus one warm-up)"
+    )
+    parser.add_argument(
+        "--gap",
+        type=float,
+        default=1.0,
+        help="seconds between sessions, on both sides: what a session leaves running in the "
+        "background (Hangar's warm pool starting the next container) is not billed to the next",
+    )
     args = parser.parse_args()
 
     scripted = Scripted()
@@ -349,16 +425,21 @@ def main() -> None:
 
         hangar = Hangar(scripted)
         hangar.use_script(scripted.load(five_steps("/workspace/bench.py")))
-        hangar_steps, hangar_tools = measure("hangar", OpenCodeClient(hangar.base, hangar.token), args.sessions, own_s, args.gap)
+        hangar_steps, hangar_tools = measure(
+            "hangar", OpenCodeClient(hangar.base, hangar.token), args.sessions, own_s, args.gap
+        )
         hangar.stop()
 
         oc_script = scripted.load([])  # placeholder id: the real turns need OpenCode's project path
         opencode = OpenCode(scripted, oc_script)
         scripted_turns = five_steps(str(opencode.project_dir / "bench.py"))
-        httpx.post(f"http://127.0.0.1:{scripted.port}/_scripts",
-                   json={"id": oc_script, "turns": scripted_turns, "title": "Bench session"}).raise_for_status()
-        opencode_steps, opencode_tools = measure("opencode", OpenCodeClient(opencode.base, opencode.password),
-                                                 args.sessions, own_s, args.gap)
+        httpx.post(
+            f"http://127.0.0.1:{scripted.port}/_scripts",
+            json={"id": oc_script, "turns": scripted_turns, "title": "Bench session"},
+        ).raise_for_status()
+        opencode_steps, opencode_tools = measure(
+            "opencode", OpenCodeClient(opencode.base, opencode.password), args.sessions, own_s, args.gap
+        )
     finally:
         for thing in (hangar, opencode, scripted):
             if thing is not None:
@@ -369,19 +450,23 @@ def main() -> None:
 
     hangar_p50 = statistics.median(hangar_steps)
     opencode_p50 = statistics.median(opencode_steps)
-    print(json.dumps({
-        "sessions": args.sessions,
-        "gap_s": args.gap,
-        "steps_per_session": STEPS,
-        "hangar_step_p50_ms": round(hangar_p50, 1),
-        "opencode_step_p50_ms": round(opencode_p50, 1),
-        "ratio": round(opencode_p50 / hangar_p50, 2) if hangar_p50 else None,
-        "hangar_step_ms": [round(v, 1) for v in hangar_steps],
-        "opencode_step_ms": [round(v, 1) for v in opencode_steps],
-        "scripted_own_ms_per_session": round(own_s * 1000, 2),
-        "hangar_tools": hangar_tools,
-        "opencode_tools": opencode_tools,
-    }))
+    print(
+        json.dumps(
+            {
+                "sessions": args.sessions,
+                "gap_s": args.gap,
+                "steps_per_session": STEPS,
+                "hangar_step_p50_ms": round(hangar_p50, 1),
+                "opencode_step_p50_ms": round(opencode_p50, 1),
+                "ratio": round(opencode_p50 / hangar_p50, 2) if hangar_p50 else None,
+                "hangar_step_ms": [round(v, 1) for v in hangar_steps],
+                "opencode_step_ms": [round(v, 1) for v in opencode_steps],
+                "scripted_own_ms_per_session": round(own_s * 1000, 2),
+                "hangar_tools": hangar_tools,
+                "opencode_tools": opencode_tools,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -48,17 +48,31 @@ def conversation(n: int) -> list[dict]:
     i = 0
     while len(messages) + 2 <= n:
         call_id = f"c{i}"
-        messages.append({"role": "assistant", "content": "", "tool_calls": [
-            {"id": call_id, "type": "function", "function": {"name": "bash", "arguments": json.dumps({"command": f"ls dir{i}"})}}]})
-        messages.append({"role": "tool", "tool_call_id": call_id, "content": f"a{i}.py\nb{i}.py\nREADME.md\n"})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": "bash", "arguments": json.dumps({"command": f"ls dir{i}"})},
+                    }
+                ],
+            }
+        )
+        messages.append(
+            {"role": "tool", "tool_call_id": call_id, "content": f"a{i}.py\nb{i}.py\nREADME.md\n"}
+        )
         i += 1
     return messages
 
 
 def baseline_class(ref: str):
     """LiteLLMModel from `ref`, as a module of its own beside the current one (same litellm import)."""
-    source = subprocess.run(["git", "show", f"{ref}:{MODULE}"], cwd=ROOT, check=True, capture_output=True,
-                            text=True).stdout
+    source = subprocess.run(
+        ["git", "show", f"{ref}:{MODULE}"], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout
     module = types.ModuleType("hangar.engine.providers.litellm_model_baseline")
     module.__file__ = f"{ref}:{MODULE}"
     sys.modules[module.__name__] = module
@@ -68,8 +82,11 @@ def baseline_class(ref: str):
 
 def summary(times: list[float]) -> dict:
     ordered = sorted(times)
-    return {"median_ms": round(statistics.median(ordered), 2), "p90_ms": round(ordered[int(len(ordered) * 0.9) - 1], 2),
-            "n": len(ordered)}
+    return {
+        "median_ms": round(statistics.median(ordered), 2),
+        "p90_ms": round(ordered[int(len(ordered) * 0.9) - 1], 2),
+        "n": len(ordered),
+    }
 
 
 def main() -> None:
@@ -77,7 +94,9 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=60, help="measured calls per variant (default 60)")
     parser.add_argument("--rounds", type=int, default=4, help="interleaved rounds the calls are split into")
     parser.add_argument("--messages", default="4,24", help="conversation lengths to run, comma-separated")
-    parser.add_argument("--baseline", default="", help="a git ref: also measure litellm_model.py as it is there")
+    parser.add_argument(
+        "--baseline", default="", help="a git ref: also measure litellm_model.py as it is there"
+    )
     args = parser.parse_args()
 
     import django
@@ -96,10 +115,17 @@ def main() -> None:
     system = [prompt_text("default")]
     scripted = Scripted()
     script = "bench-llm-call"
-    turn = [{"text": "I will look at the files first."},
-            {"tool_calls": [{"name": "bash", "id": "c1", "arguments": {"command": "ls -la", "description": "List"}}]}]
-    httpx.post(f"http://127.0.0.1:{scripted.port}/_scripts",
-               json={"id": script, "loop": True, "turns": [turn]}).raise_for_status()
+    turn = [
+        {"text": "I will look at the files first."},
+        {
+            "tool_calls": [
+                {"name": "bash", "id": "c1", "arguments": {"command": "ls -la", "description": "List"}}
+            ]
+        },
+    ]
+    httpx.post(
+        f"http://127.0.0.1:{scripted.port}/_scripts", json={"id": script, "loop": True, "turns": [turn]}
+    ).raise_for_status()
     baseline = baseline_class(args.baseline) if args.baseline else None
     abort = threading.Event()
     http = httpx.Client(timeout=60)
@@ -114,30 +140,50 @@ def main() -> None:
                 events = list(model.stream(system=system, messages=messages, tools=tools, abort=abort))
             finally:
                 os.environ.pop(FLAG, None)
-            assert events[-1].type == "finish-step" and any(e.type == "tool-call" for e in events), events[-3:]
+            assert events[-1].type == "finish-step" and any(e.type == "tool-call" for e in events), events[
+                -3:
+            ]
             return len(events)
+
         return run
 
     def raw(messages: list[dict]) -> int:
-        body = {"model": script, "stream": True, "stream_options": {"include_usage": True}, "tools": tools,
-                "messages": [{"role": "system", "content": text} for text in system] + messages}
+        body = {
+            "model": script,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "tools": tools,
+            "messages": [{"role": "system", "content": text} for text in system] + messages,
+        }
         n = 0
-        with http.stream("POST", f"{scripted.url}/chat/completions", json=body,
-                         headers={"Authorization": "Bearer sk-bench"}) as response:
+        with http.stream(
+            "POST",
+            f"{scripted.url}/chat/completions",
+            json=body,
+            headers={"Authorization": "Bearer sk-bench"},
+        ) as response:
             for line in response.iter_lines():
                 if line.startswith("data: ") and line != "data: [DONE]":
                     json.loads(line[6:])
                     n += 1
         return n
 
-    variants = {"raw httpx": raw, "adapter": adapter(LiteLLMModel),
-                "adapter, LiteLLM HTTP handler": adapter(LiteLLMModel, flag=True),
-                "direct (OpenAICompatModel)": adapter(OpenAICompatModel)}
+    variants = {
+        "raw httpx": raw,
+        "adapter": adapter(LiteLLMModel),
+        "adapter, LiteLLM HTTP handler": adapter(LiteLLMModel, flag=True),
+        "direct (OpenAICompatModel)": adapter(OpenAICompatModel),
+    }
     if baseline is not None:
         variants[f"baseline ({args.baseline})"] = adapter(baseline)
 
-    results: dict = {"calls": args.calls, "tools": len(tools), "system_chars": sum(map(len, system)),
-                     "baseline": args.baseline or None, "by_messages": {}}
+    results: dict = {
+        "calls": args.calls,
+        "tools": len(tools),
+        "system_chars": sum(map(len, system)),
+        "baseline": args.baseline or None,
+        "by_messages": {},
+    }
     for n in [int(x) for x in args.messages.split(",") if x]:
         messages = conversation(n)
         for run in variants.values():  # warm-up: imports, pools, caches
@@ -153,12 +199,16 @@ def main() -> None:
                     times[name].append((time.perf_counter() - started) * 1000)
         figures = {name: summary(values) for name, values in times.items()}
         floor = figures["raw httpx"]["median_ms"]
-        print(f"\n{len(messages) + 1} messages (system + {len(messages)}), {len(tools)} tools, "
-              f"{per_round * args.rounds} calls each:")
+        print(
+            f"\n{len(messages) + 1} messages (system + {len(messages)}), {len(tools)} tools, "
+            f"{per_round * args.rounds} calls each:"
+        )
         for name, figure in figures.items():
             over = figure["median_ms"] - floor
-            print(f"  {name:34s} median {figure['median_ms']:7.2f} ms   p90 {figure['p90_ms']:7.2f} ms"
-                  f"   over raw {over:+7.2f} ms")
+            print(
+                f"  {name:34s} median {figure['median_ms']:7.2f} ms   p90 {figure['p90_ms']:7.2f} ms"
+                f"   over raw {over:+7.2f} ms"
+            )
         results["by_messages"][str(len(messages) + 1)] = figures
     scripted.stop()
     print(json.dumps(results))

@@ -37,7 +37,7 @@ LABELS = {"hangar.bench": "1"}
 BASELINE = "c10c375"  # the last commit whose snapshots.py tracked with git processes
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-SNAPSHOT_PROBE = r'''
+SNAPSHOT_PROBE = r"""
 import json, os, resource, statistics, subprocess, sys, time
 sys.path.insert(0, "/opt/hangar/agent")
 sys.path.insert(0, "/tmp/baseline")
@@ -96,7 +96,7 @@ def bench(name, dirs, per_dir, reps):
     return out
 
 print(json.dumps({"small": bench("small", 2, 3, int(sys.argv[1])), "big": bench("big", 250, 20, int(sys.argv[2]))}))
-'''
+"""
 
 
 def pct(samples: list[float], q: float) -> float:
@@ -106,7 +106,10 @@ def pct(samples: list[float], q: float) -> float:
 
 def report(name: str, samples_ms: list[float]) -> float:
     p50 = statistics.median(samples_ms)
-    print(f"{name:32s} n={len(samples_ms):4d}  p50={p50:8.3f} ms  p95={pct(samples_ms, 0.95):8.3f} ms", flush=True)
+    print(
+        f"{name:32s} n={len(samples_ms):4d}  p50={p50:8.3f} ms  p95={pct(samples_ms, 0.95):8.3f} ms",
+        flush=True,
+    )
     return round(p50, 3)
 
 
@@ -145,6 +148,7 @@ def agent_cpu(client: docker.DockerClient, box) -> Callable[[], float]:
     def read() -> float:
         fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
         return sum(int(x) for x in fields[11:15]) * 1000 / tick
+
     return read
 
 
@@ -172,10 +176,12 @@ def _snapshot_via_agent(box, size: str, n: int, cpu: Callable[[], float]) -> dic
     edited, edit_cpu = timed(edit, n, cpu)
     same, same_cpu = timed(lambda i: box.snapshot_track_changed(last[0]), n, cpu)
     print(f"{'':32s} agent CPU per track: {edit_cpu - write_cpu:.2f} ms edited, {same_cpu:.2f} ms unchanged")
-    return {f"snapshot_{size}_edited_p50_ms": report(f"write + track_changed ({size})", edited),
-            f"snapshot_{size}_unchanged_p50_ms": report(f"track_changed, no edit ({size})", same),
-            f"snapshot_{size}_edited_agent_cpu_ms": round(edit_cpu - write_cpu, 2),
-            f"snapshot_{size}_unchanged_agent_cpu_ms": round(same_cpu, 2)}
+    return {
+        f"snapshot_{size}_edited_p50_ms": report(f"write + track_changed ({size})", edited),
+        f"snapshot_{size}_unchanged_p50_ms": report(f"track_changed, no edit ({size})", same),
+        f"snapshot_{size}_edited_agent_cpu_ms": round(edit_cpu - write_cpu, 2),
+        f"snapshot_{size}_unchanged_agent_cpu_ms": round(same_cpu, 2),
+    }
 
 
 def snapshot_section(manager: DockerSandboxes, client: docker.DockerClient, made: list[str], n: int) -> dict:
@@ -183,7 +189,10 @@ def snapshot_section(manager: DockerSandboxes, client: docker.DockerClient, made
     tracker of BASELINE against the current one inside the sandbox."""
     result: dict[str, float] = {}
     small = "mkdir -p src && for f in a b c d e; do seq 40 > src/$f.py; done"
-    big = small + "; for d in $(seq 250); do mkdir -p big/d$d; for f in $(seq 20); do echo $d.$f > big/d$d/f$f.txt; done; done"
+    big = (
+        small
+        + "; for d in $(seq 250); do mkdir -p big/d$d; for f in $(seq 20); do echo $d.$f > big/d$d/f$f.txt; done; done"
+    )
     for size, setup in (("small", small), ("big", big)):
         # A sandbox each, and fewer than 50 trees in each: the background gc (every 50 new trees) stays
         # out of the window and is measured apart.
@@ -195,12 +204,18 @@ def snapshot_section(manager: DockerSandboxes, client: docker.DockerClient, made
         result.update(_snapshot_via_agent(box, size, min(max(n, 20), 45), cpu))
         gc_walls, gc_cpu = timed(lambda i, box=box: box.snapshot_gc(), 1, cpu)
         result[f"snapshot_{size}_gc_agent_cpu_ms"] = round(gc_cpu, 1)
-        print(f"{'snapshot gc (' + size + ')':32s} wall={gc_walls[0]:.0f} ms  agent CPU={gc_cpu:.0f} ms "
-              f"(one every 50 new trees: {gc_cpu / 50:.2f} ms a writing step)")
+        print(
+            f"{'snapshot gc (' + size + ')':32s} wall={gc_walls[0]:.0f} ms  agent CPU={gc_cpu:.0f} ms "
+            f"(one every 50 new trees: {gc_cpu / 50:.2f} ms a writing step)"
+        )
 
     try:
-        old = subprocess.run(["git", "show", f"{BASELINE}:sandbox/agent/snapshots.py"], cwd=ROOT,
-                             capture_output=True, check=True).stdout
+        old = subprocess.run(
+            ["git", "show", f"{BASELINE}:sandbox/agent/snapshots.py"],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+        ).stdout
     except (OSError, subprocess.CalledProcessError):
         print(f"(no baseline comparison: cannot read {BASELINE} with git)")
         return result
@@ -212,16 +227,23 @@ def snapshot_section(manager: DockerSandboxes, client: docker.DockerClient, made
         raise RuntimeError(f"snapshot probe failed: {run.output[-2000:]}")
     probe = json.loads(run.output.strip().splitlines()[-1])
     for size, figures in probe.items():
-        print(f"{'snapshot ' + size + ' (in-process)':32s} " + "  ".join(
-            f"{k}={figures[f'{who}_{k}']}/{figures[f'new_{k}'] if who == 'old' else ''}".rstrip("/")
-            for who in ("old",) for k in ("edit_wall", "edit_cpu", "edit_spawns", "same_wall", "same_cpu",
-                                           "first_track_ms")) + "   (old/new)")
+        print(
+            f"{'snapshot ' + size + ' (in-process)':32s} "
+            + "  ".join(
+                f"{k}={figures[f'{who}_{k}']}/{figures[f'new_{k}'] if who == 'old' else ''}".rstrip("/")
+                for who in ("old",)
+                for k in ("edit_wall", "edit_cpu", "edit_spawns", "same_wall", "same_cpu", "first_track_ms")
+            )
+            + "   (old/new)"
+        )
         for k, v in figures.items():
             result[f"snap_{size}_{k}"] = v
     return result
 
 
-def first_contact_section(manager: DockerSandboxes, client: docker.DockerClient, made: list[str], n: int) -> dict:
+def first_contact_section(
+    manager: DockerSandboxes, client: docker.DockerClient, made: list[str], n: int
+) -> dict:
     """Worker CPU of a process's first contact with a running session (nothing cached, as another
     worker process): the previous path (inspect, and requests scanning the environment for proxies on
     every call) against the registry's hint (attach only), interleaved."""
@@ -244,15 +266,19 @@ def first_contact_section(manager: DockerSandboxes, client: docker.DockerClient,
             fresh._forget(sid)
     client.api.trust_env = False
     result = {f"first_contact_{k}_worker_cpu_ms": round(statistics.median(v), 2) for k, v in samples.items()}
-    print(f"{'first contact, worker CPU':32s} p50 before={result['first_contact_before_worker_cpu_ms']} ms  "
-          f"with the hint={result['first_contact_hint_worker_cpu_ms']} ms")
+    print(
+        f"{'first contact, worker CPU':32s} p50 before={result['first_contact_before_worker_cpu_ms']} ms  "
+        f"with the hint={result['first_contact_hint_worker_cpu_ms']} ms"
+    )
     return result
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--samples", type=int, default=50)
-    parser.add_argument("--only", choices=["snapshots", "first_contact"], help="run one section and print its figures")
+    parser.add_argument(
+        "--only", choices=["snapshots", "first_contact"], help="run one section and print its figures"
+    )
     args = parser.parse_args()
     n = args.samples
     client = docker.from_env()
@@ -271,7 +297,9 @@ def main() -> None:
         return
     pool = WarmPool(3, template=spec("pool"), client=client, image=image, extra_labels=LABELS)
     try:
-        result["docker_run_p50_ms"] = report("docker run (base image)", bare_docker_run(client, base_tag(), n))
+        result["docker_run_p50_ms"] = report(
+            "docker run (base image)", bare_docker_run(client, base_tag(), n)
+        )
 
         cold = []
         for _ in range(n):
@@ -294,8 +322,10 @@ def main() -> None:
             stat = dict(line.split() for line in open(f"{base}/memory.stat"))
             rss.append(int(stat["total_rss"]) / 2**20)
             usage.append(int(open(f"{base}/memory.usage_in_bytes").read()) / 2**20)
-        print(f"{'idle sandbox memory (20)':32s} rss mean={statistics.mean(rss):.1f} MB  "
-              f"cgroup usage mean={statistics.mean(usage):.1f} MB (includes page cache)")
+        print(
+            f"{'idle sandbox memory (20)':32s} rss mean={statistics.mean(rss):.1f} MB  "
+            f"cgroup usage mean={statistics.mean(usage):.1f} MB (includes page cache)"
+        )
         result["idle_sandbox_rss_mb"] = round(statistics.mean(rss), 2)
         result["idle_sandbox_cgroup_usage_mb"] = round(statistics.mean(usage), 2)
 
@@ -350,8 +380,12 @@ def main() -> None:
         for sid in made:
             manager.destroy(sid)
         pool.drain()
-    result["agent_vs_docker_exec_speedup"] = round(result["docker_exec_p50_ms"] / result["agent_exec_p50_ms"], 1)
-    result["cold_vs_docker_run_ratio"] = round(result["cold_first_exec_p50_ms"] / result["docker_run_p50_ms"], 2)
+    result["agent_vs_docker_exec_speedup"] = round(
+        result["docker_exec_p50_ms"] / result["agent_exec_p50_ms"], 1
+    )
+    result["cold_vs_docker_run_ratio"] = round(
+        result["cold_first_exec_p50_ms"] / result["docker_run_p50_ms"], 2
+    )
     print(json.dumps(result))
 
 

@@ -47,9 +47,13 @@ def main() -> None:
 
     from agent_load import create_db, turns  # the same script and database as the load bench
 
-    env = {**os.environ, "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{BENCH_DB}",
-           "DJANGO_SETTINGS_MODULE": "hangar.settings", "HANGAR_SANDBOX_POOL": "0",
-           "PYTHONPATH": f"{ROOT}/platform:{ROOT}"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{BENCH_DB}",
+        "DJANGO_SETTINGS_MODULE": "hangar.settings",
+        "HANGAR_SANDBOX_POOL": "0",
+        "PYTHONPATH": f"{ROOT}/platform:{ROOT}",
+    }
     os.environ.update(env)
     create_db()
     subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)
@@ -71,24 +75,36 @@ def main() -> None:
     from hangar.projects.models import Project, ProviderCredential
 
     port = _free_port()
-    scripted = subprocess.Popen([sys.executable, "-m", "scripted_llm", "--port", str(port)], cwd=ROOT,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    scripted = subprocess.Popen(
+        [sys.executable, "-m", "scripted_llm", "--port", str(port)],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         _wait_port(port)
         url = f"http://127.0.0.1:{port}/v1"
         script_id = f"cpu-{uuid.uuid4().hex[:8]}"
-        httpx.post(f"http://127.0.0.1:{port}/_scripts",
-                   json={"id": script_id, "turns": turns(0), "title": "Cpu"}).raise_for_status()
+        httpx.post(
+            f"http://127.0.0.1:{port}/_scripts", json={"id": script_id, "turns": turns(0), "title": "Cpu"}
+        ).raise_for_status()
         org, _ = Org.objects.get_or_create(slug="bench", defaults={"name": "Bench"})
-        user = User.objects.filter(email="bench@bench.test").first() or User.objects.create_user("bench@bench.test")
+        user = User.objects.filter(email="bench@bench.test").first() or User.objects.create_user(
+            "bench@bench.test"
+        )
         Membership.objects.get_or_create(org=org, user=user, defaults={"role": Role.OWNER})
         project, _ = Project.objects.get_or_create(org=org, slug="cpu", defaults={"name": "cpu"})
         ProviderCredential.objects.update_or_create(
-            org=org, user=None, provider="scripted",
-            defaults={"api_base": url, "api_key_encrypted": crypto.encrypt("sk-bench")})
+            org=org,
+            user=None,
+            provider="scripted",
+            defaults={"api_base": url, "api_key_encrypted": crypto.encrypt("sk-bench")},
+        )
         actor = Actor(type=ActorType.USER, org_id=org.pk, user=user, label=user.email)
         model = {"providerID": "scripted", "modelID": script_id}
-        sessions = [session_create(actor=actor, project=project, model=model) for _ in range(args.sessions + 1)]
+        sessions = [
+            session_create(actor=actor, project=project, model=model) for _ in range(args.sessions + 1)
+        ]
         for session in sessions:
             manager().get_or_create(spec_for(session)).close()
         warm_up()
@@ -97,7 +113,9 @@ def main() -> None:
         # The first session warms this process (first connections, lazy imports) and is not counted.
         cpu, pg_cpu, profiler = [], [], cProfile.Profile(time.thread_time) if args.profile else None
         for index, session in enumerate(sessions):
-            session_prompt(actor=actor, session=session, parts=[{"type": "text", "text": f"cpu session {index}"}])
+            session_prompt(
+                actor=actor, session=session, parts=[{"type": "text", "text": f"cpu session {index}"}]
+            )
             backend = _backend_pid()
             started, pg_started = time.process_time(), _cpu_s(backend)
             if profiler and index:
@@ -109,7 +127,9 @@ def main() -> None:
             pg_used = _cpu_s(backend) - pg_started if backend == _backend_pid() else None
             assistants = list(Message.objects.filter(session=session, role="assistant").order_by("id"))
             if len(assistants) != STEPS or assistants[-1].data.get("finish") != "stop":
-                raise RuntimeError(f"session {session.pk} did not finish its {STEPS} steps: {[m.data for m in assistants]}")
+                raise RuntimeError(
+                    f"session {session.pk} did not finish its {STEPS} steps: {[m.data for m in assistants]}"
+                )
             if index:
                 cpu.append(used * 1000 / STEPS)
                 if pg_used is not None:
@@ -128,13 +148,23 @@ def main() -> None:
         log(f"{'cum ms/step':>11} {'own ms/step':>11} {'calls/step':>10}  function")
         for (filename, line, name), (_cc, calls, own, cum, _callers) in rows:
             short = "/".join(Path(filename).parts[-2:])
-            log(f"{cum * 1000 / steps:11.2f} {own * 1000 / steps:11.2f} {calls / steps:10.1f}  {name} ({short}:{line})")
-    print(json.dumps({"sessions": args.sessions, "steps_per_session": STEPS, "profiled": bool(profiler),
-                      "worker_cpu_ms_per_step_p50": round(statistics.median(cpu), 2),
-                      "worker_cpu_ms_per_step_min": round(min(cpu), 2),
-                      # The Postgres backend serving this process's connection (the lease keeper's is not in it):
-                      # a mean over all measured steps, as /proc counts in 10 ms ticks.
-                      "postgres_backend_cpu_ms_per_step": round(statistics.mean(pg_cpu), 2) if pg_cpu else None}))
+            log(
+                f"{cum * 1000 / steps:11.2f} {own * 1000 / steps:11.2f} {calls / steps:10.1f}  {name} ({short}:{line})"
+            )
+    print(
+        json.dumps(
+            {
+                "sessions": args.sessions,
+                "steps_per_session": STEPS,
+                "profiled": bool(profiler),
+                "worker_cpu_ms_per_step_p50": round(statistics.median(cpu), 2),
+                "worker_cpu_ms_per_step_min": round(min(cpu), 2),
+                # The Postgres backend serving this process's connection (the lease keeper's is not in it):
+                # a mean over all measured steps, as /proc counts in 10 ms ticks.
+                "postgres_backend_cpu_ms_per_step": round(statistics.mean(pg_cpu), 2) if pg_cpu else None,
+            }
+        )
+    )
 
 
 def _backend_pid() -> int:

@@ -19,8 +19,20 @@ from sandbox.protocol import (
 )
 
 __all__ = [
-    "WORKSPACE", "ExecResult", "FileDiff", "FileNotFound", "FileStat", "GrepMatch", "ReadResult", "Sandbox",
-    "SandboxError", "SandboxSpec", "SandboxUnavailable", "DockerSandboxes", "WarmPool", "Reaper",
+    "WORKSPACE",
+    "ExecResult",
+    "FileDiff",
+    "FileNotFound",
+    "FileStat",
+    "GrepMatch",
+    "ReadResult",
+    "Sandbox",
+    "SandboxError",
+    "SandboxSpec",
+    "SandboxUnavailable",
+    "DockerSandboxes",
+    "WarmPool",
+    "Reaper",
 ]
 
 
@@ -28,11 +40,14 @@ def __getattr__(name: str):
     # Lazy: `import sandbox` must stay cheap and must not need the docker SDK for the protocol.
     if name == "DockerSandboxes":
         from sandbox.manager import DockerSandboxes
+
         return DockerSandboxes
     if name == "WarmPool":
         from sandbox.pool import WarmPool
+
         return WarmPool
     if name == "Reaper":
         from sandbox.reaper import Reaper
+
         return Reaper
     raise AttributeError(name)

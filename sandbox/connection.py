@@ -113,10 +113,10 @@ class AgentConnection:
                 buf += chunk
                 pos = 0
                 while len(buf) - pos >= 8:
-                    size = int.from_bytes(buf[pos + 4: pos + 8], "big")
+                    size = int.from_bytes(buf[pos + 4 : pos + 8], "big")
                     if len(buf) - pos - 8 < size:
                         break
-                    stream, payload = buf[pos], bytes(buf[pos + 8: pos + 8 + size])
+                    stream, payload = buf[pos], bytes(buf[pos + 8 : pos + 8 + size])
                     pos += 8 + size
                     if stream == 2:
                         self.stderr_tail = (self.stderr_tail + payload)[-4096:]
@@ -172,9 +172,16 @@ class AgentConnection:
             raise SandboxUnavailable(f"connection to the sandbox agent is broken: {exc}") from exc
         return rid
 
-    def call(self, op: str, args: dict | None = None, *, timeout: float = 120.0,
-             on_frame: Callable[[dict], None] | None = None, cancel: threading.Event | None = None,
-             on_start: Callable[[str], None] | None = None):
+    def call(
+        self,
+        op: str,
+        args: dict | None = None,
+        *,
+        timeout: float = 120.0,
+        on_frame: Callable[[dict], None] | None = None,
+        cancel: threading.Event | None = None,
+        on_start: Callable[[str], None] | None = None,
+    ):
         """Send one request and wait for its reply; returns the reply's result."""
         rid = f"{self.prefix}:{next(self._ids)}"
         call = _Pending(on_frame)

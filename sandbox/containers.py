@@ -22,7 +22,10 @@ def create_kwargs(spec: SandboxSpec, image: str, name: str, volume_id: str, labe
     """docker-py `containers.create` arguments. Every limit is enforced by the kernel via Docker."""
     if spec.network == "allowlist":
         # Only the session's internal network (no route out); the proxy there is the way out.
-        network_mode, environment = egress.network_name(volumes.session_key(spec.session_id)), egress.sandbox_env()
+        network_mode, environment = (
+            egress.network_name(volumes.session_key(spec.session_id)),
+            egress.sandbox_env(),
+        )
     elif spec.network == "none":
         network_mode, environment = "none", {}  # nothing of the worker's env
     else:
@@ -30,18 +33,25 @@ def create_kwargs(spec: SandboxSpec, image: str, name: str, volume_id: str, labe
     mnt = volumes.mount_point(volume_id)
     memory = f"{spec.memory_mb}m"
     return dict(
-        image=image, name=name, detach=True,
+        image=image,
+        name=name,
+        detach=True,
         labels={MANAGED: "1", "hangar.volume": volume_id, **labels},
         # The agent speaks JSON on stdin/stdout; stdin stays open across attaches.
-        stdin_open=True, tty=False, command=None,
-        user="1000:1000", working_dir=WORKSPACE, environment=environment,
+        stdin_open=True,
+        tty=False,
+        command=None,
+        user="1000:1000",
+        working_dir=WORKSPACE,
+        environment=environment,
         init=True,  # docker-init (tini) reaps zombies and forwards signals to the agent
         network_mode=network_mode,
         read_only=True,
         cap_drop=["ALL"],
         security_opt=["no-new-privileges:true"],
         nano_cpus=int(spec.cpus * 1e9),
-        mem_limit=memory, memswap_limit=memory,  # equal: no swap on top of the memory limit
+        mem_limit=memory,
+        memswap_limit=memory,  # equal: no swap on top of the memory limit
         pids_limit=spec.pids,
         tmpfs={
             "/tmp": f"rw,nosuid,nodev,size={TMP_MB}m",

@@ -72,23 +72,48 @@ class DockerSandbox:
 
     # --- commands ---------------------------------------------------------------------------
 
-    def exec(self, command: str, *, cwd: str | None = None, env: dict[str, str] | None = None,
-             timeout_s: float | None = None, on_output: Callable[[str], None] | None = None,
-             cancel: threading.Event | None = None, max_output: int | None = None) -> ExecResult:
+    def exec(
+        self,
+        command: str,
+        *,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        timeout_s: float | None = None,
+        on_output: Callable[[str], None] | None = None,
+        cancel: threading.Event | None = None,
+        max_output: int | None = None,
+    ) -> ExecResult:
         timeout_s = timeout_s or self.spec.command_timeout_s
-        args = {"command": command, "cwd": cwd, "env": env, "timeout": timeout_s,
-                "stream": on_output is not None, "max_output": max_output}
+        args = {
+            "command": command,
+            "cwd": cwd,
+            "env": env,
+            "timeout": timeout_s,
+            "stream": on_output is not None,
+            "max_output": max_output,
+        }
         on_frame = (lambda msg: on_output(msg.get("data", ""))) if on_output else None
-        result = self._call("exec", {k: v for k, v in args.items() if v is not None},
-                            timeout=timeout_s + EXEC_SLACK_S, on_frame=on_frame, cancel=cancel)
+        result = self._call(
+            "exec",
+            {k: v for k, v in args.items() if v is not None},
+            timeout=timeout_s + EXEC_SLACK_S,
+            on_frame=on_frame,
+            cancel=cancel,
+        )
         return ExecResult(result["status"], result["exit_code"], result["output"], result["dropped_bytes"])
 
     def kill_all(self) -> None:
         """Kill every process in the sandbox but the agent (e.g. after a fork bomb)."""
         self._call("kill_all", timeout=30)
 
-    def open_pty(self, on_output: Callable[[str], None], *, cols: int = 80, rows: int = 24,
-                 on_exit: Callable[[int | None], None] | None = None) -> PtyHandle:
+    def open_pty(
+        self,
+        on_output: Callable[[str], None],
+        *,
+        cols: int = 80,
+        rows: int = 24,
+        on_exit: Callable[[int | None], None] | None = None,
+    ) -> PtyHandle:
         """An interactive bash on a pseudo-terminal; output arrives on `on_output` (reader thread)."""
         return PtyHandle(self.connection, on_output, cols=cols, rows=rows, on_exit=on_exit)
 
@@ -119,7 +144,9 @@ class DockerSandbox:
         r = self._call("glob", {"pattern": pattern, "path": path})
         return r["paths"], r["truncated"]
 
-    def grep(self, pattern: str, path: str = WORKSPACE, *, include: str | None = None) -> tuple[list[GrepMatch], bool]:
+    def grep(
+        self, pattern: str, path: str = WORKSPACE, *, include: str | None = None
+    ) -> tuple[list[GrepMatch], bool]:
         r = self._call("grep", {"pattern": pattern, "path": path, "include": include})
         return [GrepMatch(m["path"], m["line"], m["text"]) for m in r["matches"]], r["truncated"]
 
@@ -150,8 +177,10 @@ class DockerSandbox:
 
     def snapshot_diff(self, from_hash: str, to_hash: str | None = None) -> list[FileDiff]:
         r = self._call("snapshot_diff", {"from": from_hash, "to": to_hash}, timeout=600)
-        return [FileDiff(f["path"], f["before"], f["after"], f["additions"], f["deletions"], f["status"])
-                for f in r["files"]]
+        return [
+            FileDiff(f["path"], f["before"], f["after"], f["additions"], f["deletions"], f["status"])
+            for f in r["files"]
+        ]
 
     def snapshot_changed(self, from_hash: str, to_hash: str) -> list[str]:
         return list(self._call("snapshot_changed", {"from": from_hash, "to": to_hash}, timeout=600)["paths"])

@@ -35,7 +35,9 @@ CONFIG_LABEL = "hangar.egress.config"
 ALIAS = "egress"
 PORT = 3128
 PROXY_URL = f"http://{ALIAS}:{PORT}"
-_HOST_RE = re.compile(r"(\*\.)?([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?\.)*[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?")
+_HOST_RE = re.compile(
+    r"(\*\.)?([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?\.)*[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?"
+)
 
 
 def network_name(key: str) -> str:
@@ -48,8 +50,14 @@ def proxy_name(key: str) -> str:
 
 def sandbox_env() -> dict[str, str]:
     no_proxy = "localhost,127.0.0.1,::1"
-    return {"HTTP_PROXY": PROXY_URL, "HTTPS_PROXY": PROXY_URL, "http_proxy": PROXY_URL,
-            "https_proxy": PROXY_URL, "NO_PROXY": no_proxy, "no_proxy": no_proxy}
+    return {
+        "HTTP_PROXY": PROXY_URL,
+        "HTTPS_PROXY": PROXY_URL,
+        "http_proxy": PROXY_URL,
+        "https_proxy": PROXY_URL,
+        "NO_PROXY": no_proxy,
+        "no_proxy": no_proxy,
+    }
 
 
 def validate_allowlist(entries: list[str]) -> list[str]:
@@ -84,7 +92,9 @@ def host_addresses(api: docker.APIClient) -> list[str]:
     if _host_addresses is None:
         found = set()
         try:
-            out = subprocess.run(["ip", "-o", "addr", "show"], capture_output=True, text=True, timeout=5).stdout
+            out = subprocess.run(
+                ["ip", "-o", "addr", "show"], capture_output=True, text=True, timeout=5
+            ).stdout
             found |= {line.split()[3].split("/")[0] for line in out.splitlines() if len(line.split()) > 3}
         except (OSError, subprocess.SubprocessError):
             pass
@@ -113,9 +123,14 @@ def _ensure_network(api: docker.APIClient, key: str, labels: dict[str, str]) -> 
             # internal=True only stops forwarding: the bridge's host-side IP would still take
             # packets to ANY host address (a sandbox reached host services on 172.17.0.1).
             # inhibit_ipv4 leaves the bridge without a host IP, so the host is not on the path.
-            api.create_network(name, driver="bridge", internal=True, check_duplicate=True,
-                               options={"com.docker.network.bridge.inhibit_ipv4": "true"},
-                               labels={EGRESS_LABEL: key, **labels})
+            api.create_network(
+                name,
+                driver="bridge",
+                internal=True,
+                check_duplicate=True,
+                options={"com.docker.network.bridge.inhibit_ipv4": "true"},
+                labels={EGRESS_LABEL: key, **labels},
+            )
         except docker.errors.APIError as exc:
             if exc.status_code != 409:
                 raise
@@ -130,24 +145,52 @@ def _ensure_network(api: docker.APIClient, key: str, labels: dict[str, str]) -> 
     return found[0]["Id"]
 
 
-def _proxy_kwargs(key: str, image: str, allow: list[str], deny: list[str], labels: dict[str, str],
-                  extra_hosts: dict[str, str] | None, config: str) -> dict:
+def _proxy_kwargs(
+    key: str,
+    image: str,
+    allow: list[str],
+    deny: list[str],
+    labels: dict[str, str],
+    extra_hosts: dict[str, str] | None,
+    config: str,
+) -> dict:
     return dict(
-        image=image, name=proxy_name(key), detach=True,
+        image=image,
+        name=proxy_name(key),
+        detach=True,
         command=["python3", "-S", "-u", "/opt/hangar/agent/egress_proxy.py"],
         labels={EGRESS_LABEL: key, CONFIG_LABEL: config, **labels},
-        environment={"HANGAR_EGRESS_ALLOW": json.dumps(allow), "HANGAR_EGRESS_DENY": json.dumps(deny),
-                     "HANGAR_EGRESS_PORT": str(PORT)},
-        user="1000:1000", init=True, network_mode="bridge", read_only=True, cap_drop=["ALL"],
-        security_opt=["no-new-privileges:true"], nano_cpus=int(0.5e9), mem_limit="64m", memswap_limit="64m",
-        pids_limit=128, ipc_mode="private", extra_hosts=extra_hosts or None,
+        environment={
+            "HANGAR_EGRESS_ALLOW": json.dumps(allow),
+            "HANGAR_EGRESS_DENY": json.dumps(deny),
+            "HANGAR_EGRESS_PORT": str(PORT),
+        },
+        user="1000:1000",
+        init=True,
+        network_mode="bridge",
+        read_only=True,
+        cap_drop=["ALL"],
+        security_opt=["no-new-privileges:true"],
+        nano_cpus=int(0.5e9),
+        mem_limit="64m",
+        memswap_limit="64m",
+        pids_limit=128,
+        ipc_mode="private",
+        extra_hosts=extra_hosts or None,
         # Decisions only (host:port, verdict), and bounded: a tenant cannot fill the disk.
         log_config=LogConfig(type="json-file", config={"max-size": "1m", "max-file": "1"}),
     )
 
 
-def ensure(client: docker.DockerClient, *, key: str, image: str, allowlist: list[str],
-           labels: dict[str, str], extra_hosts: dict[str, str] | None = None) -> None:
+def ensure(
+    client: docker.DockerClient,
+    *,
+    key: str,
+    image: str,
+    allowlist: list[str],
+    labels: dict[str, str],
+    extra_hosts: dict[str, str] | None = None,
+) -> None:
     """Network and proxy exist and run with this allowlist (a changed allowlist replaces the
     proxy; the sandbox keeps its alias). Safe to call concurrently."""
     api = client.api
@@ -166,8 +209,9 @@ def ensure(client: docker.DockerClient, *, key: str, image: str, allowlist: list
             info = None
         if info is None:
             try:
-                created = client.containers.create(**_proxy_kwargs(
-                    key, image, allow, deny, labels, extra_hosts, config))
+                created = client.containers.create(
+                    **_proxy_kwargs(key, image, allow, deny, labels, extra_hosts, config)
+                )
             except docker.errors.APIError as exc:
                 if exc.status_code == 409:
                     continue  # a racing ensure created it: inspect again
@@ -220,8 +264,9 @@ def remove(api: docker.APIClient, key: str) -> None:
             time.sleep(0.1)
 
 
-def sweep_orphans(api: docker.APIClient, is_bound, only_labels: dict[str, str] | None = None,
-                  min_age_s: float = 120) -> list[str]:
+def sweep_orphans(
+    api: docker.APIClient, is_bound, only_labels: dict[str, str] | None = None, min_age_s: float = 120
+) -> list[str]:
     """Remove proxies/networks whose session key `is_bound(key)` no longer (crash mid-create or
     mid-destroy). Young ones are left alone: their session may be being created right now."""
     labels = [EGRESS_LABEL] + [f"{k}={v}" for k, v in (only_labels or {}).items()]

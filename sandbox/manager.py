@@ -33,9 +33,15 @@ def local_api(client: docker.DockerClient) -> docker.APIClient:
 
 
 class DockerSandboxes:
-    def __init__(self, client: docker.DockerClient | None = None, *, image: str | None = None,
-                 extra_labels: dict[str, str] | None = None, pool=None,
-                 egress_extra_hosts: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        client: docker.DockerClient | None = None,
+        *,
+        image: str | None = None,
+        extra_labels: dict[str, str] | None = None,
+        pool=None,
+        egress_extra_hosts: dict[str, str] | None = None,
+    ) -> None:
         self.client = client or docker.from_env()
         self.api = local_api(self.client)
         self.image = image or ensure_image(self.client)
@@ -114,7 +120,9 @@ class DockerSandboxes:
 
     def is_running(self, session_id: str) -> bool:
         try:
-            return self.api.inspect_container(containers.session_container_name(session_id))["State"]["Running"]
+            return self.api.inspect_container(containers.session_container_name(session_id))["State"][
+                "Running"
+            ]
         except docker.errors.NotFound:
             return False
 
@@ -133,8 +141,10 @@ class DockerSandboxes:
 
     def _spec_from_record(self, session_id: str, record: dict) -> SandboxSpec:
         fields = {f.name for f in dataclasses.fields(SandboxSpec)}
-        return SandboxSpec(**{k: v for k, v in (record.get("spec") or {}).items() if k in fields}
-                           | {"session_id": session_id})
+        return SandboxSpec(
+            **{k: v for k, v in (record.get("spec") or {}).items() if k in fields}
+            | {"session_id": session_id}
+        )
 
     def _connect_existing(self, session_id: str, spec: SandboxSpec | None) -> DockerSandbox | None:
         key = volumes.session_key(session_id)
@@ -173,8 +183,9 @@ class DockerSandboxes:
             volumes.note_container(key, info["Id"], info["State"]["Pid"])  # for the next first contact
         return self._attach(spec, name, info["Id"])
 
-    def _attach_running(self, record: dict, spec: SandboxSpec | None, session_id: str, name: str,
-                        container_id: str) -> DockerSandbox | None:
+    def _attach_running(
+        self, record: dict, spec: SandboxSpec | None, session_id: str, name: str, container_id: str
+    ) -> DockerSandbox | None:
         """Attach by the id the registry remembers, without an inspect. The caller saw the container's
         init alive in /proc (dockerd would accept an attach to a stopped container, then send nothing);
         the container is this session's (ids are never reused, and a container bound to a session is
@@ -189,14 +200,22 @@ class DockerSandboxes:
         return self._attach(spec, name, container_id, conn)
 
     def _ensure_egress(self, spec: SandboxSpec) -> None:
-        egress.ensure(self.client, key=volumes.session_key(spec.session_id), image=self.image,
-                      allowlist=spec.allowlist, labels=self.extra_labels | {containers.MANAGED: "1"},
-                      extra_hosts=self.egress_extra_hosts)
+        egress.ensure(
+            self.client,
+            key=volumes.session_key(spec.session_id),
+            image=self.image,
+            allowlist=spec.allowlist,
+            labels=self.extra_labels | {containers.MANAGED: "1"},
+            extra_hosts=self.egress_extra_hosts,
+        )
 
-    def _create_container(self, spec: SandboxSpec, name: str, volume_id: str, labels: dict[str, str]) -> str | None:
+    def _create_container(
+        self, spec: SandboxSpec, name: str, volume_id: str, labels: dict[str, str]
+    ) -> str | None:
         """Create and start; returns the id, or None if another process took the name first."""
-        kwargs = containers.create_kwargs(spec, spec.image or self.image, name, volume_id,
-                                          self.extra_labels | labels)
+        kwargs = containers.create_kwargs(
+            spec, spec.image or self.image, name, volume_id, self.extra_labels | labels
+        )
         try:
             container = self.client.containers.create(**kwargs)
         except docker.errors.APIError as exc:
@@ -218,8 +237,12 @@ class DockerSandboxes:
             return None
         if spec.network == "allowlist":
             self._ensure_egress(spec)
-        labels = {"hangar.session": spec.session_id[:200], "hangar.org": spec.org_id,
-                  "hangar.project": spec.project_id, "hangar.session_key": key}
+        labels = {
+            "hangar.session": spec.session_id[:200],
+            "hangar.org": spec.org_id,
+            "hangar.project": spec.project_id,
+            "hangar.session_key": key,
+        }
         container_id = self._create_container(spec, name, volume_id, labels)
         if container_id is None:
             return None
@@ -230,8 +253,9 @@ class DockerSandboxes:
             volumes.note_container(key, container_id, pid)
         return self._attach(spec, name, container_id)
 
-    def _attach(self, spec: SandboxSpec, name: str, container_id: str,
-                conn: AgentConnection | None = None) -> DockerSandbox:
+    def _attach(
+        self, spec: SandboxSpec, name: str, container_id: str, conn: AgentConnection | None = None
+    ) -> DockerSandbox:
         """Connect to the agent (or take over `conn`, the warm pool's) and (re)bind the session's env.
         Binding on every attach, not only at creation, means a bind that failed once (or an env a
         project admin changed) is put right by the next connection instead of leaving the session
@@ -245,8 +269,13 @@ class DockerSandboxes:
 
     @staticmethod
     def _record(spec: SandboxSpec, volume_id: str) -> dict:
-        return {"session_id": spec.session_id, "volume": volume_id, "org_id": spec.org_id,
-                "project_id": spec.project_id, "spec": dataclasses.asdict(spec)}
+        return {
+            "session_id": spec.session_id,
+            "volume": volume_id,
+            "org_id": spec.org_id,
+            "project_id": spec.project_id,
+            "spec": dataclasses.asdict(spec),
+        }
 
     def _reopen(self, box: DockerSandbox) -> AgentConnection:
         """Called by a sandbox whose connection died: resume or recreate, then reconnect."""

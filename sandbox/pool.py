@@ -45,9 +45,15 @@ FIXED_FIELDS = ("image", "cpus", "memory_mb", "pids", "disk_mb", "network")
 
 
 class WarmPool:
-    def __init__(self, size: int = 2, *, template: SandboxSpec | None = None,
-                 client: docker.DockerClient | None = None, image: str | None = None,
-                 extra_labels: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        size: int = 2,
+        *,
+        template: SandboxSpec | None = None,
+        client: docker.DockerClient | None = None,
+        image: str | None = None,
+        extra_labels: dict[str, str] | None = None,
+    ) -> None:
         self.size = size
         self.template = template or SandboxSpec(session_id="pool")
         if self.template.network != "none":
@@ -87,7 +93,9 @@ class WarmPool:
     def retire_stale(self) -> int:
         """Remove unclaimed pooled containers of any other image (left by an older release)."""
         found = self.api.containers(all=True, filters={"label": self._label_filter(current_image=False)})
-        stale = [c["Names"][0].lstrip("/") for c in found if c["Labels"].get(IMAGE_LABEL) != self.pooled_image]
+        stale = [
+            c["Names"][0].lstrip("/") for c in found if c["Labels"].get(IMAGE_LABEL) != self.pooled_image
+        ]
         stale = [n for n in stale if n.startswith(containers.POOL_PREFIX)]
         for name in stale:
             self._remove_unclaimed(name)
@@ -108,8 +116,13 @@ class WarmPool:
         volume_id = volumes.new_volume_id()
         volumes.create_volume(volume_id, self.template.disk_mb)
         name = containers.POOL_PREFIX + volume_id
-        kwargs = containers.create_kwargs(self.template, self.pooled_image, name, volume_id,
-                                          self.extra_labels | {POOL_LABEL: "1", IMAGE_LABEL: self.pooled_image})
+        kwargs = containers.create_kwargs(
+            self.template,
+            self.pooled_image,
+            name,
+            volume_id,
+            self.extra_labels | {POOL_LABEL: "1", IMAGE_LABEL: self.pooled_image},
+        )
         container = self.client.containers.create(**kwargs)
         container.start()
         # Warm the agent (python imports, first fork, the snapshot repo) and keep the connection for
@@ -130,8 +143,11 @@ class WarmPool:
     def _drop_warm(self, keep: set[str] | None = None) -> None:
         """Close the idle connections of containers no longer available (claimed elsewhere, removed)."""
         with self._warm_lock:
-            gone = [cid for cid, (name, conn) in self._warm.items()
-                    if keep is None or name not in keep or conn.dead]
+            gone = [
+                cid
+                for cid, (name, conn) in self._warm.items()
+                if keep is None or name not in keep or conn.dead
+            ]
             dropped = [self._warm.pop(cid)[1] for cid in gone]
             self._pids = {cid: pid for cid, pid in self._pids.items() if cid in self._warm}
         for conn in dropped:
@@ -168,7 +184,7 @@ class WarmPool:
             self._remove_unclaimed(name)
 
     def _remove_unclaimed(self, name: str) -> None:
-        volume_id = name[len(containers.POOL_PREFIX):]
+        volume_id = name[len(containers.POOL_PREFIX) :]
         if self._take(volume_id):  # a claimer that got there first keeps it
             try:
                 container_id = self.api.inspect_container(name)["Id"]
@@ -182,7 +198,9 @@ class WarmPool:
 
     def fits(self, spec: SandboxSpec) -> bool:
         # Pooled containers have no network at all; never hand one to an allowlist spec.
-        return spec.network == "none" and all(getattr(spec, f) == getattr(self.template, f) for f in FIXED_FIELDS)
+        return spec.network == "none" and all(
+            getattr(spec, f) == getattr(self.template, f) for f in FIXED_FIELDS
+        )
 
     @staticmethod
     def _take(volume_id: str) -> bool:
@@ -230,7 +248,7 @@ class WarmPool:
         name = containers.session_container_name(spec.session_id)
         key = volumes.session_key(spec.session_id)
         for container_id, pooled, conn in self._candidates():
-            volume_id = pooled[len(containers.POOL_PREFIX):]
+            volume_id = pooled[len(containers.POOL_PREFIX) :]
             if not self._take(volume_id):
                 if conn is not None:
                     conn.close()  # claimed (or being drained) by another process
@@ -250,8 +268,14 @@ class WarmPool:
                 if exc.status_code == 409:  # the session already has a container
                     return None
                 raise
-            record = {"session_id": spec.session_id, "volume": volume_id, "org_id": spec.org_id,
-                      "project_id": spec.project_id, "spec": dataclasses.asdict(spec), "pooled": True}
+            record = {
+                "session_id": spec.session_id,
+                "volume": volume_id,
+                "org_id": spec.org_id,
+                "project_id": spec.project_id,
+                "spec": dataclasses.asdict(spec),
+                "pooled": True,
+            }
             if not volumes.register(key, record):
                 # Registered by a racing cold create whose container lost the name to us: the
                 # record names its volume; drop that orphan volume, keep ours.

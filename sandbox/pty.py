@@ -12,8 +12,15 @@ from sandbox.protocol import SandboxError
 class PtyHandle:
     """write/resize/close address the shell; `wait()` returns its exit code once it ends."""
 
-    def __init__(self, conn: AgentConnection, on_output: Callable[[str], None], *, cols: int, rows: int,
-                 on_exit: Callable[[int | None], None] | None = None) -> None:
+    def __init__(
+        self,
+        conn: AgentConnection,
+        on_output: Callable[[str], None],
+        *,
+        cols: int,
+        rows: int,
+        on_exit: Callable[[int | None], None] | None = None,
+    ) -> None:
         self._conn = conn
         self._on_output = on_output
         self._on_exit = on_exit
@@ -40,8 +47,13 @@ class PtyHandle:
 
     def _run(self, cols: int, rows: int) -> None:
         try:
-            result = self._conn.call("pty_open", {"cols": cols, "rows": rows}, timeout=7 * 24 * 3600,
-                                     on_frame=self._frame, on_start=self._started_as)
+            result = self._conn.call(
+                "pty_open",
+                {"cols": cols, "rows": rows},
+                timeout=7 * 24 * 3600,
+                on_frame=self._frame,
+                on_start=self._started_as,
+            )
             self.exit_code = result.get("exit_code")
         except Exception as exc:  # reported through .error / wait()
             self.error = exc

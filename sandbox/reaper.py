@@ -37,9 +37,16 @@ def _started_at(info: dict) -> float:
 
 
 class Reaper:
-    def __init__(self, manager, is_session_alive: Callable[[str], bool], *, idle_ttl_s: float = 1800,
-                 max_lifetime_s: float = 24 * 3600, only_labels: dict[str, str] | None = None,
-                 orphan_min_age_s: float = 120) -> None:
+    def __init__(
+        self,
+        manager,
+        is_session_alive: Callable[[str], bool],
+        *,
+        idle_ttl_s: float = 1800,
+        max_lifetime_s: float = 24 * 3600,
+        only_labels: dict[str, str] | None = None,
+        orphan_min_age_s: float = 120,
+    ) -> None:
         """only_labels: restrict the sweep to containers carrying these labels (e.g. one test
         run's); records without a container are then left alone."""
         self.manager = manager
@@ -51,13 +58,15 @@ class Reaper:
 
     def _candidates(self) -> dict[str, str | None]:
         """session key -> container name (None: a record whose container is gone)."""
-        found: dict[str, str | None] = {} if self.only_labels else {k: None for k in volumes.registered_keys()}
+        found: dict[str, str | None] = (
+            {} if self.only_labels else {k: None for k in volumes.registered_keys()}
+        )
         labels = [f"{containers.MANAGED}=1"] + [f"{k}={v}" for k, v in self.only_labels.items()]
         listed = self.manager.api.containers(all=True, filters={"label": labels})
         for c in listed:
             name = c["Names"][0].lstrip("/")
             if name.startswith(containers.SESSION_PREFIX):
-                found[name[len(containers.SESSION_PREFIX):]] = name
+                found[name[len(containers.SESSION_PREFIX) :]] = name
         return found
 
     def run_once(self) -> ReapReport:
@@ -87,8 +96,12 @@ class Reaper:
             except Exception as exc:  # one bad sandbox must not stop the sweep
                 report.errors.append(f"{session_id}: {type(exc).__name__}: {exc}")
         try:
-            report.destroyed += [f"egress:{k}" for k in egress.sweep_orphans(
-                self.manager.api, self._is_bound, self.only_labels, self.orphan_min_age_s)]
+            report.destroyed += [
+                f"egress:{k}"
+                for k in egress.sweep_orphans(
+                    self.manager.api, self._is_bound, self.only_labels, self.orphan_min_age_s
+                )
+            ]
         except Exception as exc:
             report.errors.append(f"egress sweep: {type(exc).__name__}: {exc}")
         return report

@@ -77,7 +77,9 @@ def create_volume(volume_id: str, size_mb: int) -> Path:
     with open(image, "xb") as f:
         f.truncate(size_mb * 1024 * 1024)
     # -m 0: no root-reserved blocks (the sandbox user gets the whole quota).
-    proc = _run("mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=1,lazy_journal_init=1", str(image))
+    proc = _run(
+        "mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=1,lazy_journal_init=1", str(image)
+    )
     if proc.returncode != 0:
         image.unlink(missing_ok=True)
         raise RuntimeError(f"mkfs.ext4 failed: {proc.stderr.strip()}")
@@ -124,6 +126,7 @@ def list_volumes() -> list[str]:
 
 
 # --- the session registry -------------------------------------------------------------------
+
 
 def _record_path(key: str) -> Path:
     return _dirs()[2] / f"{key}.json"
@@ -172,6 +175,7 @@ def registered_keys() -> list[str]:
 
 
 # --- which container a session had last: a hint for the next first contact ------------------
+
 
 def _hint_path(key: str) -> Path:
     return _dirs()[2] / f"{key}.cid"

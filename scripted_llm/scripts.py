@@ -73,7 +73,9 @@ class ScriptBook:
 
     @staticmethod
     def is_title_request(body: dict) -> bool:
-        system = " ".join(_text_of(m.get("content")) for m in body.get("messages", []) if m.get("role") == "system")
+        system = " ".join(
+            _text_of(m.get("content")) for m in body.get("messages", []) if m.get("role") == "system"
+        )
         return "title generator" in system.lower()
 
     def next_turn(self, script: dict, body: dict) -> list[dict]:

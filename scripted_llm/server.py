@@ -23,7 +23,7 @@ def _pieces(text: str, n: int = 3) -> list[str]:
     if not text:
         return []
     size = max(1, -(-len(text) // n))
-    return [text[i:i + size] for i in range(0, len(text), size)]
+    return [text[i : i + size] for i in range(0, len(text), size)]
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -108,8 +108,11 @@ class _Handler(BaseHTTPRequestHandler):
             if "error" in action:
                 status = int(action["error"])
                 message = action.get("message", f"scripted error {status}")
-                self._json(status, {"error": {"message": message, "type": "scripted", "code": status}},
-                           headers=action.get("headers"))
+                self._json(
+                    status,
+                    {"error": {"message": message, "type": "scripted", "code": status}},
+                    headers=action.get("headers"),
+                )
                 return
         if body.get("stream"):
             self._stream(body, turn)
@@ -117,8 +120,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._whole(body, turn)
 
     def _usage(self, body: dict, turn: list[dict], produced: int) -> dict:
-        usage = {"prompt_tokens": len(json.dumps(body.get("messages", []))) // 4,
-                 "completion_tokens": max(1, produced // 4)}
+        usage = {
+            "prompt_tokens": len(json.dumps(body.get("messages", []))) // 4,
+            "completion_tokens": max(1, produced // 4),
+        }
         for action in turn:
             usage.update(action.get("usage", {}))
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
@@ -136,14 +141,24 @@ class _Handler(BaseHTTPRequestHandler):
         message: dict[str, Any] = {"role": "assistant", "content": text or None}
         if calls:
             message["tool_calls"] = [
-                {"id": c.get("id") or f"call_{uuid.uuid4().hex[:12]}", "type": "function",
-                 "function": {"name": c["name"], "arguments": tool_call_arguments(c)}} for c in calls]
-        self._json(200, {
-            "id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion", "created": int(time.time()),
-            "model": body.get("model", "scripted"),
-            "choices": [{"index": 0, "message": message, "finish_reason": self._finish(turn)}],
-            "usage": self._usage(body, turn, len(text) + sum(len(tool_call_arguments(c)) for c in calls)),
-        })
+                {
+                    "id": c.get("id") or f"call_{uuid.uuid4().hex[:12]}",
+                    "type": "function",
+                    "function": {"name": c["name"], "arguments": tool_call_arguments(c)},
+                }
+                for c in calls
+            ]
+        self._json(
+            200,
+            {
+                "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body.get("model", "scripted"),
+                "choices": [{"index": 0, "message": message, "finish_reason": self._finish(turn)}],
+                "usage": self._usage(body, turn, len(text) + sum(len(tool_call_arguments(c)) for c in calls)),
+            },
+        )
 
     def _stream(self, body: dict, turn: list[dict]) -> None:
         self.send_response(200)
@@ -151,8 +166,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        base = {"id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion.chunk",
-                "created": int(time.time()), "model": body.get("model", "scripted")}
+        base = {
+            "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": body.get("model", "scripted"),
+        }
 
         def chunk(delta: dict, finish: str | None = None) -> None:
             self._sse({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
@@ -172,8 +191,18 @@ class _Handler(BaseHTTPRequestHandler):
                 for call in action.get("tool_calls", []):
                     arguments = tool_call_arguments(call)
                     call_id = call.get("id") or f"call_{uuid.uuid4().hex[:12]}"
-                    chunk({"tool_calls": [{"index": tool_index, "id": call_id, "type": "function",
-                                           "function": {"name": call["name"], "arguments": ""}}]})
+                    chunk(
+                        {
+                            "tool_calls": [
+                                {
+                                    "index": tool_index,
+                                    "id": call_id,
+                                    "type": "function",
+                                    "function": {"name": call["name"], "arguments": ""},
+                                }
+                            ]
+                        }
+                    )
                     for piece in _pieces(arguments, 4):
                         chunk({"tool_calls": [{"index": tool_index, "function": {"arguments": piece}}]})
                     produced += len(arguments)

@@ -43,6 +43,8 @@ def dave(acme, alice):
 @pytest.fixture
 def fresh_ip_client():
     def make() -> APIClient:
-        return APIClient(REMOTE_ADDR=f"10.{uuid.uuid4().int % 250}.{uuid.uuid4().int % 250}.{uuid.uuid4().int % 250}")
+        return APIClient(
+            REMOTE_ADDR=f"10.{uuid.uuid4().int % 250}.{uuid.uuid4().int % 250}.{uuid.uuid4().int % 250}"
+        )
 
     return make

@@ -10,7 +10,14 @@ import threading
 import time
 
 _BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-_PREFIXES = {"session": "ses", "message": "msg", "part": "prt", "permission": "per", "event": "evt", "user": "usr"}
+_PREFIXES = {
+    "session": "ses",
+    "message": "msg",
+    "part": "prt",
+    "permission": "per",
+    "event": "evt",
+    "user": "usr",
+}
 _lock = threading.Lock()
 _last_ms = 0
 _counter = 0

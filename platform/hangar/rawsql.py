@@ -67,7 +67,7 @@ def instances(tables, row) -> list[models.Model | None]:
     out, start = [], 0
     for model, _ in tables:
         names = _fields(model)
-        values = list(row[start:start + len(names)])
+        values = list(row[start : start + len(names)])
         start += len(names)
         if values[names.index(model._meta.pk.attname)] is None:
             out.append(None)

@@ -104,7 +104,10 @@ if os.environ.get("HANGAR_DB_POOL_MAX"):
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = False
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
-        "min_size": 2, "max_size": int(os.environ["HANGAR_DB_POOL_MAX"]), "timeout": 60}
+        "min_size": 2,
+        "max_size": int(os.environ["HANGAR_DB_POOL_MAX"]),
+        "timeout": 60,
+    }
 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 

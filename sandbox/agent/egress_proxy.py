@@ -123,8 +123,13 @@ class Handler:
     def respond(self, status: str) -> None:
         body = status.encode() + b"\n"
         try:
-            self.client.sendall(b"HTTP/1.1 " + body[:-1] + b"\r\nContent-Type: text/plain\r\nConnection: close\r\n"
-                                + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            self.client.sendall(
+                b"HTTP/1.1 "
+                + body[:-1]
+                + b"\r\nContent-Type: text/plain\r\nConnection: close\r\n"
+                + b"Content-Length: %d\r\n\r\n" % len(body)
+                + body
+            )
         except OSError:
             pass
 
@@ -179,7 +184,9 @@ class Handler:
             if method == "CONNECT":
                 self.client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
             else:
-                headers = [h for h in lines[1:] if not h.lower().startswith(("proxy-", "connection:", "keep-alive:"))]
+                headers = [
+                    h for h in lines[1:] if not h.lower().startswith(("proxy-", "connection:", "keep-alive:"))
+                ]
                 out = [f"{method} {path} {version}", *headers, "Connection: close", "", ""]
                 upstream.sendall("\r\n".join(out).encode("latin-1"))
             if rest:
@@ -250,8 +257,10 @@ def serve(rules: Rules, port: int) -> None:
 
 
 def main() -> None:
-    rules = Rules(json.loads(os.environ.get("HANGAR_EGRESS_ALLOW", "[]")),
-                  json.loads(os.environ.get("HANGAR_EGRESS_DENY", "[]")))
+    rules = Rules(
+        json.loads(os.environ.get("HANGAR_EGRESS_ALLOW", "[]")),
+        json.loads(os.environ.get("HANGAR_EGRESS_DENY", "[]")),
+    )
     serve(rules, int(os.environ.get("HANGAR_EGRESS_PORT", "3128")))
 
 

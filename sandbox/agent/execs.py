@@ -22,8 +22,13 @@ KILL_GRACE_S = 2.0
 OOM_PREFIX = "echo 1000 >/proc/self/oom_score_adj 2>/dev/null; "
 BASE_ENV = {
     "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-    "HOME": "/home/hangar", "USER": "hangar", "LANG": "C.UTF-8", "SHELL": "/bin/bash",
-    "TERM": "dumb", "GIT_PAGER": "cat", "PAGER": "cat",
+    "HOME": "/home/hangar",
+    "USER": "hangar",
+    "LANG": "C.UTF-8",
+    "SHELL": "/bin/bash",
+    "TERM": "dumb",
+    "GIT_PAGER": "cat",
+    "PAGER": "cat",
 }
 # An allowlist sandbox gets its egress proxy through the container's environment; commands see
 # it too. (Overriding it from a command gains nothing: the network has no other way out.)
@@ -151,8 +156,14 @@ class ExecRunner:
 
     def _run(self, writer, rid, command, cwd, env, timeout, cap, stream, cancel) -> dict:
         proc = subprocess.Popen(
-            ["/bin/bash", "-c", OOM_PREFIX + command], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, close_fds=True,
+            ["/bin/bash", "-c", OOM_PREFIX + command],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
         )
         fd = proc.stdout.fileno()
         os.set_blocking(fd, False)

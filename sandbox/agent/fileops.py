@@ -19,14 +19,59 @@ MAX_READ_BYTES = 50 * 1024
 RESULT_LIMIT = 100
 BINARY_SAMPLE = 4096
 BINARY_EXTENSIONS = {
-    ".zip", ".tar", ".gz", ".exe", ".dll", ".so", ".class", ".jar", ".war", ".7z", ".doc", ".docx",
-    ".xls", ".xlsx", ".ppt", ".pptx", ".odt", ".ods", ".odp", ".bin", ".dat", ".obj", ".o", ".a",
-    ".lib", ".wasm", ".pyc", ".pyo",
+    ".zip",
+    ".tar",
+    ".gz",
+    ".exe",
+    ".dll",
+    ".so",
+    ".class",
+    ".jar",
+    ".war",
+    ".7z",
+    ".doc",
+    ".docx",
+    ".xls",
+    ".xlsx",
+    ".ppt",
+    ".pptx",
+    ".odt",
+    ".ods",
+    ".odp",
+    ".bin",
+    ".dat",
+    ".obj",
+    ".o",
+    ".a",
+    ".lib",
+    ".wasm",
+    ".pyc",
+    ".pyo",
 }
 IGNORE_DIRS = [
-    "node_modules", "__pycache__", ".git", "dist", "build", "target", "vendor", "bin", "obj",
-    ".idea", ".vscode", ".zig-cache", "zig-out", ".coverage", "coverage", "tmp", "temp",
-    ".cache", "cache", "logs", ".venv", "venv", "env",
+    "node_modules",
+    "__pycache__",
+    ".git",
+    "dist",
+    "build",
+    "target",
+    "vendor",
+    "bin",
+    "obj",
+    ".idea",
+    ".vscode",
+    ".zig-cache",
+    "zig-out",
+    ".coverage",
+    "coverage",
+    "tmp",
+    "temp",
+    ".cache",
+    "cache",
+    "logs",
+    ".venv",
+    "venv",
+    "env",
 ]
 
 
@@ -70,7 +115,7 @@ def read(args: dict) -> dict:
     if lines and lines[-1] == "":
         lines.pop()  # a trailing newline does not start another line
     window, size = [], 0
-    for line in lines[offset: offset + limit]:
+    for line in lines[offset : offset + limit]:
         if len(line) > MAX_LINE_CHARS:
             line = line[:MAX_LINE_CHARS] + "..."
         size += len(line.encode()) + 1
@@ -125,8 +170,15 @@ def stat(args: dict) -> dict | None:
     except FileNotFoundError:
         return None
     mode = st.st_mode
-    kind = ("symlink" if stat_mod.S_ISLNK(mode) else "dir" if stat_mod.S_ISDIR(mode)
-            else "file" if stat_mod.S_ISREG(mode) else "other")
+    kind = (
+        "symlink"
+        if stat_mod.S_ISLNK(mode)
+        else "dir"
+        if stat_mod.S_ISDIR(mode)
+        else "file"
+        if stat_mod.S_ISREG(mode)
+        else "other"
+    )
     return {"path": path, "type": kind, "size": st.st_size, "mtime": st.st_mtime}
 
 
@@ -169,8 +221,10 @@ def _mtime(path: str) -> float:
 def glob(args: dict) -> dict:
     pattern = arg(args, "pattern", str)
     root = _existing_dir(_path(args, default=WORKSPACE))
-    found = [os.path.normpath(os.path.join(root, f))
-             for f in _rg(["--files", "--hidden", "--glob=!.git/", f"--glob={pattern}", "."], root)]
+    found = [
+        os.path.normpath(os.path.join(root, f))
+        for f in _rg(["--files", "--hidden", "--glob=!.git/", f"--glob={pattern}", "."], root)
+    ]
     found.sort(key=_mtime, reverse=True)
     return {"paths": found[:RESULT_LIMIT], "truncated": len(found) > RESULT_LIMIT}
 
@@ -197,7 +251,9 @@ def grep(args: dict) -> dict:
         if len(text) > MAX_LINE_CHARS:
             text = text[:MAX_LINE_CHARS] + "..."
         path = data["path"].get("text") or ""
-        matches.append({"path": os.path.normpath(os.path.join(cwd, path)), "line": data["line_number"], "text": text})
+        matches.append(
+            {"path": os.path.normpath(os.path.join(cwd, path)), "line": data["line_number"], "text": text}
+        )
     mtimes = {m["path"]: _mtime(m["path"]) for m in matches}
     # Newest files first, matches within a file in line order (grouped by file).
     matches.sort(key=lambda m: (-mtimes[m["path"]], m["path"], m["line"]))

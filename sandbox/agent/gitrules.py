@@ -20,11 +20,18 @@ import stat
 _ALPHA = frozenset(range(65, 91)) | frozenset(range(97, 123))
 _DIGIT = frozenset(range(48, 58))
 _CLASSES = {
-    b"alnum": _ALPHA | _DIGIT, b"alpha": _ALPHA, b"blank": frozenset(b" \t"),
-    b"cntrl": frozenset(range(32)) | {127}, b"digit": _DIGIT, b"graph": frozenset(range(33, 127)),
-    b"lower": frozenset(range(97, 123)), b"print": frozenset(range(32, 127)),
-    b"punct": frozenset(range(33, 127)) - _ALPHA - _DIGIT, b"space": frozenset(b" \t\n\r"),
-    b"upper": frozenset(range(65, 91)), b"xdigit": _DIGIT | frozenset(b"abcdefABCDEF"),
+    b"alnum": _ALPHA | _DIGIT,
+    b"alpha": _ALPHA,
+    b"blank": frozenset(b" \t"),
+    b"cntrl": frozenset(range(32)) | {127},
+    b"digit": _DIGIT,
+    b"graph": frozenset(range(33, 127)),
+    b"lower": frozenset(range(97, 123)),
+    b"print": frozenset(range(32, 127)),
+    b"punct": frozenset(range(33, 127)) - _ALPHA - _DIGIT,
+    b"space": frozenset(b" \t\n\r"),
+    b"upper": frozenset(range(65, 91)),
+    b"xdigit": _DIGIT | frozenset(b"abcdefABCDEF"),
 }
 _GLOB_SPECIAL = frozenset(b"*?[\\")
 MATCH, NOMATCH, ABORT_ALL, ABORT_TO_STARSTAR = 0, 1, -1, -2
@@ -54,7 +61,8 @@ def _dowild(p: bytes, i: int, text: bytes, j: int, pathname: bool) -> int:
                 if not pathname:
                     match_slash = True
                 elif (prev < 0 or p[prev] == 47) and (
-                        i >= plen or p[i] == 47 or (p[i] == 92 and i + 1 < plen and p[i + 1] == 47)):
+                    i >= plen or p[i] == 47 or (p[i] == 92 and i + 1 < plen and p[i + 1] == 47)
+                ):
                     # "**/" may match nothing: foo/**/bar matches foo/bar too
                     if i < plen and p[i] == 47 and _dowild(p, i + 1, text, j, pathname) == MATCH:
                         return MATCH
@@ -143,7 +151,7 @@ def _dowild(p: bytes, i: int, text: bytes, j: int, pathname: bool) -> int:
                         if p_ch == 93:
                             break
                         continue
-                    members = _CLASSES.get(p[s:s + n])
+                    members = _CLASSES.get(p[s : s + n])
                     if members is None:
                         return ABORT_ALL  # malformed [:class:]
                     if t_ch in members:
@@ -171,6 +179,7 @@ def wildmatch(pattern: bytes, text: bytes, pathname: bool) -> bool:
 
 # --- .gitignore patterns ---------------------------------------------------------------------
 
+
 class Pattern:
     __slots__ = ("text", "negative", "mustbedir", "nodir", "base", "anchored", "literal", "suffix")
 
@@ -188,7 +197,9 @@ class Pattern:
         # and "*literal" against a basename is a suffix test
         self.anchored = line[1:] if line.startswith(b"/") else line
         self.literal = not any(c in _GLOB_SPECIAL for c in self.anchored)
-        self.suffix = line[1:] if line.startswith(b"*") and not any(c in _GLOB_SPECIAL for c in line[1:]) else None
+        self.suffix = (
+            line[1:] if line.startswith(b"*") and not any(c in _GLOB_SPECIAL for c in line[1:]) else None
+        )
 
     def matches(self, path: bytes, basename: bytes, is_dir: bool) -> bool:
         if self.mustbedir and not is_dir:
@@ -204,8 +215,8 @@ class Pattern:
         if base and not path.startswith(base):
             return False
         if self.literal:
-            return path[len(base):] == self.anchored
-        return wildmatch(self.anchored, path[len(base):], True)
+            return path[len(base) :] == self.anchored
+        return wildmatch(self.anchored, path[len(base) :], True)
 
 
 def _trim_trailing_spaces(line: bytes) -> bytes:
@@ -252,6 +263,7 @@ def excluded(lists: list[list[Pattern]], path: bytes, basename: bytes, is_dir: b
 
 
 # --- nested repositories ---------------------------------------------------------------------
+
 
 def _valid_headref(path: bytes) -> bool:
     try:

@@ -43,8 +43,12 @@ class GlobalRules:
         home = os.environ.get("HOME") or "/home/hangar"
         xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
         self.git_argv = git_argv
-        self.config_files = ["/etc/gitconfig", os.path.join(home, ".gitconfig"), os.path.join(xdg, "git", "config"),
-                             os.path.join(git_dir, "config")]
+        self.config_files = [
+            "/etc/gitconfig",
+            os.path.join(home, ".gitconfig"),
+            os.path.join(xdg, "git", "config"),
+            os.path.join(git_dir, "config"),
+        ]
         self.defaults = (os.path.join(xdg, "git", "ignore"), os.path.join(xdg, "git", "attributes"))
         self.info = (os.path.join(git_dir, "info", "exclude"), os.path.join(git_dir, "info", "attributes"))
         self._config_sig: tuple | None = ()
@@ -64,9 +68,12 @@ class GlobalRules:
         ignore_changed = False
         if ignore_key != self._ignore_key:
             self._ignore_key = ignore_key
-            lists = [gitrules.parse(raw, b"") for raw in (_read(self.info[0]), _read(self.excludes_file)) if raw]
-            ignore_changed = [[(p.text, p.negative, p.mustbedir) for p in ps] for ps in lists] != \
-                             [[(p.text, p.negative, p.mustbedir) for p in ps] for ps in self.lists]
+            lists = [
+                gitrules.parse(raw, b"") for raw in (_read(self.info[0]), _read(self.excludes_file)) if raw
+            ]
+            ignore_changed = [[(p.text, p.negative, p.mustbedir) for p in ps] for ps in lists] != [
+                [(p.text, p.negative, p.mustbedir) for p in ps] for ps in self.lists
+            ]
             self.lists = lists
         attrs_key = tuple(_stat(p) for p in (self.info[1], self.attributes_file, "/etc/gitattributes"))
         attrs_changed = attrs_key != self._attrs_key
@@ -79,12 +86,17 @@ class GlobalRules:
         """(core.excludesFile, core.attributesFile); git answers when a config file names them."""
         if not any(CONFIG_KEYS.search(_read(p) or b"") for p in self.config_files):
             return self.defaults
-        proc = subprocess.run(self.git_argv + ["config", "-z", "--type=path", "--get-regexp",
-                                               r"^core\.(excludesfile|attributesfile)$"],
-                              capture_output=True, timeout=60)
+        proc = subprocess.run(
+            self.git_argv
+            + ["config", "-z", "--type=path", "--get-regexp", r"^core\.(excludesfile|attributesfile)$"],
+            capture_output=True,
+            timeout=60,
+        )
         found = {}
         for item in filter(None, proc.stdout.split(b"\0")):
             key, _, value = item.partition(b"\n")
             found[key.lower()] = os.fsdecode(value)  # the last one wins, as in git
-        return (found.get(b"core.excludesfile", self.defaults[0]),
-                found.get(b"core.attributesfile", self.defaults[1]))
+        return (
+            found.get(b"core.excludesfile", self.defaults[0]),
+            found.get(b"core.attributesfile", self.defaults[1]),
+        )

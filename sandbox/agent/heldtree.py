@@ -11,13 +11,26 @@ FULL, TRACKED, NESTED = 0, 1, 2  # listed with ignore rules / only what it holds
 
 
 class Dir:
-    __slots__ = ("files", "dirs", "others", "tree", "sig", "mode", "patterns", "ignore_sig", "ignore_raw",
-                 "attrs_sig", "decided")
+    __slots__ = (
+        "files",
+        "dirs",
+        "others",
+        "tree",
+        "sig",
+        "mode",
+        "patterns",
+        "ignore_sig",
+        "ignore_raw",
+        "attrs_sig",
+        "decided",
+    )
 
     def __init__(self, mode: int = FULL) -> None:
         self.files: dict[bytes, tuple] = {}  # name -> (mode, blob id, trusted stat or None): what it holds
         self.dirs: dict[bytes, Dir] = {}  # subdirectories that are walked (or hold something)
-        self.others: set[bytes] = set()  # untracked, not ignored, not stored (too big, unreadable): re-checked
+        self.others: set[bytes] = (
+            set()
+        )  # untracked, not ignored, not stored (too big, unreadable): re-checked
         self.tree: bytes | None = None  # tree id while nothing below changed; b"" = holds nothing
         self.sig: tuple | None = None  # its stat when last listed; None = list it again
         self.mode = mode

@@ -45,9 +45,9 @@ class IndexFile:
             data = b""
         pos = 0
         while pos + 4 <= len(data):
-            size = int.from_bytes(data[pos:pos + 4], "big")
+            size = int.from_bytes(data[pos : pos + 4], "big")
             try:
-                record_generation, record_tree, changes = marshal.loads(data[pos + 4:pos + 4 + size])
+                record_generation, record_tree, changes = marshal.loads(data[pos + 4 : pos + 4 + size])
             except (ValueError, EOFError, TypeError):
                 break  # torn by a crash: what came before it stands
             pos += 4 + size

@@ -47,9 +47,16 @@ class Agent:
             "bind": self.execs.bind,
             "exec": lambda a: self.execs.run(a),
             "kill_all": execs.kill_all,
-            "read": fileops.read, "read_bytes": fileops.read_bytes, "write": fileops.write,
-            "stat": fileops.stat, "list": fileops.list_tree, "glob": fileops.glob, "grep": fileops.grep,
-            "mkdir": fileops.mkdir, "remove": fileops.remove, "move": fileops.move,
+            "read": fileops.read,
+            "read_bytes": fileops.read_bytes,
+            "write": fileops.write,
+            "stat": fileops.stat,
+            "list": fileops.list_tree,
+            "glob": fileops.glob,
+            "grep": fileops.grep,
+            "mkdir": fileops.mkdir,
+            "remove": fileops.remove,
+            "move": fileops.move,
             "snapshot_init": self.snapshots.init,
             "snapshot_track": lambda a: self.snapshots.track(),
             "snapshot_track_changed": self.snapshots.track_changed,
@@ -64,8 +71,13 @@ class Agent:
         # Quick, non-blocking ops answered on the reader thread so they never queue behind work, and
         # without the hand-off to a pool thread (~75 us of CPU a request). `stat` is one lstat (no
         # open: a fifo cannot block it); the read/write/edit tools ask for one on every call.
-        self.inline = {"cancel": self.execs.cancel, "pty_write": self.ptys.write, "pty_resize": self.ptys.resize,
-                       "ping": self.handlers.pop("ping"), "stat": self.handlers.pop("stat")}
+        self.inline = {
+            "cancel": self.execs.cancel,
+            "pty_write": self.ptys.write,
+            "pty_resize": self.ptys.resize,
+            "ping": self.handlers.pop("ping"),
+            "stat": self.handlers.pop("stat"),
+        }
 
     def handle_line(self, line: bytes, writer: Writer) -> None:
         try:

@@ -88,8 +88,13 @@ class GitHasher:
         """The blob id, or None if git could not read the file (it vanished meanwhile: git then
         exits, and the next call starts it again)."""
         if self.proc is None:
-            self.proc = subprocess.Popen(self.argv + ["hash-object", "-w", "--stdin-paths"], cwd=self.cwd,
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            self.proc = subprocess.Popen(
+                self.argv + ["hash-object", "-w", "--stdin-paths"],
+                cwd=self.cwd,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
         try:
             self.proc.stdin.write(c_quote(rel) + b"\n")
             self.proc.stdin.flush()

@@ -81,7 +81,7 @@ class Ptys:
         pty = self._get(args)
         data = arg(args, "data", str).encode()
         while data:
-            data = data[os.write(pty.fd, data):]
+            data = data[os.write(pty.fd, data) :]
         return {}
 
     def resize(self, args: dict) -> dict:

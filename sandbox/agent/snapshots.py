@@ -67,11 +67,27 @@ class Snapshots:
         self.lock = threading.Lock()  # one snapshot operation at a time per repo, like OpenCode
         self.writes = 0
         self._gc_pending = False
-        self.argv = [GIT, "--git-dir", git_dir, "--work-tree", worktree,
-                     "-c", "core.autocrlf=false", "-c", "core.longpaths=true", "-c", "core.symlinks=true",
-                     "-c", "core.fsmonitor=false", "-c", "core.quotepath=false"]
+        self.argv = [
+            GIT,
+            "--git-dir",
+            git_dir,
+            "--work-tree",
+            worktree,
+            "-c",
+            "core.autocrlf=false",
+            "-c",
+            "core.longpaths=true",
+            "-c",
+            "core.symlinks=true",
+            "-c",
+            "core.fsmonitor=false",
+            "-c",
+            "core.quotepath=false",
+        ]
         self.hasher = GitHasher(self.argv, worktree)
-        self.index = Worktree(worktree, ObjectStore(git_dir), self.hasher, os.path.join(git_dir, "hangar-clock"))
+        self.index = Worktree(
+            worktree, ObjectStore(git_dir), self.hasher, os.path.join(git_dir, "hangar-clock")
+        )
         self.rules = GlobalRules(git_dir, self.argv)
         self.saved = IndexFile(git_dir)
         self._loaded = False
@@ -81,7 +97,9 @@ class Snapshots:
         self._pending: dict[bytes, tuple] = {}
 
     def _git(self, *args: str, input: bytes | None = None, check: bool = True) -> bytes:
-        proc = subprocess.run([*self.argv, *args], cwd=self.worktree, input=input, capture_output=True, timeout=300)
+        proc = subprocess.run(
+            [*self.argv, *args], cwd=self.worktree, input=input, capture_output=True, timeout=300
+        )
         if check and proc.returncode != 0:
             name = next((a for a in args if not a.startswith("-")), args[0])
             raise OpError(f"git {name} failed: {proc.stderr.decode('utf-8', 'replace').strip()}")
@@ -113,8 +131,11 @@ class Snapshots:
     def _save(self, paths) -> None:
         """Record what changed at `paths` (best effort: see indexfile.py). With changes pending (a
         revert), the index holds no tree of its own yet."""
-        self.saved.save(self._last if not self._pending else None,
-                        [(path, self.index.get(path)) for path in paths], self.index.entries)
+        self.saved.save(
+            self._last if not self._pending else None,
+            [(path, self.index.get(path)) for path in paths],
+            self.index.entries,
+        )
 
     def init(self, args: dict | None = None) -> dict:
         """Make the repo and bring the index up to date now (the agent does it at start, the pool waits
@@ -238,14 +259,16 @@ class Snapshots:
             for entry in filter(None, numstat.split(b"\0")):
                 add, delete, path = entry.decode("utf-8", "replace").split("\t", 2)
                 kind = kinds.get(path, "M")
-                files.append({
-                    "path": path,
-                    "additions": int(add) if add.isdigit() else 0,
-                    "deletions": int(delete) if delete.isdigit() else 0,
-                    "status": {"A": "added", "D": "deleted"}.get(kind, "modified"),
-                    "before": "" if kind == "A" else self._blob(before, path),
-                    "after": "" if kind == "D" else self._blob(after, path),
-                })
+                files.append(
+                    {
+                        "path": path,
+                        "additions": int(add) if add.isdigit() else 0,
+                        "deletions": int(delete) if delete.isdigit() else 0,
+                        "status": {"A": "added", "D": "deleted"}.get(kind, "modified"),
+                        "before": "" if kind == "A" else self._blob(before, path),
+                        "after": "" if kind == "D" else self._blob(after, path),
+                    }
+                )
             return {"files": files}
 
     # --- writing the workspace back -------------------------------------------------------------

@@ -84,7 +84,12 @@ class Worktree:
         if node.mode == FULL:
             st = os.fstat(fd)
             relist = force or node.sig is None or node.sig != _sig(st)
-            if relist and prefix and not node.holds() and gitrules.is_nested_repo(self.root + b"/" + prefix[:-1]):
+            if (
+                relist
+                and prefix
+                and not node.holds()
+                and gitrules.is_nested_repo(self.root + b"/" + prefix[:-1])
+            ):
                 # A `.git` appeared in it (creating one changes this directory, not its parent): like
                 # git, which decides on every walk, leave out a repository of its own that holds nothing.
                 node.mode, node.dirs, node.others, node.sig, node.tree = NESTED, {}, set(), None, b""
@@ -106,8 +111,15 @@ class Worktree:
             except OSError:
                 st = None
             sig = held[2]
-            if (st is not None and sig is not None and st.st_ctime_ns == sig[3] and st.st_mtime_ns == sig[2]
-                    and st.st_ino == sig[0] and st.st_size == sig[1] and st.st_mode == sig[4]):
+            if (
+                st is not None
+                and sig is not None
+                and st.st_ctime_ns == sig[3]
+                and st.st_mtime_ns == sig[2]
+                and st.st_ino == sig[0]
+                and st.st_size == sig[1]
+                and st.st_mode == sig[4]
+            ):
                 continue
             changed = self._check_file(node, prefix, fd, name, attrs) or changed
         for name in list(node.others):

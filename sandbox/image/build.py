@@ -72,13 +72,16 @@ def _build_base(tag: str) -> None:
     try:
         subprocess.run(
             ["debootstrap", "--variant=minbase", f"--include={','.join(PACKAGES)}", SUITE, str(root), MIRROR],
-            check=True, stdout=subprocess.DEVNULL,
+            check=True,
+            stdout=subprocess.DEVNULL,
         )
         # Drop caches the image never needs; smaller import, faster container start.
         for junk in ("var/cache/apt/archives", "var/lib/apt/lists"):
             shutil.rmtree(root / junk, ignore_errors=True)
         tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
-        subprocess.run(["docker", "import", "-", tag], stdin=tar.stdout, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            ["docker", "import", "-", tag], stdin=tar.stdout, check=True, stdout=subprocess.DEVNULL
+        )
         if tar.wait() != 0:
             raise RuntimeError("tar of the debootstrap dir failed")
     finally:
@@ -110,10 +113,19 @@ def ensure_image(client: docker.DockerClient | None = None, *, verbose: bool = F
     if verbose:
         print(f"building {tag}...", flush=True)
     # The low-level build is a lazy stream of JSON log lines: consume it, keep it for errors.
-    log = list(client.api.build(
-        fileobj=_build_context(), custom_context=True, tag=tag, buildargs={"BASE": base},
-        rm=True, forcerm=True, network_mode="none", labels={"hangar.recipe": tag}, decode=True,
-    ))
+    log = list(
+        client.api.build(
+            fileobj=_build_context(),
+            custom_context=True,
+            tag=tag,
+            buildargs={"BASE": base},
+            rm=True,
+            forcerm=True,
+            network_mode="none",
+            labels={"hangar.recipe": tag},
+            decode=True,
+        )
+    )
     if not _image_exists(client, tag):
         text = "".join(str(e.get("stream") or e.get("error") or "") for e in log)
         raise RuntimeError(f"docker build of {tag} failed:\n{text[-4000:]}")

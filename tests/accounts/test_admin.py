@@ -74,8 +74,10 @@ def test_a_superuser_admin_edit_is_audited(alice):
     client = Client()
     client.force_login(root)
     membership = Membership.objects.get(pk=alice.membership.pk)
-    response = client.post(f"/admin/accounts/membership/{membership.pk}/change/",
-                           {"org": alice.org.pk, "user": alice.user.pk, "role": Role.ADMIN})
+    response = client.post(
+        f"/admin/accounts/membership/{membership.pk}/change/",
+        {"org": alice.org.pk, "user": alice.user.pk, "role": Role.ADMIN},
+    )
     assert response.status_code == 302
     row = AuditEvent.objects.filter(action="admin.membership.change").get()
     assert row.actor_label == "admin:root@hangar.test" and row.data == {"fields": ["role"]}

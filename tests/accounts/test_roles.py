@@ -13,7 +13,9 @@ pytestmark = pytest.mark.django_db
 
 
 def actor_of(persona, membership=None, org_id=None) -> Actor:
-    return Actor(type=ActorType.TOKEN, org_id=org_id or persona.org.pk, user=persona.user, membership=membership)
+    return Actor(
+        type=ActorType.TOKEN, org_id=org_id or persona.org.pk, user=persona.user, membership=membership
+    )
 
 
 def test_it_uses_the_membership_the_edge_already_loaded(alice, django_assert_num_queries):

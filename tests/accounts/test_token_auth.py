@@ -26,7 +26,9 @@ def test_the_database_holds_only_the_digest_never_the_raw_token(alice):
 
 
 def test_bearer_and_basic_both_authenticate(api, alice):
-    assert api().get("/api/me", HTTP_AUTHORIZATION=f"Bearer {alice.token}").json()["email"] == "alice@acme.test"
+    assert (
+        api().get("/api/me", HTTP_AUTHORIZATION=f"Bearer {alice.token}").json()["email"] == "alice@acme.test"
+    )
     assert api().get("/api/me", HTTP_AUTHORIZATION=basic(alice.token)).json()["email"] == "alice@acme.test"
 
 

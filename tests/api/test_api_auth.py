@@ -21,7 +21,9 @@ def test_alice_logs_in_and_the_session_cookie_reaches_her_org(alice, fresh_ip_cl
 def test_a_wrong_password_is_a_401_with_a_clear_body(alice, fresh_ip_client):
     response = login(fresh_ip_client(), password="nope")
     assert response.status_code == 401
-    assert response.json() == {"error": {"code": "invalid_credentials", "message": "Invalid email or password."}}
+    assert response.json() == {
+        "error": {"code": "invalid_credentials", "message": "Invalid email or password."}
+    }
 
 
 def test_login_without_a_csrf_token_is_refused_and_with_one_succeeds(alice):
@@ -29,16 +31,24 @@ def test_login_without_a_csrf_token_is_refused_and_with_one_succeeds(alice):
     refused = login(client)
     assert refused.status_code == 403 and "CSRF" in refused.json()["error"]["message"]
     csrf = client.get("/api/auth/csrf").json()["csrf_token"]
-    accepted = client.post("/api/auth/login", {"email": "alice@acme.test", "password": "pw-alice@acme.test"},
-                           format="json", HTTP_X_CSRFTOKEN=csrf)
+    accepted = client.post(
+        "/api/auth/login",
+        {"email": "alice@acme.test", "password": "pw-alice@acme.test"},
+        format="json",
+        HTTP_X_CSRFTOKEN=csrf,
+    )
     assert accepted.status_code == 200
 
 
 def test_a_cookie_session_write_needs_csrf(alice):
     client = APIClient(enforce_csrf_checks=True, REMOTE_ADDR="10.9.9.2")
     csrf = client.get("/api/auth/csrf").json()["csrf_token"]
-    client.post("/api/auth/login", {"email": "alice@acme.test", "password": "pw-alice@acme.test"},
-                format="json", HTTP_X_CSRFTOKEN=csrf)
+    client.post(
+        "/api/auth/login",
+        {"email": "alice@acme.test", "password": "pw-alice@acme.test"},
+        format="json",
+        HTTP_X_CSRFTOKEN=csrf,
+    )
     no_token = client.post("/api/orgs/acme/projects/", {"name": "x"}, format="json")
     assert no_token.status_code == 403
     csrf = client.cookies["csrftoken"].value  # rotated at login
@@ -60,7 +70,9 @@ def test_logout_ends_the_session(alice, fresh_ip_client):
     assert client.get("/api/me").status_code in (401, 403)
 
 
-def test_me_lists_every_org_for_a_cookie_but_only_the_token_org_for_a_token(api, alice, charlie, fresh_ip_client):
+def test_me_lists_every_org_for_a_cookie_but_only_the_token_org_for_a_token(
+    api, alice, charlie, fresh_ip_client
+):
     Membership.objects.create(org=charlie.org, user=alice.user, role=Role.VIEWER)
     client = fresh_ip_client()
     login(client)

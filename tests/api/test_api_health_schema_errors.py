@@ -46,7 +46,9 @@ def test_swagger_ui_is_served_offline(client):
 
 
 def test_bad_json_is_a_400_with_a_parse_error(api, alice):
-    response = api(alice).generic("POST", "/api/orgs/acme/projects/", '{"name": ', content_type="application/json")
+    response = api(alice).generic(
+        "POST", "/api/orgs/acme/projects/", '{"name": ', content_type="application/json"
+    )
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "parse_error"
     assert "JSON parse error" in response.json()["error"]["message"]

@@ -12,7 +12,9 @@ def test_alice_bob_and_dave_all_list_acme_members(api, alice, bob, dave):
 
 
 def test_alice_adds_a_new_user_by_email_with_an_unusable_password(api, alice):
-    response = api(alice).post("/api/orgs/acme/members/", {"email": "Eve@Acme.test", "role": "viewer"}, format="json")
+    response = api(alice).post(
+        "/api/orgs/acme/members/", {"email": "Eve@Acme.test", "role": "viewer"}, format="json"
+    )
     assert response.status_code == 201
     assert response.json()["email"] == "eve@acme.test" and response.json()["role"] == "viewer"
     assert not User.objects.get(email="eve@acme.test").has_usable_password()
@@ -38,31 +40,45 @@ def test_bob_and_dave_cannot_add_members(api, bob, dave):
 
 
 def test_alice_promotes_bob_to_admin(api, alice, bob):
-    response = api(alice).patch(f"/api/orgs/acme/members/{bob.membership.pk}", {"role": "admin"}, format="json")
+    response = api(alice).patch(
+        f"/api/orgs/acme/members/{bob.membership.pk}", {"role": "admin"}, format="json"
+    )
     assert response.status_code == 200 and response.json()["role"] == "admin"
 
 
 def test_an_admin_cannot_grant_or_take_the_owner_role(api, alice, bob):
     Membership.objects.filter(pk=bob.membership.pk).update(role=Role.ADMIN)
     grant = api(bob).patch(f"/api/orgs/acme/members/{bob.membership.pk}", {"role": "owner"}, format="json")
-    demote = api(bob).patch(f"/api/orgs/acme/members/{alice.membership.pk}", {"role": "member"}, format="json")
+    demote = api(bob).patch(
+        f"/api/orgs/acme/members/{alice.membership.pk}", {"role": "member"}, format="json"
+    )
     remove = api(bob).delete(f"/api/orgs/acme/members/{alice.membership.pk}")
     assert (grant.status_code, demote.status_code, remove.status_code) == (403, 403, 403)
     assert Membership.objects.get(pk=alice.membership.pk).role == Role.OWNER
 
 
 def test_the_last_owner_can_be_neither_demoted_nor_removed(api, alice):
-    demote = api(alice).patch(f"/api/orgs/acme/members/{alice.membership.pk}", {"role": "admin"}, format="json")
+    demote = api(alice).patch(
+        f"/api/orgs/acme/members/{alice.membership.pk}", {"role": "admin"}, format="json"
+    )
     leave = api(alice).delete(f"/api/orgs/acme/members/{alice.membership.pk}")
     assert demote.status_code == 400 and "role" in demote.json()["error"]["fields"]
     assert leave.status_code == 400 and "role" in leave.json()["error"]["fields"]
 
 
 def test_a_second_owner_lets_the_first_step_down(api, alice, bob):
-    assert api(alice).patch(f"/api/orgs/acme/members/{bob.membership.pk}", {"role": "owner"},
-                            format="json").status_code == 200
-    assert api(alice).patch(f"/api/orgs/acme/members/{alice.membership.pk}", {"role": "member"},
-                            format="json").status_code == 200
+    assert (
+        api(alice)
+        .patch(f"/api/orgs/acme/members/{bob.membership.pk}", {"role": "owner"}, format="json")
+        .status_code
+        == 200
+    )
+    assert (
+        api(alice)
+        .patch(f"/api/orgs/acme/members/{alice.membership.pk}", {"role": "member"}, format="json")
+        .status_code
+        == 200
+    )
 
 
 def test_alice_removes_bob_and_his_acme_tokens_stop_working(api, alice, bob):

@@ -16,11 +16,19 @@ def test_charlie_lists_only_globex_projects(api, alice, charlie):
 
 
 def test_alice_creates_a_project_with_rules_limits_and_allowlist(api, alice):
-    body = {"name": "Web App", "default_model": "openai/gpt-4o", "setup_script": "pip install -e .",
-            "permission_rules": [{"permission": "bash", "pattern": "git *", "action": "allow"},
-                                 {"permission": "edit", "pattern": "*", "action": "ask"}],
-            "sandbox_cpus": 2, "sandbox_memory_mb": 2048, "network_policy": "allowlist",
-            "network_allowlist": ["pypi.org", "*.github.com:443", "10.0.0.0/8"]}
+    body = {
+        "name": "Web App",
+        "default_model": "openai/gpt-4o",
+        "setup_script": "pip install -e .",
+        "permission_rules": [
+            {"permission": "bash", "pattern": "git *", "action": "allow"},
+            {"permission": "edit", "pattern": "*", "action": "ask"},
+        ],
+        "sandbox_cpus": 2,
+        "sandbox_memory_mb": 2048,
+        "network_policy": "allowlist",
+        "network_allowlist": ["pypi.org", "*.github.com:443", "10.0.0.0/8"],
+    }
     response = api(alice).post("/api/orgs/acme/projects/", body, format="json")
     assert response.status_code == 201, response.content
     project = Project.objects.get(pk=response.json()["id"])
@@ -49,23 +57,33 @@ def test_an_admin_updates_and_deletes_a_project(api, alice, bob):
 
 
 def test_a_bad_rule_action_is_a_400_naming_the_rule(api, alice):
-    rules = [{"permission": "bash", "pattern": "*", "action": "allow"},
-             {"permission": "bash", "pattern": "rm *", "action": "maybe"}]
-    response = api(alice).post("/api/orgs/acme/projects/", {"name": "x", "permission_rules": rules}, format="json")
+    rules = [
+        {"permission": "bash", "pattern": "*", "action": "allow"},
+        {"permission": "bash", "pattern": "rm *", "action": "maybe"},
+    ]
+    response = api(alice).post(
+        "/api/orgs/acme/projects/", {"name": "x", "permission_rules": rules}, format="json"
+    )
     assert response.status_code == 400
     assert list(response.json()["error"]["fields"]) == ["permission_rules[1].action"]
 
 
 def test_rules_that_are_not_a_list_are_a_400(api, alice):
-    response = api(alice).patch(f"/api/orgs/acme/projects/{alice.project.pk}/",
-                                {"permission_rules": {"bash": "allow"}}, format="json")
+    response = api(alice).patch(
+        f"/api/orgs/acme/projects/{alice.project.pk}/", {"permission_rules": {"bash": "allow"}}, format="json"
+    )
     assert response.status_code == 400 and "permission_rules" in response.json()["error"]["fields"]
 
 
 def test_limits_out_of_bounds_are_a_400_naming_the_limit(api, alice):
     url = f"/api/orgs/acme/projects/{alice.project.pk}/"
-    for field, value in [("sandbox_cpus", 64), ("sandbox_memory_mb", 1), ("sandbox_pids", 0),
-                         ("sandbox_disk_mb", 10**7), ("command_timeout_s", 0)]:
+    for field, value in [
+        ("sandbox_cpus", 64),
+        ("sandbox_memory_mb", 1),
+        ("sandbox_pids", 0),
+        ("sandbox_disk_mb", 10**7),
+        ("command_timeout_s", 0),
+    ]:
         response = api(alice).patch(url, {field: value}, format="json")
         assert response.status_code == 400 and list(response.json()["error"]["fields"]) == [field]
 
@@ -79,13 +97,16 @@ def test_a_bad_allowlist_entry_and_a_bad_policy_are_400s(api, alice):
 
 
 def test_a_wrongly_typed_field_is_a_400_naming_it(api, alice):
-    response = api(alice).patch(f"/api/orgs/acme/projects/{alice.project.pk}/", {"sandbox_pids": "lots"},
-                                format="json")
+    response = api(alice).patch(
+        f"/api/orgs/acme/projects/{alice.project.pk}/", {"sandbox_pids": "lots"}, format="json"
+    )
     assert response.status_code == 400 and list(response.json()["error"]["fields"]) == ["sandbox_pids"]
 
 
 def test_a_duplicate_slug_is_a_400_naming_slug(api, alice):
-    response = api(alice).post("/api/orgs/acme/projects/", {"name": "Rocket", "slug": "rocket"}, format="json")
+    response = api(alice).post(
+        "/api/orgs/acme/projects/", {"name": "Rocket", "slug": "rocket"}, format="json"
+    )
     assert response.status_code == 400 and "slug" in response.json()["error"]["fields"]
 
 

@@ -12,8 +12,12 @@ from hangar.projects.models import ProjectEnvVar, ProviderCredential
 def acme_objects(alice, bob):
     ProjectEnvVar.objects.create(project=alice.project, name="API_URL", value_encrypted=crypto.encrypt("x"))
     credential = ProviderCredential.objects.create(org=alice.org, provider="openai")
-    return {"project": alice.project.pk, "member": bob.membership.pk, "token": bob.token_row.pk,
-            "credential": credential.pk}
+    return {
+        "project": alice.project.pk,
+        "member": bob.membership.pk,
+        "token": bob.token_row.pk,
+        "credential": credential.pk,
+    }
 
 
 def routes(o):
@@ -46,7 +50,9 @@ def routes(o):
     ]
 
 
-ROUTE_IDS = [f"{m}-{i}" for i, (m, _, _) in enumerate(routes({"project": 0, "member": 0, "token": 0, "credential": 0}))]
+ROUTE_IDS = [
+    f"{m}-{i}" for i, (m, _, _) in enumerate(routes({"project": 0, "member": 0, "token": 0, "credential": 0}))
+]
 
 
 @pytest.mark.parametrize("index", range(len(ROUTE_IDS)), ids=ROUTE_IDS)
@@ -58,7 +64,9 @@ def test_charlie_gets_404_on_every_acme_route(api, charlie, acme_objects, index)
 
 
 @pytest.mark.parametrize("index", range(len(ROUTE_IDS)), ids=ROUTE_IDS)
-def test_a_globex_token_is_404_on_acme_urls_even_for_a_member_of_both(api, acme, charlie, acme_objects, index):
+def test_a_globex_token_is_404_on_acme_urls_even_for_a_member_of_both(
+    api, acme, charlie, acme_objects, index
+):
     Membership.objects.create(org=acme, user=charlie.user, role=Role.OWNER)
     method, url, body = routes(acme_objects)[index]
     response = getattr(api(charlie), method)(url, body, format="json")

@@ -21,13 +21,24 @@ def test_bob_creates_a_token_that_is_shown_once_and_works(api, bob):
 
 def test_a_token_list_has_prefix_name_dates_and_never_the_digest(api, alice):
     row = api(alice).get("/api/orgs/acme/tokens/").json()[0]
-    assert set(row) == {"id", "name", "prefix", "user", "created_at", "last_used_at", "expires_at", "revoked_at"}
+    assert set(row) == {
+        "id",
+        "name",
+        "prefix",
+        "user",
+        "created_at",
+        "last_used_at",
+        "expires_at",
+        "revoked_at",
+    }
 
 
 def test_bob_sees_only_his_own_tokens_and_alice_sees_all(api, alice, bob):
     assert {t["user"] for t in api(bob).get("/api/orgs/acme/tokens/").json()} == {"bob@acme.test"}
-    assert {t["user"] for t in api(alice).get("/api/orgs/acme/tokens/").json()} == {"alice@acme.test",
-                                                                                    "bob@acme.test"}
+    assert {t["user"] for t in api(alice).get("/api/orgs/acme/tokens/").json()} == {
+        "alice@acme.test",
+        "bob@acme.test",
+    }
 
 
 def test_dave_the_viewer_may_create_his_own_token(api, dave):
@@ -60,7 +71,9 @@ def test_a_past_expiry_is_a_400_naming_expires_at(api, bob):
 
 def test_a_future_expiry_is_stored(api, bob):
     future = timezone.now() + timedelta(days=1)
-    response = api(bob).post("/api/orgs/acme/tokens/", {"name": "x", "expires_at": future.isoformat()}, format="json")
+    response = api(bob).post(
+        "/api/orgs/acme/tokens/", {"name": "x", "expires_at": future.isoformat()}, format="json"
+    )
     assert response.status_code == 201
     assert ApiToken.objects.get(pk=response.json()["id"]).expires_at == future
 
@@ -71,14 +84,24 @@ def test_an_expiring_token_cannot_mint_a_token_that_outlives_it(api, bob):
     forever = api(bob).post("/api/orgs/acme/tokens/", {"name": "forever"}, format="json")
     assert forever.status_code == 400 and "expires_at" in forever.json()["error"]["fields"]
     later = (soon + timedelta(days=1)).isoformat()
-    assert api(bob).post("/api/orgs/acme/tokens/", {"name": "later", "expires_at": later},
-                         format="json").status_code == 400
+    assert (
+        api(bob)
+        .post("/api/orgs/acme/tokens/", {"name": "later", "expires_at": later}, format="json")
+        .status_code
+        == 400
+    )
     within = (soon - timedelta(minutes=5)).isoformat()
-    assert api(bob).post("/api/orgs/acme/tokens/", {"name": "ok", "expires_at": within},
-                         format="json").status_code == 201
+    assert (
+        api(bob)
+        .post("/api/orgs/acme/tokens/", {"name": "ok", "expires_at": within}, format="json")
+        .status_code
+        == 201
+    )
 
 
 def test_token_creation_is_rate_limited(api, bob):
-    statuses = [api(bob).post("/api/orgs/acme/tokens/", {"name": f"t{i}"}, format="json").status_code
-                for i in range(31)]
+    statuses = [
+        api(bob).post("/api/orgs/acme/tokens/", {"name": f"t{i}"}, format="json").status_code
+        for i in range(31)
+    ]
     assert statuses[:30] == [201] * 30 and statuses[30] == 429

@@ -27,8 +27,9 @@ def alices_session(alice):
 
 
 def test_alice_creates_a_session_and_gets_opencode_json_with_hangar_fields(api, alice):
-    response = api(alice).post(sessions_url(alice), {"title": "Plan", "agent": "plan", "model": "openai/gpt-x"},
-                               format="json")
+    response = api(alice).post(
+        sessions_url(alice), {"title": "Plan", "agent": "plan", "model": "openai/gpt-x"}, format="json"
+    )
     assert response.status_code == 201, response.content
     body = response.json()
     assert body["id"].startswith("ses_") and body["title"] == "Plan" and body["agent"] == "plan"
@@ -51,8 +52,9 @@ def test_a_viewer_cannot_create_a_session_but_can_list_them(api, dave, alices_se
 
 
 def test_a_malformed_body_is_a_400_naming_each_field(api, alice):
-    response = api(alice).post(sessions_url(alice), {"title": "t" * 201, "model": "no-slash", "agent": "a b"},
-                               format="json")
+    response = api(alice).post(
+        sessions_url(alice), {"title": "t" * 201, "model": "no-slash", "agent": "a b"}, format="json"
+    )
     assert response.status_code == 400
     assert set(response.json()["error"]["fields"]) == {"title", "model", "agent"}
 
@@ -134,7 +136,9 @@ def test_a_viewer_cannot_rename_archive_or_delete(api, dave, alices_session):
     assert client.delete(session_url(dave, alices_session)).status_code == 403
 
 
-def test_archiving_hides_the_session_from_the_default_list_and_unarchiving_restores_it(api, alice, alices_session):
+def test_archiving_hides_the_session_from_the_default_list_and_unarchiving_restores_it(
+    api, alice, alices_session
+):
     archived = api(alice).post(session_url(alice, alices_session, "archive/")).json()
     assert "archived" in archived["time"]
     assert api(alice).get(sessions_url(alice)).json()["items"] == []
@@ -142,7 +146,9 @@ def test_archiving_hides_the_session_from_the_default_list_and_unarchiving_resto
     assert [s["id"] for s in only_archived] == [alices_session.pk]
     restored = api(alice).post(session_url(alice, alices_session, "unarchive/")).json()
     assert "archived" not in restored["time"]
-    actions = list(AuditEvent.objects.filter(target_id=alices_session.pk).order_by("id").values_list("action", flat=True))
+    actions = list(
+        AuditEvent.objects.filter(target_id=alices_session.pk).order_by("id").values_list("action", flat=True)
+    )
     assert actions == ["session.create", "session.archive", "session.unarchive"]
 
 
@@ -165,8 +171,15 @@ def test_alice_as_owner_deletes_a_session_with_its_children(api, alice, alices_s
 
 
 def add_exchange(session):
-    message = message_create(session=session, data={
-        "role": "user", "time": {"created": 1}, "agent": "build", "model": {"providerID": "p", "modelID": "m"}})
+    message = message_create(
+        session=session,
+        data={
+            "role": "user",
+            "time": {"created": 1},
+            "agent": "build",
+            "model": {"providerID": "p", "modelID": "m"},
+        },
+    )
     part_upsert(message=message, data={"type": "text", "text": "hello"})
     return message
 
@@ -186,7 +199,12 @@ def test_events_after_a_sequence_number_fill_a_gap(api, alice, alices_session):
         publish(alices_session, "test.tick", {"i": i})
     body = api(alice).get(session_url(alice, alices_session, "events/"), {"after": 2, "limit": 2}).json()
     assert [e["seq"] for e in body["events"]] == [3, 4] and body["last_seq"] == 5
-    assert body["events"][0] == {"seq": 3, "type": "test.tick", "payload": {"i": 1}, "session": alices_session.pk}
+    assert body["events"][0] == {
+        "seq": 3,
+        "type": "test.tick",
+        "payload": {"i": 1},
+        "session": alices_session.pk,
+    }
     bad = api(alice).get(session_url(alice, alices_session, "events/"), {"after": -1})
     assert bad.status_code == 400 and list(bad.json()["error"]["fields"]) == ["after"]
 
@@ -194,13 +212,22 @@ def test_events_after_a_sequence_number_fill_a_gap(api, alice, alices_session):
 # --- tenancy ---------------------------------------------------------------------------------------
 
 ROUTES = [
-    ("get", ""), ("patch", ""), ("delete", ""), ("post", "archive/"), ("post", "unarchive/"),
-    ("get", "children/"), ("get", "messages/"), ("get", "messages/{message}/"), ("get", "events/"),
+    ("get", ""),
+    ("patch", ""),
+    ("delete", ""),
+    ("post", "archive/"),
+    ("post", "unarchive/"),
+    ("get", "children/"),
+    ("get", "messages/"),
+    ("get", "messages/{message}/"),
+    ("get", "events/"),
 ]
 
 
 @pytest.mark.parametrize(("method", "suffix"), ROUTES)
-def test_charlie_gets_a_404_on_every_route_of_alices_session(api, alice, charlie, alices_session, method, suffix):
+def test_charlie_gets_a_404_on_every_route_of_alices_session(
+    api, alice, charlie, alices_session, method, suffix
+):
     message = add_exchange(alices_session)
     path = session_url(alice, alices_session, suffix.format(message=message.pk))
     response = getattr(api(charlie), method)(path, {"title": "x"}, format="json")

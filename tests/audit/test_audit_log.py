@@ -45,7 +45,10 @@ def test_org_and_member_services_are_audited(alice, charlie):
     assert assert_row("member.add", alice.actor, membership, alice.org.pk).data["email"] == "new@acme.test"
     member_role_change(actor=alice.actor, membership=membership, role=Role.MEMBER)
     assert assert_row("member.role_change", alice.actor, membership, alice.org.pk).data == {
-        "email": "new@acme.test", "from": "viewer", "to": "member"}
+        "email": "new@acme.test",
+        "from": "viewer",
+        "to": "member",
+    }
     pk = membership.pk
     member_remove(actor=alice.actor, membership=membership)
     row = last("member.remove")
@@ -64,12 +67,16 @@ def test_project_env_and_credential_services_are_audited_without_secrets(alice):
     project = project_create(actor=alice.actor, org=alice.org, name="Audited", setup_script="echo SCRIPT")
     assert_row("project.create", alice.actor, project, alice.org.pk)
     project_update(actor=alice.actor, project=project, setup_script="echo CHANGED")
-    assert assert_row("project.update", alice.actor, project, alice.org.pk).data == {"fields": ["setup_script"]}
+    assert assert_row("project.update", alice.actor, project, alice.org.pk).data == {
+        "fields": ["setup_script"]
+    }
     var = env_var_set(actor=alice.actor, project=project, name="PW", value="hunter2")
     assert "hunter2" not in str(assert_row("project.env_set", alice.actor, var, alice.org.pk).data)
     env_var_delete(actor=alice.actor, var=var)
     assert last("project.env_delete").data["name"] == "PW"
-    credential = credential_set(actor=alice.actor, org=alice.org, provider="openai", api_key="sk-secret-value-1234")
+    credential = credential_set(
+        actor=alice.actor, org=alice.org, provider="openai", api_key="sk-secret-value-1234"
+    )
     assert "sk-secret" not in str(assert_row("credential.set", alice.actor, credential, alice.org.pk).data)
     credential_delete(actor=alice.actor, credential=credential)
     assert last("credential.delete").data["provider"] == "openai"
@@ -85,11 +92,20 @@ def test_a_refused_write_leaves_no_audit_row(bob):
 
 
 def test_audit_records_ip_and_request_id_from_api_calls(api, alice):
-    api(alice).post("/api/orgs/acme/projects/", {"name": "viaapi"}, format="json", HTTP_X_REQUEST_ID="req-123",
-                    REMOTE_ADDR="192.0.2.7")
+    api(alice).post(
+        "/api/orgs/acme/projects/",
+        {"name": "viaapi"},
+        format="json",
+        HTTP_X_REQUEST_ID="req-123",
+        REMOTE_ADDR="192.0.2.7",
+    )
     row = last("project.create")
-    assert (row.actor_type, row.actor_id, row.ip, row.request_id) == ("token", str(alice.token_row.pk),
-                                                                       "192.0.2.7", "req-123")
+    assert (row.actor_type, row.actor_id, row.ip, row.request_id) == (
+        "token",
+        str(alice.token_row.pk),
+        "192.0.2.7",
+        "req-123",
+    )
 
 
 @pytest.mark.django_db(transaction=True)
@@ -117,8 +133,13 @@ def test_the_orm_refuses_to_update_or_delete_audit_rows(row):
     assert AuditEvent.objects.get(pk=row.pk).action == "test.event"
 
 
-@pytest.mark.parametrize("sql", ["UPDATE audit_auditevent SET action = 'rewritten' WHERE id = %s",
-                                 "DELETE FROM audit_auditevent WHERE id = %s"])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "UPDATE audit_auditevent SET action = 'rewritten' WHERE id = %s",
+        "DELETE FROM audit_auditevent WHERE id = %s",
+    ],
+)
 def test_the_database_refuses_raw_update_and_delete(row, sql):
     with pytest.raises(DatabaseError, match="append-only"):
         with transaction.atomic(), connection.cursor() as cursor:

@@ -19,9 +19,20 @@ OTHER_SESSIONS, MESSAGES_EACH, PARTS_EACH = 100, 20, 3
 
 
 def _assistant(session, parts: list[dict]) -> Message:
-    return message_create(session=session, data={
-        "role": "assistant", "time": {"created": 1}, "parentID": "msg_x", "modelID": "m", "providerID": "p",
-        "mode": "build", "agent": "build", "path": {"cwd": "/workspace", "root": "/workspace"}}, parts=parts)
+    return message_create(
+        session=session,
+        data={
+            "role": "assistant",
+            "time": {"created": 1},
+            "parentID": "msg_x",
+            "modelID": "m",
+            "providerID": "p",
+            "mode": "build",
+            "agent": "build",
+            "path": {"cwd": "/workspace", "root": "/workspace"},
+        },
+        parts=parts,
+    )
 
 
 @pytest.fixture
@@ -29,20 +40,27 @@ def busy_store(alice):
     """Alice's session (a settled message of 50 parts, an open one of two) among 100 other sessions holding
     6,000 parts."""
     session = session_create(actor=alice.actor, project=alice.project, title="mine")
-    settled = _assistant(session, [{"type": "step-start"}] + [
-        {"type": "text", "text": f"t{i}", "time": {"start": 1}} for i in range(49)])
+    settled = _assistant(
+        session,
+        [{"type": "step-start"}]
+        + [{"type": "text", "text": f"t{i}", "time": {"start": 1}} for i in range(49)],
+    )
     _assistant(session, [{"type": "step-start"}, {"type": "text", "text": "hi", "time": {"start": 1}}])
     for _ in range(OTHER_SESSIONS):
         session_create(actor=alice.actor, project=alice.project, title="other")
     with connection.cursor() as cursor:
-        cursor.execute("INSERT INTO conversations_message (id, session_id, role, data, created_at, updated_at)"
-                       " SELECT 'msg_f' || md5(s.id || g), s.id, 'assistant', '{}', now(), now()"
-                       " FROM conversations_session s, generate_series(1, %s) g WHERE s.id <> %s",
-                       [MESSAGES_EACH, session.pk])
-        cursor.execute("INSERT INTO conversations_part (id, session_id, message_id, type, data, created_at, updated_at)"
-                       " SELECT 'prt_f' || md5(m.id || g), m.session_id, m.id, 'text', '{}', now(), now()"
-                       " FROM conversations_message m, generate_series(1, %s) g WHERE m.id LIKE 'msg\\_f%%'",
-                       [PARTS_EACH])
+        cursor.execute(
+            "INSERT INTO conversations_message (id, session_id, role, data, created_at, updated_at)"
+            " SELECT 'msg_f' || md5(s.id || g), s.id, 'assistant', '{}', now(), now()"
+            " FROM conversations_session s, generate_series(1, %s) g WHERE s.id <> %s",
+            [MESSAGES_EACH, session.pk],
+        )
+        cursor.execute(
+            "INSERT INTO conversations_part (id, session_id, message_id, type, data, created_at, updated_at)"
+            " SELECT 'prt_f' || md5(m.id || g), m.session_id, m.id, 'text', '{}', now(), now()"
+            " FROM conversations_message m, generate_series(1, %s) g WHERE m.id LIKE 'msg\\_f%%'",
+            [PARTS_EACH],
+        )
         cursor.execute("ANALYZE conversations_message; ANALYZE conversations_part")
     return session, settled
 

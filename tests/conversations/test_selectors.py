@@ -48,8 +48,15 @@ def test_sessions_list_excludes_archived_by_default(alice, alices_session):
 def test_messages_list_keeps_the_most_recent_when_limited(alices_session):
     ids = []
     for _ in range(3):
-        message = message_create(session=alices_session, data={
-            "role": "user", "time": {"created": 1}, "agent": "build", "model": {"providerID": "p", "modelID": "m"}})
+        message = message_create(
+            session=alices_session,
+            data={
+                "role": "user",
+                "time": {"created": 1},
+                "agent": "build",
+                "model": {"providerID": "p", "modelID": "m"},
+            },
+        )
         part_upsert(message=message, data={"type": "text", "text": message.pk})
         ids.append(message.pk)
     assert [m["info"]["id"] for m in selectors.messages_list(alices_session)] == ids

@@ -40,12 +40,16 @@ class Script:
 
     def load(self, turns: list, title: str = "Scripted title", loop: bool = False) -> str:
         script_id = f"s-{uuid.uuid4().hex[:10]}"
-        httpx.post(f"http://127.0.0.1:{self.server.port}/_scripts",
-                   json={"id": script_id, "turns": turns, "title": title, "loop": loop}).raise_for_status()
+        httpx.post(
+            f"http://127.0.0.1:{self.server.port}/_scripts",
+            json={"id": script_id, "turns": turns, "title": title, "loop": loop},
+        ).raise_for_status()
         return script_id
 
     def requests(self, script_id: str) -> list[dict]:
-        return httpx.get(f"http://127.0.0.1:{self.server.port}/_requests", params={"script": script_id}).json()
+        return httpx.get(
+            f"http://127.0.0.1:{self.server.port}/_requests", params={"script": script_id}
+        ).json()
 
 
 @pytest.fixture
@@ -55,12 +59,35 @@ def script(scripted) -> Script:
 
 class Worker:
     def __init__(self, db_name: str, beat: bool = False, concurrency: int = 20, env: dict | None = None):
-        env = {**os.environ, "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{db_name}",
-               "HANGAR_ENGINE_QUEUE": QUEUE, "HANGAR_SANDBOX_POOL": "1", "PYTHONPATH": f"{ROOT}/platform:{ROOT}",
-               "HANGAR_LEASE_TTL_S": "6", **(env or {})}
-        cmd = [sys.executable, "-m", "celery", "-A", "hangar", "worker", "--pool", "threads",
-               "--concurrency", str(concurrency), "-Q", QUEUE, "--loglevel", "WARNING",
-               "-n", f"w{uuid.uuid4().hex[:6]}@%h", "--without-gossip", "--without-mingle"]
+        env = {
+            **os.environ,
+            "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{db_name}",
+            "HANGAR_ENGINE_QUEUE": QUEUE,
+            "HANGAR_SANDBOX_POOL": "1",
+            "PYTHONPATH": f"{ROOT}/platform:{ROOT}",
+            "HANGAR_LEASE_TTL_S": "6",
+            **(env or {}),
+        }
+        cmd = [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "hangar",
+            "worker",
+            "--pool",
+            "threads",
+            "--concurrency",
+            str(concurrency),
+            "-Q",
+            QUEUE,
+            "--loglevel",
+            "WARNING",
+            "-n",
+            f"w{uuid.uuid4().hex[:6]}@%h",
+            "--without-gossip",
+            "--without-mingle",
+        ]
         if beat:
             cmd += ["-B", "--schedule", f"/tmp/{QUEUE}-{uuid.uuid4().hex[:4]}-beat"]
         self.log = open(f"/tmp/{QUEUE}-worker-{uuid.uuid4().hex[:4]}.log", "w")
@@ -102,10 +129,17 @@ def make_session(scripted):
 
     def make(persona, script_id: str, **kwargs) -> Session:
         ProviderCredential.objects.get_or_create(
-            org=persona.org, user=None, provider="scripted",
-            defaults={"api_base": scripted.url, "api_key_encrypted": crypto.encrypt("sk-test")})
-        session = session_create(actor=persona.actor, project=persona.project,
-                                 model={"providerID": "scripted", "modelID": script_id}, **kwargs)
+            org=persona.org,
+            user=None,
+            provider="scripted",
+            defaults={"api_base": scripted.url, "api_key_encrypted": crypto.encrypt("sk-test")},
+        )
+        session = session_create(
+            actor=persona.actor,
+            project=persona.project,
+            model={"providerID": "scripted", "modelID": script_id},
+            **kwargs,
+        )
         made.append(session.pk)
         return session
 
@@ -146,8 +180,11 @@ def assistant_messages(session: Session) -> list[dict]:
 
 
 def text_of(session: Session) -> str:
-    return "".join(p.data["text"] for p in Part.objects.filter(session=session, type="text").order_by("id")
-                   if p.message.role == "assistant")
+    return "".join(
+        p.data["text"]
+        for p in Part.objects.filter(session=session, type="text").order_by("id")
+        if p.message.role == "assistant"
+    )
 
 
 def text_prompt(text: str) -> list[dict]:

@@ -15,15 +15,26 @@ def grants_url(persona, project=None):
 
 @pytest.fixture
 def grant(alice):
-    session = session_create(actor=alice.actor, project=alice.project, model={"providerID": "x", "modelID": "y"})
-    return PermissionGrant.objects.create(org=alice.org, project=alice.project, session=session, scope="session",
-                                          permission="bash", pattern="npm test*", created_by=alice.user)
+    session = session_create(
+        actor=alice.actor, project=alice.project, model={"providerID": "x", "modelID": "y"}
+    )
+    return PermissionGrant.objects.create(
+        org=alice.org,
+        project=alice.project,
+        session=session,
+        scope="session",
+        permission="bash",
+        pattern="npm test*",
+        created_by=alice.user,
+    )
 
 
 def test_a_member_lists_the_projects_grants(api, bob, grant):
     response = api(bob).get(grants_url(bob))
     assert response.status_code == 200
-    assert [(g["permission"], g["pattern"], g["scope"]) for g in response.json()] == [("bash", "npm test*", "session")]
+    assert [(g["permission"], g["pattern"], g["scope"]) for g in response.json()] == [
+        ("bash", "npm test*", "session")
+    ]
 
 
 def test_a_member_revokes_a_grant_and_it_disappears_from_the_list(api, bob, grant):

@@ -48,8 +48,14 @@ class RawServer:
                 if not byte:
                     return
                 head += byte
-            length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                           if line.lower().startswith(b"content-length:")), 0)
+            length = next(
+                (
+                    int(line.split(b":")[1])
+                    for line in head.split(b"\r\n")
+                    if line.lower().startswith(b"content-length:")
+                ),
+                0,
+            )
             reader.read(length)
             self.peers.append(conn.getpeername())
             for piece in self.answer(len(self.peers)):
@@ -71,7 +77,10 @@ class RawServer:
 
 def ok_body(body: bytes, chunked: bool = False) -> bytes:
     if not chunked:
-        return b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+        return b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n%s" % (
+            len(body),
+            body,
+        )
     return b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
 
 
@@ -123,14 +132,21 @@ def test_lines_cut_anywhere_by_the_network_come_out_whole_with_crlf_removed(serv
 
 def test_a_line_longer_than_the_limit_is_an_error_not_unbounded_memory(server, monkeypatch):
     monkeypatch.setattr(transport, "MAX_LINE", 1000)
-    server.answer = lambda n: [ok_body(b"", chunked=True), *[chunk(b"y" * 600) for _ in range(3)], b"0\r\n\r\n"]
+    server.answer = lambda n: [
+        ok_body(b"", chunked=True),
+        *[chunk(b"y" * 600) for _ in range(3)],
+        b"0\r\n\r\n",
+    ]
     with pytest.raises(transport.HTTPError, match="longer than 1000 bytes"):
         call(server.url)
 
 
 def test_closing_from_another_thread_wakes_a_blocked_read_and_drops_the_connection(server):
-    server.answer = lambda n: ([ok_body(b"", chunked=True), chunk(b"data: partial\n\n"), None] if n == 1
-                               else [ok_body(b"data: fine\n\n")])
+    server.answer = lambda n: (
+        [ok_body(b"", chunked=True), chunk(b"data: partial\n\n"), None]
+        if n == 1
+        else [ok_body(b"data: fine\n\n")]
+    )
     response = transport.post(server.url, b"{}", {}, read_timeout=30)
     lines = response.lines()
     assert next(lines) == "data: partial"

@@ -19,15 +19,31 @@ def call(name, call_id, **arguments):
 
 
 @pytest.mark.parametrize("gateway", ["direct", "litellm"])
-def test_a_multi_step_session_writes_runs_and_edits_files_in_the_sandbox(alice, script, make_session, start_worker, gateway):
+def test_a_multi_step_session_writes_runs_and_edits_files_in_the_sandbox(
+    alice, script, make_session, start_worker, gateway
+):
     start_worker(env={"HANGAR_DIRECT_OPENAI_COMPAT": "1" if gateway == "direct" else "0"})
-    script_id = script.load([
-        [{"text": "I'll write the file."}, call("write", "c1", filePath="/workspace/hello.py", content="print('hello')\n")],
-        [call("bash", "c2", command="python3 hello.py", description="run it")],
-        [call("edit", "c3", filePath="/workspace/hello.py", oldString="print('hello')", newString="print('hello, world')")],
-        [call("bash", "c4", command="python3 hello.py", description="run again")],
-        [{"text": "Done: hello.py prints hello, world."}],
-    ], title="Write and run hello.py")
+    script_id = script.load(
+        [
+            [
+                {"text": "I'll write the file."},
+                call("write", "c1", filePath="/workspace/hello.py", content="print('hello')\n"),
+            ],
+            [call("bash", "c2", command="python3 hello.py", description="run it")],
+            [
+                call(
+                    "edit",
+                    "c3",
+                    filePath="/workspace/hello.py",
+                    oldString="print('hello')",
+                    newString="print('hello, world')",
+                )
+            ],
+            [call("bash", "c4", command="python3 hello.py", description="run again")],
+            [{"text": "Done: hello.py prints hello, world."}],
+        ],
+        title="Write and run hello.py",
+    )
     session = make_session(alice, script_id)
 
     session_prompt(actor=alice.actor, session=session, parts=text_prompt("write hello.py and run it"))
@@ -35,10 +51,16 @@ def test_a_multi_step_session_writes_runs_and_edits_files_in_the_sandbox(alice, 
 
     tools = tool_parts(session)
     assert [(t["tool"], t["state"]["status"]) for t in tools] == [
-        ("write", "completed"), ("bash", "completed"), ("edit", "completed"), ("bash", "completed")]
+        ("write", "completed"),
+        ("bash", "completed"),
+        ("edit", "completed"),
+        ("bash", "completed"),
+    ]
     assert "hello" in tools[1]["state"]["output"]
     assert "hello, world" in tools[3]["state"]["output"]
-    assert manager().connect(session.pk).read("/workspace/hello.py").content.strip() == "print('hello, world')"
+    assert (
+        manager().connect(session.pk).read("/workspace/hello.py").content.strip() == "print('hello, world')"
+    )
     assert text_of(session).endswith("Done: hello.py prints hello, world.")
     messages = assistant_messages(session)
     assert len(messages) == 5 and [m["finish"] for m in messages] == ["tool-calls"] * 4 + ["stop"]
@@ -49,12 +71,17 @@ def test_a_multi_step_session_writes_runs_and_edits_files_in_the_sandbox(alice, 
 
 
 def test_each_step_has_step_start_step_finish_with_tokens_and_cost_and_a_patch_when_files_change(
-        alice, script, make_session, worker, settings):
-    script_id = script.load([
-        [call("write", "c1", filePath="/workspace/a.txt", content="a\n"),
-         {"usage": {"prompt_tokens": 1000, "completion_tokens": 200}}],
-        [{"text": "ok"}, {"usage": {"prompt_tokens": 1500, "completion_tokens": 10}}],
-    ])
+    alice, script, make_session, worker, settings
+):
+    script_id = script.load(
+        [
+            [
+                call("write", "c1", filePath="/workspace/a.txt", content="a\n"),
+                {"usage": {"prompt_tokens": 1000, "completion_tokens": 200}},
+            ],
+            [{"text": "ok"}, {"usage": {"prompt_tokens": 1500, "completion_tokens": 10}}],
+        ]
+    )
     session = make_session(alice, script_id)
     session_prompt(actor=alice.actor, session=session, parts=text_prompt("write a.txt"))
     session = wait_idle(session)
@@ -74,7 +101,9 @@ def test_cost_comes_from_the_per_model_price_override(alice, script, make_sessio
     import os
 
     script_id = script.load([[{"text": "ok"}, {"usage": {"prompt_tokens": 1000, "completion_tokens": 500}}]])
-    os.environ["HANGAR_MODEL_PRICES"] = json.dumps({f"scripted/{script_id}": {"input": 0.001, "output": 0.002}})
+    os.environ["HANGAR_MODEL_PRICES"] = json.dumps(
+        {f"scripted/{script_id}": {"input": 0.001, "output": 0.002}}
+    )
     try:
         start_worker()
     finally:
@@ -88,7 +117,9 @@ def test_cost_comes_from_the_per_model_price_override(alice, script, make_sessio
 
 
 def test_the_first_reply_gets_a_title_of_at_most_fifty_characters(alice, script, make_session, worker):
-    script_id = script.load([[{"text": "hi"}]], title="Greeting the agent and asking for a very long title indeed")
+    script_id = script.load(
+        [[{"text": "hi"}]], title="Greeting the agent and asking for a very long title indeed"
+    )
     session = make_session(alice, script_id)
     session_prompt(actor=alice.actor, session=session, parts=text_prompt("hello"))
     session = wait_idle(session)
@@ -100,7 +131,9 @@ def test_the_first_reply_gets_a_title_of_at_most_fifty_characters(alice, script,
 
 
 def test_the_model_is_sent_the_system_prompt_tools_and_tool_results(alice, script, make_session, worker):
-    script_id = script.load([[call("bash", "c1", command="echo marker-42", description="echo")], [{"text": "ok"}]])
+    script_id = script.load(
+        [[call("bash", "c1", command="echo marker-42", description="echo")], [{"text": "ok"}]]
+    )
     session = make_session(alice, script_id)
     session_prompt(actor=alice.actor, session=session, parts=text_prompt("echo something"))
     wait_idle(session)
@@ -108,21 +141,32 @@ def test_the_model_is_sent_the_system_prompt_tools_and_tool_results(alice, scrip
     first, second = streamed
     assert first["messages"][0]["role"] == "system" and "Hangar" in first["messages"][0]["content"]
     assert "<env>" in first["messages"][1]["content"]
-    assert {t["function"]["name"] for t in first["tools"]} >= {"bash", "read", "write", "edit", "glob", "grep"}
+    assert {t["function"]["name"] for t in first["tools"]} >= {
+        "bash",
+        "read",
+        "write",
+        "edit",
+        "glob",
+        "grep",
+    }
     tool_message = next(m for m in second["messages"] if m["role"] == "tool")
     assert tool_message["tool_call_id"] == "c1" and "marker-42" in tool_message["content"]
 
 
 def test_an_existing_file_is_written_only_after_the_agent_read_it_and_the_next_run_remembers(
-        alice, script, make_session, worker):
+    alice, script, make_session, worker
+):
     # The read marks live in Redis: a second prompt (a new run, possibly on another worker) keeps them.
-    script_id = script.load([
-        [call("bash", "c1", command="echo old > notes.txt", description="make a file")],
-        [call("write", "c2", filePath="/workspace/notes.txt", content="new\n")],
-        [call("read", "c3", filePath="/workspace/notes.txt")],
-        [{"text": "read it"}],
-        [call("write", "c4", filePath="/workspace/notes.txt", content="new\n")],
-        [{"text": "written"}]])
+    script_id = script.load(
+        [
+            [call("bash", "c1", command="echo old > notes.txt", description="make a file")],
+            [call("write", "c2", filePath="/workspace/notes.txt", content="new\n")],
+            [call("read", "c3", filePath="/workspace/notes.txt")],
+            [{"text": "read it"}],
+            [call("write", "c4", filePath="/workspace/notes.txt", content="new\n")],
+            [{"text": "written"}],
+        ]
+    )
     session = make_session(alice, script_id)
     session_prompt(actor=alice.actor, session=session, parts=text_prompt("rewrite notes"))
     wait_idle(session)
@@ -132,18 +176,25 @@ def test_an_existing_file_is_written_only_after_the_agent_read_it_and_the_next_r
     assert write_first["state"]["status"] == "error" and "You must read file" in write_first["state"]["error"]
     assert write_again["state"]["status"] == "completed"
     assert manager().connect(session.pk).read("/workspace/notes.txt").content.strip() == "new"
-    other = make_session(alice, script.load([[call("write", "c1", filePath="/workspace/notes.txt", content="x")],
-                                             [{"text": "ok"}]]))
+    other = make_session(
+        alice,
+        script.load([[call("write", "c1", filePath="/workspace/notes.txt", content="x")], [{"text": "ok"}]]),
+    )
     assert not readmarks.was_read(other.pk, "/workspace/notes.txt")  # marks are per session
 
 
-def test_instruction_files_a_step_changes_reach_the_next_steps_system_prompt(alice, script, make_session, worker):
+def test_instruction_files_a_step_changes_reach_the_next_steps_system_prompt(
+    alice, script, make_session, worker
+):
     # AGENTS.md is read once per run and again only after a step changed it (by any tool, bash included).
-    script_id = script.load([
-        [call("write", "c1", filePath="/workspace/AGENTS.md", content="Always say rule-one.\n")],
-        [call("read", "c2", filePath="/workspace/AGENTS.md")],
-        [call("bash", "c3", command="echo 'Always say rule-two.' > AGENTS.md", description="rewrite")],
-        [{"text": "ok"}]])
+    script_id = script.load(
+        [
+            [call("write", "c1", filePath="/workspace/AGENTS.md", content="Always say rule-one.\n")],
+            [call("read", "c2", filePath="/workspace/AGENTS.md")],
+            [call("bash", "c3", command="echo 'Always say rule-two.' > AGENTS.md", description="rewrite")],
+            [{"text": "ok"}],
+        ]
+    )
     session = make_session(alice, script_id)
     session_prompt(actor=alice.actor, session=session, parts=text_prompt("set up instructions"))
     wait_idle(session)
@@ -154,11 +205,23 @@ def test_instruction_files_a_step_changes_reach_the_next_steps_system_prompt(ali
     assert "rule-two" in systems[3] and "rule-one" not in systems[3]
 
 
-def test_skills_in_the_workspace_are_listed_to_the_model_from_the_next_run(alice, script, make_session, worker):
-    script_id = script.load([
-        [call("write", "c1", filePath="/workspace/.opencode/skills/lint/SKILL.md", content="# Lint\nRun ruff.\n")],
-        [{"text": "skill written"}],
-        [{"text": "ok"}]])
+def test_skills_in_the_workspace_are_listed_to_the_model_from_the_next_run(
+    alice, script, make_session, worker
+):
+    script_id = script.load(
+        [
+            [
+                call(
+                    "write",
+                    "c1",
+                    filePath="/workspace/.opencode/skills/lint/SKILL.md",
+                    content="# Lint\nRun ruff.\n",
+                )
+            ],
+            [{"text": "skill written"}],
+            [{"text": "ok"}],
+        ]
+    )
     session = make_session(alice, script_id)
     session_prompt(actor=alice.actor, session=session, parts=text_prompt("add a lint skill"))
     wait_idle(session)
@@ -181,8 +244,11 @@ def test_a_tenant_cannot_prompt_another_orgs_session(alice, charlie, script, mak
 
 
 def test_a_session_without_a_credential_says_so_and_goes_idle(alice, worker):
-    session = session_create(actor=alice.actor, project=alice.project,
-                             model={"providerID": "nobody-configured-this", "modelID": "m"})
+    session = session_create(
+        actor=alice.actor,
+        project=alice.project,
+        model={"providerID": "nobody-configured-this", "modelID": "m"},
+    )
     session_prompt(actor=alice.actor, session=session, parts=text_prompt("hello"))
     session = wait_idle(session)
     error = Event.objects.filter(session=session, type="session.error").get().payload["error"]

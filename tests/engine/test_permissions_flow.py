@@ -12,27 +12,39 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def bash(call_id, command):
-    return {"tool_calls": [{"name": "bash", "id": call_id, "arguments": {"command": command, "description": "run"}}]}
+    return {
+        "tool_calls": [
+            {"name": "bash", "id": call_id, "arguments": {"command": command, "description": "run"}}
+        ]
+    }
 
 
 def ask_for_bash(project: Project) -> None:
-    Project.objects.filter(pk=project.pk).update(permission_rules=[{"permission": "bash", "pattern": "*", "action": "ask"}])
+    Project.objects.filter(pk=project.pk).update(
+        permission_rules=[{"permission": "bash", "pattern": "*", "action": "ask"}]
+    )
 
 
 def pending_request(session) -> PermissionRequest:
-    return wait_for(lambda: PermissionRequest.objects.filter(session=session, status="pending").first(),
-                    what="a pending permission request")
+    return wait_for(
+        lambda: PermissionRequest.objects.filter(session=session, status="pending").first(),
+        what="a pending permission request",
+    )
 
 
 def parked(session) -> Session:
     """The run is parked: the lease is free (no worker holds the session) and nothing is queued."""
+
     def check():
         s = Session.objects.get(pk=session.pk)
         return s if not s.lease_owner and not s.run_requested else None
+
     return wait_for(check, what="the run to release its lease")
 
 
-def test_ask_then_once_runs_the_waiting_call_and_releases_the_worker_while_waiting(alice, script, make_session, worker):
+def test_ask_then_once_runs_the_waiting_call_and_releases_the_worker_while_waiting(
+    alice, script, make_session, worker
+):
     ask_for_bash(alice.project)
     script_id = script.load([[bash("c1", "echo approved-once")], [{"text": "ran it"}]])
     session = make_session(alice, script_id)
@@ -52,7 +64,9 @@ def test_ask_then_once_runs_the_waiting_call_and_releases_the_worker_while_waiti
     assert not PermissionGrant.objects.filter(project=alice.project).exists()
 
 
-def test_abort_while_a_permission_is_pending_rejects_it_and_the_next_prompt_runs(alice, script, make_session, worker):
+def test_abort_while_a_permission_is_pending_rejects_it_and_the_next_prompt_runs(
+    alice, script, make_session, worker
+):
     ask_for_bash(alice.project)
     script_id = script.load([[bash("c1", "echo never")], [{"text": "after the abort"}]])
     session = make_session(alice, script_id)
@@ -74,7 +88,9 @@ def test_abort_while_a_permission_is_pending_rejects_it_and_the_next_prompt_runs
     assert text_of(session) == "after the abort"
 
 
-def test_always_with_project_scope_stores_a_grant_that_covers_the_next_call(alice, script, make_session, worker):
+def test_always_with_project_scope_stores_a_grant_that_covers_the_next_call(
+    alice, script, make_session, worker
+):
     ask_for_bash(alice.project)
     script_id = script.load([[bash("c1", "echo one")], [bash("c2", "echo two")], [{"text": "both ran"}]])
     session = make_session(alice, script_id)
@@ -105,11 +121,15 @@ def test_reject_without_a_message_stops_the_turn(alice, script, make_session, wo
 
 def test_reject_with_a_message_feeds_it_back_to_the_model(alice, script, make_session, worker):
     ask_for_bash(alice.project)
-    script_id = script.load([[bash("c1", "rm -rf /workspace/*")], [{"text": "ok, I will not delete anything"}]])
+    script_id = script.load(
+        [[bash("c1", "rm -rf /workspace/*")], [{"text": "ok, I will not delete anything"}]]
+    )
     session = make_session(alice, script_id)
     session_prompt(actor=alice.actor, session=session, parts=text_prompt("clean up"))
 
-    permission_reply(actor=alice.actor, request=pending_request(session), reply="reject", message="never delete files")
+    permission_reply(
+        actor=alice.actor, request=pending_request(session), reply="reject", message="never delete files"
+    )
     session = wait_idle(session)
     part = tool_parts(session)[0]
     assert part["state"]["status"] == "error" and "never delete files" in part["state"]["error"]
@@ -120,10 +140,16 @@ def test_reject_with_a_message_feeds_it_back_to_the_model(alice, script, make_se
 
 def test_an_org_deny_beats_a_project_allow(alice, script, make_session, worker):
     Project.objects.filter(pk=alice.project.pk).update(
-        permission_rules=[{"permission": "bash", "pattern": "*", "action": "allow"}])
-    org_permission_policy_set(actor=alice.actor, org=alice.org,
-                              rules=[{"permission": "bash", "pattern": "curl *", "action": "deny"}])
-    script_id = script.load([[bash("c1", "curl http://example.com")], [bash("c2", "echo allowed")], [{"text": "done"}]])
+        permission_rules=[{"permission": "bash", "pattern": "*", "action": "allow"}]
+    )
+    org_permission_policy_set(
+        actor=alice.actor,
+        org=alice.org,
+        rules=[{"permission": "bash", "pattern": "curl *", "action": "deny"}],
+    )
+    script_id = script.load(
+        [[bash("c1", "curl http://example.com")], [bash("c2", "echo allowed")], [{"text": "done"}]]
+    )
     session = make_session(alice, script_id)
     session_prompt(actor=alice.actor, session=session, parts=text_prompt("fetch it"))
     session = wait_idle(session)
@@ -133,13 +159,39 @@ def test_an_org_deny_beats_a_project_allow(alice, script, make_session, worker):
     assert not PermissionRequest.objects.filter(session=session).exists()
 
 
-def test_the_plan_agent_is_refused_an_edit_outside_plans_but_may_write_a_plan(alice, script, make_session, worker):
-    script_id = script.load([
-        [{"tool_calls": [{"name": "write", "id": "c1", "arguments": {"filePath": "/workspace/src.py", "content": "x = 1\n"}}]}],
-        [{"tool_calls": [{"name": "write", "id": "c2", "arguments": {
-            "filePath": "/workspace/.opencode/plans/plan.md", "content": "# Plan\n"}}]}],
-        [{"text": "plan written"}],
-    ])
+def test_the_plan_agent_is_refused_an_edit_outside_plans_but_may_write_a_plan(
+    alice, script, make_session, worker
+):
+    script_id = script.load(
+        [
+            [
+                {
+                    "tool_calls": [
+                        {
+                            "name": "write",
+                            "id": "c1",
+                            "arguments": {"filePath": "/workspace/src.py", "content": "x = 1\n"},
+                        }
+                    ]
+                }
+            ],
+            [
+                {
+                    "tool_calls": [
+                        {
+                            "name": "write",
+                            "id": "c2",
+                            "arguments": {
+                                "filePath": "/workspace/.opencode/plans/plan.md",
+                                "content": "# Plan\n",
+                            },
+                        }
+                    ]
+                }
+            ],
+            [{"text": "plan written"}],
+        ]
+    )
     session = make_session(alice, script_id, agent="plan")
     session_prompt(actor=alice.actor, session=session, parts=text_prompt("plan it"), agent="plan")
     session = wait_idle(session)
@@ -151,7 +203,9 @@ def test_the_plan_agent_is_refused_an_edit_outside_plans_but_may_write_a_plan(al
 
 
 def test_three_identical_calls_in_a_row_ask_doom_loop(alice, script, make_session, worker):
-    script_id = script.load([[bash(f"c{i}", "echo same")] for i in range(1, 4)] + [[{"text": "stopped looping"}]])
+    script_id = script.load(
+        [[bash(f"c{i}", "echo same")] for i in range(1, 4)] + [[{"text": "stopped looping"}]]
+    )
     session = make_session(alice, script_id)
     session_prompt(actor=alice.actor, session=session, parts=text_prompt("loop"))
 
@@ -163,7 +217,9 @@ def test_three_identical_calls_in_a_row_ask_doom_loop(alice, script, make_sessio
     assert [p["state"]["status"] for p in tool_parts(session)] == ["completed"] * 3
 
 
-def test_a_tenant_cannot_reply_to_another_orgs_permission_request(alice, charlie, script, make_session, worker):
+def test_a_tenant_cannot_reply_to_another_orgs_permission_request(
+    alice, charlie, script, make_session, worker
+):
     from rest_framework.exceptions import NotFound
 
     ask_for_bash(alice.project)

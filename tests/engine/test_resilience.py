@@ -13,7 +13,11 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def bash(call_id, command):
-    return {"tool_calls": [{"name": "bash", "id": call_id, "arguments": {"command": command, "description": "run"}}]}
+    return {
+        "tool_calls": [
+            {"name": "bash", "id": call_id, "arguments": {"command": command, "description": "run"}}
+        ]
+    }
 
 
 def test_retry_delays_follow_the_headers_then_the_backoff():
@@ -23,15 +27,22 @@ def test_retry_delays_follow_the_headers_then_the_backoff():
 
 
 def test_a_rate_limited_call_is_retried_honouring_retry_after_ms(alice, script, make_session, worker):
-    script_id = script.load([[{"error": 429, "headers": {"retry-after-ms": "300"}, "message": "slow down"}],
-                             [{"text": "answered after the retry"}]])
+    script_id = script.load(
+        [
+            [{"error": 429, "headers": {"retry-after-ms": "300"}, "message": "slow down"}],
+            [{"text": "answered after the retry"}],
+        ]
+    )
     session = make_session(alice, script_id)
     session_prompt(actor=alice.actor, session=session, parts=text_prompt("hi"))
     session = wait_idle(session)
 
     retry = Part.objects.get(session=session, type="retry").data
     assert retry["attempt"] == 1 and retry["error"]["data"]["statusCode"] == 429
-    statuses = [e.payload["status"] for e in Event.objects.filter(session=session, type="session.status").order_by("seq")]
+    statuses = [
+        e.payload["status"]
+        for e in Event.objects.filter(session=session, type="session.status").order_by("seq")
+    ]
     assert any(s["type"] == "retry" and s["attempt"] == 1 and s["message"] for s in statuses)
     assert text_of(session) == "answered after the retry"
     assert len([r for r in script.requests(script_id) if r.get("stream")]) == 2
@@ -72,7 +83,9 @@ def test_abort_while_the_model_hangs_stops_the_stream(alice, script, make_sessio
     script_id = script.load([[{"text": "thinking"}, {"hang": 60}]])
     session = make_session(alice, script_id)
     session_prompt(actor=alice.actor, session=session, parts=text_prompt("hang"))
-    wait_for(lambda: Part.objects.filter(session=session, type="step-start").exists(), what="the step to start")
+    wait_for(
+        lambda: Part.objects.filter(session=session, type="step-start").exists(), what="the step to start"
+    )
     time.sleep(0.5)
     started = time.monotonic()
     session_abort(actor=alice.actor, session=session)
@@ -80,7 +93,9 @@ def test_abort_while_the_model_hangs_stops_the_stream(alice, script, make_sessio
     assert time.monotonic() - started < 5
 
 
-def test_a_worker_killed_mid_step_is_replaced_and_the_session_resumes(alice, script, make_session, start_worker):
+def test_a_worker_killed_mid_step_is_replaced_and_the_session_resumes(
+    alice, script, make_session, start_worker
+):
     script_id = script.load([[bash("c1", "sleep 20")], [{"text": "resumed and finished"}]])
     first = start_worker()
     session = make_session(alice, script_id)
@@ -99,14 +114,19 @@ def test_a_worker_killed_mid_step_is_replaced_and_the_session_resumes(alice, scr
     assert session.messages.filter(role="user").count() == 1
 
 
-def test_a_message_sent_mid_loop_is_admitted_at_the_next_step_as_a_system_reminder(alice, script, make_session, worker):
+def test_a_message_sent_mid_loop_is_admitted_at_the_next_step_as_a_system_reminder(
+    alice, script, make_session, worker
+):
     script_id = script.load([[bash("c1", "sleep 2")], [{"text": "saw the correction"}]])
     session = make_session(alice, script_id)
     session_prompt(actor=alice.actor, session=session, parts=text_prompt("start"))
     wait_for(lambda: any(p["state"]["status"] == "running" for p in tool_parts(session)), what="bash running")
 
-    session_prompt(actor=alice.actor, session=Session.objects.get(pk=session.pk),
-                   parts=text_prompt("use port 8080 instead"))
+    session_prompt(
+        actor=alice.actor,
+        session=Session.objects.get(pk=session.pk),
+        parts=text_prompt("use port 8080 instead"),
+    )
     session = wait_idle(session)
     second = [r for r in script.requests(script_id) if r.get("stream")][1]
     last_user = [m for m in second["messages"] if m["role"] == "user"][-1]["content"]

@@ -19,10 +19,13 @@ def call(name, call_id, **arguments):
 
 
 def test_a_tool_step_is_one_read_and_three_writes(alice, script, make_session):
-    script_id = script.load([
-        [call("write", "c1", filePath="/workspace/a.txt", content="a\n")],
-        [call("bash", "c2", command="cat a.txt", description="show")],
-        [{"text": "done"}]])
+    script_id = script.load(
+        [
+            [call("write", "c1", filePath="/workspace/a.txt", content="a\n")],
+            [call("bash", "c2", command="cat a.txt", description="show")],
+            [{"text": "done"}],
+        ]
+    )
     session = make_session(alice, script_id)
     session_prompt(actor=alice.actor, session=session, parts=text_prompt("write and show"))
     with CaptureQueriesContext(connection) as queries:
@@ -32,13 +35,15 @@ def test_a_tool_step_is_one_read_and_three_writes(alice, script, make_session):
     assert len(starts) == 3  # one per step (the last step's "stop" ends the turn without another)
     # A step: the assistant message with its step-start; the call running; its outcome with the step's
     # closing parts. The first step also reads what a run reads once (credential, sandbox env).
-    first_step, second_step = sql[starts[0] + 1:starts[1]], sql[starts[1] + 1:starts[2]]
+    first_step, second_step = sql[starts[0] + 1 : starts[1]], sql[starts[1] + 1 : starts[2]]
     assert len(second_step) == 3, second_step
     for step in (first_step[-3:], second_step):
         assert step[0].startswith("WITH w0 AS (INSERT INTO conversations_message")
         assert all(s.startswith("WITH w0 AS (INSERT INTO conversations_part") for s in step[1:])
     assert [(t["tool"], t["state"]["status"]) for t in tool_parts(session)] == [
-        ("write", "completed"), ("bash", "completed")]
+        ("write", "completed"),
+        ("bash", "completed"),
+    ]
     assert "a" in tool_parts(session)[1]["state"]["output"]
     # The deferred outcome is written with, and before, the closing parts: all of them are there.
     kinds = list(Part.objects.filter(session=session).order_by("id").values_list("type", flat=True))

@@ -18,8 +18,10 @@ from tests.opencode.live import daphne, scripted_project  # noqa: F401
 
 # OpenCode's real API, from the workplace's shared reference (beside every clone, CI's included);
 # HANGAR_OPENCODE_SPEC overrides it. Not vendored: it is another project's file.
-SPEC_PATH = Path(os.environ.get("HANGAR_OPENCODE_SPEC") or
-                 Path(__file__).resolve().parents[3] / "shared/reference/opencode-1.18.33-openapi.json")
+SPEC_PATH = Path(
+    os.environ.get("HANGAR_OPENCODE_SPEC")
+    or Path(__file__).resolve().parents[3] / "shared/reference/opencode-1.18.33-openapi.json"
+)
 
 
 @lru_cache(maxsize=1)

@@ -32,14 +32,24 @@ def free_port() -> int:
 class Daphne:
     def __init__(self, db_name: str):
         self.port = free_port()
-        env = {**os.environ, "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{db_name}",
-               "HANGAR_ENGINE_QUEUE": QUEUE, "PYTHONPATH": f"{ROOT}/platform:{ROOT}",
-               "DJANGO_SETTINGS_MODULE": "hangar.settings", "HANGAR_PYTHON": sys.executable}
+        env = {
+            **os.environ,
+            "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{db_name}",
+            "HANGAR_ENGINE_QUEUE": QUEUE,
+            "PYTHONPATH": f"{ROOT}/platform:{ROOT}",
+            "DJANGO_SETTINGS_MODULE": "hangar.settings",
+            "HANGAR_PYTHON": sys.executable,
+        }
         self.log_path = Path(f"/tmp/{QUEUE}-daphne-{uuid.uuid4().hex[:4]}.log")
         self.log = self.log_path.open("w")
         # The web as deployed (deploy/run-web.sh: its DB pool), with this interpreter.
-        self.proc = subprocess.Popen([str(ROOT / "deploy" / "run-web.sh"), "-b", "127.0.0.1", "-p", str(self.port)],
-                                     cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            [str(ROOT / "deploy" / "run-web.sh"), "-b", "127.0.0.1", "-p", str(self.port)],
+            cwd=ROOT,
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -78,8 +88,11 @@ def scripted_project(scripted, script):
     def make(persona, turns: list, title: str = "Scripted title"):
         script_id = script.load(turns, title=title)
         ProviderCredential.objects.get_or_create(
-            org=persona.org, user=None, provider="scripted",
-            defaults={"api_base": scripted.url, "api_key_encrypted": crypto.encrypt("sk-test")})
+            org=persona.org,
+            user=None,
+            provider="scripted",
+            defaults={"api_base": scripted.url, "api_key_encrypted": crypto.encrypt("sk-test")},
+        )
         persona.project.default_model = f"scripted/{script_id}"
         persona.project.save()
         return persona.project
@@ -91,10 +104,17 @@ def opencode_env(tmp_path: Path) -> dict:
     """A throwaway HOME so the CLI neither reads nor writes the machine's OpenCode state."""
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
-    return {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
-            "XDG_DATA_HOME": str(home / ".local/share"), "XDG_STATE_HOME": str(home / ".local/state"),
-            "XDG_CACHE_HOME": str(home / ".cache"), "OPENCODE_DISABLE_MODELS_FETCH": "1",
-            "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_SHARE": "1"}
+    return {
+        **os.environ,
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_DATA_HOME": str(home / ".local/share"),
+        "XDG_STATE_HOME": str(home / ".local/state"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "OPENCODE_DISABLE_MODELS_FETCH": "1",
+        "OPENCODE_DISABLE_AUTOUPDATE": "1",
+        "OPENCODE_DISABLE_SHARE": "1",
+    }
 
 
 def call(name: str, call_id: str, **arguments) -> dict:

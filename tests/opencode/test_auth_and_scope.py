@@ -74,8 +74,9 @@ def test_a_foreign_project_answers_exactly_like_a_missing_one(oc, alice, charlie
     foreign = oc(charlie).get(f"/oc/{alice.project.pk}/config")
     missing = oc(charlie).get("/oc/999999/config")
     assert foreign.status_code == missing.status_code == 404
-    assert foreign.json()["data"]["message"].replace(str(alice.project.pk), "N") == \
-        missing.json()["data"]["message"].replace("999999", "N")
+    assert foreign.json()["data"]["message"].replace(str(alice.project.pk), "N") == missing.json()["data"][
+        "message"
+    ].replace("999999", "N")
 
 
 @pytest.mark.parametrize("route", ["/config", "/event"])
@@ -100,8 +101,11 @@ def test_a_viewer_cannot_prompt(oc, alice, bob):
 
     session = session_create(actor=alice.actor, project=alice.project, title="t")
     Membership.objects.filter(user=bob.user).update(role=Role.VIEWER)
-    response = oc(bob).post(f"{base_url(alice)}/session/{session.pk}/prompt_async",
-                            {"parts": [{"type": "text", "text": "hi"}]}, format="json")
+    response = oc(bob).post(
+        f"{base_url(alice)}/session/{session.pk}/prompt_async",
+        {"parts": [{"type": "text", "text": "hi"}]},
+        format="json",
+    )
     assert response.status_code == 403 and response.json()["name"] == "ForbiddenError"
 
 

@@ -24,6 +24,7 @@ async def close_thread_connections():
 
     await sync_to_async(connections.close_all)()
 
+
 EVENT_SCHEMA = response_schema("/event", "get")
 
 
@@ -68,22 +69,41 @@ async def test_it_starts_with_server_connected_then_carries_published_events(ali
         [connected] = await read_events(stream, 1)
         assert connected["type"] == "server.connected" and connected["properties"] == {}
         session = await sync_to_async(session_create)(actor=alice.actor, project=alice.project, title="live")
-        message = await sync_to_async(message_create)(session=session, data={
-            "role": "user", "time": {"created": 1}, "agent": "build", "model": {"providerID": "p", "modelID": "m"}})
+        message = await sync_to_async(message_create)(
+            session=session,
+            data={
+                "role": "user",
+                "time": {"created": 1},
+                "agent": "build",
+                "model": {"providerID": "p", "modelID": "m"},
+            },
+        )
         part = await sync_to_async(part_upsert)(message=message, data={"type": "text", "text": "hel"})
-        await sync_to_async(publish_ephemeral)(session, "message.part.updated", {"part": part.data, "delta": "lo"})
+        await sync_to_async(publish_ephemeral)(
+            session, "message.part.updated", {"part": part.data, "delta": "lo"}
+        )
         await sync_to_async(todos_replace)(session=session, todos=[{"content": "ship it"}])
         events = await read_events(stream, 5)
     finally:
         await stream.aclose()
     assert [e["type"] for e in events] == [
-        "session.created", "message.updated", "message.part.updated", "message.part.delta", "todo.updated"]
+        "session.created",
+        "message.updated",
+        "message.part.updated",
+        "message.part.delta",
+        "todo.updated",
+    ]
     created, updated, part_updated, delta, todo = events
     assert created["properties"]["sessionID"] == session.pk
     assert updated["properties"]["info"]["id"] == message.pk
     assert part_updated["properties"]["part"]["text"] == "hel"
-    assert delta["properties"] == {"sessionID": session.pk, "messageID": message.pk, "partID": part.pk,
-                                   "field": "text", "delta": "lo"}
+    assert delta["properties"] == {
+        "sessionID": session.pk,
+        "messageID": message.pk,
+        "partID": part.pk,
+        "field": "text",
+        "delta": "lo",
+    }
     assert todo["properties"]["todos"][0]["content"] == "ship it"
 
 

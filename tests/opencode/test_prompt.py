@@ -32,7 +32,9 @@ def prompt(client, persona, session, body=BODY):
     return client.post(f"{base_url(persona)}/session/{session.pk}/prompt_async", body, format="json")
 
 
-def test_it_stores_audits_flags_and_enqueues_after_commit(oc, alice, alices_session, django_capture_on_commit_callbacks):
+def test_it_stores_audits_flags_and_enqueues_after_commit(
+    oc, alice, alices_session, django_capture_on_commit_callbacks
+):
     with mock.patch("hangar.engine.services.enqueue_run") as enqueue:
         with django_capture_on_commit_callbacks(execute=False) as callbacks:
             assert prompt(oc(alice), alice, alices_session).status_code == 204
@@ -55,8 +57,11 @@ def test_the_prompts_agent_and_model_become_the_sessions(oc, alice, alices_sessi
     assert session.agent == "plan" and session.model == {"providerID": "openai", "modelID": "gpt-4.1"}
 
 
-@pytest.mark.parametrize("body", [BODY, {**BODY, "agent": "plan", "model": {"providerID": "o", "modelID": "m"}}],
-                         ids=["same", "new-agent-and-model"])
+@pytest.mark.parametrize(
+    "body",
+    [BODY, {**BODY, "agent": "plan", "model": {"providerID": "o", "modelID": "m"}}],
+    ids=["same", "new-agent-and-model"],
+)
 def test_a_prompt_is_eight_queries(oc, alice, alices_session, body, django_assert_num_queries):
     # The token with its user, membership and project; the session; then BEGIN, the message with its parts,
     # the audit row, the busy status, the run flag (with any agent/model change), COMMIT. The membership is
@@ -69,7 +74,9 @@ def test_a_prompt_is_eight_queries(oc, alice, alices_session, body, django_asser
 
 def test_a_session_of_another_project_of_the_same_org_is_not_found(oc, alice, alices_session):
     other = Project.objects.create(org=alice.org, name="other", slug="other")
-    response = oc(alice).post(f"{base_url(other)}/session/{alices_session.pk}/prompt_async", BODY, format="json")
+    response = oc(alice).post(
+        f"{base_url(other)}/session/{alices_session.pk}/prompt_async", BODY, format="json"
+    )
     assert response.status_code == 404 and response.json()["name"] == "NotFoundError"
     assert not Message.objects.filter(session=alices_session).exists()
 

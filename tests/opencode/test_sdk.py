@@ -15,24 +15,53 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_the_sdk_creates_prompts_streams_replies_to_a_permission_and_lists_messages(
-        alice, daphne, worker, scripted_project):
-    project = scripted_project(alice, [
-        [call("todowrite", "c1", todos=[{"content": "say hello", "status": "in_progress", "priority": "high"}])],
-        [call("bash", "c2", command="echo hello from the sandbox", description="Say hello")],
-        [{"text": "All done."}],
-    ], title="SDK session")
+    alice, daphne, worker, scripted_project
+):
+    project = scripted_project(
+        alice,
+        [
+            [
+                call(
+                    "todowrite",
+                    "c1",
+                    todos=[{"content": "say hello", "status": "in_progress", "priority": "high"}],
+                )
+            ],
+            [call("bash", "c2", command="echo hello from the sandbox", description="Say hello")],
+            [{"text": "All done."}],
+        ],
+        title="SDK session",
+    )
     project.permission_rules = [{"permission": "bash", "pattern": "*", "action": "ask"}]
     project.save()
 
-    done = subprocess.run(["node", "sdk_flow.mjs"], cwd=CLIENT_DIR, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "OC_BASE": f"{daphne.url}/oc/{project.pk}", "OC_TOKEN": alice.token,
-                               "OC_PROMPT": "say hello"})
+    done = subprocess.run(
+        ["node", "sdk_flow.mjs"],
+        cwd=CLIENT_DIR,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={
+            **os.environ,
+            "OC_BASE": f"{daphne.url}/oc/{project.pk}",
+            "OC_TOKEN": alice.token,
+            "OC_PROMPT": "say hello",
+        },
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
     try:
         assert out["eventTypes"][0] == "server.connected"
-        for expected in ["session.created", "message.updated", "message.part.updated", "permission.asked",
-                         "permission.replied", "todo.updated", "session.status", "session.idle"]:
+        for expected in [
+            "session.created",
+            "message.updated",
+            "message.part.updated",
+            "permission.asked",
+            "permission.replied",
+            "todo.updated",
+            "session.status",
+            "session.idle",
+        ]:
             assert expected in out["eventTypes"], expected
         assert "All done." in out["deltas"]
         assert out["permission"]["permission"] == "bash" and out["permission"]["replied"] is True
@@ -41,7 +70,10 @@ def test_the_sdk_creates_prompts_streams_replies_to_a_permission_and_lists_messa
         roles = [m["role"] for m in out["messages"]]
         assert roles[0] == "user" and roles.count("assistant") == 3
         tools = [p for m in out["messages"] for p in m["parts"] if p["type"] == "tool"]
-        assert [(t["tool"], t["status"]) for t in tools] == [("todowrite", "completed"), ("bash", "completed")]
+        assert [(t["tool"], t["status"]) for t in tools] == [
+            ("todowrite", "completed"),
+            ("bash", "completed"),
+        ]
         assert "hello from the sandbox" in tools[1]["output"]
         assert any(p.get("text") == "All done." for p in out["messages"][-1]["parts"])
         assert out["todos"] == [{"content": "say hello", "status": "in_progress", "priority": "high"}]

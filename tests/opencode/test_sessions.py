@@ -27,7 +27,9 @@ def test_creating_a_session_returns_opencode_session_json(oc, alice):
 
 def test_creating_a_session_accepts_an_empty_body_and_a_model(oc, alice):
     assert_response(oc(alice).post(f"{base_url(alice)}/session", format="json"), "/session", "post")
-    response = oc(alice).post(f"{base_url(alice)}/session", {"model": {"id": "m1", "providerID": "p1"}}, format="json")
+    response = oc(alice).post(
+        f"{base_url(alice)}/session", {"model": {"id": "m1", "providerID": "p1"}}, format="json"
+    )
     assert response.json()["model"] == {"id": "m1", "providerID": "p1"}
 
 
@@ -51,8 +53,11 @@ def test_getting_a_session(oc, alice, alices_session):
 
 
 def test_renaming_and_archiving_a_session(oc, alice, alices_session):
-    response = oc(alice).patch(f"{base_url(alice)}/session/{alices_session.pk}",
-                               {"title": "Renamed", "time": {"archived": 1795316638106}}, format="json")
+    response = oc(alice).patch(
+        f"{base_url(alice)}/session/{alices_session.pk}",
+        {"title": "Renamed", "time": {"archived": 1795316638106}},
+        format="json",
+    )
     assert_response(response, "/session/{sessionID}", "patch")
     assert response.json()["title"] == "Renamed"
     assert response.json()["time"]["archived"] == 1795316638106
@@ -78,8 +83,15 @@ def test_a_missing_session_is_opencodes_not_found(oc, alice):
 
 
 def test_messages_are_listed_as_info_and_parts(oc, alice, alices_session):
-    user = message_create(session=alices_session, data={
-        "role": "user", "time": {"created": 1}, "agent": "build", "model": {"providerID": "p", "modelID": "m"}})
+    user = message_create(
+        session=alices_session,
+        data={
+            "role": "user",
+            "time": {"created": 1},
+            "agent": "build",
+            "model": {"providerID": "p", "modelID": "m"},
+        },
+    )
     part_upsert(message=user, data={"type": "text", "text": "hi"})
     response = oc(alice).get(f"{base_url(alice)}/session/{alices_session.pk}/message")
     assert_response(response, "/session/{sessionID}/message")
@@ -103,22 +115,34 @@ def test_session_status_lists_busy_sessions(oc, alice, alices_session):
 
 
 SESSION_ROUTES = [
-    ("get", ""), ("patch", ""), ("delete", ""), ("get", "/message"), ("post", "/message"),
-    ("get", "/todo"), ("post", "/prompt_async"), ("post", "/abort"), ("get", "/children"),
-    ("post", "/permissions/per_x"), ("get", "/message/msg_x"),
+    ("get", ""),
+    ("patch", ""),
+    ("delete", ""),
+    ("get", "/message"),
+    ("post", "/message"),
+    ("get", "/todo"),
+    ("post", "/prompt_async"),
+    ("post", "/abort"),
+    ("get", "/children"),
+    ("post", "/permissions/per_x"),
+    ("get", "/message/msg_x"),
 ]
 
 
 @pytest.mark.parametrize("method,suffix", SESSION_ROUTES)
-def test_another_org_cannot_reach_alices_session_on_any_route(oc, alice, charlie, alices_session, method, suffix):
+def test_another_org_cannot_reach_alices_session_on_any_route(
+    oc, alice, charlie, alices_session, method, suffix
+):
     body = {"parts": [{"type": "text", "text": "hi"}]} if "message" in suffix or "prompt" in suffix else {}
     # On alice's base URL, charlie's token is refused before any session lookup...
-    on_alices = getattr(oc(charlie), method)(f"{base_url(alice)}/session/{alices_session.pk}{suffix}", body,
-                                             format="json")
+    on_alices = getattr(oc(charlie), method)(
+        f"{base_url(alice)}/session/{alices_session.pk}{suffix}", body, format="json"
+    )
     assert on_alices.status_code == 404
     # ...and on charlie's own base URL, alice's session id does not exist.
-    on_his = getattr(oc(charlie), method)(f"{base_url(charlie)}/session/{alices_session.pk}{suffix}", body,
-                                          format="json")
+    on_his = getattr(oc(charlie), method)(
+        f"{base_url(charlie)}/session/{alices_session.pk}{suffix}", body, format="json"
+    )
     assert on_his.status_code == 404
     assert on_his.json()["name"] == "NotFoundError"
     assert Session.objects.filter(pk=alices_session.pk).exists()

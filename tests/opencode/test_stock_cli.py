@@ -13,18 +13,33 @@ from tests.opencode.live import OPENCODE_BIN, call, opencode_env
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def opencode_run(base: str, token: str, prompt: str, tmp_path, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([str(OPENCODE_BIN), "run", "--attach", base, "-p", token, "--format", "json", prompt],
-                          capture_output=True, text=True, timeout=timeout, env=opencode_env(tmp_path),
-                          cwd=tmp_path)
+def opencode_run(
+    base: str, token: str, prompt: str, tmp_path, timeout: float = 120
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(OPENCODE_BIN), "run", "--attach", base, "-p", token, "--format", "json", prompt],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=opencode_env(tmp_path),
+        cwd=tmp_path,
+    )
 
 
-def test_opencode_run_attach_writes_and_runs_a_file_in_the_sandbox(alice, daphne, worker, scripted_project, tmp_path):
-    project = scripted_project(alice, [
-        [{"text": "Writing it."}, call("write", "c1", filePath="/workspace/hi.py", content="print('hi from hangar')\n")],
-        [call("bash", "c2", command="python3 /workspace/hi.py", description="Run hi.py")],
-        [{"text": "It prints: hi from hangar"}],
-    ])
+def test_opencode_run_attach_writes_and_runs_a_file_in_the_sandbox(
+    alice, daphne, worker, scripted_project, tmp_path
+):
+    project = scripted_project(
+        alice,
+        [
+            [
+                {"text": "Writing it."},
+                call("write", "c1", filePath="/workspace/hi.py", content="print('hi from hangar')\n"),
+            ],
+            [call("bash", "c2", command="python3 /workspace/hi.py", description="Run hi.py")],
+            [{"text": "It prints: hi from hangar"}],
+        ],
+    )
     done = opencode_run(f"{daphne.url}/oc/{project.pk}", alice.token, "write hi.py and run it", tmp_path)
 
     assert done.returncode == 0, done.stderr[-3000:]
@@ -40,13 +55,17 @@ def test_opencode_run_attach_writes_and_runs_a_file_in_the_sandbox(alice, daphne
         assert [e["part"]["text"] for e in events if e["type"] == "text"][-1] == "It prints: hi from hangar"
         assert [e["type"] for e in events].count("step_start") == 3
         assert [e["part"]["reason"] for e in events if e["type"] == "step_finish"][-1] == "stop"
-        assert manager().connect(session_id).read("/workspace/hi.py").content.rstrip("\n") == "print('hi from hangar')"
+        assert (
+            manager().connect(session_id).read("/workspace/hi.py").content.rstrip("\n")
+            == "print('hi from hangar')"
+        )
     finally:
         manager().destroy(session_id)
 
 
 def test_opencode_run_attach_with_another_orgs_token_fails_without_touching_the_project(
-        alice, charlie, daphne, scripted_project, tmp_path):
+    alice, charlie, daphne, scripted_project, tmp_path
+):
     project = scripted_project(alice, [[{"text": "never"}]])
     done = opencode_run(f"{daphne.url}/oc/{project.pk}", charlie.token, "hello", tmp_path, timeout=60)
     assert done.returncode != 0 or not done.stdout.strip()

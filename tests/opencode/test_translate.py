@@ -28,7 +28,13 @@ def test_part_updates_gain_session_id_and_time():
 def test_an_ephemeral_delta_becomes_message_part_delta():
     [event] = translated("message.part.updated", {"part": TEXT, "delta": "!"}, ephemeral=True)
     assert event["type"] == "message.part.delta"
-    assert event["properties"] == {"sessionID": SES, "messageID": MSG, "partID": PRT, "field": "text", "delta": "!"}
+    assert event["properties"] == {
+        "sessionID": SES,
+        "messageID": MSG,
+        "partID": PRT,
+        "field": "text",
+        "delta": "!",
+    }
 
 
 def test_a_stored_part_update_with_a_delta_keeps_the_part_and_drops_the_delta():
@@ -37,9 +43,19 @@ def test_a_stored_part_update_with_a_delta_keeps_the_part_and_drops_the_delta():
 
 
 def test_status_idle_permission_and_todo_events_pass_through():
-    assert translated("session.status", {"sessionID": SES, "status": {"type": "busy"}})[0]["type"] == "session.status"
+    assert (
+        translated("session.status", {"sessionID": SES, "status": {"type": "busy"}})[0]["type"]
+        == "session.status"
+    )
     assert translated("session.idle", {"sessionID": SES})[0]["type"] == "session.idle"
-    asked = {"id": "per_1", "sessionID": SES, "permission": "bash", "patterns": ["ls"], "metadata": {}, "always": ["ls *"]}
+    asked = {
+        "id": "per_1",
+        "sessionID": SES,
+        "permission": "bash",
+        "patterns": ["ls"],
+        "metadata": {},
+        "always": ["ls *"],
+    }
     assert translated("permission.asked", asked)[0]["properties"] == asked
     replied = translated("permission.replied", {"sessionID": SES, "requestID": "per_1", "reply": "once"})
     assert replied[0]["properties"]["reply"] == "once"

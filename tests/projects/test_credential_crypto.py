@@ -27,12 +27,22 @@ def raw_column(pk: int) -> str:
 
 def test_the_key_is_encrypted_in_the_column_and_resolves_for_the_engine(alice, caplog):
     caplog.set_level(logging.DEBUG)
-    credential = credential_set(actor=alice.actor, org=alice.org, provider="local", api_key=KEY,
-                                api_base="http://127.0.0.1:8080/v1", models=["qwen"])
+    credential = credential_set(
+        actor=alice.actor,
+        org=alice.org,
+        provider="local",
+        api_key=KEY,
+        api_base="http://127.0.0.1:8080/v1",
+        models=["qwen"],
+    )
     assert KEY not in raw_column(credential.pk)
     resolved = credential_resolve(org_id=alice.org.pk, user_id=alice.user.pk, provider="local")
     assert (resolved.api_key, resolved.api_base, resolved.models, resolved.scope) == (
-        KEY, "http://127.0.0.1:8080/v1", ["qwen"], "org")
+        KEY,
+        "http://127.0.0.1:8080/v1",
+        ["qwen"],
+        "org",
+    )
     assert KEY not in repr(resolved)
     assert KEY not in caplog.text
     assert KEY not in str(list(AuditEvent.objects.values()))
@@ -59,15 +69,19 @@ def test_rotation_re_encrypts_under_the_new_key_and_the_old_key_can_then_go(alic
     env_var_set(actor=alice.actor, project=alice.project, name="TOKEN", value="s3cret")
     new_key = Fernet.generate_key().decode()
     settings.ENCRYPTION_KEYS = [new_key, old_key]
-    assert credential_resolve(org_id=alice.org.pk, user_id=None, provider="openai").api_key == KEY  # still reads
+    assert (
+        credential_resolve(org_id=alice.org.pk, user_id=None, provider="openai").api_key == KEY
+    )  # still reads
     before = raw_column(credential.pk)
     call_command("rotate_encryption_keys")
     assert raw_column(credential.pk) != before
     settings.ENCRYPTION_KEYS = [new_key]  # old key retired
     assert credential_resolve(org_id=alice.org.pk, user_id=None, provider="openai").api_key == KEY
     assert decrypted_env(alice.project) == {"TOKEN": "s3cret"}
-    assert AuditEvent.objects.filter(action="encryption_keys.rotate").get().data == {"credentials": 1,
-                                                                                      "env_vars": 1}
+    assert AuditEvent.objects.filter(action="encryption_keys.rotate").get().data == {
+        "credentials": 1,
+        "env_vars": 1,
+    }
 
 
 def decrypted_env(project) -> dict[str, str]:

@@ -9,8 +9,9 @@ from hangar.asgi import application
 ORIGIN = (b"origin", b"http://testserver")  # the app validates Origin against ALLOWED_HOSTS
 
 
-def communicator(path: str, *, token: str | None = None, header_token: str | None = None,
-                 cookie: str | None = None) -> WebsocketCommunicator:
+def communicator(
+    path: str, *, token: str | None = None, header_token: str | None = None, cookie: str | None = None
+) -> WebsocketCommunicator:
     headers = [ORIGIN]
     if token is not None:
         path += ("&" if "?" in path else "?") + f"token={token}"

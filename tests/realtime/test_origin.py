@@ -15,8 +15,11 @@ pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
 async def test_a_token_client_without_origin_is_admitted(alice):
     session = await sync_to_async(session_create)(actor=alice.actor, project=alice.project)
-    comm = WebsocketCommunicator(application, f"/ws/sessions/{session.pk}/",
-                                 headers=[(b"authorization", f"Bearer {alice.token}".encode())])
+    comm = WebsocketCommunicator(
+        application,
+        f"/ws/sessions/{session.pk}/",
+        headers=[(b"authorization", f"Bearer {alice.token}".encode())],
+    )
     connected, _ = await comm.connect()
     assert connected
     frame = json.loads(await comm.receive_from(timeout=3))
@@ -27,7 +30,10 @@ async def test_a_token_client_without_origin_is_admitted(alice):
 
 async def test_a_foreign_origin_is_refused_even_with_a_valid_token(alice):
     session = await sync_to_async(session_create)(actor=alice.actor, project=alice.project)
-    comm = WebsocketCommunicator(application, f"/ws/sessions/{session.pk}/?token={alice.token}",
-                                 headers=[(b"origin", b"https://evil.example")])
+    comm = WebsocketCommunicator(
+        application,
+        f"/ws/sessions/{session.pk}/?token={alice.token}",
+        headers=[(b"origin", b"https://evil.example")],
+    )
     connected, _ = await comm.connect()
     assert not connected

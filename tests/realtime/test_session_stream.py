@@ -96,7 +96,9 @@ async def test_a_lost_notification_is_filled_from_postgres_when_the_next_event_a
     comm = communicator(f"/ws/sessions/{session.pk}/?after=1", token=alice.token)
     assert (await comm.connect())[0]
     real_broadcast = broadcast_module.broadcast_many
-    monkeypatch.setattr(broadcast_module, "broadcast_many", lambda groups, messages: None)  # Redis "drops" them
+    monkeypatch.setattr(
+        broadcast_module, "broadcast_many", lambda groups, messages: None
+    )  # Redis "drops" them
     await sync_to_async(publish_ticks)(session, 3)  # seqs 2..4: stored, never notified
     monkeypatch.setattr(broadcast_module, "broadcast_many", real_broadcast)
     await sync_to_async(publish_ticks)(session, 1, start=3)  # seq 5 reveals the gap
@@ -121,14 +123,27 @@ async def test_token_deltas_are_forwarded_marked_ephemeral_and_not_stored(alice)
     session = await sync_to_async(new_session)(alice)
     comm = communicator(f"/ws/sessions/{session.pk}/?after=1", token=alice.token)
     assert (await comm.connect())[0]
-    delta = {"sessionID": session.pk, "messageID": "msg_1", "partID": "prt_1", "field": "text", "delta": "Hel"}
+    delta = {
+        "sessionID": session.pk,
+        "messageID": "msg_1",
+        "partID": "prt_1",
+        "field": "text",
+        "delta": "Hel",
+    }
     await sync_to_async(publish_ephemeral)(session, "message.part.delta", delta)
     await sync_to_async(publish_ticks)(session, 1)
     ephemeral, stored = await receive_frames(comm, 2)
-    assert ephemeral == {"seq": None, "ephemeral": True, "type": "message.part.delta", "payload": delta,
-                         "session": session.pk}
+    assert ephemeral == {
+        "seq": None,
+        "ephemeral": True,
+        "type": "message.part.delta",
+        "payload": delta,
+        "session": session.pk,
+    }
     assert stored["seq"] == 2 and "ephemeral" not in stored
-    types = await sync_to_async(lambda: list(Event.objects.filter(session=session).values_list("type", flat=True)))()
+    types = await sync_to_async(
+        lambda: list(Event.objects.filter(session=session).values_list("type", flat=True))
+    )()
     assert types == ["session.created", "test.tick"]
     await comm.disconnect()
 

@@ -38,7 +38,10 @@ async def test_closing_stream_events_leaves_the_group_and_drops_the_channel(alic
         await sync_to_async(publish)(session, "test.tick", {"i": 3})
         await asyncio.wait([task], timeout=0.2)
     first = task.result()  # session.created may still have been on its way
-    assert first["type"] == "test.tick" or (await events.__anext__())["type"] in ("test.tick", "session.created")
+    assert first["type"] == "test.tick" or (await events.__anext__())["type"] in (
+        "test.tick",
+        "session.created",
+    )
     await events.aclose()
     layer = get_channel_layer()._get_layer()
     assert not any(group in name for name in layer.groups)

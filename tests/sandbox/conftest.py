@@ -88,7 +88,9 @@ def new_session_id():
 @pytest.fixture
 def box(sandboxes, new_session_id):
     """A fresh sandbox for one test (cold path), destroyed afterwards."""
-    return sandboxes.get_or_create(SandboxSpec(session_id=new_session_id(), memory_mb=256, pids=128, disk_mb=64))
+    return sandboxes.get_or_create(
+        SandboxSpec(session_id=new_session_id(), memory_mb=256, pids=128, disk_mb=64)
+    )
 
 
 @pytest.fixture(scope="module")
@@ -100,8 +102,11 @@ def shared_box(sandboxes):
 
 
 def host_gateway_ip() -> str:
-    out = subprocess.run(["docker", "network", "inspect", "bridge", "-f", "{{(index .IPAM.Config 0).Gateway}}"],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        ["docker", "network", "inspect", "bridge", "-f", "{{(index .IPAM.Config 0).Gateway}}"],
+        capture_output=True,
+        text=True,
+    )
     return out.stdout.strip() or "172.17.0.1"
 
 

@@ -19,7 +19,7 @@ from sandbox.protocol import SandboxError, SandboxSpec
 from sandbox.reaper import Reaper
 from tests.sandbox.conftest import RUN_ID, TEST_LABEL, host_gateway_ip
 
-FETCH = r'''
+FETCH = r"""
 import http.client, socket, sys, urllib.error, urllib.request
 mode, target = sys.argv[1], sys.argv[2]
 wait = float(sys.argv[3]) if len(sys.argv) > 3 else 10
@@ -40,7 +40,7 @@ except urllib.error.HTTPError as e:
     print("HTTP", e.code)
 except OSError as e:
     print("ERR", e)
-'''
+"""
 
 
 class _Hello(http.server.BaseHTTPRequestHandler):
@@ -81,8 +81,14 @@ def net_manager(docker_client, image, gw):
 
 def _allow_spec(sid: str, gw: str, ports: list[int]) -> SandboxSpec:
     allowed, other = ports
-    return SandboxSpec(session_id=sid, memory_mb=256, pids=128, disk_mb=64, network="allowlist",
-                       allowlist=[f"{gw}:{allowed}", f"allowed.test:{allowed}", f"rebind.test:{other}", "meta.test"])
+    return SandboxSpec(
+        session_id=sid,
+        memory_mb=256,
+        pids=128,
+        disk_mb=64,
+        network="allowlist",
+        allowlist=[f"{gw}:{allowed}", f"allowed.test:{allowed}", f"rebind.test:{other}", "meta.test"],
+    )
 
 
 @pytest.fixture(scope="module")
@@ -115,7 +121,9 @@ def test_the_same_host_on_another_port_is_refused_with_403(netbox, gw, host_serv
     assert "403" in fetch(netbox, "connect", f"{gw}:{other}")
 
 
-@pytest.mark.parametrize("target", ["169.254.169.254:80", "GW:5432", "GW:6379", "127.0.0.1:3128", "1.1.1.1:443"])
+@pytest.mark.parametrize(
+    "target", ["169.254.169.254:80", "GW:5432", "GW:6379", "127.0.0.1:3128", "1.1.1.1:443"]
+)
 def test_metadata_host_services_and_unlisted_addresses_are_refused(netbox, gw, target):
     target = target.replace("GW", gw)
     assert "403" in fetch(netbox, "connect", target)
@@ -128,7 +136,9 @@ def test_a_name_not_on_the_list_is_refused(netbox, host_servers):
     assert fetch(netbox, "get", f"http://notlisted.test:{host_servers[0]}/") == "HTTP 403"
 
 
-def test_a_listed_name_is_resolved_by_the_proxy_and_reaches_an_explicitly_listed_address(netbox, host_servers):
+def test_a_listed_name_is_resolved_by_the_proxy_and_reaches_an_explicitly_listed_address(
+    netbox, host_servers
+):
     allowed = host_servers[0]
     assert fetch(netbox, "get", f"http://allowed.test:{allowed}/") == f"OK hello from {allowed}"
     assert fetch(netbox, "connect", f"allowed.test:{allowed}") == f"OK hello from {allowed}"
@@ -145,13 +155,16 @@ def test_bypassing_the_proxy_fails_on_the_internal_network(netbox, gw, host_serv
     for port in (host_servers[0], 5432, 6379):  # the host is not even on the path
         out = fetch(netbox, "direct", f"{gw}:{port}", 2)
         assert out.startswith("ERR"), out
-    out = netbox.exec(f"env -u http_proxy -u HTTP_PROXY python3 fetch.py get http://{gw}:{host_servers[0]}/ 2",
-                      timeout_s=30).output
+    out = netbox.exec(
+        f"env -u http_proxy -u HTTP_PROXY python3 fetch.py get http://{gw}:{host_servers[0]}/ 2", timeout_s=30
+    ).output
     assert out.startswith("ERR"), out
     assert "nodns" in netbox.exec(NO_DNS.format("example.com")).output
 
 
-def test_a_neighbour_allowlist_sandbox_is_unreachable(netbox, net_manager, docker_client, gw, host_servers, new_session_id):
+def test_a_neighbour_allowlist_sandbox_is_unreachable(
+    netbox, net_manager, docker_client, gw, host_servers, new_session_id
+):
     sid = new_session_id()
     other = net_manager.get_or_create(_allow_spec(sid, gw, host_servers))
     other.exec("nohup python3 -m http.server 8000 >/dev/null 2>&1 &")
@@ -160,7 +173,12 @@ def test_a_neighbour_allowlist_sandbox_is_unreachable(netbox, net_manager, docke
     ip = info["NetworkSettings"]["Networks"][egress.network_name(key)]["IPAddress"]
     assert ip
     for _ in range(50):  # the neighbour's server is up (seen from inside the neighbour)
-        if "OK" in other.exec("python3 -c \"import socket;socket.create_connection(('127.0.0.1',8000),1);print('OK')\"").output:
+        if (
+            "OK"
+            in other.exec(
+                "python3 -c \"import socket;socket.create_connection(('127.0.0.1',8000),1);print('OK')\""
+            ).output
+        ):
             break
     else:
         pytest.fail("the neighbour's server never came up")
@@ -176,7 +194,10 @@ def test_the_proxy_container_is_hardened(netbox, docker_client):
     assert "no-new-privileges:true" in host["SecurityOpt"]
     assert info["Config"]["User"] == "1000:1000"
     assert host["Memory"] == 64 * 1024 * 1024 and host["PidsLimit"] == 128
-    assert set(info["NetworkSettings"]["Networks"]) == {"bridge", egress.network_name(volumes.session_key(netbox.session_id))}
+    assert set(info["NetworkSettings"]["Networks"]) == {
+        "bridge",
+        egress.network_name(volumes.session_key(netbox.session_id)),
+    }
     net = docker_client.api.inspect_network(egress.network_name(volumes.session_key(netbox.session_id)))
     assert net["Internal"] is True and net["Options"]["com.docker.network.bridge.inhibit_ipv4"] == "true"
 
@@ -187,11 +208,14 @@ def _exists(api, key: str) -> tuple[bool, bool]:
         proxy = True
     except docker.errors.NotFound:
         proxy = False
-    return proxy, bool([n for n in api.networks(names=[egress.network_name(key)]) if n["Name"] == egress.network_name(key)])
+    return proxy, bool(
+        [n for n in api.networks(names=[egress.network_name(key)]) if n["Name"] == egress.network_name(key)]
+    )
 
 
-def test_hibernate_stops_both_resume_starts_both_destroy_removes_all(net_manager, docker_client, gw, host_servers,
-                                                                     new_session_id):
+def test_hibernate_stops_both_resume_starts_both_destroy_removes_all(
+    net_manager, docker_client, gw, host_servers, new_session_id
+):
     sid = new_session_id()
     key = volumes.session_key(sid)
     api = docker_client.api
@@ -211,15 +235,20 @@ def test_hibernate_stops_both_resume_starts_both_destroy_removes_all(net_manager
 def test_a_malformed_entry_fails_before_anything_is_created(net_manager, docker_client, new_session_id):
     sid = new_session_id()
     with pytest.raises(SandboxError, match="bad port"):
-        net_manager.get_or_create(SandboxSpec(session_id=sid, network="allowlist", allowlist=["pypi.org:99999"]))
+        net_manager.get_or_create(
+            SandboxSpec(session_id=sid, network="allowlist", allowlist=["pypi.org:99999"])
+        )
     assert volumes.lookup(volumes.session_key(sid)) is None
     assert _exists(docker_client.api, volumes.session_key(sid)) == (False, False)
 
 
-def test_the_pool_never_hands_a_none_container_to_an_allowlist_spec(docker_client, image, gw, host_servers,
-                                                                      new_session_id):
+def test_the_pool_never_hands_a_none_container_to_an_allowlist_spec(
+    docker_client, image, gw, host_servers, new_session_id
+):
     with pytest.raises(ValueError):
-        WarmPool(1, template=SandboxSpec(session_id="pool", network="allowlist"), client=docker_client, image=image)
+        WarmPool(
+            1, template=SandboxSpec(session_id="pool", network="allowlist"), client=docker_client, image=image
+        )
     template = SandboxSpec(session_id="pool", memory_mb=256, pids=128, disk_mb=64)
     pool = WarmPool(1, template=template, client=docker_client, image=image, extra_labels=TEST_LABEL)
     manager = DockerSandboxes(docker_client, image=image, extra_labels=TEST_LABEL, pool=pool)

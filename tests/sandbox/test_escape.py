@@ -43,7 +43,9 @@ def test_memory_bomb_is_killed_inside_its_cgroup(box, neighbour):
 
 
 def test_disk_fill_stops_at_the_quota(box, neighbour):
-    result = box.exec("dd if=/dev/zero of=/workspace/fill bs=1M count=500 2>&1; df -m /workspace | tail -1", timeout_s=60)
+    result = box.exec(
+        "dd if=/dev/zero of=/workspace/fill bs=1M count=500 2>&1; df -m /workspace | tail -1", timeout_s=60
+    )
     assert "No space left on device" in result.output
     assert box.stat("fill").size <= 64 * 1024 * 1024
     tmp = box.exec("dd if=/dev/zero of=/tmp/fill bs=1M count=400 2>&1", timeout_s=60)
@@ -65,13 +67,13 @@ NET_TARGETS = ["1.1.1.1:443", "169.254.169.254:80", "127.0.0.1:5432", "127.0.0.1
 def _probe(box, target: str) -> str:
     host, port = target.rsplit(":", 1)
     code = f"import socket; s=socket.socket(); s.settimeout(2); print(s.connect_ex(({host!r}, {port})))"
-    return box.exec(f"python3 -c \"{code}\" 2>&1; getent hosts example.com || echo nodns", timeout_s=10).output
+    return box.exec(f'python3 -c "{code}" 2>&1; getent hosts example.com || echo nodns', timeout_s=10).output
 
 
 @pytest.mark.parametrize("target", NET_TARGETS + ["GATEWAY:5432", "GATEWAY:6379", "NEIGHBOUR"])
 def test_network_is_unreachable(box, neighbour, docker_client, target):
     if target.startswith("GATEWAY"):
-        target = host_gateway_ip() + target[len("GATEWAY"):]
+        target = host_gateway_ip() + target[len("GATEWAY") :]
     if target == "NEIGHBOUR":
         ip = docker_client.api.inspect_container(neighbour.container_name)["NetworkSettings"]["IPAddress"]
         target = f"{ip or '172.17.0.2'}:22"
@@ -81,8 +83,13 @@ def test_network_is_unreachable(box, neighbour, docker_client, target):
 
 
 def test_no_docker_socket_is_reachable(box):
-    out = box.exec("ls -la /var/run/docker.sock /run/docker.sock 2>&1; find / -name '*.sock' -not -path '/proc/*' 2>/dev/null")
-    assert "docker.sock" not in out.output.replace("No such file", "").split("\n")[-2:][0] or "No such file" in out.output
+    out = box.exec(
+        "ls -la /var/run/docker.sock /run/docker.sock 2>&1; find / -name '*.sock' -not -path '/proc/*' 2>/dev/null"
+    )
+    assert (
+        "docker.sock" not in out.output.replace("No such file", "").split("\n")[-2:][0]
+        or "No such file" in out.output
+    )
     assert "docker.sock" not in box.exec("find / -name 'docker.sock' 2>/dev/null").output
 
 
@@ -90,15 +97,23 @@ def test_setuid_binaries_do_not_grant_root(box):
     status = box.exec("grep -E 'NoNewPrivs|CapEff|CapBnd' /proc/self/status").output
     assert "NoNewPrivs:\t1" in status
     assert "CapEff:\t0000000000000000" in status and "CapBnd:\t0000000000000000" in status
-    result = box.exec("ls -l /bin/su /bin/mount; su -c id root </dev/null 2>&1; mount -t tmpfs none /tmp 2>&1; id -u")
+    result = box.exec(
+        "ls -l /bin/su /bin/mount; su -c id root </dev/null 2>&1; mount -t tmpfs none /tmp 2>&1; id -u"
+    )
     assert "uid=0" not in result.output and result.output.strip().endswith("1000")
 
 
 def test_mount_is_denied(box):
-    result = box.exec("mkdir -p /tmp/m && mount -t tmpfs none /tmp/m 2>&1; mount --bind /workspace /tmp/m 2>&1")
+    result = box.exec(
+        "mkdir -p /tmp/m && mount -t tmpfs none /tmp/m 2>&1; mount --bind /workspace /tmp/m 2>&1"
+    )
     assert "tmpfs" not in box.exec("grep /tmp/m /proc/mounts || true").output
-    assert result.output.count("must be superuser") + result.output.count("ermission denied") + \
-        result.output.count("not permitted") >= 1
+    assert (
+        result.output.count("must be superuser")
+        + result.output.count("ermission denied")
+        + result.output.count("not permitted")
+        >= 1
+    )
 
 
 def test_sysrq_trigger_cannot_be_written(box):
@@ -110,26 +125,34 @@ def test_sysrq_trigger_cannot_be_written(box):
 
 def test_the_workers_environment_is_not_visible_inside(box, monkeypatch):
     monkeypatch.setenv("HANGAR_TEST_SECRET", "s3cr3t-value-123")
-    out = box.exec("env; cat /proc/1/environ | tr '\\0' '\\n'; cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n'")
+    out = box.exec(
+        "env; cat /proc/1/environ | tr '\\0' '\\n'; cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n'"
+    )
     assert "s3cr3t-value-123" not in out.output and "HANGAR_TEST_SECRET" not in out.output
 
 
 def test_the_agent_fed_garbage_from_inside_keeps_serving(box):
     # Inside the sandbox, the agent's relay socket is reachable by the same user: feed it junk.
-    box.exec("head -c 200000 /dev/urandom | python3 -c \"import socket,sys; s=socket.socket(socket.AF_UNIX);"
-             " s.connect('/home/hangar/.hangar-agent.sock'); s.sendall(sys.stdin.buffer.read()); s.close()\"")
+    box.exec(
+        'head -c 200000 /dev/urandom | python3 -c "import socket,sys; s=socket.socket(socket.AF_UNIX);'
+        " s.connect('/home/hangar/.hangar-agent.sock'); s.sendall(sys.stdin.buffer.read()); s.close()\""
+    )
     assert box.exec("echo ok").output == "ok\n"
 
 
 def _cpu_seconds(container_id: str) -> float:
     """CPU time the container's cgroup has used, from the host (cgroup v1 or v2)."""
-    for path in (f"/sys/fs/cgroup/cpuacct/docker/{container_id}/cpuacct.usage",
-                 f"/sys/fs/cgroup/cpu,cpuacct/docker/{container_id}/cpuacct.usage"):
+    for path in (
+        f"/sys/fs/cgroup/cpuacct/docker/{container_id}/cpuacct.usage",
+        f"/sys/fs/cgroup/cpu,cpuacct/docker/{container_id}/cpuacct.usage",
+    ):
         if os.path.exists(path):
             with open(path) as f:
                 return int(f.read()) / 1e9
-    for path in (f"/sys/fs/cgroup/system.slice/docker-{container_id}.scope/cpu.stat",
-                 f"/sys/fs/cgroup/docker/{container_id}/cpu.stat"):
+    for path in (
+        f"/sys/fs/cgroup/system.slice/docker-{container_id}.scope/cpu.stat",
+        f"/sys/fs/cgroup/docker/{container_id}/cpu.stat",
+    ):
         if os.path.exists(path):
             with open(path) as f:
                 stats = dict(line.split() for line in f)
@@ -138,7 +161,9 @@ def _cpu_seconds(container_id: str) -> float:
 
 
 def test_cpu_hog_is_held_to_its_cpu_share(sandboxes, new_session_id, neighbour, docker_client):
-    hog = sandboxes.get_or_create(SandboxSpec(session_id=new_session_id(), cpus=0.5, memory_mb=256, pids=128, disk_mb=64))
+    hog = sandboxes.get_or_create(
+        SandboxSpec(session_id=new_session_id(), cpus=0.5, memory_mb=256, pids=128, disk_mb=64)
+    )
     container_id = docker_client.api.inspect_container(hog.container_name)["Id"]
     # Two busy loops: together they would take both host cores without the limit.
     hog.exec("for i in 1 2; do nohup bash -c 'while :; do :; done' >/dev/null 2>&1 & done")

@@ -35,7 +35,9 @@ def test_exec_in_a_missing_cwd_is_an_error(shared_box):
 def test_exec_streams_output_as_it_comes(shared_box):
     seen: list[tuple[float, str]] = []
     start = time.monotonic()
-    result = shared_box.exec("echo one; sleep 0.5; echo two", on_output=lambda s: seen.append((time.monotonic(), s)))
+    result = shared_box.exec(
+        "echo one; sleep 0.5; echo two", on_output=lambda s: seen.append((time.monotonic(), s))
+    )
     assert result.exit_code == 0
     assert "one" in seen[0][1]
     assert seen[0][0] - start < 0.4  # the first line arrived before the command finished

@@ -77,7 +77,9 @@ def test_grep_groups_matches_by_file_with_line_numbers(box):
     box.write("two.txt", "TODO elsewhere\n")
     matches, truncated = box.grep("TODO", include="*.py")
     assert [(m.path, m.line, m.text) for m in matches] == [
-        ("/workspace/one.py", 2, "TODO first"), ("/workspace/one.py", 3, "TODO second")]
+        ("/workspace/one.py", 2, "TODO first"),
+        ("/workspace/one.py", 3, "TODO second"),
+    ]
     assert not truncated
     box.exec("for i in $(seq 1 150); do echo TODO >> big.txt; done")
     matches, truncated = box.grep("TODO")
@@ -99,6 +101,7 @@ def test_write_is_atomic_for_concurrent_readers(box):
     box.write("atomic.txt", "A" * 100_000)
     script = "for i in $(seq 1 200); do c=$(cat atomic.txt); n=${#c}; [ $n -eq 100000 ] || echo BAD $n; done"
     import threading
+
     reader = threading.Thread(target=lambda: results.append(box.exec(script).output))
     results: list[str] = []
     reader.start()

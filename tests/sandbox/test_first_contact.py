@@ -49,7 +49,8 @@ def test_a_claimed_sandbox_is_reached_elsewhere_without_an_inspect(make_pool, im
 
 
 def test_a_stale_hint_falls_back_to_starting_or_recreating_the_container(
-        sandboxes, image, new_session_id, docker_client):
+    sandboxes, image, new_session_id, docker_client
+):
     spec = SandboxSpec(session_id=new_session_id(), **LIMITS)
     sandboxes.get_or_create(spec).write("kept.txt", "workspace survives")
     sandboxes._forget(spec.session_id)
@@ -90,7 +91,9 @@ def test_a_hint_naming_a_process_outside_the_container_is_not_trusted(sandboxes,
     container_id = box._manager.api.inspect_container(box.container_name)["Id"]
     with open(f"/proc/{os.getpid()}/stat", "rb") as f:
         start = f.read().rsplit(b")", 1)[1].split()[19].decode()
-    volumes._hint_path(key).write_text(f"{container_id} {os.getpid()} {start}")  # alive, but not the container's
+    volumes._hint_path(key).write_text(
+        f"{container_id} {os.getpid()} {start}"
+    )  # alive, but not the container's
     assert volumes.process_start(os.getpid(), container_id) is None
     manager, calls = fresh_process_manager(image)
     assert manager.get_or_create(spec).exec("echo ok").output.strip() == "ok"

@@ -20,8 +20,14 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def _in_subprocess(code: str) -> str:
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=REPO, capture_output=True,
-                          text=True, timeout=60, env=os.environ | {"PYTHONPATH": REPO})
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=os.environ | {"PYTHONPATH": REPO},
+    )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
@@ -50,7 +56,8 @@ def test_hibernate_then_resume_keeps_the_workspace_and_snapshots(sandboxes, box)
 
 
 def test_when_the_container_dies_mid_call_the_caller_gets_unavailable_and_the_next_call_recovers(
-        sandboxes, box, docker_client):
+    sandboxes, box, docker_client
+):
     box.write("survivor.txt", "intact")
     killer = threading.Timer(0.5, lambda: docker_client.api.kill(box.container_name))
     killer.start()
@@ -63,12 +70,15 @@ def test_a_removed_container_is_recreated_on_its_volume(sandboxes, box, docker_c
     box.write("kept.txt", "yes")
     box.close()
     docker_client.api.remove_container(box.container_name, force=True)
-    again = sandboxes.get_or_create(SandboxSpec(session_id=box.session_id, memory_mb=256, pids=128, disk_mb=64))
+    again = sandboxes.get_or_create(
+        SandboxSpec(session_id=box.session_id, memory_mb=256, pids=128, disk_mb=64)
+    )
     assert again.read("kept.txt").content == "yes"
 
 
 def test_every_attach_binds_the_sessions_env_so_a_lost_or_changed_env_is_put_right(
-        sandboxes, docker_client, image, new_session_id):
+    sandboxes, docker_client, image, new_session_id
+):
     sid = new_session_id()
     spec = dict(session_id=sid, memory_mb=256, pids=128, disk_mb=64)
     first = sandboxes.get_or_create(SandboxSpec(**spec, env={"STAGE": "one"}))
@@ -89,7 +99,9 @@ def test_warm_pool_claims_fast_binds_env_and_refills(docker_client, image, new_s
         pooled = pool.available()
         assert len(pooled) == 2
         # Nothing of any tenant in a pooled container.
-        spec = SandboxSpec(session_id=new_session_id(), memory_mb=256, pids=128, disk_mb=64, env={"TEAM": "alpha"})
+        spec = SandboxSpec(
+            session_id=new_session_id(), memory_mb=256, pids=128, disk_mb=64, env={"TEAM": "alpha"}
+        )
         start = time.monotonic()
         sb = manager.get_or_create(spec)
         result = sb.exec("echo $TEAM; ls -A /workspace | wc -l")
@@ -97,7 +109,9 @@ def test_warm_pool_claims_fast_binds_env_and_refills(docker_client, image, new_s
         assert result.output.split() == ["alpha", "0"]
         assert elapsed < 0.5
         assert sb.container_name not in pooled and len(pool.available()) == 1
-        other = manager.get_or_create(SandboxSpec(session_id=new_session_id(), memory_mb=256, pids=128, disk_mb=64))
+        other = manager.get_or_create(
+            SandboxSpec(session_id=new_session_id(), memory_mb=256, pids=128, disk_mb=64)
+        )
         assert other.exec("echo ${TEAM:-none}").output.strip() == "none"
         assert pool.fill() == 2 and len(pool.available()) == 2
         # A spec whose fixed limits differ takes the cold path.
@@ -107,7 +121,8 @@ def test_warm_pool_claims_fast_binds_env_and_refills(docker_client, image, new_s
 
 
 def test_after_an_image_upgrade_old_pooled_containers_are_never_claimed_and_get_retired(
-        docker_client, image, new_session_id):
+    docker_client, image, new_session_id
+):
     template = SandboxSpec(session_id="pool", memory_mb=256, pids=128, disk_mb=64)
     old_tag = "hangar-sandbox:previous-release-test"
     docker_client.images.get(image).tag(old_tag)  # same content, another tag: an "older release"
@@ -118,7 +133,10 @@ def test_after_an_image_upgrade_old_pooled_containers_are_never_claimed_and_get_
         stale = old.available()
         assert len(stale) == 1 and new.available() == []
         manager = DockerSandboxes(docker_client, image=image, extra_labels=TEST_LABEL)
-        assert new.claim(manager, SandboxSpec(session_id=new_session_id(), memory_mb=256, pids=128, disk_mb=64)) is None
+        assert (
+            new.claim(manager, SandboxSpec(session_id=new_session_id(), memory_mb=256, pids=128, disk_mb=64))
+            is None
+        )
         new.fill()
         assert old.available() == [] and len(new.available()) == 1
         assert not docker_client.containers.list(all=True, filters={"name": stale[0]})
@@ -138,7 +156,9 @@ def test_two_processes_never_claim_the_same_pooled_container(docker_client, imag
 
         def claim(sid):
             manager = DockerSandboxes(docker_client, image=image, extra_labels=TEST_LABEL)
-            winners.append(pool.claim(manager, SandboxSpec(session_id=sid, memory_mb=256, pids=128, disk_mb=64)))
+            winners.append(
+                pool.claim(manager, SandboxSpec(session_id=sid, memory_mb=256, pids=128, disk_mb=64))
+            )
 
         threads = [threading.Thread(target=claim, args=(s,)) for s in sids]
         [t.start() for t in threads]
@@ -161,7 +181,10 @@ def test_reaper_hibernates_idle_destroys_dead_and_tolerates_concurrent_runs(sand
     def is_alive(session_id: str) -> bool:
         return session_id != dead.session_id if session_id in ours else True
 
-    reapers = [Reaper(DockerSandboxes(image="unused"), is_alive, idle_ttl_s=600, only_labels=TEST_LABEL) for _ in range(3)]
+    reapers = [
+        Reaper(DockerSandboxes(image="unused"), is_alive, idle_ttl_s=600, only_labels=TEST_LABEL)
+        for _ in range(3)
+    ]
     reports = []
     threads = [threading.Thread(target=lambda r=r: reports.append(r.run_once())) for r in reapers]
     [t.start() for t in threads]
@@ -177,5 +200,7 @@ def test_reaper_hibernates_idle_destroys_dead_and_tolerates_concurrent_runs(sand
 
 
 def test_reaper_stops_sandboxes_past_their_maximum_lifetime(sandboxes, box):
-    report = Reaper(sandboxes, lambda s: True, idle_ttl_s=3600, max_lifetime_s=0, only_labels=TEST_LABEL).run_once()
+    report = Reaper(
+        sandboxes, lambda s: True, idle_ttl_s=3600, max_lifetime_s=0, only_labels=TEST_LABEL
+    ).run_once()
     assert box.session_id in report.hibernated

@@ -39,8 +39,13 @@ def make_pool(image):
     made = []
 
     def make(size: int, client=None) -> WarmPool:
-        pool = WarmPool(size, template=SandboxSpec(session_id="pool", **LIMITS), client=client or docker.from_env(),
-                        image=image, extra_labels=TEST_LABEL)
+        pool = WarmPool(
+            size,
+            template=SandboxSpec(session_id="pool", **LIMITS),
+            client=client or docker.from_env(),
+            image=image,
+            extra_labels=TEST_LABEL,
+        )
         made.append(pool)
         return pool
 
@@ -50,7 +55,8 @@ def make_pool(image):
 
 
 def test_a_new_session_claims_an_own_container_without_listing_inspecting_or_attaching(
-        make_pool, image, new_session_id):
+    make_pool, image, new_session_id
+):
     client, calls = counting_client()
     pool = make_pool(2, client)
     pool.fill()
@@ -93,7 +99,8 @@ def test_two_pools_never_hand_the_same_container_to_two_sessions(make_pool, new_
 
 
 def test_a_container_claimed_elsewhere_is_attached_and_its_pool_lets_go_of_it_at_refill(
-        make_pool, image, new_session_id):
+    make_pool, image, new_session_id
+):
     own = make_pool(1)
     own.fill()
     [pooled] = own.available()

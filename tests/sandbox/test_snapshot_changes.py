@@ -25,9 +25,11 @@ def test_it_names_new_modified_and_deleted_files_but_not_touched_ones_nor_huge_o
     base, paths = box.snapshot_track_changed(None)
     assert paths == [] and base == box.snapshot_track()
 
-    box.exec("touch keep.txt; printf 'identical\\n' > rewritten.txt; echo v2 >> edit.txt; rm gone.txt; "
-             "mkdir -p sub && echo n > sub/new.txt; head -c 3000000 /dev/zero > huge.bin; "
-             "head -c 3000001 /dev/zero > will_grow.bin")
+    box.exec(
+        "touch keep.txt; printf 'identical\\n' > rewritten.txt; echo v2 >> edit.txt; rm gone.txt; "
+        "mkdir -p sub && echo n > sub/new.txt; head -c 3000000 /dev/zero > huge.bin; "
+        "head -c 3000001 /dev/zero > will_grow.bin"
+    )
     tree, paths = box.snapshot_track_changed(base)
     assert paths == ["edit.txt", "gone.txt", "sub/new.txt"]
     agrees_with_diff_tree(box, base, tree, paths)
@@ -45,8 +47,10 @@ def test_it_names_mode_and_type_changes_and_odd_names(box):
     box.write("dirish/inner.txt", "a directory that becomes a file\n")
     base = box.snapshot_track()
     odd = ["with space.txt", "quote'\"é.txt", "star*.txt", "new\nline.txt"]
-    box.exec("chmod +x run.sh; rm link; ln -s target.txt link; "
-             "rm fileish; mkdir fileish; echo in > fileish/inner; rm -r dirish; echo now a file > dirish")
+    box.exec(
+        "chmod +x run.sh; rm link; ln -s target.txt link; "
+        "rm fileish; mkdir fileish; echo in > fileish/inner; rm -r dirish; echo now a file > dirish"
+    )
     for name in odd:
         box.write(name, "x\n")
     tree, paths = box.snapshot_track_changed(base)
@@ -54,7 +58,9 @@ def test_it_names_mode_and_type_changes_and_odd_names(box):
     assert paths == sorted(changed, key=lambda p: p.encode())
     agrees_with_diff_tree(box, base, tree, paths)
     # No newline in the names listed now: the fast path (`add --verbose`), same answers.
-    box.exec("echo y > 'star*.txt'; rm -r fileish; echo back > fileish; rm dirish; mkdir dirish; echo i > dirish/i")
+    box.exec(
+        "echo y > 'star*.txt'; rm -r fileish; echo back > fileish; rm dirish; mkdir dirish; echo i > dirish/i"
+    )
     later, paths = box.snapshot_track_changed(tree)
     assert paths == ["dirish", "dirish/i", "fileish", "fileish/inner", "star*.txt"]
     agrees_with_diff_tree(box, tree, later, paths)
@@ -118,7 +124,7 @@ def test_a_new_sandbox_gets_its_empty_snapshot_repo_before_its_first_track(box):
     assert listed.exit_code == 0 and listed.output.strip() == "0"
 
 
-SPAWN_PROBE = r'''
+SPAWN_PROBE = r"""
 import json, os, subprocess, sys
 sys.path.insert(0, "/opt/hangar/agent")
 spawned = []
@@ -157,7 +163,7 @@ repo = snapshots.Snapshots("/tmp/probe-git", "/workspace/probe")  # the agent re
 step("after a restart", lambda: repo.track_changed({"base": last}))
 report["changed paths"] = second["paths"]
 print(json.dumps(report))
-'''
+"""
 
 
 def test_a_track_starts_no_process_and_only_an_older_base_needs_git(box):

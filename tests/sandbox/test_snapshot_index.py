@@ -164,7 +164,7 @@ def test_tracking_agrees_with_git_add_on_random_workspaces(box):
     assert sum(r["compared"] for r in runs) > 400
 
 
-IGNORE_FUZZ = r'''
+IGNORE_FUZZ = r"""
 import json, os, random, subprocess, sys
 sys.path.insert(0, "/opt/hangar/agent")
 import gitrules
@@ -199,7 +199,7 @@ for _ in range(600):
         if ours(path) != (path in git_says):
             mismatches.append([pattern, path, path in git_says])
 print(json.dumps(mismatches[:20]))
-'''
+"""
 
 
 def test_ignore_patterns_decide_like_git_check_ignore(box):
@@ -216,7 +216,9 @@ def test_renames_and_ignore_rules_are_named_exactly(box):
     box.write(".gitignore", "build/\n")
     base = box.snapshot_track()  # keep.log held now
     box.write(".gitignore", "*.log\nbuild/\n")  # ignored from here on, but held: its edits still count
-    box.exec("mv old.txt new.txt; echo more >> keep.log; echo x > fresh.log; mkdir -p build && echo o > build/out")
+    box.exec(
+        "mv old.txt new.txt; echo more >> keep.log; echo x > fresh.log; mkdir -p build && echo o > build/out"
+    )
     tree, paths = box.snapshot_track_changed(base)
     assert paths == [".gitignore", "keep.log", "new.txt", "old.txt"]
     agrees_with_diff_tree(box, base, tree, paths)
@@ -236,8 +238,10 @@ def test_names_git_refuses_and_an_ignored_directory_replacing_a_file_do_not_brea
     box.write("out.log", "a file first\n")
     base = box.snapshot_track()
     box.write(".gitignore", "*.log\n")
-    box.exec("rm out.log && mkdir out.log && echo x > out.log/inner; mkdir .GIT && echo y > .GIT/config; "
-             "mkdir -p 'sub/git~1' && echo z > 'sub/git~1/x'; echo ok > fine.txt")
+    box.exec(
+        "rm out.log && mkdir out.log && echo x > out.log/inner; mkdir .GIT && echo y > .GIT/config; "
+        "mkdir -p 'sub/git~1' && echo z > 'sub/git~1/x'; echo ok > fine.txt"
+    )
     tree, paths = box.snapshot_track_changed(base)
     assert paths == [".gitignore", "fine.txt", "out.log"]
     agrees_with_diff_tree(box, base, tree, paths)
@@ -256,7 +260,9 @@ def test_a_directory_holding_nothing_that_becomes_a_repository_is_left_out(box):
     box.write(".gitignore", "*.log\n")
     box.exec("mkdir empty logs && echo x > logs/a.log")
     base = box.snapshot_track()
-    box.exec("git init -q empty && echo x > empty/x.txt && git init -q logs && echo y > logs/y.txt && echo z > z.txt")
+    box.exec(
+        "git init -q empty && echo x > empty/x.txt && git init -q logs && echo y > logs/y.txt && echo z > z.txt"
+    )
     tree, paths = box.snapshot_track_changed(base)
     assert paths == ["z.txt"]  # as `git ls-files -o` lists `empty/` and `logs/`: repositories of their own
 
@@ -266,12 +272,14 @@ def test_gitattributes_conversions_store_what_git_add_stores(box):
     box.write("crlf.txt", b"one\r\ntwo\r\n")
     box.write("raw.bin", b"one\r\ntwo\r\n")
     tree = box.snapshot_track()
-    shown = box.exec(f"git --git-dir {STATE} cat-file -p {tree}:crlf.txt | od -c | head -2; "
-                     f"git --git-dir {STATE} cat-file -p {tree}:raw.bin | od -c | head -1").output
+    shown = box.exec(
+        f"git --git-dir {STATE} cat-file -p {tree}:crlf.txt | od -c | head -2; "
+        f"git --git-dir {STATE} cat-file -p {tree}:raw.bin | od -c | head -1"
+    ).output
     assert "\\r" not in shown.split("\n")[0] and "\\r" in shown.split("\n")[-2]
 
 
-PROBE_RACY = r'''
+PROBE_RACY = r"""
 import json, sys
 sys.path.insert(0, "/opt/hangar/agent")
 import snapshots
@@ -285,7 +293,7 @@ for i in range(200):  # the same size, rewritten right after a track: within one
     seen.append(result["paths"] == ["r.txt"])
     base = result["hash"]
 print(json.dumps(all(seen)))
-'''
+"""
 
 
 def test_a_same_size_rewrite_within_the_same_clock_tick_is_seen(box):
@@ -325,8 +333,10 @@ def test_gc_packs_what_the_agent_wrote_and_keeps_the_latest_tree(box):
     box.write("a.txt", "2\n")
     second = box.snapshot_track()
     box.snapshot_gc()
-    check = box.exec(f"git --git-dir {STATE} fsck --no-dangling --strict 2>&1 && "
-                     f"git --git-dir {STATE} cat-file -t {second} && git --git-dir {STATE} count-objects -v")
+    check = box.exec(
+        f"git --git-dir {STATE} fsck --no-dangling --strict 2>&1 && "
+        f"git --git-dir {STATE} cat-file -t {second} && git --git-dir {STATE} count-objects -v"
+    )
     assert check.exit_code == 0, check.output
     # the latest tree and its blob packed (the ref keeps them); the older snapshot stays loose until
     # it is older than the prune window
@@ -344,8 +354,10 @@ def test_ignore_files_outside_the_workspace_are_honoured_and_followed(box):
     tree, paths = box.snapshot_track_changed(base)
     assert paths == ["y.bak", "z.txt"]  # the default core.excludesFile
     # A core.excludesFile of one's own replaces the default: x.tmp is no longer ignored, new .bak files are.
-    box.exec("echo '*.bak' > ~/custom-ignore && git config --global core.excludesFile '~/custom-ignore' "
-             "&& echo d > w.bak")
+    box.exec(
+        "echo '*.bak' > ~/custom-ignore && git config --global core.excludesFile '~/custom-ignore' "
+        "&& echo d > w.bak"
+    )
     later, paths = box.snapshot_track_changed(tree)
     assert paths == ["x.tmp"]
     box.exec(f"mkdir -p {STATE}/info && echo 'x.*' > {STATE}/info/exclude && echo e > x.new")
@@ -367,7 +379,9 @@ def test_a_repo_kept_by_the_previous_agent_is_taken_over_from_gits_index(sandbox
     box.write("held.log", "held before *.log was ignored\n")
     box.write("a.txt", "1\n")
     git = f"git --git-dir {STATE} --work-tree /workspace"
-    made = box.exec(f"{git} add --all && {git} write-tree && rm -f {STATE}/hangar-index {STATE}/hangar-index.log")
+    made = box.exec(
+        f"{git} add --all && {git} write-tree && rm -f {STATE}/hangar-index {STATE}/hangar-index.log"
+    )
     assert made.exit_code == 0, made.output
     base = made.output.strip()
     box.write(".gitignore", "*.log\n")
@@ -379,7 +393,7 @@ def test_a_repo_kept_by_the_previous_agent_is_taken_over_from_gits_index(sandbox
     agrees_with_diff_tree(resumed, base, tree, paths)
 
 
-COARSE_PROBE = r'''
+COARSE_PROBE = r"""
 import json, os, sys, time
 sys.path.insert(0, "/opt/hangar/agent")
 import snapshots
@@ -396,10 +410,12 @@ for i in range(12):  # same size, same second, a track in between: the stat look
     seen.append(result["paths"] == ["r.txt"])
     base = result["hash"]
 print(json.dumps({"coarse": coarse, "all_seen": all(seen)}))
-'''
+"""
 
 
-def test_rewrites_within_one_second_are_seen_on_a_filesystem_that_keeps_seconds(docker_client, image, tmp_path):
+def test_rewrites_within_one_second_are_seen_on_a_filesystem_that_keeps_seconds(
+    docker_client, image, tmp_path
+):
     disk, mnt = tmp_path / "coarse.img", tmp_path / "mnt"
     mnt.mkdir()
     with open(disk, "wb") as f:
@@ -410,9 +426,15 @@ def test_rewrites_within_one_second_are_seen_on_a_filesystem_that_keeps_seconds(
     try:
         os.chown(mnt, 1000, 1000)
         (mnt / "probe.py").write_text(COARSE_PROBE)
-        out = docker_client.containers.run(image, ["python3", "-S", "/w/probe.py"], user="1000:1000", remove=True,
-                                           network_mode="none", volumes={str(mnt): {"bind": "/w", "mode": "rw"}},
-                                           labels=TEST_LABEL)
+        out = docker_client.containers.run(
+            image,
+            ["python3", "-S", "/w/probe.py"],
+            user="1000:1000",
+            remove=True,
+            network_mode="none",
+            volumes={str(mnt): {"bind": "/w", "mode": "rw"}},
+            labels=TEST_LABEL,
+        )
     finally:
         subprocess.run(["umount", str(mnt)], check=True)
     assert json.loads(out) == {"coarse": True, "all_seen": True}

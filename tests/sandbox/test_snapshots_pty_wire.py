@@ -44,8 +44,11 @@ def test_a_deleted_then_recreated_file_and_a_new_subdirectory_are_tracked(box):
 def test_revert_refuses_paths_that_climb_out_of_the_workspace(box):
     base = box.snapshot_track()
     box.exec("echo keep > /home/hangar/.hangar/outside.txt")
-    for sneaky in ("a/../../home/hangar/.hangar/outside.txt", "../home/hangar/.hangar/outside.txt",
-                   "/home/hangar/.hangar/outside.txt"):
+    for sneaky in (
+        "a/../../home/hangar/.hangar/outside.txt",
+        "../home/hangar/.hangar/outside.txt",
+        "/home/hangar/.hangar/outside.txt",
+    ):
         with pytest.raises(SandboxError, match="outside the workspace"):
             box.snapshot_revert(base, [sneaky])
     assert box.exec("cat /home/hangar/.hangar/outside.txt").output.strip() == "keep"
@@ -105,16 +108,31 @@ def test_agent_survives_garbage_and_answers_every_malformed_request(shared_box):
     conn = shared_box.connection
     replies: list[dict] = []
     # Raw lines straight onto the wire: not JSON, not objects, no id, unknown op, wrong types.
-    garbage = [b"\x00\xff\xfe garbage\n", b"[1,2,3]\n", b'{"op":"exec"}\n', b"{\n", b"null\n",
-               b'{"id":"g1","op":"launch_missiles"}\n', b'{"id":"g2","op":"read"}\n',
-               b'{"id":"g3","op":"read","path":42}\n', b'{"id":"g4","op":"exec","command":["ls"]}\n',
-               b'{"id":"g5","op":"write","path":"x","data":"!!not base64!!"}\n',
-               b'{"id":"g6","op":"read","path":"f","offset":"ten"}\n', b"\n" * 3, bytes(range(256)) + b"\n"]
+    garbage = [
+        b"\x00\xff\xfe garbage\n",
+        b"[1,2,3]\n",
+        b'{"op":"exec"}\n',
+        b"{\n",
+        b"null\n",
+        b'{"id":"g1","op":"launch_missiles"}\n',
+        b'{"id":"g2","op":"read"}\n',
+        b'{"id":"g3","op":"read","path":42}\n',
+        b'{"id":"g4","op":"exec","command":["ls"]}\n',
+        b'{"id":"g5","op":"write","path":"x","data":"!!not base64!!"}\n',
+        b'{"id":"g6","op":"read","path":"f","offset":"ten"}\n',
+        b"\n" * 3,
+        bytes(range(256)) + b"\n",
+    ]
     with conn._send_lock:
         for line in garbage:
             conn.sock.sendall(line)
-    for op, args in [("exec", {"command": "echo alive"}), ("cancel", {}), ("pty_write", {"target": "nope", "data": "x"}),
-                     ("grep", {"pattern": "("}), ("list", {"path": "/nonexistent"})]:
+    for op, args in [
+        ("exec", {"command": "echo alive"}),
+        ("cancel", {}),
+        ("pty_write", {"target": "nope", "data": "x"}),
+        ("grep", {"pattern": "("}),
+        ("list", {"path": "/nonexistent"}),
+    ]:
         try:
             replies.append({"ok": conn.call(op, args)})
         except SandboxError as exc:
@@ -133,7 +151,7 @@ def test_fifty_concurrent_calls_share_one_connection(shared_box):
             results[i] = shared_box.exec(f"sleep 0.2; echo {i}").output.strip()
         else:
             shared_box.write(f"conc/{i}.txt", str(i) * 5000)
-            results[i] = shared_box.read(f"conc/{i}.txt").content[:len(str(i))]
+            results[i] = shared_box.read(f"conc/{i}.txt").content[: len(str(i))]
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(50)]
     start = time.monotonic()

@@ -51,19 +51,30 @@ class TenantScopedAdmin(admin.ModelAdmin):
 
     def _actor(self, request, obj) -> Actor:
         org_id = getattr(obj, "org_id", None) or getattr(getattr(obj, "project", None), "org_id", None)
-        return Actor(type=ActorType.USER, org_id=org_id, user=request.user, label=f"admin:{request.user.email}",
-                     ip=client_ip(request), request_id=getattr(request, "request_id", ""))
+        return Actor(
+            type=ActorType.USER,
+            org_id=org_id,
+            user=request.user,
+            label=f"admin:{request.user.email}",
+            ip=client_ip(request),
+            request_id=getattr(request, "request_id", ""),
+        )
 
     def save_model(self, request, obj, form, change):
         with transaction.atomic():
             super().save_model(request, obj, form, change)
-            audit_record(actor=self._actor(request, obj), target=obj,
-                         action=f"admin.{obj._meta.model_name}.{'change' if change else 'add'}",
-                         data={"fields": sorted(form.changed_data)} if form else {})
+            audit_record(
+                actor=self._actor(request, obj),
+                target=obj,
+                action=f"admin.{obj._meta.model_name}.{'change' if change else 'add'}",
+                data={"fields": sorted(form.changed_data)} if form else {},
+            )
 
     def delete_model(self, request, obj):
         with transaction.atomic():
-            audit_record(actor=self._actor(request, obj), target=obj, action=f"admin.{obj._meta.model_name}.delete")
+            audit_record(
+                actor=self._actor(request, obj), target=obj, action=f"admin.{obj._meta.model_name}.delete"
+            )
             super().delete_model(request, obj)
 
     def delete_queryset(self, request, queryset):

@@ -16,4 +16,8 @@ class BasicTokenScheme(OpenApiAuthenticationExtension):
     name = "basicToken"
 
     def get_security_definition(self, auto_schema):
-        return {"type": "http", "scheme": "basic", "description": "Any username; the password is an API token."}
+        return {
+            "type": "http",
+            "scheme": "basic",
+            "description": "Any username; the password is an API token.",
+        }

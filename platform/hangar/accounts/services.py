@@ -32,8 +32,9 @@ def org_create(*, actor: Actor, name: str, slug: str = "", owner: User | None = 
         raise ValidationError({"owner": ["An org needs an owner."]})
     org = Org.objects.create(name=name, slug=slug)
     Membership.objects.create(org=org, user=owner, role=Role.OWNER)
-    audit_record(actor=actor, action="org.create", target=org, org_id=org.pk,
-                 data={"slug": slug, "owner": owner.email})
+    audit_record(
+        actor=actor, action="org.create", target=org, org_id=org.pk, data={"slug": slug, "owner": owner.email}
+    )
     return org
 
 
@@ -67,8 +68,12 @@ def member_add(*, actor: Actor, org: Org, email: str, role: str = Role.MEMBER, n
     if Membership.objects.filter(org=org, user=user).exists():
         raise ValidationError({"email": ["This user is already a member."]})
     membership = Membership.objects.create(org=org, user=user, role=role)
-    audit_record(actor=actor, action="member.add", target=membership,
-                 data={"email": email, "role": role, "user_created": created})
+    audit_record(
+        actor=actor,
+        action="member.add",
+        target=membership,
+        data={"email": email, "role": role, "user_created": created},
+    )
     return membership
 
 
@@ -80,8 +85,13 @@ def member_ensure(*, actor: Actor, org: Org, user: User, role: str = Role.MEMBER
     membership = Membership.objects.filter(org=org, user=user).first()
     if membership is None:
         membership = Membership.objects.create(org=org, user=user, role=role)
-        audit_record(actor=actor, action="member.add", target=membership, org_id=org.pk,
-                     data={"email": user.email, "role": role, "user_created": False})
+        audit_record(
+            actor=actor,
+            action="member.add",
+            target=membership,
+            org_id=org.pk,
+            data={"email": user.email, "role": role, "user_created": False},
+        )
     return membership
 
 
@@ -96,8 +106,12 @@ def member_role_change(*, actor: Actor, membership: Membership, role: str) -> Me
         raise ValidationError({"role": ["The last owner cannot be demoted."]})
     membership.role = role
     membership.save(update_fields=["role"])
-    audit_record(actor=actor, action="member.role_change", target=membership,
-                 data={"email": membership.user.email, "from": old, "to": role})
+    audit_record(
+        actor=actor,
+        action="member.role_change",
+        target=membership,
+        data={"email": membership.user.email, "from": old, "to": role},
+    )
     return membership
 
 
@@ -112,17 +126,22 @@ def member_remove(*, actor: Actor, membership: Membership) -> None:
     if membership.role == Role.OWNER and _owner_count(membership.org_id) <= 1:
         raise ValidationError({"role": ["The last owner cannot be removed."]})
     # Their tokens for this org die with the membership: a token must never outlive its grant.
-    ApiToken.objects.filter(org_id=membership.org_id, user_id=membership.user_id, revoked_at__isnull=True).update(
-        revoked_at=timezone.now()
+    ApiToken.objects.filter(
+        org_id=membership.org_id, user_id=membership.user_id, revoked_at__isnull=True
+    ).update(revoked_at=timezone.now())
+    audit_record(
+        actor=actor,
+        action="member.remove",
+        target=membership,
+        data={"email": membership.user.email, "role": membership.role},
     )
-    audit_record(actor=actor, action="member.remove", target=membership,
-                 data={"email": membership.user.email, "role": membership.role})
     membership.delete()
 
 
 @transaction.atomic
-def token_create(*, actor: Actor, org: Org, user: User, name: str,
-                 expires_at: datetime | None = None) -> tuple[ApiToken, str]:
+def token_create(
+    *, actor: Actor, org: Org, user: User, name: str, expires_at: datetime | None = None
+) -> tuple[ApiToken, str]:
     """Create a token bound to (user, org). Returns (row, raw token): the raw token is shown once."""
     require_role(Actor(type=actor.type, org_id=org.pk, user=user), org.pk, Role.VIEWER)
     if expires_at is not None and expires_at <= timezone.now():
@@ -130,14 +149,35 @@ def token_create(*, actor: Actor, org: Org, user: User, name: str,
     parent_expiry = getattr(actor.token, "expires_at", None)
     if parent_expiry is not None and (expires_at is None or expires_at > parent_expiry):
         # A token cannot mint a token that outlives it (a leaked expiring token must not become permanent).
-        raise ValidationError({"expires_at": [f"Must not be later than the calling token's expiry "
-                                              f"({parent_expiry.isoformat()})."]})
+        raise ValidationError(
+            {
+                "expires_at": [
+                    f"Must not be later than the calling token's expiry ({parent_expiry.isoformat()})."
+                ]
+            }
+        )
     raw, prefix = tokens.generate()
-    token = ApiToken.objects.create(org=org, user=user, name=name, prefix=prefix,
-                                    digest=tokens.digest(raw, 0), pepper_index=0, expires_at=expires_at)
-    audit_record(actor=actor, action="token.create", target=token, org_id=org.pk,
-                 data={"name": name, "prefix": prefix, "user": user.email,
-                       "expires_at": expires_at.isoformat() if expires_at else None})
+    token = ApiToken.objects.create(
+        org=org,
+        user=user,
+        name=name,
+        prefix=prefix,
+        digest=tokens.digest(raw, 0),
+        pepper_index=0,
+        expires_at=expires_at,
+    )
+    audit_record(
+        actor=actor,
+        action="token.create",
+        target=token,
+        org_id=org.pk,
+        data={
+            "name": name,
+            "prefix": prefix,
+            "user": user.email,
+            "expires_at": expires_at.isoformat() if expires_at else None,
+        },
+    )
     return token, raw
 
 
@@ -150,8 +190,12 @@ def token_revoke(*, actor: Actor, token: ApiToken) -> ApiToken:
     if token.revoked_at is None:
         token.revoked_at = timezone.now()
         token.save(update_fields=["revoked_at"])
-        audit_record(actor=actor, action="token.revoke", target=token,
-                     data={"prefix": token.prefix, "user": token.user.email})
+        audit_record(
+            actor=actor,
+            action="token.revoke",
+            target=token,
+            data={"prefix": token.prefix, "user": token.user.email},
+        )
     return token
 
 
@@ -166,5 +210,7 @@ def org_permission_policy_set(*, actor: Actor, org: Org, rules: list) -> Org:
     org = Org.objects.select_for_update().get(pk=org.pk)
     before, org.permission_policy = org.permission_policy, cleaned
     org.save(update_fields=["permission_policy"])
-    audit_record(actor=actor, action="org.permission_policy.set", target=org, data={"from": before, "to": cleaned})
+    audit_record(
+        actor=actor, action="org.permission_policy.set", target=org, data={"from": before, "to": cleaned}
+    )
     return org

@@ -29,8 +29,10 @@ class Join:
 _TABLES = ((ApiToken, "t"), (User, "u"), (Org, "o"), (Membership, "m"))
 # A token acts only in its own org, and only while its user is a member there: the membership is joined on
 # both the token's user and the token's org.
-_FROM = ("FROM accounts_apitoken t JOIN accounts_user u ON u.id = t.user_id JOIN accounts_org o ON o.id = t.org_id"
-         " LEFT JOIN accounts_membership m ON m.user_id = t.user_id AND m.org_id = t.org_id")
+_FROM = (
+    "FROM accounts_apitoken t JOIN accounts_user u ON u.id = t.user_id JOIN accounts_org o ON o.id = t.org_id"
+    " LEFT JOIN accounts_membership m ON m.user_id = t.user_id AND m.org_id = t.org_id"
+)
 
 
 def token_find(digests: list[str], join: Join | None = None) -> ApiToken | None:

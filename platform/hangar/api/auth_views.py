@@ -34,7 +34,9 @@ class MeOut(serializers.Serializer):
     name = serializers.CharField()
     is_staff = serializers.BooleanField()
     orgs = MembershipOut(many=True)
-    token_org = serializers.CharField(allow_null=True, help_text="The org a token is bound to (token auth only)")
+    token_org = serializers.CharField(
+        allow_null=True, help_text="The org a token is bound to (token auth only)"
+    )
 
 
 def me_payload(request) -> dict:
@@ -43,8 +45,16 @@ def me_payload(request) -> dict:
     if token is not None:  # a token acts in exactly one org: show only that one
         memberships = memberships.filter(org_id=token.org_id)
     user = request.user
-    return MeOut({"id": user.pk, "email": user.email, "name": user.name, "is_staff": user.is_staff,
-                  "orgs": list(memberships), "token_org": token.org.slug if token else None}).data
+    return MeOut(
+        {
+            "id": user.pk,
+            "email": user.email,
+            "name": user.name,
+            "is_staff": user.is_staff,
+            "orgs": list(memberships),
+            "token_org": token.org.slug if token else None,
+        }
+    ).data
 
 
 def enforce_csrf(request) -> None:
@@ -60,7 +70,10 @@ class CsrfView(APIView):
     permission_classes = [AllowAny]
     authentication_classes: list = []
 
-    @extend_schema(operation_id="auth_csrf", responses=inline_serializer("CsrfOut", {"csrf_token": serializers.CharField()}))
+    @extend_schema(
+        operation_id="auth_csrf",
+        responses=inline_serializer("CsrfOut", {"csrf_token": serializers.CharField()}),
+    )
     @method_decorator(ensure_csrf_cookie)
     def get(self, request):
         return Response({"csrf_token": get_token(request)})
@@ -77,11 +90,16 @@ class LoginView(APIView):
         enforce_csrf(request._request)
         body = LoginIn(data=request.data)
         body.is_valid(raise_exception=True)
-        user = authenticate(request._request, email=body.validated_data["email"].lower(),
-                            password=body.validated_data["password"])
+        user = authenticate(
+            request._request,
+            email=body.validated_data["email"].lower(),
+            password=body.validated_data["password"],
+        )
         if user is None:
-            return Response({"error": {"code": "invalid_credentials", "message": "Invalid email or password."}},
-                            status=status.HTTP_401_UNAUTHORIZED)
+            return Response(
+                {"error": {"code": "invalid_credentials", "message": "Invalid email or password."}},
+                status=status.HTTP_401_UNAUTHORIZED,
+            )
         login(request._request, user)
         request.user = user
         return Response(me_payload(request))

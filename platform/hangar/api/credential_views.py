@@ -48,7 +48,9 @@ class CredentialSetIn(serializers.Serializer):
     provider = serializers.RegexField(r"^[A-Za-z0-9._-]{1,64}$")
     scope = serializers.ChoiceField(choices=["org", "user"], default="org")
     api_key = serializers.CharField(required=False, allow_blank=True, write_only=True, trim_whitespace=False)
-    api_base = serializers.CharField(required=False, allow_blank=True, default="", validators=[validate_api_base])
+    api_base = serializers.CharField(
+        required=False, allow_blank=True, default="", validators=[validate_api_base]
+    )
     models = serializers.ListField(child=serializers.CharField(max_length=200), required=False)
 
 
@@ -62,7 +64,9 @@ class CredentialListSetView(APIView):
     @extend_schema(operation_id="credentials_list", responses=CredentialOut(many=True))
     def get(self, request, org):
         scope = scope_for(request, org)
-        return Response(CredentialOut(credential_list(org=scope.org, membership=scope.membership), many=True).data)
+        return Response(
+            CredentialOut(credential_list(org=scope.org, membership=scope.membership), many=True).data
+        )
 
     @extend_schema(operation_id="credentials_set", request=CredentialSetIn, responses={200: CredentialOut})
     def post(self, request, org):
@@ -71,8 +75,12 @@ class CredentialListSetView(APIView):
         body.is_valid(raise_exception=True)
         data = body.validated_data
         credential = credential_set(
-            actor=scope.actor, org=scope.org, provider=data["provider"], api_key=data.get("api_key"),
-            api_base=data["api_base"], models=data.get("models"),
+            actor=scope.actor,
+            org=scope.org,
+            provider=data["provider"],
+            api_key=data.get("api_key"),
+            api_base=data["api_base"],
+            models=data.get("models"),
             user=request.user if data["scope"] == "user" else None,
         )
         return Response(CredentialOut(credential).data)
@@ -82,8 +90,11 @@ class CredentialDetailView(APIView):
     @extend_schema(operation_id="credentials_get", responses=CredentialOut)
     def get(self, request, org, credential_id):
         scope = scope_for(request, org)
-        return Response(CredentialOut(credential_get(org=scope.org, membership=scope.membership,
-                                                     credential_id=credential_id)).data)
+        return Response(
+            CredentialOut(
+                credential_get(org=scope.org, membership=scope.membership, credential_id=credential_id)
+            ).data
+        )
 
     @extend_schema(operation_id="credentials_update", request=CredentialUpdateIn, responses=CredentialOut)
     def patch(self, request, org, credential_id):
@@ -93,8 +104,12 @@ class CredentialDetailView(APIView):
         body.is_valid(raise_exception=True)
         data = body.validated_data
         credential = credential_set(
-            actor=scope.actor, org=scope.org, provider=credential.provider, user=credential.user,
-            api_key=data.get("api_key"), api_base=data.get("api_base", credential.api_base),
+            actor=scope.actor,
+            org=scope.org,
+            provider=credential.provider,
+            user=credential.user,
+            api_key=data.get("api_key"),
+            api_base=data.get("api_base", credential.api_base),
             models=data.get("models"),
         )
         return Response(CredentialOut(credential).data)
@@ -102,6 +117,10 @@ class CredentialDetailView(APIView):
     @extend_schema(operation_id="credentials_delete", responses={204: None})
     def delete(self, request, org, credential_id):
         scope = scope_for(request, org, Role.MEMBER)
-        credential_delete(actor=scope.actor, credential=credential_get(
-            org=scope.org, membership=scope.membership, credential_id=credential_id))
+        credential_delete(
+            actor=scope.actor,
+            credential=credential_get(
+                org=scope.org, membership=scope.membership, credential_id=credential_id
+            ),
+        )
         return Response(status=status.HTTP_204_NO_CONTENT)

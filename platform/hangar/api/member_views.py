@@ -56,7 +56,9 @@ class MemberDetailView(APIView):
         membership = member_get(org=scope.org, membership_id=member_id)
         body = MemberRoleIn(data=request.data)
         body.is_valid(raise_exception=True)
-        membership = member_role_change(actor=scope.actor, membership=membership, role=body.validated_data["role"])
+        membership = member_role_change(
+            actor=scope.actor, membership=membership, role=body.validated_data["role"]
+        )
         return Response(MemberOut(membership).data)
 
     @extend_schema(operation_id="members_remove", responses={204: None})

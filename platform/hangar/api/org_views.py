@@ -63,10 +63,14 @@ class OrgPermissionPolicyView(APIView):
         scope = scope_for(request, org)
         return Response({"rules": scope.org.permission_policy})
 
-    @extend_schema(operation_id="org_permission_policy_set", request=PermissionPolicyIO, responses=PermissionPolicyIO)
+    @extend_schema(
+        operation_id="org_permission_policy_set", request=PermissionPolicyIO, responses=PermissionPolicyIO
+    )
     def put(self, request, org):
         scope = scope_for(request, org, Role.ADMIN)
         body = PermissionPolicyIO(data=request.data)
         body.is_valid(raise_exception=True)
-        updated = org_permission_policy_set(actor=scope.actor, org=scope.org, rules=body.validated_data["rules"])
+        updated = org_permission_policy_set(
+            actor=scope.actor, org=scope.org, rules=body.validated_data["rules"]
+        )
         return Response({"rules": updated.permission_policy})

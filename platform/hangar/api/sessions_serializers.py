@@ -13,7 +13,9 @@ from hangar.conversations.services import session_info
 class ModelField(serializers.Field):
     """`"provider/model"` or OpenCode's `{"providerID", "modelID"}`; stored as the latter."""
 
-    default_error_messages = {"invalid": 'Expected "provider/model" or {{"providerID": ..., "modelID": ...}}.'}
+    default_error_messages = {
+        "invalid": 'Expected "provider/model" or {{"providerID": ..., "modelID": ...}}.'
+    }
 
     def to_internal_value(self, data):
         if isinstance(data, str):
@@ -33,7 +35,9 @@ class ModelField(serializers.Field):
 class SessionCreateInput(serializers.Serializer):
     title = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
     agent = serializers.RegexField(r"^[A-Za-z0-9_.-]{1,64}$", required=False)
-    model = extend_schema_field({"oneOf": [{"type": "string"}, {"type": "object"}]})(ModelField)(required=False)
+    model = extend_schema_field({"oneOf": [{"type": "string"}, {"type": "object"}]})(ModelField)(
+        required=False
+    )
     parent = serializers.CharField(max_length=40, required=False, help_text="parent session id (subagent)")
 
 
@@ -44,10 +48,14 @@ class SessionUpdateInput(serializers.Serializer):
 class SessionListQuery(serializers.Serializer):
     archived = serializers.ChoiceField(choices=["false", "true", "all"], required=False, default="false")
     parent = serializers.CharField(max_length=40, required=False, help_text="only children of this session")
-    roots = serializers.BooleanField(required=False, default=False, help_text="only sessions without a parent")
+    roots = serializers.BooleanField(
+        required=False, default=False, help_text="only sessions without a parent"
+    )
     search = serializers.CharField(max_length=200, required=False, default="", help_text="in the title")
     updated_since = serializers.DateTimeField(required=False)
-    cursor = serializers.CharField(max_length=40, required=False, help_text="`next_cursor` of the previous page")
+    cursor = serializers.CharField(
+        max_length=40, required=False, help_text="`next_cursor` of the previous page"
+    )
     limit = serializers.IntegerField(min_value=1, max_value=200, required=False, default=50)
 
 
@@ -87,7 +95,9 @@ class SessionOutput(serializers.Serializer):
     share = serializers.DictField(required=False)
     revert = serializers.DictField(required=False)
     permission = serializers.ListField(child=serializers.DictField(), required=False)
-    status = serializers.DictField(help_text='OpenCode SessionStatus: {"type": "idle"|"busy"|"retry"|"error", ...}')
+    status = serializers.DictField(
+        help_text='OpenCode SessionStatus: {"type": "idle"|"busy"|"retry"|"error", ...}'
+    )
     org = serializers.CharField()
     project = serializers.IntegerField()
 

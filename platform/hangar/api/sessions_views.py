@@ -37,8 +37,13 @@ def _session_json(session: Session) -> dict:
 
 
 class SessionCollectionView(ProjectScopedView):
-    @extend_schema(tags=TAG, operation_id="sessions_list", parameters=[s.SessionListQuery],
-                   responses=s.SessionPageOutput, summary="List a project's sessions, newest first")
+    @extend_schema(
+        tags=TAG,
+        operation_id="sessions_list",
+        parameters=[s.SessionListQuery],
+        responses=s.SessionPageOutput,
+        summary="List a project's sessions, newest first",
+    )
     def get(self, request, org, project_id):
         scope, project = self.project_scope(request)
         query = s.SessionListQuery(data=request.query_params)
@@ -46,16 +51,30 @@ class SessionCollectionView(ProjectScopedView):
         q = query.validated_data
         archived = {"false": False, "true": True, "all": None}[q["archived"]]
         items = selectors.sessions_list(
-            scope.actor, project.pk, archived=archived, parent_id=q.get("parent"), roots_only=q["roots"],
-            search=q["search"], updated_since=q.get("updated_since"), cursor=q.get("cursor"), limit=q["limit"] + 1,
+            scope.actor,
+            project.pk,
+            archived=archived,
+            parent_id=q.get("parent"),
+            roots_only=q["roots"],
+            search=q["search"],
+            updated_since=q.get("updated_since"),
+            cursor=q.get("cursor"),
+            limit=q["limit"] + 1,
         )
         page, more = items[: q["limit"]], len(items) > q["limit"]
         for session in page:
             session.org = scope.org  # already known: saves a query per row in the output
-        return Response({"items": [_session_json(x) for x in page], "next_cursor": page[-1].pk if more else None})
+        return Response(
+            {"items": [_session_json(x) for x in page], "next_cursor": page[-1].pk if more else None}
+        )
 
-    @extend_schema(tags=TAG, operation_id="sessions_create", request=s.SessionCreateInput,
-                   responses={201: s.SessionOutput}, summary="Create a session")
+    @extend_schema(
+        tags=TAG,
+        operation_id="sessions_create",
+        request=s.SessionCreateInput,
+        responses={201: s.SessionOutput},
+        summary="Create a session",
+    )
     def post(self, request, org, project_id):
         scope, project = self.project_scope(request, Role.MEMBER)
         body = s.SessionCreateInput(data=request.data)
@@ -67,8 +86,14 @@ class SessionCollectionView(ProjectScopedView):
                 parent = selectors.session_get(scope.actor, data["parent"], project_id=project.pk)
             except Session.DoesNotExist:
                 raise ValidationError({"parent": ["No such session in this project."]}) from None
-        session = session_create(actor=scope.actor, project=project, title=data["title"], parent=parent,
-                                 agent=data.get("agent"), model=data.get("model"))
+        session = session_create(
+            actor=scope.actor,
+            project=project,
+            title=data["title"],
+            parent=parent,
+            agent=data.get("agent"),
+            model=data.get("model"),
+        )
         return Response(_session_json(session), status=status.HTTP_201_CREATED)
 
 
@@ -78,18 +103,29 @@ class SessionDetailView(ProjectScopedView):
         _, session = self.session(request)
         return Response(_session_json(session))
 
-    @extend_schema(tags=TAG, operation_id="sessions_update", request=s.SessionUpdateInput,
-                   responses=s.SessionOutput, summary="Rename a session")
+    @extend_schema(
+        tags=TAG,
+        operation_id="sessions_update",
+        request=s.SessionUpdateInput,
+        responses=s.SessionOutput,
+        summary="Rename a session",
+    )
     def patch(self, request, org, project_id, session_id):
         scope, session = self.session(request, Role.MEMBER)
         body = s.SessionUpdateInput(data=request.data)
         body.is_valid(raise_exception=True)
-        session = session_services.session_update(actor=scope.actor, session=session,
-                                                  title=body.validated_data["title"])
+        session = session_services.session_update(
+            actor=scope.actor, session=session, title=body.validated_data["title"]
+        )
         return Response(_session_json(session))
 
-    @extend_schema(tags=TAG, operation_id="sessions_delete", request=None, responses={204: None},
-                   summary="Delete a session, its children, messages and events")
+    @extend_schema(
+        tags=TAG,
+        operation_id="sessions_delete",
+        request=None,
+        responses={204: None},
+        summary="Delete a session, its children, messages and events",
+    )
     def delete(self, request, org, project_id, session_id):
         scope, session = self.session(request, Role.MEMBER)
         session_services.session_delete(actor=scope.actor, session=session)
@@ -99,8 +135,13 @@ class SessionDetailView(ProjectScopedView):
 class SessionArchiveView(ProjectScopedView):
     archived = True
 
-    @extend_schema(tags=TAG, operation_id="sessions_archive", request=None, responses=s.SessionOutput,
-                   summary="Archive a session (hidden from the default list; repeating is a no-op)")
+    @extend_schema(
+        tags=TAG,
+        operation_id="sessions_archive",
+        request=None,
+        responses=s.SessionOutput,
+        summary="Archive a session (hidden from the default list; repeating is a no-op)",
+    )
     def post(self, request, org, project_id, session_id):
         scope, session = self.session(request, Role.MEMBER)
         session = session_services.session_archive(actor=scope.actor, session=session, archived=self.archived)
@@ -110,23 +151,37 @@ class SessionArchiveView(ProjectScopedView):
 class SessionUnarchiveView(SessionArchiveView):
     archived = False
 
-    @extend_schema(tags=TAG, operation_id="sessions_unarchive", request=None, responses=s.SessionOutput,
-                   summary="Unarchive a session")
+    @extend_schema(
+        tags=TAG,
+        operation_id="sessions_unarchive",
+        request=None,
+        responses=s.SessionOutput,
+        summary="Unarchive a session",
+    )
     def post(self, request, org, project_id, session_id):
         return super().post(request, org, project_id, session_id)
 
 
 class SessionChildrenView(ProjectScopedView):
-    @extend_schema(tags=TAG, operation_id="sessions_children", responses=s.SessionOutput(many=True),
-                   summary="A session's child (subagent) sessions")
+    @extend_schema(
+        tags=TAG,
+        operation_id="sessions_children",
+        responses=s.SessionOutput(many=True),
+        summary="A session's child (subagent) sessions",
+    )
     def get(self, request, org, project_id, session_id):
         scope, session = self.session(request)
         return Response([_session_json(child) for child in selectors.session_children(scope.actor, session)])
 
 
 class MessageCollectionView(ProjectScopedView):
-    @extend_schema(tags=TAG, operation_id="messages_list", parameters=[s.MessagesQuery],
-                   responses=s.MessageOutput(many=True), summary="A session's messages with their parts")
+    @extend_schema(
+        tags=TAG,
+        operation_id="messages_list",
+        parameters=[s.MessagesQuery],
+        responses=s.MessageOutput(many=True),
+        summary="A session's messages with their parts",
+    )
     def get(self, request, org, project_id, session_id):
         _, session = self.session(request)
         query = s.MessagesQuery(data=request.query_params)
@@ -143,10 +198,13 @@ class MessageDetailView(ProjectScopedView):
 
 class EventCollectionView(ProjectScopedView):
     @extend_schema(
-        tags=TAG, operation_id="events_list", parameters=[s.EventsQuery], responses=s.EventPageOutput,
+        tags=TAG,
+        operation_id="events_list",
+        parameters=[s.EventsQuery],
+        responses=s.EventPageOutput,
         summary="Stored events after a sequence number (the HTTP gap-fill path)",
         description="Returns events with `seq > after`, ascending, at most `limit`. Page by passing the "
-                    "last `seq` received as the next `after` until it reaches `last_seq`.",
+        "last `seq` received as the next `after` until it reaches `last_seq`.",
     )
     def get(self, request, org, project_id, session_id):
         _, session = self.session(request)
@@ -155,4 +213,3 @@ class EventCollectionView(ProjectScopedView):
         q = query.validated_data
         events = selectors.events_after(session, q["after"], q["limit"])
         return Response({"events": events, "last_seq": session.event_seq})
-

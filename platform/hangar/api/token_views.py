@@ -57,6 +57,7 @@ class TokenRevokeView(APIView):
     @extend_schema(operation_id="tokens_revoke", responses=TokenOut)
     def delete(self, request, org, token_id):
         scope = scope_for(request, org)
-        token = token_revoke(actor=scope.actor, token=token_get(org=scope.org, membership=scope.membership,
-                                                                token_id=token_id))
+        token = token_revoke(
+            actor=scope.actor, token=token_get(org=scope.org, membership=scope.membership, token_id=token_id)
+        )
         return Response(TokenOut(token).data)

@@ -25,7 +25,9 @@ urlpatterns: list = [
     path("me", auth_views.MeView.as_view(), name="me"),
     path("orgs/", org_views.OrgListCreateView.as_view(), name="orgs"),
     path(ORG, org_views.OrgDetailView.as_view(), name="org"),
-    path(ORG + "permission-policy", org_views.OrgPermissionPolicyView.as_view(), name="org-permission-policy"),
+    path(
+        ORG + "permission-policy", org_views.OrgPermissionPolicyView.as_view(), name="org-permission-policy"
+    ),
     path(ORG + "members/", member_views.MemberListAddView.as_view(), name="members"),
     path(ORG + "members/<int:member_id>", member_views.MemberDetailView.as_view(), name="member"),
     path(ORG + "tokens/", token_views.TokenListCreateView.as_view(), name="tokens"),
@@ -35,10 +37,18 @@ urlpatterns: list = [
     path(PROJECT + "env/", env_views.EnvListView.as_view(), name="project-env"),
     path(PROJECT + "env/<str:name>", env_views.EnvDetailView.as_view(), name="project-env-var"),
     path(ORG + "credentials/", credential_views.CredentialListSetView.as_view(), name="credentials"),
-    path(ORG + "credentials/<int:credential_id>", credential_views.CredentialDetailView.as_view(),
-         name="credential"),
-    path(PROJECT + "permission-grants/", engine_api.PermissionGrantListView.as_view(), name="permission-grants"),
-    path(PROJECT + "permission-grants/<int:grant_id>", engine_api.PermissionGrantRevokeView.as_view(),
-         name="permission-grant"),
+    path(
+        ORG + "credentials/<int:credential_id>",
+        credential_views.CredentialDetailView.as_view(),
+        name="credential",
+    ),
+    path(
+        PROJECT + "permission-grants/", engine_api.PermissionGrantListView.as_view(), name="permission-grants"
+    ),
+    path(
+        PROJECT + "permission-grants/<int:grant_id>",
+        engine_api.PermissionGrantRevokeView.as_view(),
+        name="permission-grant",
+    ),
     path("", include("hangar.api.sessions_urls")),  # sessions, messages, events (realtime engineer)
 ]

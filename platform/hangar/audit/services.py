@@ -6,8 +6,16 @@ from hangar.accounts.actors import Actor
 from hangar.audit.models import AuditEvent
 
 
-def audit_record(*, actor: Actor, action: str, target=None, target_type: str = "", target_id: str = "",
-                 data: dict | None = None, org_id: int | None = None) -> AuditEvent:
+def audit_record(
+    *,
+    actor: Actor,
+    action: str,
+    target=None,
+    target_type: str = "",
+    target_id: str = "",
+    data: dict | None = None,
+    org_id: int | None = None,
+) -> AuditEvent:
     """Append one audit row. `target` may be a model instance (its type and pk are recorded)."""
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("audit_record must run inside the transaction of the change it records")

@@ -23,8 +23,23 @@ class SessionAdmin(TenantScopedAdmin):
     list_display = ["id", "title", "org", "project", "status", "created_at", "archived_at"]
     list_filter = ["status"]
     search_fields = ["id", "title", "org__slug", "project__slug"]
-    fields = ["id", "org", "project", "creator", "parent", "title", "agent", "model", "status", "event_seq",
-              "lease_owner", "lease_expires_at", "created_at", "updated_at", "archived_at"]
+    fields = [
+        "id",
+        "org",
+        "project",
+        "creator",
+        "parent",
+        "title",
+        "agent",
+        "model",
+        "status",
+        "event_seq",
+        "lease_owner",
+        "lease_expires_at",
+        "created_at",
+        "updated_at",
+        "archived_at",
+    ]
     readonly_fields = [f for f in fields if f not in ("title", "archived_at")]
     inlines = [MessageInline]
 

@@ -44,7 +44,9 @@ _APPEND = (
 )
 
 
-def _statement(writes: list[tuple[str, list]], session_set: tuple[str, list] | None) -> tuple[str, list, list]:
+def _statement(
+    writes: list[tuple[str, list]], session_set: tuple[str, list] | None
+) -> tuple[str, list, list]:
     """The SQL around the event append: each write as CTE `w<i>`, all of which must touch a row."""
     ctes = "".join(f"w{i} AS ({sql}), " for i, (sql, _params) in enumerate(writes))
     gate = "".join(f" AND EXISTS (SELECT 1 FROM w{i})" for i in range(len(writes)))
@@ -65,16 +67,29 @@ def org_group(org_id: int) -> str:
     return ORG_GROUP.format(id=org_id)
 
 
-def publish(session: Session, type: str, payload: dict, *, org_wide: bool = False,
-            with_write: tuple[str, list] | None = None) -> Event:
+def publish(
+    session: Session,
+    type: str,
+    payload: dict,
+    *,
+    org_wide: bool = False,
+    with_write: tuple[str, list] | None = None,
+) -> Event:
     """Append an event and broadcast it after commit. `org_wide` also tells the org's session-list
     stream (session.created/updated/deleted)."""
-    return publish_many(session, [(type, payload)], org_wide=org_wide, with_writes=[with_write] if with_write else ())[0]
+    return publish_many(
+        session, [(type, payload)], org_wide=org_wide, with_writes=[with_write] if with_write else ()
+    )[0]
 
 
-def publish_many(session: Session, events: list[tuple[str, dict]], *, org_wide: bool = False,
-                 with_writes: list[tuple[str, list]] | tuple = (),
-                 session_set: tuple[str, list] | None = None) -> list[Event]:
+def publish_many(
+    session: Session,
+    events: list[tuple[str, dict]],
+    *,
+    org_wide: bool = False,
+    with_writes: list[tuple[str, list]] | tuple = (),
+    session_set: tuple[str, list] | None = None,
+) -> list[Event]:
     """Append `events` ((type, payload), in order) with consecutive seqs in one statement; broadcast them
     after commit. `with_writes` = (sql, params) of data-modifying statements with `RETURNING 1`, run in
     the same statement (as CTEs); the events are appended only if every one touched a row, else a
@@ -86,15 +101,19 @@ def publish_many(session: Session, events: list[tuple[str, dict]], *, org_wide: 
     types = [t for t, _ in events]
     payloads = [json.dumps(p) for _, p in events]
     sql, write_params, set_params = _statement(list(with_writes), session_set)
-    rows = sorted(sql_run(sql, [*write_params, n, *set_params, session.pk, session.pk, n, types, payloads]),
-                  key=lambda r: r[1])
+    rows = sorted(
+        sql_run(sql, [*write_params, n, *set_params, session.pk, session.pk, n, types, payloads]),
+        key=lambda r: r[1],
+    )
     if len(rows) != n:
         if with_writes and Session.objects.filter(pk=session.pk).exists():
             raise LookupError(f"write for {types} matched no row")
         raise Session.DoesNotExist(session.pk)
     now = timezone.now()
-    out = [Event(id=pk, session_id=session.pk, seq=seq, type=type, payload=payload, created_at=now)
-           for (pk, seq), (type, payload) in zip(rows, events, strict=True)]
+    out = [
+        Event(id=pk, session_id=session.pk, seq=seq, type=type, payload=payload, created_at=now)
+        for (pk, seq), (type, payload) in zip(rows, events, strict=True)
+    ]
     groups = [session_group(session.pk), project_group(session.project_id)]
     if org_wide:
         groups.append(org_group(session.org_id))

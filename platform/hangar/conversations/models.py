@@ -23,7 +23,9 @@ class Session(models.Model):
     org = models.ForeignKey("accounts.Org", on_delete=models.CASCADE, related_name="sessions")
     project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="sessions")
     creator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
-    parent = models.ForeignKey("self", on_delete=models.CASCADE, null=True, blank=True, related_name="children")
+    parent = models.ForeignKey(
+        "self", on_delete=models.CASCADE, null=True, blank=True, related_name="children"
+    )
     title = models.CharField(max_length=200, blank=True)
     slug = models.CharField(max_length=100, blank=True)
     agent = models.CharField(max_length=64, default="build")
@@ -84,8 +86,10 @@ class Part(models.Model):
 
     class Meta:
         ordering = ["id"]
-        indexes = [models.Index(fields=["session"], name="part_session_idx"),
-                   models.Index(fields=["message"], name="part_message_idx")]
+        indexes = [
+            models.Index(fields=["session"], name="part_session_idx"),
+            models.Index(fields=["message"], name="part_message_idx"),
+        ]
 
 
 class Todo(models.Model):
@@ -127,7 +131,9 @@ class PermissionGrant(models.Model):
     """An 'always' reply, stored with an explicit scope so people can see and revoke it."""
 
     org = models.ForeignKey("accounts.Org", on_delete=models.CASCADE)
-    project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="permission_grants")
+    project = models.ForeignKey(
+        "projects.Project", on_delete=models.CASCADE, related_name="permission_grants"
+    )
     session = models.ForeignKey(Session, on_delete=models.CASCADE, null=True, blank=True)
     scope = models.CharField(max_length=16, choices=GrantScope.choices)
     permission = models.CharField(max_length=64)

@@ -17,9 +17,11 @@ from hangar.projects.models import Project
 from hangar.rawsql import instances, run, select_list
 
 _RUN_TABLES = ((Session, "s"), (Project, "p"), (Org, "o"))
-_RUN_START = (f"SELECT {', '.join(select_list(model, alias) for model, alias in _RUN_TABLES)}"
-              " FROM conversations_session s JOIN projects_project p ON p.id = s.project_id"
-              " JOIN accounts_org o ON o.id = s.org_id WHERE s.id = %s")
+_RUN_START = (
+    f"SELECT {', '.join(select_list(model, alias) for model, alias in _RUN_TABLES)}"
+    " FROM conversations_session s JOIN projects_project p ON p.id = s.project_id"
+    " JOIN accounts_org o ON o.id = s.org_id WHERE s.id = %s"
+)
 
 # What a step needs, in one round trip and one JSON document: the permission layers, every message, and
 # the parts of the messages the caller has not settled (those it holds can no longer change). Each open
@@ -35,8 +37,10 @@ _STEP_STATE = (
     "  FROM conversations_message m WHERE m.session_id = s.id AND NOT (m.id = ANY(%b::text[])))"
     " FROM conversations_session s JOIN projects_project p ON p.id = s.project_id WHERE s.id = %s"
 )
-_PARTS = ("SELECT message_id, data FROM conversations_part WHERE session_id = %s AND message_id = ANY(%s)"
-          " ORDER BY id")
+_PARTS = (
+    "SELECT message_id, data FROM conversations_part WHERE session_id = %s AND message_id = ANY(%s)"
+    " ORDER BY id"
+)
 
 
 def session_for_run(session_id: str) -> Session:

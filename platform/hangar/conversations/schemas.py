@@ -215,6 +215,7 @@ Part = Annotated[
     Field(discriminator="type"),
 ]
 
+
 class TodoItem(_Shape):
     content: str = Field(min_length=1)
     status: Literal["pending", "in_progress", "completed", "cancelled"] = "pending"

@@ -35,9 +35,18 @@ def session_get(actor: Actor, session_id: str, *, project_id: int | None = None)
     return sessions.select_related("org").get(pk=session_id)
 
 
-def sessions_list(actor: Actor, project_id: int, *, archived: bool | None = False, parent_id: str | None = None,
-                  roots_only: bool = False, search: str = "", updated_since: datetime | None = None,
-                  cursor: str | None = None, limit: int = DEFAULT_LIMIT) -> list[Session]:
+def sessions_list(
+    actor: Actor,
+    project_id: int,
+    *,
+    archived: bool | None = False,
+    parent_id: str | None = None,
+    roots_only: bool = False,
+    search: str = "",
+    updated_since: datetime | None = None,
+    cursor: str | None = None,
+    limit: int = DEFAULT_LIMIT,
+) -> list[Session]:
     """Sessions of one project, newest first (session ids sort newest first). `cursor` is the last id
     of the previous page; `archived=None` means both."""
     sessions = visible_sessions(actor).filter(project_id=project_id)
@@ -93,5 +102,7 @@ def events_after(session: Session | str, seq: int, limit: int = MAX_EVENTS) -> l
     session_id = session if isinstance(session, str) else session.pk
     limit = max(1, min(limit, MAX_EVENTS))
     rows = Event.objects.filter(session_id=session_id, seq__gt=seq).order_by("seq")[:limit]
-    return [{"seq": s, "type": t, "payload": p, "session": session_id}
-            for s, t, p in rows.values_list("seq", "type", "payload")]
+    return [
+        {"seq": s, "type": t, "payload": p, "session": session_id}
+        for s, t, p in rows.values_list("seq", "type", "payload")
+    ]

@@ -33,9 +33,13 @@ def now_ms() -> int:
 # fail together without BEGIN/SAVEPOINT round trips. A part upsert is INSERT ... ON CONFLICT DO UPDATE
 # (the old update_or_create was SELECT FOR UPDATE + INSERT/UPDATE inside two savepoints).
 
-_MESSAGE_INSERT = ("INSERT INTO conversations_message (id, session_id, role, data, created_at, updated_at)"
-                   " VALUES (%s, %s, %s, %s::jsonb, now(), now()) RETURNING 1")
-_MESSAGE_UPDATE = "UPDATE conversations_message SET data = %s::jsonb, updated_at = now() WHERE id = %s RETURNING 1"
+_MESSAGE_INSERT = (
+    "INSERT INTO conversations_message (id, session_id, role, data, created_at, updated_at)"
+    " VALUES (%s, %s, %s, %s::jsonb, now(), now()) RETURNING 1"
+)
+_MESSAGE_UPDATE = (
+    "UPDATE conversations_message SET data = %s::jsonb, updated_at = now() WHERE id = %s RETURNING 1"
+)
 _PART_UPSERT = (
     "INSERT INTO conversations_part (id, session_id, message_id, type, data, created_at, updated_at)"
     " VALUES (%s, %s, %s, %s, %s::jsonb, now(), now())"
@@ -70,9 +74,12 @@ def message_create(*, session: Session, data: dict, parts: list[dict] = ()) -> M
     message.role = data["role"]
     message.data = data
     written = [_part_write(message, part) for part in parts]
-    publish_many(session, [("message.updated", {"info": data})] + [("message.part.updated", {"part": p}) for p, _ in written],
-                 with_writes=[(_MESSAGE_INSERT, [message.id, session.pk, message.role, json.dumps(data)])]
-                 + [w for _, w in written])
+    publish_many(
+        session,
+        [("message.updated", {"info": data})] + [("message.part.updated", {"part": p}) for p, _ in written],
+        with_writes=[(_MESSAGE_INSERT, [message.id, session.pk, message.role, json.dumps(data)])]
+        + [w for _, w in written],
+    )
     return _persisted(message, timezone.now())
 
 
@@ -89,8 +96,13 @@ def part_upsert(*, message: Message, data: dict, delta: str | None = None) -> Pa
     return _persisted(part, timezone.now())
 
 
-def parts_upsert(*, message: Message, parts: list[dict], message_data: dict | None = None,
-                 usage: tuple[float, dict] | None = None) -> tuple[list[dict], Message]:
+def parts_upsert(
+    *,
+    message: Message,
+    parts: list[dict],
+    message_data: dict | None = None,
+    usage: tuple[float, dict] | None = None,
+) -> tuple[list[dict], Message]:
     """Create or replace several parts of `message`, then optionally replace the message's data and set
     the session's usage totals (`usage` = (cost to add, new token totals)): one statement, one event per
     row, in that order (a step's closing parts, then its completed message). Returns the parts as stored."""
@@ -98,10 +110,14 @@ def parts_upsert(*, message: Message, parts: list[dict], message_data: dict | No
     events = [("message.part.updated", {"part": p}) for p, _ in written]
     writes = [w for _, w in written]
     if message_data is not None:
-        message_data = schemas.validate_message({**message_data, "id": message.pk, "sessionID": message.session_id})
+        message_data = schemas.validate_message(
+            {**message_data, "id": message.pk, "sessionID": message.session_id}
+        )
         events.append(("message.updated", {"info": message_data}))
         writes.append((_MESSAGE_UPDATE, [json.dumps(message_data), message.pk]))
-    session_set = ("cost = cost + %s, tokens = %s::jsonb", [usage[0], json.dumps(usage[1])]) if usage else None
+    session_set = (
+        ("cost = cost + %s, tokens = %s::jsonb", [usage[0], json.dumps(usage[1])]) if usage else None
+    )
     try:
         publish_many(message.session, events, with_writes=writes, session_set=session_set)
     except LookupError:
@@ -126,12 +142,25 @@ def todos_replace(*, session: Session, todos: list[dict]) -> list[Todo]:
 # --- permission requests (engine-facing) --------------------------------------------------------
 
 
-def permission_request_create(*, session: Session, permission: str, patterns: list[str], always: list[str],
-                              metadata: dict, message_id: str = "", call_id: str = "") -> PermissionRequest:
+def permission_request_create(
+    *,
+    session: Session,
+    permission: str,
+    patterns: list[str],
+    always: list[str],
+    metadata: dict,
+    message_id: str = "",
+    call_id: str = "",
+) -> PermissionRequest:
     with transaction.atomic():
         request = PermissionRequest.objects.create(
-            session=session, permission=permission, patterns=patterns, always=always, metadata=metadata,
-            message_id=message_id, call_id=call_id,
+            session=session,
+            permission=permission,
+            patterns=patterns,
+            always=always,
+            metadata=metadata,
+            message_id=message_id,
+            call_id=call_id,
         )
         publish(session, "permission.asked", permission_request_payload(request))
     return request
@@ -190,20 +219,37 @@ def session_info(session: Session) -> dict:
     return info
 
 
-def session_create(*, actor: Actor, project, title: str = "", parent: Session | None = None,
-                   agent: str | None = None, model: dict | None = None, permission: list | None = None) -> Session:
+def session_create(
+    *,
+    actor: Actor,
+    project,
+    title: str = "",
+    parent: Session | None = None,
+    agent: str | None = None,
+    model: dict | None = None,
+    permission: list | None = None,
+) -> Session:
     if parent is not None and parent.project_id != project.pk:
         raise ValueError("a child session belongs to its parent's project")
     with transaction.atomic():
         session = Session(
-            org_id=project.org_id, project=project, creator=actor.user, parent=parent,
+            org_id=project.org_id,
+            project=project,
+            creator=actor.user,
+            parent=parent,
             title=title or f"{DEFAULT_TITLE_PREFIX}{time.strftime('%Y-%m-%dT%H:%M:%S')}",
-            agent=agent or project.default_agent, model=model or _project_model(project),
+            agent=agent or project.default_agent,
+            model=model or _project_model(project),
             permission=permission or [],
         )
         session.save(force_insert=True)
         audit_record(actor=actor, action="session.create", target=session, data={"project": project.pk})
-        publish(session, "session.created", {"sessionID": session.pk, "info": session_info(session)}, org_wide=True)
+        publish(
+            session,
+            "session.created",
+            {"sessionID": session.pk, "info": session_info(session)},
+            org_wide=True,
+        )
     return session
 
 
@@ -214,8 +260,12 @@ def session_status_set(*, session: Session, status: str, detail: dict | None = N
     events = [("session.status", {"sessionID": session.pk, "status": {"type": status, **detail}})]
     if status == "idle":
         events.append(("session.idle", {"sessionID": session.pk}))
-    publish_many(session, events, org_wide=True,
-                 session_set=("status = %s, status_detail = %s::jsonb", [status, json.dumps(detail)]))
+    publish_many(
+        session,
+        events,
+        org_wide=True,
+        session_set=("status = %s, status_detail = %s::jsonb", [status, json.dumps(detail)]),
+    )
     session.status, session.status_detail = status, detail
 
 

@@ -21,11 +21,14 @@ def _locked(session: Session) -> Session:
 
 
 def _published_update(session: Session) -> None:
-    publish(session, "session.updated", {"sessionID": session.pk, "info": session_info(session)}, org_wide=True)
+    publish(
+        session, "session.updated", {"sessionID": session.pk, "info": session_info(session)}, org_wide=True
+    )
 
 
-def session_update(*, actor: Actor, session: Session, title: str | None = None,
-                   permission: list | None = None) -> Session:
+def session_update(
+    *, actor: Actor, session: Session, title: str | None = None, permission: list | None = None
+) -> Session:
     """Rename and/or replace the session-layer permission ruleset (OpenCode's PATCH /session/{id})."""
     with transaction.atomic():
         session = _locked(session)
@@ -67,7 +70,9 @@ def session_archive(*, actor: Actor, session: Session, archived: bool = True, at
             return session
         session.archived_at = target
         session.save(update_fields=["archived_at", "updated_at"])
-        audit_record(actor=actor, action="session.archive" if archived else "session.unarchive", target=session)
+        audit_record(
+            actor=actor, action="session.archive" if archived else "session.unarchive", target=session
+        )
         _published_update(session)
     return session
 
@@ -84,7 +89,11 @@ def session_delete(*, actor: Actor, session: Session) -> None:
         session = _locked(session)
         info = session_info(session)
         children = list(Session.objects.filter(parent_id=session.pk).values_list("pk", flat=True))
-        audit_record(actor=actor, action="session.delete", target=session,
-                     data={"title": session.title, "project": session.project_id, "children": children})
+        audit_record(
+            actor=actor,
+            action="session.delete",
+            target=session,
+            data={"title": session.title, "project": session.project_id, "children": children},
+        )
         publish(session, "session.deleted", {"sessionID": session.pk, "info": info}, org_wide=True)
         session.delete()

@@ -26,26 +26,48 @@ def _deny_all() -> list[dict]:
 
 
 AGENTS: dict[str, Agent] = {
-    "build": Agent("build", "primary", "The default agent: full tool access.", permission=[
-        {"permission": "question", "pattern": "*", "action": ALLOW},
-        {"permission": "plan_enter", "pattern": "*", "action": ALLOW},
-    ]),
-    "plan": Agent("plan", "primary", "Plans without changing code: read-only except plan files.", permission=[
-        {"permission": "question", "pattern": "*", "action": ALLOW},
-        {"permission": "plan_exit", "pattern": "*", "action": ALLOW},
-        {"permission": "edit", "pattern": "*", "action": DENY},
-        {"permission": "edit", "pattern": ".opencode/plans/*.md", "action": ALLOW},
-        {"permission": "edit", "pattern": "/workspace/.opencode/plans/*.md", "action": ALLOW},
-    ]),
-    "general": Agent("general", "subagent", "Multi-step tasks delegated by another agent.", permission=[
-        {"permission": "todowrite", "pattern": "*", "action": DENY},
-        {"permission": "todoread", "pattern": "*", "action": DENY},
-    ]),
-    "explore": Agent("explore", "subagent", "Read-only codebase search.", permission=[
-        {"permission": "*", "pattern": "*", "action": DENY},
-        *[{"permission": p, "pattern": "*", "action": ALLOW}
-          for p in ("grep", "glob", "list", "bash", "read", "webfetch", "websearch", "codesearch")],
-    ]),
+    "build": Agent(
+        "build",
+        "primary",
+        "The default agent: full tool access.",
+        permission=[
+            {"permission": "question", "pattern": "*", "action": ALLOW},
+            {"permission": "plan_enter", "pattern": "*", "action": ALLOW},
+        ],
+    ),
+    "plan": Agent(
+        "plan",
+        "primary",
+        "Plans without changing code: read-only except plan files.",
+        permission=[
+            {"permission": "question", "pattern": "*", "action": ALLOW},
+            {"permission": "plan_exit", "pattern": "*", "action": ALLOW},
+            {"permission": "edit", "pattern": "*", "action": DENY},
+            {"permission": "edit", "pattern": ".opencode/plans/*.md", "action": ALLOW},
+            {"permission": "edit", "pattern": "/workspace/.opencode/plans/*.md", "action": ALLOW},
+        ],
+    ),
+    "general": Agent(
+        "general",
+        "subagent",
+        "Multi-step tasks delegated by another agent.",
+        permission=[
+            {"permission": "todowrite", "pattern": "*", "action": DENY},
+            {"permission": "todoread", "pattern": "*", "action": DENY},
+        ],
+    ),
+    "explore": Agent(
+        "explore",
+        "subagent",
+        "Read-only codebase search.",
+        permission=[
+            {"permission": "*", "pattern": "*", "action": DENY},
+            *[
+                {"permission": p, "pattern": "*", "action": ALLOW}
+                for p in ("grep", "glob", "list", "bash", "read", "webfetch", "websearch", "codesearch")
+            ],
+        ],
+    ),
     "title": Agent("title", "primary", hidden=True, permission=_deny_all(), temperature=0.5, prompt="title"),
     "compaction": Agent("compaction", "primary", hidden=True, permission=_deny_all(), prompt="compaction"),
     "summary": Agent("summary", "primary", hidden=True, permission=_deny_all(), prompt="summary"),
@@ -62,8 +84,14 @@ def agent_list(include_hidden: bool = False) -> list[Agent]:
 
 def agent_info(agent: Agent) -> dict:
     """OpenCode's Agent JSON shape (GET /agent)."""
-    info = {"name": agent.name, "mode": agent.mode, "native": True, "hidden": agent.hidden,
-            "permission": agent.permission, "options": {}}
+    info = {
+        "name": agent.name,
+        "mode": agent.mode,
+        "native": True,
+        "hidden": agent.hidden,
+        "permission": agent.permission,
+        "options": {},
+    }
     if agent.description:
         info["description"] = agent.description
     if agent.steps:

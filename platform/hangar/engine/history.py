@@ -53,9 +53,14 @@ def _assistant(info: dict, parts: list[dict]) -> list[dict]:
     out: list[dict] = []
     message: dict = {"role": "assistant", "content": text or None}
     if tools:
-        message["tool_calls"] = [{"id": p["callID"], "type": "function",
-                                  "function": {"name": p["tool"], "arguments": json.dumps(p["state"].get("input", {}))}}
-                                 for p in tools]
+        message["tool_calls"] = [
+            {
+                "id": p["callID"],
+                "type": "function",
+                "function": {"name": p["tool"], "arguments": json.dumps(p["state"].get("input", {}))},
+            }
+            for p in tools
+        ]
     if message["content"] is None and not tools:
         return []
     out.append(message)

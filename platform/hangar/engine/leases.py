@@ -54,8 +54,6 @@ def lease_release(session_id: str, owner: str) -> bool:
     return bool(row and row[0])
 
 
-
-
 class _Keeper:
     """Renews this process's leases and relays abort requests. Started on first use."""
 

@@ -48,8 +48,13 @@ READ_ONLY_TOOLS = {"read", "glob", "grep", "list", "todoread", "todowrite", "inv
 class Run:
     """What one pass of the loop knows: the session, its agent, model, tools, rules and sandbox."""
 
-    def __init__(self, session_id: str, abort: threading.Event, active_runs=lambda: 1,
-                 lost: threading.Event | None = None):
+    def __init__(
+        self,
+        session_id: str,
+        abort: threading.Event,
+        active_runs=lambda: 1,
+        lost: threading.Event | None = None,
+    ):
         self.session_id, self.abort, self.active_runs = session_id, abort, active_runs
         # Set (with abort) when the lease was taken away: another worker owns the session now, so this
         # run stops without writing anything (no abort bookkeeping, no status change).
@@ -81,20 +86,31 @@ class Run:
 
         # The run began with the whole row (run()); each step re-reads what may change meanwhile: the
         # session's and the project's permission rules (in the step's state read).
-        self.session.permission, self.session.project.permission_rules = state.session_rules, state.project_rules
+        self.session.permission, self.session.project.permission_rules = (
+            state.session_rules,
+            state.project_rules,
+        )
         self.agent = agent_get(user.data.get("agent"))
         self.model_ref = user.data["model"]
         if self.org_policy is None:  # read once per run
             self.org_policy = perm.org_policy_for(self.session.org)
-        self.ruleset = (perm.DEFAULTS + self.agent.permission + perm.from_config(self.session.project.permission_rules)
-                        + perm.from_config(self.session.permission))
+        self.ruleset = (
+            perm.DEFAULTS
+            + self.agent.permission
+            + perm.from_config(self.session.project.permission_rules)
+            + perm.from_config(self.session.permission)
+        )
         tools = get_tools(self.agent.name, self.model_ref["modelID"])
         off = perm.disabled_tools(list(tools), self.ruleset, self.org_policy)
         self.tools = {name: tool for name, tool in tools.items() if name not in off}
         key = (self.model_ref["providerID"], self.model_ref["modelID"])
         if self._model_key != key:  # resolved once per run: the credential is decrypted here, not per step
-            self.model = model_for(org_id=self.session.org_id, user_id=self.session.creator_id,
-                                   provider_id=key[0], model_id=key[1])
+            self.model = model_for(
+                org_id=self.session.org_id,
+                user_id=self.session.creator_id,
+                provider_id=key[0],
+                model_id=key[1],
+            )
             self._model_key = key
 
     # --- the loop ------------------------------------------------------------------------------------
@@ -134,13 +150,20 @@ class Run:
         try:
             self.configure(last_user, state)
         except ProviderError as exc:  # e.g. no credential for the provider: the user can act on this
-            publish(self.session, "session.error", {"sessionID": self.session_id,
-                                                    "error": {"name": exc.name, "data": {"message": exc.message}}})
+            publish(
+                self.session,
+                "session.error",
+                {"sessionID": self.session_id, "error": {"name": exc.name, "data": {"message": exc.message}}},
+            )
             return False
         assistant = next((m for m in reversed(messages) if m.role == "assistant"), None)
         if assistant is not None and not assistant.data["time"].get("completed"):
             return self._finish_step(assistant)
-        if assistant is not None and last is assistant and assistant.data.get("finish") not in (None, "tool-calls", "unknown"):
+        if (
+            assistant is not None
+            and last is assistant
+            and assistant.data.get("finish") not in (None, "tool-calls", "unknown")
+        ):
             return False
         if assistant is not None and last is assistant and assistant.data.get("error"):
             return False
@@ -155,13 +178,28 @@ class Run:
             # that takes a while, and a pooled DB connection must not be held idle meanwhile.
             release_connection(self.active_runs())
         snapshot = self.last_snapshot or self._snapshot()
-        message = store.message_create(session=self.session, data={
-            "role": "assistant", "time": {"created": now_ms()}, "parentID": user.pk, "modelID": model_ref["modelID"],
-            "providerID": model_ref["providerID"], "mode": agent.name, "agent": agent.name,
-            "path": {"cwd": "/workspace", "root": "/workspace"}},
-            parts=[{"type": "step-start", **({"snapshot": snapshot} if snapshot else {})}])
-        system = build_system(agent_prompt=agent.prompt, provider_id=model_ref["providerID"], model_id=model_ref["modelID"],
-                              sandbox=self.sandbox(), user_system=user.data.get("system"), run=self)
+        message = store.message_create(
+            session=self.session,
+            data={
+                "role": "assistant",
+                "time": {"created": now_ms()},
+                "parentID": user.pk,
+                "modelID": model_ref["modelID"],
+                "providerID": model_ref["providerID"],
+                "mode": agent.name,
+                "agent": agent.name,
+                "path": {"cwd": "/workspace", "root": "/workspace"},
+            },
+            parts=[{"type": "step-start", **({"snapshot": snapshot} if snapshot else {})}],
+        )
+        system = build_system(
+            agent_prompt=agent.prompt,
+            provider_id=model_ref["providerID"],
+            model_id=model_ref["modelID"],
+            sandbox=self.sandbox(),
+            user_system=user.data.get("system"),
+            run=self,
+        )
         stored = self._history(messages)
         history = to_model_messages(stored) + self._reminders(messages, last_step)
         prior_tools = [p for _info, parts in stored for p in parts if p["type"] == "tool"]
@@ -173,8 +211,12 @@ class Run:
             return False
         cost = step_cost(model_ref["providerID"], model_ref["modelID"], result.usage)
         u = result.usage
-        tokens = {"input": u.input, "output": u.output, "reasoning": u.reasoning,
-                  "cache": {"read": u.cache_read, "write": u.cache_write}}
+        tokens = {
+            "input": u.input,
+            "output": u.output,
+            "reasoning": u.reasoning,
+            "cache": {"read": u.cache_read, "write": u.cache_write},
+        }
         # Kept on the instance; written to the row only if the step parks (else once, at completion).
         message.data = {**message.data, "finish": result.finish, "cost": cost, "tokens": tokens}
         try:
@@ -192,7 +234,12 @@ class Run:
         data = message.data
         if data.get("finish") is None and not data.get("error"):
             # The worker died mid-stream: what was said is kept, the step is closed as interrupted.
-            data = {**data, "finish": "tool-calls" if Part.objects.filter(message=message, type="tool").exists() else "unknown"}
+            data = {
+                **data,
+                "finish": "tool-calls"
+                if Part.objects.filter(message=message, type="tool").exists()
+                else "unknown",
+            }
             message.data = data
         stopped = False
         # The last call's outcome is written with the step's closing parts below (one statement fewer).
@@ -207,17 +254,36 @@ class Run:
         if fresh:
             snapshot, tools_used = fresh[0], {d["tool"] for d in runner.current.values()}
         else:
-            kinds = list(Part.objects.filter(message=message, type__in=("step-start", "tool")).values_list("type", "data"))
+            kinds = list(
+                Part.objects.filter(message=message, type__in=("step-start", "tool")).values_list(
+                    "type", "data"
+                )
+            )
             snapshot = next((d.get("snapshot") for t, d in kinds if t == "step-start"), None)
             tools_used = {d["tool"] for t, d in kinds if t == "tool"}
         end, changed = self._closing_snapshot(snapshot, tools_used)
-        closing = [{"type": "patch", "hash": snapshot, "files": [f"/workspace/{p.lstrip('/')}" for p in changed]}] if changed else []
-        closing.append({"type": "step-finish", "reason": data["finish"], "cost": data.get("cost", 0),
-                        "tokens": data.get("tokens") or {}, **({"snapshot": end} if end else {})})
+        closing = (
+            [{"type": "patch", "hash": snapshot, "files": [f"/workspace/{p.lstrip('/')}" for p in changed]}]
+            if changed
+            else []
+        )
+        closing.append(
+            {
+                "type": "step-finish",
+                "reason": data["finish"],
+                "cost": data.get("cost", 0),
+                "tokens": data.get("tokens") or {},
+                **({"snapshot": end} if end else {}),
+            }
+        )
         finish = "stop" if stopped else data["finish"]
         # The step's closing parts, its completed message and the session's usage: one statement.
-        store.parts_upsert(message=message, parts=runner.take_unsaved() + closing, usage=self._usage_after(data),
-                           message_data={**data, "finish": finish, "time": {**data["time"], "completed": now_ms()}})
+        store.parts_upsert(
+            message=message,
+            parts=runner.take_unsaved() + closing,
+            usage=self._usage_after(data),
+            message_data={**data, "finish": finish, "time": {**data["time"], "completed": now_ms()}},
+        )
         return finish in ("tool-calls", "unknown")
 
     def _closing_snapshot(self, snapshot: str | None, tools_used: set[str]) -> tuple[str | None, list[str]]:
@@ -242,8 +308,13 @@ class Run:
             processor = StreamProcessor(self.session, message, self.tools)
             release_connection(self.active_runs())
             try:
-                events = self.model.stream(system=system, messages=history, tools=tools, abort=self.abort,
-                                           temperature=self.agent.temperature)
+                events = self.model.stream(
+                    system=system,
+                    messages=history,
+                    tools=tools,
+                    abort=self.abort,
+                    temperature=self.agent.temperature,
+                )
                 result = processor.consume(events)
                 if self.abort.is_set():
                     return None
@@ -254,16 +325,23 @@ class Run:
                 if self.abort.is_set():
                     return None
                 attempt += 1
-                error = {"name": "APIError", "data": {"message": exc.message, "statusCode": exc.status,
-                                                      "isRetryable": exc.retryable}}
+                error = {
+                    "name": "APIError",
+                    "data": {"message": exc.message, "statusCode": exc.status, "isRetryable": exc.retryable},
+                }
                 if not exc.retryable or attempt > MAX_ATTEMPTS or processor.result.produced:
                     self._fail(message, error)
                     return None
                 delay = retry_delay(attempt, exc.headers)
-                store.part_upsert(message=message, data={"type": "retry", "attempt": attempt, "error": error,
-                                                         "time": {"created": now_ms()}})
-                store.session_status_set(session=self.session, status="retry", detail={
-                    "attempt": attempt, "message": exc.message, "next": now_ms() + int(delay * 1000)})
+                store.part_upsert(
+                    message=message,
+                    data={"type": "retry", "attempt": attempt, "error": error, "time": {"created": now_ms()}},
+                )
+                store.session_status_set(
+                    session=self.session,
+                    status="retry",
+                    detail={"attempt": attempt, "message": exc.message, "next": now_ms() + int(delay * 1000)},
+                )
                 if self.abort.wait(delay):
                     return None
 
@@ -309,8 +387,10 @@ class Run:
 
     def _fail(self, message: Message, error: dict) -> None:
         message.refresh_from_db()
-        store.message_update(message=message, data={**message.data, "error": error,
-                                                    "time": {**message.data["time"], "completed": now_ms()}})
+        store.message_update(
+            message=message,
+            data={**message.data, "error": error, "time": {**message.data["time"], "completed": now_ms()}},
+        )
         publish(self.session, "session.error", {"sessionID": self.session_id, "error": error})
 
     def _finish_aborted(self) -> None:
@@ -324,15 +404,28 @@ class Run:
         rejected = list(pending.values_list("pk", flat=True))
         if rejected:
             PermissionRequest.objects.filter(pk__in=rejected).update(status="reject")
-            publish_many(self.session, [("permission.replied", {"sessionID": self.session_id, "requestID": pk,
-                                                                "reply": "reject"}) for pk in rejected])
-        open_messages = [m for m in Message.objects.filter(session_id=self.session_id, role="assistant").order_by("id")
-                         if not m.data["time"].get("completed")]
+            publish_many(
+                self.session,
+                [
+                    ("permission.replied", {"sessionID": self.session_id, "requestID": pk, "reply": "reject"})
+                    for pk in rejected
+                ],
+            )
+        open_messages = [
+            m
+            for m in Message.objects.filter(session_id=self.session_id, role="assistant").order_by("id")
+            if not m.data["time"].get("completed")
+        ]
         for message in open_messages:
             message.session = self.session  # no lazy load per message
             ToolRunner(self, message).run_all()  # with abort set, every unfinished part ends in error
             message.refresh_from_db()
-            store.message_update(message=message, data={
-                **message.data, "error": {"name": "MessageAbortedError", "data": {"message": "Aborted"}},
-                "time": {**message.data["time"], "completed": now_ms()}})
+            store.message_update(
+                message=message,
+                data={
+                    **message.data,
+                    "error": {"name": "MessageAbortedError", "data": {"message": "Aborted"}},
+                    "time": {**message.data["time"], "completed": now_ms()},
+                },
+            )
         Session.objects.filter(pk=self.session_id).update(abort_requested=False)

@@ -63,8 +63,12 @@ def evaluate(permission: str, pattern: str, ruleset: list[dict]) -> str:
 
 def org_denies(permission: str, pattern: str, policy: list[dict]) -> bool:
     """The org policy on its own: a matching deny always wins (no later allow can undo it)."""
-    return any(rule.get("action") == DENY and match(rule["permission"], permission) and match(rule["pattern"], pattern)
-               for rule in policy or [])
+    return any(
+        rule.get("action") == DENY
+        and match(rule["permission"], permission)
+        and match(rule["pattern"], pattern)
+        for rule in policy or []
+    )
 
 
 def decide(permission: str, patterns: list[str], *, ruleset: list[dict], org_policy: list[dict]) -> str:
@@ -89,7 +93,9 @@ def disabled_tools(tool_names: list[str], ruleset: list[dict], org_policy: list[
         for rule in ruleset:
             if match(rule["permission"], permission):
                 last = rule
-        if (last and last["pattern"] == "*" and last["action"] == DENY) or org_denies(permission, "*", org_policy):
+        if (last and last["pattern"] == "*" and last["action"] == DENY) or org_denies(
+            permission, "*", org_policy
+        ):
             out.add(name)
     return out
 

@@ -41,14 +41,21 @@ class StreamProcessor:
 
     def _flush(self) -> None:
         if self._open is not None and self._pending_delta:
-            publish_ephemeral(self.session, "message.part.updated",
-                              {"part": self._open, "delta": self._pending_delta})
+            publish_ephemeral(
+                self.session, "message.part.updated", {"part": self._open, "delta": self._pending_delta}
+            )
             self._pending_delta = ""
             self._last_flush = time.monotonic()
 
     def _start_block(self, kind: str) -> None:
-        self._open = {"id": new_part_id(), "sessionID": self.session.pk, "messageID": self.message.pk,
-                      "type": kind, "text": "", "time": {"start": now_ms()}}
+        self._open = {
+            "id": new_part_id(),
+            "sessionID": self.session.pk,
+            "messageID": self.message.pk,
+            "type": kind,
+            "text": "",
+            "time": {"start": now_ms()},
+        }
         self._pending_delta = ""
         self._last_flush = time.monotonic()
 
@@ -81,14 +88,23 @@ class StreamProcessor:
         except json.JSONDecodeError as exc:
             args, error = {}, f"invalid JSON arguments: {exc}"
         if name is None or error:
-            reason = error or f"Model tried to call unavailable tool '{event.name}'. Available tools: {', '.join(self.tools)}."
+            reason = (
+                error
+                or f"Model tried to call unavailable tool '{event.name}'. Available tools: {', '.join(self.tools)}."
+            )
             args = {"tool": event.name, "error": reason}
             name = "invalid"
         # Not written here: the tool runner stores every pending call together with the first one's
         # `running` state, one statement for what used to be one per call plus one (nothing runs between).
-        self.result.tool_parts.append({
-            "id": new_part_id(), "type": "tool", "callID": event.id, "tool": name,
-            "state": {"status": "pending", "input": args, "raw": event.arguments or ""}})
+        self.result.tool_parts.append(
+            {
+                "id": new_part_id(),
+                "type": "tool",
+                "callID": event.id,
+                "tool": name,
+                "state": {"status": "pending", "input": args, "raw": event.arguments or ""},
+            }
+        )
         self.result.tool_calls += 1
         self.result.produced = True
 

@@ -47,8 +47,11 @@ def _crashed(session_id: str, exc: Exception) -> None:
     """A bug in the loop must not leave the session busy forever: say so and go idle."""
     try:
         session = Session.objects.get(pk=session_id)
-        publish(session, "session.error", {"sessionID": session_id,
-                                           "error": {"name": "UnknownError", "data": {"message": str(exc)[:500]}}})
+        publish(
+            session,
+            "session.error",
+            {"sessionID": session_id, "error": {"name": "UnknownError", "data": {"message": str(exc)[:500]}}},
+        )
         store.session_status_set(session=session, status="idle")
         # A stale abort flag would abort the next prompt the moment it starts.
         Session.objects.filter(pk=session_id).update(abort_requested=False)

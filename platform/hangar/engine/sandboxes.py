@@ -22,9 +22,15 @@ def _pool_template() -> SandboxSpec:
     from hangar.projects.models import Project
 
     default = {f.name: f.default for f in Project._meta.fields}
-    return SandboxSpec(session_id="pool", image=None, cpus=default["sandbox_cpus"],
-                       memory_mb=default["sandbox_memory_mb"], pids=default["sandbox_pids"],
-                       disk_mb=default["sandbox_disk_mb"], network=default["network_policy"])
+    return SandboxSpec(
+        session_id="pool",
+        image=None,
+        cpus=default["sandbox_cpus"],
+        memory_mb=default["sandbox_memory_mb"],
+        pids=default["sandbox_pids"],
+        disk_mb=default["sandbox_disk_mb"],
+        network=default["network_policy"],
+    )
 
 
 def manager():
@@ -50,10 +56,17 @@ def spec_for(session) -> SandboxSpec:
 
     project = session.project
     return SandboxSpec(
-        session_id=session.pk, org_id=str(session.org_id), project_id=str(project.pk),
-        image=project.sandbox_image or None, cpus=project.sandbox_cpus, memory_mb=project.sandbox_memory_mb,
-        pids=project.sandbox_pids, disk_mb=project.sandbox_disk_mb, command_timeout_s=project.command_timeout_s,
-        network=project.network_policy, allowlist=list(project.network_allowlist or []),
+        session_id=session.pk,
+        org_id=str(session.org_id),
+        project_id=str(project.pk),
+        image=project.sandbox_image or None,
+        cpus=project.sandbox_cpus,
+        memory_mb=project.sandbox_memory_mb,
+        pids=project.sandbox_pids,
+        disk_mb=project.sandbox_disk_mb,
+        command_timeout_s=project.command_timeout_s,
+        network=project.network_policy,
+        allowlist=list(project.network_allowlist or []),
         env=env_for_sandbox(project),
     )
 

@@ -67,8 +67,16 @@ def _request_run(session: Session, **changes) -> None:
     transaction.on_commit(lambda: enqueue_run(session.pk))
 
 
-def session_prompt(*, actor: Actor, session: Session, parts: list[dict], agent: str | None = None,
-                   model: dict | None = None, message_id: str | None = None, system: str | None = None):
+def session_prompt(
+    *,
+    actor: Actor,
+    session: Session,
+    parts: list[dict],
+    agent: str | None = None,
+    model: dict | None = None,
+    message_id: str | None = None,
+    system: str | None = None,
+):
     """Store the user's message (text and file parts) and start (or feed) the run. A prompt to a busy
     session is read by the running loop at its next step, wrapped in <system-reminder>."""
     _require_member(actor, session)
@@ -79,19 +87,30 @@ def session_prompt(*, actor: Actor, session: Session, parts: list[dict], agent: 
     if not (model or {}).get("modelID"):
         raise PromptRejected("no model: set one on the prompt, the session or the project")
     with transaction.atomic():
-        data = {"id": message_id, "role": "user", "time": {"created": store.now_ms()}, "agent": agent_name,
-                "model": {"providerID": model["providerID"], "modelID": model["modelID"]}}
+        data = {
+            "id": message_id,
+            "role": "user",
+            "time": {"created": store.now_ms()},
+            "agent": agent_name,
+            "model": {"providerID": model["providerID"], "modelID": model["modelID"]},
+        }
         if system:
             data["system"] = system
         bodies = []
         for part in parts:
-            body = {k: v for k, v in part.items() if k in ("type", "text", "mime", "filename", "url", "synthetic")}
+            body = {
+                k: v for k, v in part.items() if k in ("type", "text", "mime", "filename", "url", "synthetic")
+            }
             if body.get("type") not in ("text", "file"):
                 raise PromptRejected(f"unsupported part type {body.get('type')!r}")
             bodies.append(body)
         message = store.message_create(session=session, data=data, parts=bodies)  # one statement
-        audit_record(actor=actor, action="session.prompt", target=session,
-                     data={"message": message.pk, "agent": agent_name, "parts": len(parts)})
+        audit_record(
+            actor=actor,
+            action="session.prompt",
+            target=session,
+            data={"message": message.pk, "agent": agent_name, "parts": len(parts)},
+        )
         if session.status == "idle":
             store.session_status_set(session=session, status="busy")
         changes = {}  # the prompt's agent and model become the session's, in _request_run's UPDATE
@@ -113,8 +132,14 @@ def session_abort(*, actor: Actor, session: Session) -> None:
         _request_run(session)
 
 
-def permission_reply(*, actor: Actor, request: PermissionRequest, reply: str, message: str | None = None,
-                     scope: str = GrantScope.SESSION) -> PermissionRequest:
+def permission_reply(
+    *,
+    actor: Actor,
+    request: PermissionRequest,
+    reply: str,
+    message: str | None = None,
+    scope: str = GrantScope.SESSION,
+) -> PermissionRequest:
     """once → the waiting call runs; always → also stored as a revocable grant (session or project);
     reject → the call fails ("rejected", with the person's message for the model)."""
     session = request.session
@@ -132,15 +157,34 @@ def permission_reply(*, actor: Actor, request: PermissionRequest, reply: str, me
         if reply == "always":
             for pattern in locked.always or locked.patterns or ["*"]:
                 PermissionGrant.objects.create(
-                    org_id=session.org_id, project_id=session.project_id, scope=scope,
+                    org_id=session.org_id,
+                    project_id=session.project_id,
+                    scope=scope,
                     session=session if scope == GrantScope.SESSION else None,
-                    permission=locked.permission, pattern=pattern, created_by=actor.user)
-        publish(session, "permission.replied",
-                {"sessionID": session.pk, "requestID": locked.pk, "reply": reply,
-                 **({"message": message} if message else {})})
-        audit_record(actor=actor, action="permission.reply", target=locked,
-                     data={"reply": reply, "scope": scope if reply == "always" else None,
-                           "permission": locked.permission})
+                    permission=locked.permission,
+                    pattern=pattern,
+                    created_by=actor.user,
+                )
+        publish(
+            session,
+            "permission.replied",
+            {
+                "sessionID": session.pk,
+                "requestID": locked.pk,
+                "reply": reply,
+                **({"message": message} if message else {}),
+            },
+        )
+        audit_record(
+            actor=actor,
+            action="permission.reply",
+            target=locked,
+            data={
+                "reply": reply,
+                "scope": scope if reply == "always" else None,
+                "permission": locked.permission,
+            },
+        )
         _request_run(session)
     return locked
 
@@ -163,8 +207,12 @@ def permission_grant_revoke(*, actor: Actor, grant: PermissionGrant) -> Permissi
     with transaction.atomic():
         PermissionGrant.objects.filter(pk=grant.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
         grant.refresh_from_db()
-        audit_record(actor=actor, action="permission.grant.revoke", target=grant,
-                     data={"permission": grant.permission, "pattern": grant.pattern, "scope": grant.scope})
+        audit_record(
+            actor=actor,
+            action="permission.grant.revoke",
+            target=grant,
+            data={"permission": grant.permission, "pattern": grant.pattern, "scope": grant.scope},
+        )
     return grant
 
 

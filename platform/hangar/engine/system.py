@@ -62,17 +62,31 @@ def _skills(sandbox: Sandbox | None) -> str:
         return ""
     items = "".join(
         f"<skill>\n<name>{Path(p).parent.name}</name>\n<description>See {p}</description>\n"
-        f"<location>file://{p}</location>\n</skill>\n" for p in paths)
+        f"<location>file://{p}</location>\n</skill>\n"
+        for p in paths
+    )
     return f"<available_skills>\n{items}</available_skills>"
 
 
-def build_system(*, agent_prompt: str | None, provider_id: str, model_id: str, sandbox: Sandbox | None,
-                 user_system: str | None = None, is_git: bool = False, run=None) -> list[str]:
+def build_system(
+    *,
+    agent_prompt: str | None,
+    provider_id: str,
+    model_id: str,
+    sandbox: Sandbox | None,
+    user_system: str | None = None,
+    is_git: bool = False,
+    run=None,
+) -> list[str]:
     """`run` (optional) caches the skills listing for the duration of one run, and the instruction
     files until the run sees a step change them (`run.instructions = None` asks for a fresh read)."""
     base = prompt_text(agent_prompt or family_prompt(model_id))
-    env = prompt_text("environment").format(model_id=model_id, provider_id=provider_id,
-                                            is_git="yes" if is_git else "no", today=time.strftime("%a %b %d %Y"))
+    env = prompt_text("environment").format(
+        model_id=model_id,
+        provider_id=provider_id,
+        is_git="yes" if is_git else "no",
+        today=time.strftime("%a %b %d %Y"),
+    )
     if run is None:
         skills, instructions = _skills(sandbox), _instructions(sandbox)
     else:

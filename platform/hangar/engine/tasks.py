@@ -13,7 +13,10 @@ from django.utils import timezone
 
 ENGINE_QUEUE = os.environ.get("HANGAR_ENGINE_QUEUE", "celery")
 # Routes, not the deprecated task `queue` attribute; beat (which sends recover/reap) honours them too.
-current_app.conf.task_routes = {**(current_app.conf.task_routes or {}), "hangar.engine.*": {"queue": ENGINE_QUEUE}}
+current_app.conf.task_routes = {
+    **(current_app.conf.task_routes or {}),
+    "hangar.engine.*": {"queue": ENGINE_QUEUE},
+}
 
 
 @worker_init.connect
@@ -58,9 +61,14 @@ def recover_expired_runs() -> int:
 
     close_old_connections()
     now = timezone.now()
-    expired = list(Session.objects.filter(lease_expires_at__lt=now).exclude(lease_owner="").values_list("id", flat=True))
-    stale = list(Session.objects.filter(run_requested=True, lease_owner="",
-                                        updated_at__lt=now - timezone.timedelta(seconds=30)).values_list("id", flat=True))
+    expired = list(
+        Session.objects.filter(lease_expires_at__lt=now).exclude(lease_owner="").values_list("id", flat=True)
+    )
+    stale = list(
+        Session.objects.filter(
+            run_requested=True, lease_owner="", updated_at__lt=now - timezone.timedelta(seconds=30)
+        ).values_list("id", flat=True)
+    )
     for session_id in dict.fromkeys(expired + stale):
         enqueue_run(session_id)
     return len(expired) + len(stale)

@@ -36,8 +36,11 @@ def title_maybe(run) -> None:
         return
     text = "\n".join(p["text"] for p in run.parts_of(first) if p["type"] == "text")
     try:
-        answer = run.model.complete(system=[prompt_text("title")], temperature=agent_get("title").temperature,
-                                    messages=[{"role": "user", "content": f"Generate a title for this conversation:\n{text[:4000]}"}])
+        answer = run.model.complete(
+            system=[prompt_text("title")],
+            temperature=agent_get("title").temperature,
+            messages=[{"role": "user", "content": f"Generate a title for this conversation:\n{text[:4000]}"}],
+        )
     except ProviderError:
         log.info("title_failed", session=run.session_id, exc_info=True)
         return

@@ -50,8 +50,15 @@ class TurnStopped(Exception):
 
 
 class ToolRunner:
-    def __init__(self, run, message: Message, parts: list[dict] | None = None, prior_tools: list[dict] | None = None,
-                 *, defer_last: bool = False):
+    def __init__(
+        self,
+        run,
+        message: Message,
+        parts: list[dict] | None = None,
+        prior_tools: list[dict] | None = None,
+        *,
+        defer_last: bool = False,
+    ):
         """`parts`: the message's tool parts, pending and not yet stored, when the caller has just streamed
         them (the first save stores them all); `prior_tools`: the session's tool parts of earlier messages
         (from the step's history read). Either None → read from the database (a resumed step).
@@ -79,9 +86,11 @@ class ToolRunner:
     def _load_ruleset(self) -> list[dict]:
         session = self.run.session
         # Project grants first, then this session's (later rules win); other sessions' grants never load.
-        grants = (PermissionGrant.objects.filter(project_id=session.project_id, revoked_at__isnull=True)
-                  .filter(Q(scope="project") | Q(scope="session", session_id=session.pk))
-                  .order_by(Case(When(scope="project", then=0), default=1), "id"))
+        grants = (
+            PermissionGrant.objects.filter(project_id=session.project_id, revoked_at__isnull=True)
+            .filter(Q(scope="project") | Q(scope="session", session_id=session.pk))
+            .order_by(Case(When(scope="project", then=0), default=1), "id")
+        )
         as_rules = [{"permission": g.permission, "pattern": g.pattern, "action": perm.ALLOW} for g in grants]
         return self.run.ruleset + as_rules
 
@@ -89,25 +98,41 @@ class ToolRunner:
         def ask(permission: str, patterns: list[str], always: list[str], metadata: dict[str, Any]) -> None:
             # Grants only append allow rules (last match wins), so a request the base rules already allow
             # stays allowed with them: read the grants only when the answer could change.
-            action = perm.decide(permission, patterns, ruleset=self.run.ruleset, org_policy=self.run.org_policy)
+            action = perm.decide(
+                permission, patterns, ruleset=self.run.ruleset, org_policy=self.run.org_policy
+            )
             if action != perm.ALLOW:
-                action = perm.decide(permission, patterns, ruleset=self.ruleset(), org_policy=self.run.org_policy)
+                action = perm.decide(
+                    permission, patterns, ruleset=self.ruleset(), org_policy=self.run.org_policy
+                )
             if action == perm.ALLOW:
                 return
             if action == perm.DENY:
                 raise PermissionDenied(
                     f"The user has specified a rule which prevents you from using this specific tool call "
-                    f"({permission} {', '.join(patterns)}). Do not retry it; try another approach.")
-            asked = PermissionRequest.objects.filter(session_id=self.run.session.pk, call_id=call_id,
-                                                     permission=permission, patterns=patterns).order_by("-id").first()
+                    f"({permission} {', '.join(patterns)}). Do not retry it; try another approach."
+                )
+            asked = (
+                PermissionRequest.objects.filter(
+                    session_id=self.run.session.pk, call_id=call_id, permission=permission, patterns=patterns
+                )
+                .order_by("-id")
+                .first()
+            )
             if asked is not None and asked.status in ("once", "always"):
                 return
             if asked is not None and asked.status == "reject":
                 raise PermissionRejected(REJECTED, feedback=asked.reply_message)
             if asked is None:
                 asked = store.permission_request_create(
-                    session=self.run.session, permission=permission, patterns=patterns, always=always or patterns,
-                    metadata=metadata, message_id=self.message.pk, call_id=call_id)
+                    session=self.run.session,
+                    permission=permission,
+                    patterns=patterns,
+                    always=always or patterns,
+                    metadata=metadata,
+                    message_id=self.message.pk,
+                    call_id=call_id,
+                )
             raise PermissionAsked(asked.pk)
 
         return ask
@@ -142,19 +167,25 @@ class ToolRunner:
     def _recent_tools(self, exclude: str) -> list[dict]:
         """The session's latest tool parts other than `exclude`, newest first (as the query would give)."""
         if self._prior is None:
-            return list(Part.objects.filter(session_id=self.run.session.pk, type="tool")
-                        .exclude(pk=exclude).order_by("-id").values_list("data", flat=True)[:DOOM_LOOP_THRESHOLD - 1])
+            return list(
+                Part.objects.filter(session_id=self.run.session.pk, type="tool")
+                .exclude(pk=exclude)
+                .order_by("-id")
+                .values_list("data", flat=True)[: DOOM_LOOP_THRESHOLD - 1]
+            )
         known = {p["id"]: p for p in self._prior}
         known.update(self.current)
-        return [known[i] for i in sorted(known, reverse=True) if i != exclude][:DOOM_LOOP_THRESHOLD - 1]
+        return [known[i] for i in sorted(known, reverse=True) if i != exclude][: DOOM_LOOP_THRESHOLD - 1]
 
     def _doom_loop(self, part: dict) -> bool:
         recent = self._recent_tools(part["id"])
         if len(recent) < DOOM_LOOP_THRESHOLD - 1:
             return False
         key = json.dumps(part["state"]["input"], sort_keys=True)
-        return all(p["tool"] == part["tool"] and json.dumps(p["state"].get("input"), sort_keys=True) == key
-                   for p in recent)
+        return all(
+            p["tool"] == part["tool"] and json.dumps(p["state"].get("input"), sort_keys=True) == key
+            for p in recent
+        )
 
     def context(self, call_id: str, part_ref: dict) -> ToolContext:
         session_id = self.run.session.pk
@@ -167,15 +198,26 @@ class ToolRunner:
             if callable(metadata):  # built only when it will be sent (bash output can be 60 KB a chunk)
                 metadata = metadata()
             state = {**part_ref["state"], "metadata": metadata}
-            publish_ephemeral(self.run.session, "message.part.updated", {"part": {**part_ref, "state": state}})
+            publish_ephemeral(
+                self.run.session, "message.part.updated", {"part": {**part_ref, "state": state}}
+            )
 
         return ToolContext(
-            session_id=session_id, message_id=self.message.pk, call_id=call_id, agent=self.run.agent.name,
-            sandbox=self.run.sandbox(), abort=self.run.abort, ask=self.ask_for(call_id),
-            update_metadata=update_metadata, was_read=lambda p: readmarks.was_read(session_id, p),
+            session_id=session_id,
+            message_id=self.message.pk,
+            call_id=call_id,
+            agent=self.run.agent.name,
+            sandbox=self.run.sandbox(),
+            abort=self.run.abort,
+            ask=self.ask_for(call_id),
+            update_metadata=update_metadata,
+            was_read=lambda p: readmarks.was_read(session_id, p),
             mark_read=lambda p: readmarks.mark_read(session_id, p),
-            extra={EXTRA_SESSION: self.run.session, EXTRA_TOOLS: self.run.tools,
-                   EXTRA_RUN_SUBCALL: self._subcall_runner(call_id)},
+            extra={
+                EXTRA_SESSION: self.run.session,
+                EXTRA_TOOLS: self.run.tools,
+                EXTRA_RUN_SUBCALL: self._subcall_runner(call_id),
+            },
         )
 
     # --- execution ---------------------------------------------------------------------------------
@@ -183,11 +225,15 @@ class ToolRunner:
     def run_all(self) -> None:
         """Execute every unfinished tool part of the message, in order. Raises PermissionAsked (park),
         TurnStopped (person rejected)."""
-        rows = self._parts if self._parts is not None else [
-            row.data for row in Part.objects.filter(message=self.message, type="tool").order_by("id")]
+        rows = (
+            self._parts
+            if self._parts is not None
+            else [row.data for row in Part.objects.filter(message=self.message, type="tool").order_by("id")]
+        )
         if self._defer_last:
-            self._deferred_id = next((p["id"] for p in reversed(rows)
-                                      if not (p.get("metadata") or {}).get("batchChild")), None)
+            self._deferred_id = next(
+                (p["id"] for p in reversed(rows) if not (p.get("metadata") or {}).get("batchChild")), None
+            )
         for part in rows:
             self.current.setdefault(part["id"], part)
             if "-" in part["callID"] and (part.get("metadata") or {}).get("batchChild"):
@@ -196,13 +242,23 @@ class ToolRunner:
             if state["status"] in ("completed", "error"):
                 continue
             if self.run.abort.is_set():
-                self.save(part, status="error", input=state["input"], error=ABORTED,
-                          time={"start": state.get("time", {}).get("start", now_ms()), "end": now_ms()})
+                self.save(
+                    part,
+                    status="error",
+                    input=state["input"],
+                    error=ABORTED,
+                    time={"start": state.get("time", {}).get("start", now_ms()), "end": now_ms()},
+                )
                 continue
             if state["status"] == "running" and not (part.get("metadata") or {}).get("awaiting"):
                 # Left running by a worker that died: the model sees it failed.
-                self.save(part, status="error", input=state["input"], error=ABORTED,
-                          time={"start": state["time"]["start"], "end": now_ms()})
+                self.save(
+                    part,
+                    status="error",
+                    input=state["input"],
+                    error=ABORTED,
+                    time={"start": state["time"]["start"], "end": now_ms()},
+                )
                 continue
             self.run_one(part)
 
@@ -214,37 +270,86 @@ class ToolRunner:
         running = self.save(part, status="running", input=state["input"], time={"start": start})
         try:
             if not awaiting and self._doom_loop(running):
-                self.ask_for(call_id)("doom_loop", [part["tool"]], [part["tool"]],
-                                      {"tool": part["tool"], "input": state["input"]})
+                self.ask_for(call_id)(
+                    "doom_loop",
+                    [part["tool"]],
+                    [part["tool"]],
+                    {"tool": part["tool"], "input": state["input"]},
+                )
             elif awaiting:
                 request = PermissionRequest.objects.filter(pk=awaiting).first()
                 if request is not None and request.permission == "doom_loop" and request.status == "reject":
                     raise PermissionRejected(REJECTED, feedback=request.reply_message)
             result = self._execute(part["tool"], state["input"], call_id, running)
         except PermissionAsked as asked:
-            self.save({**part, "metadata": {"awaiting": asked.request_id}}, status="running", input=state["input"],
-                      time={"start": start})
+            self.save(
+                {**part, "metadata": {"awaiting": asked.request_id}},
+                status="running",
+                input=state["input"],
+                time={"start": start},
+            )
             raise
         except PermissionDenied as exc:
-            return self.save(part, status="error", input=state["input"], error=str(exc), time={"start": start, "end": now_ms()})
+            return self.save(
+                part,
+                status="error",
+                input=state["input"],
+                error=str(exc),
+                time={"start": start, "end": now_ms()},
+            )
         except PermissionRejected as exc:
             feedback = exc.feedback
-            error = f"{REJECTED} The user said: {feedback}" if feedback else f"{REJECTED} You may try again with different parameters."
-            self.save(part, status="error", input=state["input"], error=error, time={"start": start, "end": now_ms()})
+            error = (
+                f"{REJECTED} The user said: {feedback}"
+                if feedback
+                else f"{REJECTED} You may try again with different parameters."
+            )
+            self.save(
+                part,
+                status="error",
+                input=state["input"],
+                error=error,
+                time={"start": start, "end": now_ms()},
+            )
             if not feedback:
                 raise TurnStopped() from exc
             return part
         except ToolError as exc:
             error = ABORTED if self.run.abort.is_set() else str(exc)
-            return self.save(part, status="error", input=state["input"], error=error, time={"start": start, "end": now_ms()})
+            return self.save(
+                part,
+                status="error",
+                input=state["input"],
+                error=error,
+                time={"start": start, "end": now_ms()},
+            )
         except Exception as exc:  # a tool bug must not kill the run: the model sees it (R008)
             error = ABORTED if self.run.abort.is_set() else f"{type(exc).__name__}: {exc}"
-            return self.save(part, status="error", input=state["input"], error=error, time={"start": start, "end": now_ms()})
+            return self.save(
+                part,
+                status="error",
+                input=state["input"],
+                error=error,
+                time={"start": start, "end": now_ms()},
+            )
         if self.run.abort.is_set():
-            return self.save(part, status="error", input=state["input"], error=ABORTED, time={"start": start, "end": now_ms()})
-        return self.save(part, status="completed", input=state["input"], output=result.output, title=result.title,
-                         metadata=result.metadata, time={"start": start, "end": now_ms()},
-                         **({"attachments": result.attachments} if result.attachments else {}))
+            return self.save(
+                part,
+                status="error",
+                input=state["input"],
+                error=ABORTED,
+                time={"start": start, "end": now_ms()},
+            )
+        return self.save(
+            part,
+            status="completed",
+            input=state["input"],
+            output=result.output,
+            title=result.title,
+            metadata=result.metadata,
+            time={"start": start, "end": now_ms()},
+            **({"attachments": result.attachments} if result.attachments else {}),
+        )
 
     def _execute(self, tool_name: str, args: dict, call_id: str, part_ref: dict) -> ToolResult:
         from hangar.engine.tools.runner import execute_tool
@@ -268,11 +373,20 @@ class ToolRunner:
             if existing and existing.data["state"]["status"] == "completed":
                 s = existing.data["state"]
                 return ToolResult(title=s["title"], output=s["output"], metadata=s["metadata"])
-            base = {"id": existing.pk if existing else None, "type": "tool", "callID": call_id, "tool": tool,
-                    "metadata": {"batchChild": True}}
+            base = {
+                "id": existing.pk if existing else None,
+                "type": "tool",
+                "callID": call_id,
+                "tool": tool,
+                "metadata": {"batchChild": True},
+            }
             with lock:
-                pending = self.save({k: v for k, v in base.items() if v is not None}, status="pending",
-                                    input=parameters, raw=json.dumps(parameters))
+                pending = self.save(
+                    {k: v for k, v in base.items() if v is not None},
+                    status="pending",
+                    input=parameters,
+                    raw=json.dumps(parameters),
+                )
             start = now_ms()
             running = self.save(pending, status="running", input=parameters, time={"start": start})
             try:
@@ -280,10 +394,23 @@ class ToolRunner:
             except PermissionAsked:
                 raise
             except (ToolError, PermissionRejected) as exc:
-                self.save(running, status="error", input=parameters, error=str(exc), time={"start": start, "end": now_ms()})
+                self.save(
+                    running,
+                    status="error",
+                    input=parameters,
+                    error=str(exc),
+                    time={"start": start, "end": now_ms()},
+                )
                 raise ToolError(str(exc)) from exc
-            self.save(running, status="completed", input=parameters, output=result.output, title=result.title,
-                      metadata=result.metadata, time={"start": start, "end": now_ms()})
+            self.save(
+                running,
+                status="completed",
+                input=parameters,
+                output=result.output,
+                title=result.title,
+                metadata=result.metadata,
+                time={"start": start, "end": now_ms()},
+            )
             return result
 
         return run_subcall

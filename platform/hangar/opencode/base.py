@@ -34,6 +34,8 @@ class OpenCodeView(APIView):
 
     def get_session(self, session_id: str) -> Session:
         try:
-            return conversation_selectors.session_get(self.oc.actor, session_id, project_id=self.oc.project.pk)
+            return conversation_selectors.session_get(
+                self.oc.actor, session_id, project_id=self.oc.project.pk
+            )
         except Session.DoesNotExist:
             raise NotFound(f"Session not found: {session_id}") from None

@@ -17,7 +17,11 @@ def error_body(exc: Exception) -> tuple[int, dict]:
     if isinstance(exc, ObjectDoesNotExist):  # any missing row is OpenCode's NotFoundError, never a 500
         exc = exceptions.NotFound(f"{type(exc).__qualname__.split('.')[0]} not found")
     if isinstance(exc, PermissionNotFound):
-        return 404, {"_tag": "PermissionNotFoundError", "requestID": exc.request_id, "message": str(exc.detail)}
+        return 404, {
+            "_tag": "PermissionNotFoundError",
+            "requestID": exc.request_id,
+            "message": str(exc.detail),
+        }
     if isinstance(exc, exceptions.NotFound):
         return 404, {"name": "NotFoundError", "data": {"message": str(exc.detail)}}
     if isinstance(exc, exceptions.AuthenticationFailed | exceptions.NotAuthenticated):

@@ -8,10 +8,15 @@ from hangar.projects.models import Project
 WORKSPACE = "/workspace"
 HOME = "/root"
 
+
 def config(project: Project, username: str) -> dict:
     body = {
         "$schema": "https://opencode.ai/config.json",
-        "command": {}, "plugin": [], "mode": {}, "agent": {}, "provider": {},
+        "command": {},
+        "plugin": [],
+        "mode": {},
+        "agent": {},
+        "provider": {},
         "username": username,
         "default_agent": project.default_agent or "build",
         "share": "disabled",
@@ -31,15 +36,25 @@ def agents(project: Project) -> list[dict]:
 
 
 def path() -> dict:
-    return {"home": HOME, "state": f"{HOME}/.local/state/opencode", "config": f"{HOME}/.config/opencode",
-            "worktree": WORKSPACE, "directory": WORKSPACE}
+    return {
+        "home": HOME,
+        "state": f"{HOME}/.local/state/opencode",
+        "config": f"{HOME}/.config/opencode",
+        "worktree": WORKSPACE,
+        "directory": WORKSPACE,
+    }
 
 
 def project_info(project: Project) -> dict:
     return {
-        "id": str(project.pk), "worktree": WORKSPACE, "name": project.name, "sandboxes": [],
-        "time": {"created": int(project.created_at.timestamp() * 1000),
-                 "updated": int(project.updated_at.timestamp() * 1000)},
+        "id": str(project.pk),
+        "worktree": WORKSPACE,
+        "name": project.name,
+        "sandboxes": [],
+        "time": {
+            "created": int(project.created_at.timestamp() * 1000),
+            "updated": int(project.updated_at.timestamp() * 1000),
+        },
     }
 
 
@@ -49,18 +64,32 @@ def providers(project: Project) -> tuple[list[dict], dict]:
     if not model_id:
         return [], {}
     model = {
-        "id": model_id, "providerID": provider_id, "name": model_id,
+        "id": model_id,
+        "providerID": provider_id,
+        "name": model_id,
         "api": {"id": model_id, "url": "", "npm": "@ai-sdk/openai-compatible"},
         "capabilities": {
-            "temperature": True, "reasoning": False, "attachment": False, "toolcall": True,
+            "temperature": True,
+            "reasoning": False,
+            "attachment": False,
+            "toolcall": True,
             "input": {"text": True, "audio": False, "image": False, "video": False, "pdf": False},
             "output": {"text": True, "audio": False, "image": False, "video": False, "pdf": False},
             "interleaved": False,
         },
         "cost": {"input": 0, "output": 0, "cache": {"read": 0, "write": 0}},
         "limit": {"context": 128000, "output": 32000},
-        "status": "active", "options": {}, "headers": {}, "release_date": "",
+        "status": "active",
+        "options": {},
+        "headers": {},
+        "release_date": "",
     }
-    provider = {"id": provider_id, "name": provider_id, "source": "api", "env": [], "options": {},
-                "models": {model_id: model}}
+    provider = {
+        "id": provider_id,
+        "name": provider_id,
+        "source": "api",
+        "env": [],
+        "options": {},
+        "models": {model_id: model},
+    }
     return [provider], {provider_id: model_id}

@@ -35,8 +35,11 @@ def join_project(request, project_id) -> None:
     """Have the authenticators load the URL's project with the token (accounts.authentication.requested_join),
     only if the token's org owns it. Call before authentication runs."""
     pk = project_pk(project_id)
-    request.token_join = None if pk is None else Join(
-        Project, "project", "project.org_id = t.org_id AND project.id = %s", (pk,))
+    request.token_join = (
+        None
+        if pk is None
+        else Join(Project, "project", "project.org_id = t.org_id AND project.id = %s", (pk,))
+    )
 
 
 @dataclass(frozen=True)

@@ -67,13 +67,16 @@ def to_opencode(event: dict) -> list[dict]:
 
 
 def _delta(session_id: str, part: dict, delta) -> dict:
-    return envelope("message.part.delta", {
-        "sessionID": part.get("sessionID") or session_id,
-        "messageID": part.get("messageID", ""),
-        "partID": part.get("partID") or part.get("id", ""),
-        "field": part.get("field", "text"),
-        "delta": delta if isinstance(delta, str) else json.dumps(delta),
-    })
+    return envelope(
+        "message.part.delta",
+        {
+            "sessionID": part.get("sessionID") or session_id,
+            "messageID": part.get("messageID", ""),
+            "partID": part.get("partID") or part.get("id", ""),
+            "field": part.get("field", "text"),
+            "delta": delta if isinstance(delta, str) else json.dumps(delta),
+        },
+    )
 
 
 def sse(event: dict) -> bytes:

@@ -16,15 +16,27 @@ urlpatterns = [
     path("session", views_session.SessionListCreate.as_view(), name="oc-sessions"),
     path("session/status", views_session.SessionStatusList.as_view(), name="oc-session-status"),
     path("session/<str:session_id>", views_session.SessionDetail.as_view(), name="oc-session"),
-    path("session/<str:session_id>/children", views_session.SessionChildren.as_view(), name="oc-session-children"),
+    path(
+        "session/<str:session_id>/children",
+        views_session.SessionChildren.as_view(),
+        name="oc-session-children",
+    ),
     path("session/<str:session_id>/message", views_stream.session_message, name="oc-session-messages"),
-    path("session/<str:session_id>/message/<str:message_id>", views_session.SessionMessageDetail.as_view(),
-         name="oc-session-message"),
+    path(
+        "session/<str:session_id>/message/<str:message_id>",
+        views_session.SessionMessageDetail.as_view(),
+        name="oc-session-message",
+    ),
     path("session/<str:session_id>/todo", views_session.SessionTodos.as_view(), name="oc-session-todo"),
     path("session/<str:session_id>/prompt_async", views_run.PromptAsync.as_view(), name="oc-prompt-async"),
     path("session/<str:session_id>/abort", views_run.Abort.as_view(), name="oc-abort"),
-    path("session/<str:session_id>/permissions/<str:request_id>", views_run.LegacyPermissionRespond.as_view(),
-         name="oc-permission-respond"),
+    path(
+        "session/<str:session_id>/permissions/<str:request_id>",
+        views_run.LegacyPermissionRespond.as_view(),
+        name="oc-permission-respond",
+    ),
     path("permission", views_run.PermissionList.as_view(), name="oc-permissions"),
-    path("permission/<str:request_id>/reply", views_run.PermissionReply.as_view(), name="oc-permission-reply"),
+    path(
+        "permission/<str:request_id>/reply", views_run.PermissionReply.as_view(), name="oc-permission-reply"
+    ),
 ]

@@ -63,7 +63,9 @@ class Abort(OpenCodeView):
         return Response(True)
 
 
-def _reply(view: OpenCodeView, request_id: str, reply: str, message: str | None, session_id: str | None = None):
+def _reply(
+    view: OpenCodeView, request_id: str, reply: str, message: str | None, session_id: str | None = None
+):
     requests = PermissionRequest.objects.filter(
         pk=request_id, session__org_id=view.scope.project.org_id, session__project_id=view.scope.project.pk
     ).select_related("session")
@@ -81,7 +83,9 @@ def _reply(view: OpenCodeView, request_id: str, reply: str, message: str | None,
 
 
 class PermissionReply(OpenCodeView):
-    @extend_schema(tags=OC, operation_id="oc_permission_reply", request=s.PermissionReplyIn, responses={200: bool})
+    @extend_schema(
+        tags=OC, operation_id="oc_permission_reply", request=s.PermissionReplyIn, responses={200: bool}
+    )
     def post(self, request, project_id, request_id):
         body = s.PermissionReplyIn(data=request.data or {})
         body.is_valid(raise_exception=True)
@@ -89,7 +93,9 @@ class PermissionReply(OpenCodeView):
 
 
 class LegacyPermissionRespond(OpenCodeView):
-    @extend_schema(tags=OC, operation_id="oc_permission_respond", request=s.LegacyPermissionIn, responses={200: bool})
+    @extend_schema(
+        tags=OC, operation_id="oc_permission_respond", request=s.LegacyPermissionIn, responses={200: bool}
+    )
     def post(self, request, project_id, session_id, request_id):
         session = self.get_session(session_id)
         body = s.LegacyPermissionIn(data=request.data or {})
@@ -101,6 +107,8 @@ class PermissionList(OpenCodeView):
     @extend_schema(tags=OC, operation_id="oc_permission_list", responses={200: dict})
     def get(self, request, project_id):
         pending = PermissionRequest.objects.filter(
-            session__org_id=self.scope.project.org_id, session__project_id=self.scope.project.pk, status="pending"
+            session__org_id=self.scope.project.org_id,
+            session__project_id=self.scope.project.pk,
+            status="pending",
         ).order_by("id")
         return Response([permission_request_payload(p) for p in pending])

@@ -19,14 +19,22 @@ class SessionListCreate(OpenCodeView):
     @extend_schema(tags=OC, operation_id="oc_session_list", responses={200: dict})
     def get(self, request, project_id):
         params = request.query_params
-        limit = int(params["limit"]) if params.get("limit", "").isdigit() else conversation_selectors.MAX_LIMIT
+        limit = (
+            int(params["limit"]) if params.get("limit", "").isdigit() else conversation_selectors.MAX_LIMIT
+        )
         sessions = conversation_selectors.sessions_list(
-            self.scope.actor, self.scope.project.pk, archived=None, roots_only=params.get("roots") == "true",
-            search=params.get("search", ""), limit=limit,
+            self.scope.actor,
+            self.scope.project.pk,
+            archived=None,
+            roots_only=params.get("roots") == "true",
+            search=params.get("search", ""),
+            limit=limit,
         )
         return Response([session_info(session) for session in sessions])
 
-    @extend_schema(tags=OC, operation_id="oc_session_create", request=s.SessionCreateIn, responses={200: dict})
+    @extend_schema(
+        tags=OC, operation_id="oc_session_create", request=s.SessionCreateIn, responses={200: dict}
+    )
     def post(self, request, project_id):
         body = s.SessionCreateIn(data=request.data or {})
         body.is_valid(raise_exception=True)
@@ -34,7 +42,10 @@ class SessionListCreate(OpenCodeView):
         parent = self.get_session(data["parentID"]) if data.get("parentID") else None
         model = data.get("model")
         session = session_create(
-            actor=self.scope.actor, project=self.scope.project, title=data.get("title", ""), parent=parent,
+            actor=self.scope.actor,
+            project=self.scope.project,
+            title=data.get("title", ""),
+            parent=parent,
             agent=data.get("agent"),
             model={"providerID": model["providerID"], "modelID": model["id"]} if model else None,
             permission=[dict(rule) for rule in data.get("permission", [])],
@@ -47,14 +58,18 @@ class SessionDetail(OpenCodeView):
     def get(self, request, project_id, session_id):
         return Response(session_info(self.get_session(session_id)))
 
-    @extend_schema(tags=OC, operation_id="oc_session_update", request=s.SessionUpdateIn, responses={200: dict})
+    @extend_schema(
+        tags=OC, operation_id="oc_session_update", request=s.SessionUpdateIn, responses={200: dict}
+    )
     def patch(self, request, project_id, session_id):
         session = self.get_session(session_id)
         body = s.SessionUpdateIn(data=request.data or {})
         body.is_valid(raise_exception=True)
         data = body.validated_data
         session = session_update(
-            actor=self.scope.actor, session=session, title=data.get("title"),
+            actor=self.scope.actor,
+            session=session,
+            title=data.get("title"),
             permission=[dict(rule) for rule in data["permission"]] if "permission" in data else None,
         )
         if "time" in data and "archived" in data["time"]:
@@ -77,7 +92,8 @@ class SessionStatusList(OpenCodeView):
     def get(self, request, project_id):
         rows = (
             conversation_selectors.visible_sessions(self.scope.actor)
-            .filter(project_id=self.scope.project.pk).exclude(status="idle")
+            .filter(project_id=self.scope.project.pk)
+            .exclude(status="idle")
             .values_list("id", "status", "status_detail")
         )
         return Response({pk: {"type": status, **(detail or {})} for pk, status, detail in rows})
@@ -93,13 +109,18 @@ class SessionTodos(OpenCodeView):
     @extend_schema(tags=OC, operation_id="oc_session_todo", responses={200: dict})
     def get(self, request, project_id, session_id):
         session: Session = self.get_session(session_id)
-        return Response([
-            {"content": t.content, "status": t.status, "priority": t.priority} for t in session.todos.order_by("position")
-        ])
+        return Response(
+            [
+                {"content": t.content, "status": t.status, "priority": t.priority}
+                for t in session.todos.order_by("position")
+            ]
+        )
 
 
 class SessionChildren(OpenCodeView):
     @extend_schema(tags=OC, operation_id="oc_session_children", responses={200: dict})
     def get(self, request, project_id, session_id):
         session = self.get_session(session_id)
-        return Response([session_info(c) for c in conversation_selectors.session_children(self.scope.actor, session)])
+        return Response(
+            [session_info(c) for c in conversation_selectors.session_children(self.scope.actor, session)]
+        )

@@ -70,7 +70,8 @@ async def session_message(request, project_id, session_id):
         if request.method == "GET":
             limit = request.GET.get("limit", "")
             rows = await db(conversation_selectors.messages_list)(
-                session, limit=int(limit) if limit.isdigit() else None)
+                session, limit=int(limit) if limit.isdigit() else None
+            )
             return JsonResponse(rows, safe=False)
         if request.method != "POST":
             raise MethodNotAllowed(request.method)
@@ -85,7 +86,8 @@ async def session_message(request, project_id, session_id):
 async def _session(scope, session_id) -> Session:
     try:
         return await db(conversation_selectors.session_get)(
-            scope.actor, session_id, project_id=scope.project.pk)
+            scope.actor, session_id, project_id=scope.project.pk
+        )
     except Session.DoesNotExist:
         raise NotFound(f"Session not found: {session_id}") from None
 
@@ -110,8 +112,11 @@ async def _prompt_and_wait(scope, session: Session, data: dict):
                 return JsonResponse(answer)
             # Wake on the session's next event, or re-check after POLL_S regardless.
             await subscription.get(timeout=POLL_S)
-    return HttpResponse(json.dumps({"name": "TimeoutError", "data": {"message": "The turn is still running."}}),
-                        status=504, content_type="application/json")
+    return HttpResponse(
+        json.dumps({"name": "TimeoutError", "data": {"message": "The turn is still running."}}),
+        status=504,
+        content_type="application/json",
+    )
 
 
 def _finished_turn(session_id: str, user_message_id: str) -> dict | None:
@@ -119,7 +124,11 @@ def _finished_turn(session_id: str, user_message_id: str) -> dict | None:
     session = Session.objects.only("status", "run_requested").get(pk=session_id)
     if session.status == "busy" or session.status == "retry" or session.run_requested:
         return None
-    last = Message.objects.filter(session_id=session_id, role="assistant", pk__gt=user_message_id).order_by("-id").first()
+    last = (
+        Message.objects.filter(session_id=session_id, role="assistant", pk__gt=user_message_id)
+        .order_by("-id")
+        .first()
+    )
     if last is None or not (last.data.get("time", {}).get("completed") or last.data.get("error")):
         return None
     return conversation_selectors.message_with_parts(last)

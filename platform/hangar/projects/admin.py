@@ -30,7 +30,16 @@ class ProviderCredentialAdmin(TenantScopedAdmin):
     """Keys are set through the API; here only what the API shows (a hint, never the key)."""
 
     list_display = ["provider", "org", "user", "api_base", "api_key_hint", "updated_at"]
-    fields = ["provider", "org", "user", "models_list", "api_base", "api_key_hint", "created_at", "updated_at"]
+    fields = [
+        "provider",
+        "org",
+        "user",
+        "models_list",
+        "api_base",
+        "api_key_hint",
+        "created_at",
+        "updated_at",
+    ]
     readonly_fields = ["provider", "org", "user", "api_key_hint", "created_at", "updated_at"]
 
     def has_add_permission(self, request):

@@ -9,9 +9,11 @@ from hangar.rawsql import instances, run, select_list
 
 # The personal credential (user set) sorts before the org's (NULLs last). A prepared statement: every
 # run of every session resolves its credential when it starts.
-_FIND = (f"SELECT {select_list(ProviderCredential, 'c')} FROM projects_providercredential c"
-         " WHERE c.org_id = %s AND c.provider = %s AND (c.user_id IS NULL OR c.user_id = %s)"
-         " ORDER BY c.user_id ASC NULLS LAST, c.id ASC LIMIT 1")
+_FIND = (
+    f"SELECT {select_list(ProviderCredential, 'c')} FROM projects_providercredential c"
+    " WHERE c.org_id = %s AND c.provider = %s AND (c.user_id IS NULL OR c.user_id = %s)"
+    " ORDER BY c.user_id ASC NULLS LAST, c.id ASC LIMIT 1"
+)
 
 
 class CredentialNotFound(LookupError):
@@ -38,5 +40,10 @@ def credential_resolve(*, org_id: int, user_id: int | None, provider: str) -> Re
 
 def _resolved(credential: ProviderCredential, scope: str) -> ResolvedCredential:
     key = crypto.decrypt(credential.api_key_encrypted) if credential.api_key_encrypted else ""
-    return ResolvedCredential(provider=credential.provider, api_base=credential.api_base, api_key=key,
-                              models=list(credential.models_list or []), scope=scope)
+    return ResolvedCredential(
+        provider=credential.provider,
+        api_base=credential.api_base,
+        api_key=key,
+        models=list(credential.models_list or []),
+        scope=scope,
+    )

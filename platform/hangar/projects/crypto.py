@@ -8,7 +8,9 @@ from django.conf import settings
 
 def _fernet() -> MultiFernet:
     # Built per call (cheap) so a settings override in tests or a key change on reload takes effect.
-    return MultiFernet([Fernet(key.encode() if isinstance(key, str) else key) for key in settings.ENCRYPTION_KEYS])
+    return MultiFernet(
+        [Fernet(key.encode() if isinstance(key, str) else key) for key in settings.ENCRYPTION_KEYS]
+    )
 
 
 def encrypt(plaintext: str) -> str:

@@ -5,7 +5,9 @@ from hangar.projects.models import Project
 from hangar.rawsql import run
 
 # Read when a run first reaches its sandbox (every run of every session): prepared, no ORM query building.
-_SANDBOX_SAFE = "SELECT name, value_encrypted FROM projects_projectenvvar WHERE project_id = %s AND NOT secret"
+_SANDBOX_SAFE = (
+    "SELECT name, value_encrypted FROM projects_projectenvvar WHERE project_id = %s AND NOT secret"
+)
 
 
 def env_for_sandbox(project: Project) -> dict[str, str]:

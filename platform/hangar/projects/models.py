@@ -26,7 +26,9 @@ class Project(models.Model):
     sandbox_pids = models.PositiveIntegerField(default=256)
     sandbox_disk_mb = models.PositiveIntegerField(default=2048)
     command_timeout_s = models.PositiveIntegerField(default=600)
-    network_policy = models.CharField(max_length=16, choices=NetworkPolicy.choices, default=NetworkPolicy.NONE)
+    network_policy = models.CharField(
+        max_length=16, choices=NetworkPolicy.choices, default=NetworkPolicy.NONE
+    )
     network_allowlist = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -49,7 +51,6 @@ class ProjectEnvVar(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["project", "name"], name="uniq_project_env")]
-
 
 
 class ProviderCredential(models.Model):

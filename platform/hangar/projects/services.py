@@ -14,9 +14,20 @@ from hangar.projects.models import Project, ProjectEnvVar, ProviderCredential
 from hangar.projects.validation import clean_env_name, clean_project_fields
 
 PROJECT_FIELDS = (
-    "name", "slug", "default_agent", "default_model", "setup_script", "permission_rules", "sandbox_image",
-    "sandbox_cpus", "sandbox_memory_mb", "sandbox_pids", "sandbox_disk_mb", "command_timeout_s",
-    "network_policy", "network_allowlist",
+    "name",
+    "slug",
+    "default_agent",
+    "default_model",
+    "setup_script",
+    "permission_rules",
+    "sandbox_image",
+    "sandbox_cpus",
+    "sandbox_memory_mb",
+    "sandbox_pids",
+    "sandbox_disk_mb",
+    "command_timeout_s",
+    "network_policy",
+    "network_allowlist",
 )
 
 
@@ -37,8 +48,13 @@ def project_create(*, actor: Actor, org: Org, name: str, **fields) -> Project:
     if Project.objects.filter(org=org, slug=values["slug"]).exists():
         raise ValidationError({"slug": ["A project with this slug already exists in this org."]})
     project = Project.objects.create(org=org, **values)
-    audit_record(actor=actor, action="project.create", target=project, org_id=org.pk,
-                 data={"slug": project.slug, "name": project.name})
+    audit_record(
+        actor=actor,
+        action="project.create",
+        target=project,
+        org_id=org.pk,
+        data={"slug": project.slug, "name": project.name},
+    )
     return project
 
 
@@ -46,9 +62,10 @@ def project_create(*, actor: Actor, org: Org, name: str, **fields) -> Project:
 def project_update(*, actor: Actor, project: Project, **fields) -> Project:
     require_role(actor, project.org_id, Role.ADMIN)
     values = _check_fields(fields)
-    if values.get("slug") and Project.objects.filter(org_id=project.org_id, slug=values["slug"]).exclude(
-        pk=project.pk
-    ).exists():
+    if (
+        values.get("slug")
+        and Project.objects.filter(org_id=project.org_id, slug=values["slug"]).exclude(pk=project.pk).exists()
+    ):
         raise ValidationError({"slug": ["A project with this slug already exists in this org."]})
     project = Project.objects.select_for_update().get(pk=project.pk)
     changed = {}
@@ -59,8 +76,7 @@ def project_update(*, actor: Actor, project: Project, **fields) -> Project:
     if changed:
         project.save(update_fields=[*changed, "updated_at"])
         # Setup scripts may hold anything: record which fields changed, not the script itself.
-        audit_record(actor=actor, action="project.update", target=project,
-                     data={"fields": sorted(changed)})
+        audit_record(actor=actor, action="project.update", target=project, data={"fields": sorted(changed)})
     return project
 
 
@@ -72,17 +88,26 @@ def project_delete(*, actor: Actor, project: Project) -> None:
 
 
 @transaction.atomic
-def env_var_set(*, actor: Actor, project: Project, name: str, value: str, secret: bool = True) -> ProjectEnvVar:
+def env_var_set(
+    *, actor: Actor, project: Project, name: str, value: str, secret: bool = True
+) -> ProjectEnvVar:
     """Create or replace one env var. `secret` ones never leave the worker; others reach the sandbox."""
     require_role(actor, project.org_id, Role.ADMIN)
     clean_env_name(name)
     if not isinstance(value, str) or len(value) > 32768:
         raise ValidationError({"value": ["Must be a string of at most 32768 characters."]})
     var, created = ProjectEnvVar.objects.update_or_create(
-        project=project, name=name, defaults={"value_encrypted": crypto.encrypt(value), "secret": bool(secret)}
+        project=project,
+        name=name,
+        defaults={"value_encrypted": crypto.encrypt(value), "secret": bool(secret)},
     )
-    audit_record(actor=actor, action="project.env_set", target=var, org_id=project.org_id,
-                 data={"project": project.pk, "name": name, "secret": var.secret, "created": created})
+    audit_record(
+        actor=actor,
+        action="project.env_set",
+        target=var,
+        org_id=project.org_id,
+        data={"project": project.pk, "name": name, "secret": var.secret, "created": created},
+    )
     return var
 
 
@@ -90,8 +115,13 @@ def env_var_set(*, actor: Actor, project: Project, name: str, value: str, secret
 def env_var_delete(*, actor: Actor, var: ProjectEnvVar) -> None:
     project = var.project
     require_role(actor, project.org_id, Role.ADMIN)
-    audit_record(actor=actor, action="project.env_delete", target=var, org_id=project.org_id,
-                 data={"project": project.pk, "name": var.name})
+    audit_record(
+        actor=actor,
+        action="project.env_delete",
+        target=var,
+        org_id=project.org_id,
+        data={"project": project.pk, "name": var.name},
+    )
     var.delete()
 
 
@@ -104,13 +134,23 @@ def _credential_role(actor: Actor, org_id: int, user_id: int | None) -> None:
 def _clean_credential(provider: str | None, models: list | None) -> None:
     if provider is not None and (not isinstance(provider, str) or not provider.strip() or "/" in provider):
         raise ValidationError({"provider": ["Must be a non-empty provider id without '/'."]})
-    if models is not None and (not isinstance(models, list) or not all(isinstance(m, str) and m for m in models)):
+    if models is not None and (
+        not isinstance(models, list) or not all(isinstance(m, str) and m for m in models)
+    ):
         raise ValidationError({"models": ["Must be a list of model ids."]})
 
 
 @transaction.atomic
-def credential_set(*, actor: Actor, org: Org, provider: str, api_key: str | None = None, api_base: str = "",
-                   models: list[str] | None = None, user: User | None = None) -> ProviderCredential:
+def credential_set(
+    *,
+    actor: Actor,
+    org: Org,
+    provider: str,
+    api_key: str | None = None,
+    api_base: str = "",
+    models: list[str] | None = None,
+    user: User | None = None,
+) -> ProviderCredential:
     """Create or update the (org, user-or-none, provider) credential. `api_key=None` keeps the stored key."""
     _credential_role(actor, org.pk, user.pk if user else None)
     _clean_credential(provider, models)
@@ -130,17 +170,31 @@ def credential_set(*, actor: Actor, org: Org, provider: str, api_key: str | None
             credential.save()
     except IntegrityError as exc:
         raise ValidationError({"provider": ["A credential for this provider already exists."]}) from exc
-    audit_record(actor=actor, action="credential.set", target=credential, org_id=org.pk,
-                 data={"provider": provider, "user": user.email if user else None, "created": created,
-                       "api_base": credential.api_base, "key_changed": api_key is not None})
+    audit_record(
+        actor=actor,
+        action="credential.set",
+        target=credential,
+        org_id=org.pk,
+        data={
+            "provider": provider,
+            "user": user.email if user else None,
+            "created": created,
+            "api_base": credential.api_base,
+            "key_changed": api_key is not None,
+        },
+    )
     return credential
 
 
 @transaction.atomic
 def credential_delete(*, actor: Actor, credential: ProviderCredential) -> None:
     _credential_role(actor, credential.org_id, credential.user_id)
-    audit_record(actor=actor, action="credential.delete", target=credential,
-                 data={"provider": credential.provider, "user_id": credential.user_id})
+    audit_record(
+        actor=actor,
+        action="credential.delete",
+        target=credential,
+        data={"provider": credential.provider, "user_id": credential.user_id},
+    )
     credential.delete()
 
 

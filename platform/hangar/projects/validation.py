@@ -18,7 +18,9 @@ LIMITS = {
     "command_timeout_s": (1, 3600),
 }
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
-HOST = re.compile(r"^(\*\.)?([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
+HOST = re.compile(
+    r"^(\*\.)?([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"
+)
 
 
 def clean_permission_rules(rules, field: str = "permission_rules") -> list[dict]:
@@ -39,7 +41,9 @@ def clean_permission_rules(rules, field: str = "permission_rules") -> list[dict]
                 raise ValidationError({f"{where}.{key}": ["Must be a non-empty string."]})
         if rule.get("action") not in ACTIONS:
             raise ValidationError({f"{where}.action": [f"Must be one of: {', '.join(ACTIONS)}."]})
-        cleaned.append({"permission": rule["permission"], "pattern": rule["pattern"], "action": rule["action"]})
+        cleaned.append(
+            {"permission": rule["permission"], "pattern": rule["pattern"], "action": rule["action"]}
+        )
     return cleaned
 
 
@@ -50,7 +54,9 @@ def clean_allowlist(entries) -> list[str]:
     cleaned = []
     for index, entry in enumerate(entries):
         if not isinstance(entry, str) or not _valid_host_entry(entry.strip()):
-            raise ValidationError({f"network_allowlist[{index}]": ["Must be a host, IP or CIDR, optional :port."]})
+            raise ValidationError(
+                {f"network_allowlist[{index}]": ["Must be a host, IP or CIDR, optional :port."]}
+            )
         cleaned.append(entry.strip().lower())
     return cleaned
 

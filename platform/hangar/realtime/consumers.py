@@ -52,13 +52,22 @@ CLOSE_GONE = 4410
 
 
 def _actor(user, token: ApiToken | None, org_id: int) -> Actor:
-    return Actor(type=ActorType.TOKEN if token else ActorType.USER, org_id=org_id, user=user, token=token,
-                 label=token.prefix if token else getattr(user, "email", ""))
+    return Actor(
+        type=ActorType.TOKEN if token else ActorType.USER,
+        org_id=org_id,
+        user=user,
+        token=token,
+        label=token.prefix if token else getattr(user, "email", ""),
+    )
 
 
 @database_sync_to_async
 def _visible_session(user, token, session_id: str) -> Session | None:
-    org_id = token.org_id if token else Session.objects.filter(pk=session_id).values_list("org_id", flat=True).first()
+    org_id = (
+        token.org_id
+        if token
+        else Session.objects.filter(pk=session_id).values_list("org_id", flat=True).first()
+    )
     if org_id is None:
         return None
     try:
@@ -169,7 +178,9 @@ class SessionStreamConsumer(_StreamConsumer):
     async def _fill(self) -> None:
         """Send every stored event after `self.last`, in batches."""
         while True:
-            events = await database_sync_to_async(selectors.events_after)(self.session_id, self.last, REPLAY_BATCH)
+            events = await database_sync_to_async(selectors.events_after)(
+                self.session_id, self.last, REPLAY_BATCH
+            )
             for event in events:
                 await self.send_frame(event)
                 self.last = event["seq"]

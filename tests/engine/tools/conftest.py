@@ -30,7 +30,9 @@ class Harness:
 
     def ask(self, permission: str, patterns: list[str], always: list[str], metadata: dict) -> None:
         with self.lock:
-            self.asks.append({"permission": permission, "patterns": patterns, "always": always, "metadata": metadata})
+            self.asks.append(
+                {"permission": permission, "patterns": patterns, "always": always, "metadata": metadata}
+            )
         action = self.policy.get(permission, "allow")
         if action == "ask":
             raise PermissionAsked(f"per_{permission}")
@@ -42,10 +44,17 @@ class Harness:
 
     def ctx(self, call_id: str = "call_1", agent: str = "build", **extra) -> ToolContext:
         return ToolContext(
-            session_id=getattr(self.sandbox, "session_id", "ses_test"), message_id="msg_test", call_id=call_id,
-            agent=agent, sandbox=self.sandbox, abort=self.abort, ask=self.ask,
-            update_metadata=lambda m: self.updates.append(m() if callable(m) else m), was_read=self.read_paths.__contains__,
-            mark_read=self.read_paths.add, extra=extra,
+            session_id=getattr(self.sandbox, "session_id", "ses_test"),
+            message_id="msg_test",
+            call_id=call_id,
+            agent=agent,
+            sandbox=self.sandbox,
+            abort=self.abort,
+            ask=self.ask,
+            update_metadata=lambda m: self.updates.append(m() if callable(m) else m),
+            was_read=self.read_paths.__contains__,
+            mark_read=self.read_paths.add,
+            extra=extra,
         )
 
 
@@ -73,7 +82,9 @@ def docker_box(docker_sandboxes):
 
     session_id = f"ttools{RUN_ID}-{uuid.uuid4().hex[:6]}"
     docker_sandboxes.made.append(session_id)
-    return docker_sandboxes.get_or_create(SandboxSpec(session_id=session_id, memory_mb=256, pids=128, disk_mb=64))
+    return docker_sandboxes.get_or_create(
+        SandboxSpec(session_id=session_id, memory_mb=256, pids=128, disk_mb=64)
+    )
 
 
 @pytest.fixture

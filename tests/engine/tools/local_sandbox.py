@@ -39,8 +39,14 @@ class LocalSandbox:
         return "/" + str(Path(host_path).relative_to(self.root))
 
     def exec(self, command, *, cwd=None, env=None, timeout_s=None, on_output=None, cancel=None) -> ExecResult:
-        proc = subprocess.Popen(["bash", "-c", command], cwd=self.host(cwd or WORKSPACE), stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ, **(env or {})})
+        proc = subprocess.Popen(
+            ["bash", "-c", command],
+            cwd=self.host(cwd or WORKSPACE),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, **(env or {})},
+        )
         chunks: list[str] = []
 
         def pump() -> None:
@@ -78,7 +84,7 @@ class LocalSandbox:
         if lines and lines[-1] == "":
             lines.pop()
         window, size = [], 0
-        for line in lines[offset:offset + limit]:
+        for line in lines[offset : offset + limit]:
             line = line if len(line) <= 2000 else line[:2000] + "..."
             size += len(line.encode()) + 1
             if size > 50 * 1024 and window:
@@ -130,7 +136,9 @@ class LocalSandbox:
         root = self.host(path)
         if not root.is_dir():
             raise FileNotFound(path)
-        found = [root / f for f in globlib.glob(pattern, root_dir=root, recursive=True) if (root / f).is_file()]
+        found = [
+            root / f for f in globlib.glob(pattern, root_dir=root, recursive=True) if (root / f).is_file()
+        ]
         found.sort(key=lambda p: p.stat().st_mtime, reverse=True)
         return [self.container(p) for p in found[:LIMIT]], len(found) > LIMIT
 
@@ -174,4 +182,3 @@ class LocalSandbox:
 
     def snapshot_revert(self, tree_hash, paths) -> None:
         raise NotImplementedError
-

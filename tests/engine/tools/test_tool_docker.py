@@ -38,8 +38,12 @@ def test_write_read_edit_round_trip_in_the_container(d):
     fuzzy = run(d, "edit", filePath=path, oldString="    return  a+b", newString="    return a + b")
     assert fuzzy.metadata["replacer"] == "WhitespaceNormalizedReplacer"
     assert d.sandbox.read_bytes(path) == b"def add(a, b):\n    return a + b\n"
-    out = run(d, "bash", command=f"python3 -c 'import sys; sys.path.insert(0, \"{d.dir}\"); "
-                                  "import app; print(app.add(2, 3))'", description="Run add")
+    out = run(
+        d,
+        "bash",
+        command=f"python3 -c 'import sys; sys.path.insert(0, \"{d.dir}\"); import app; print(app.add(2, 3))'",
+        description="Run add",
+    )
     assert out.output.strip() == "5" and out.metadata["exit"] == 0
 
 
@@ -60,8 +64,13 @@ def test_read_rejects_binaries_and_directories_in_the_container(d):
 
 
 def test_bash_streams_output_into_metadata_and_reports_the_exit_code(d):
-    result = run(d, "bash", command="for i in 1 2 3; do echo tick $i; sleep 0.1; done; exit 7",
-                 workdir=d.dir, description="Count ticks")
+    result = run(
+        d,
+        "bash",
+        command="for i in 1 2 3; do echo tick $i; sleep 0.1; done; exit 7",
+        workdir=d.dir,
+        description="Count ticks",
+    )
     assert result.output == "tick 1\ntick 2\ntick 3\n"
     assert result.metadata["exit"] == 7
     streamed = [u["output"] for u in d.updates]
@@ -88,7 +97,11 @@ def test_bash_abort_cancels_the_running_command(d):
 
 
 def test_list_glob_and_grep_use_opencodes_formats(d):
-    for name, text in {"src/a.py": "import os\nTODO: a\n", "src/deep/b.py": "TODO: b\n", "notes.md": "none\n"}.items():
+    for name, text in {
+        "src/a.py": "import os\nTODO: a\n",
+        "src/deep/b.py": "TODO: b\n",
+        "notes.md": "none\n",
+    }.items():
         d.sandbox.write(f"{d.dir}/{name}", text)
     listing = run(d, "list", path=d.dir)
     assert listing.output == f"{d.dir}/\n  src/\n    deep/\n      b.py\n    a.py\n  notes.md\n"
@@ -102,7 +115,9 @@ def test_list_glob_and_grep_use_opencodes_formats(d):
 
 
 def test_glob_caps_at_100_and_says_so(d):
-    d.sandbox.exec(f"mkdir -p {d.dir}/many && cd {d.dir}/many && for i in $(seq 1 130); do touch f$i.txt; done")
+    d.sandbox.exec(
+        f"mkdir -p {d.dir}/many && cd {d.dir}/many && for i in $(seq 1 130); do touch f$i.txt; done"
+    )
     result = run(d, "glob", pattern="*.txt", path=f"{d.dir}/many")
     assert result.metadata == {"count": 100, "truncated": True}
     assert result.output.endswith("(Results are truncated. Consider using a more specific path or pattern.)")
@@ -111,12 +126,19 @@ def test_glob_caps_at_100_and_says_so(d):
 def test_batch_runs_sub_calls_in_parallel_in_the_container(d):
     d.sandbox.write(f"{d.dir}/one.txt", "first\n")
     started = time.monotonic()
-    result = run(d, "batch", tool_calls=[
-        {"tool": "bash", "parameters": {"command": "sleep 1; echo slept", "description": "Sleep one"}},
-        {"tool": "bash", "parameters": {"command": "sleep 1; echo slept too", "description": "Sleep two"}},
-        {"tool": "read", "parameters": {"filePath": f"{d.dir}/one.txt"}},
-        {"tool": "grep", "parameters": {"pattern": "first", "path": d.dir}},
-    ])
+    result = run(
+        d,
+        "batch",
+        tool_calls=[
+            {"tool": "bash", "parameters": {"command": "sleep 1; echo slept", "description": "Sleep one"}},
+            {
+                "tool": "bash",
+                "parameters": {"command": "sleep 1; echo slept too", "description": "Sleep two"},
+            },
+            {"tool": "read", "parameters": {"filePath": f"{d.dir}/one.txt"}},
+            {"tool": "grep", "parameters": {"pattern": "first", "path": d.dir}},
+        ],
+    )
     assert time.monotonic() - started < 1.9  # two 1 s sleeps ran side by side
     assert result.metadata["successful"] == 4
     assert result.output.startswith("All 4 tools executed successfully.")
@@ -126,12 +148,15 @@ def test_apply_patch_adds_updates_moves_and_deletes_files(d):
     d.sandbox.write(f"{d.dir}/main.py", "def run():\n    return 1\n")
     d.sandbox.write(f"{d.dir}/old.txt", "bye\n")
     rel = d.dir.removeprefix("/workspace/")
-    patch = (f"*** Begin Patch\n*** Add File: {rel}/new.txt\n+hello\n*** Update File: {rel}/main.py\n"
-             f"*** Move to: {rel}/app.py\n@@ def run():\n-    return 1\n+    return 2\n"
-             f"*** Delete File: {rel}/old.txt\n*** End Patch")
+    patch = (
+        f"*** Begin Patch\n*** Add File: {rel}/new.txt\n+hello\n*** Update File: {rel}/main.py\n"
+        f"*** Move to: {rel}/app.py\n@@ def run():\n-    return 1\n+    return 2\n"
+        f"*** Delete File: {rel}/old.txt\n*** End Patch"
+    )
     result = run(d, "apply_patch", patchText=patch)
-    assert result.output == (f"Success. Updated the following files:\nA {rel}/new.txt\nM {rel}/app.py\n"
-                             f"D {rel}/old.txt")
+    assert result.output == (
+        f"Success. Updated the following files:\nA {rel}/new.txt\nM {rel}/app.py\nD {rel}/old.txt"
+    )
     assert d.sandbox.read_bytes(f"{d.dir}/new.txt") == b"hello\n"
     assert d.sandbox.read_bytes(f"{d.dir}/app.py") == b"def run():\n    return 2\n"
     assert d.sandbox.stat(f"{d.dir}/main.py") is None and d.sandbox.stat(f"{d.dir}/old.txt") is None
@@ -142,8 +167,10 @@ def test_apply_patch_adds_updates_moves_and_deletes_files(d):
 def test_two_updates_of_one_file_in_one_patch_both_land(d):
     d.sandbox.write(f"{d.dir}/two.py", "a = 1\nb = 1\n")
     rel = d.dir.removeprefix("/workspace/")
-    patch = (f"*** Begin Patch\n*** Update File: {rel}/two.py\n@@\n-a = 1\n+a = 2\n"
-             f"*** Update File: {rel}/two.py\n@@\n-b = 1\n+b = 2\n*** End Patch")
+    patch = (
+        f"*** Begin Patch\n*** Update File: {rel}/two.py\n@@\n-a = 1\n+a = 2\n"
+        f"*** Update File: {rel}/two.py\n@@\n-b = 1\n+b = 2\n*** End Patch"
+    )
     result = run(d, "apply_patch", patchText=patch)
     assert d.sandbox.read_bytes(f"{d.dir}/two.py") == b"a = 2\nb = 2\n"
     assert [(f["additions"], f["deletions"]) for f in result.metadata["files"]] == [(1, 1), (1, 1)]
@@ -181,5 +208,7 @@ def test_todowrite_and_todoread_in_a_docker_backed_context(d, alice):
 
     session = session_create(actor=alice.actor, project=alice.project)
     ctx = d.ctx(session=session)
-    execute_tool(ALL["todowrite"], {"todos": [{"content": "a", "status": "pending", "priority": "high"}]}, ctx)
+    execute_tool(
+        ALL["todowrite"], {"todos": [{"content": "a", "status": "pending", "priority": "high"}]}, ctx
+    )
     assert execute_tool(ALL["todoread"], {}, ctx).metadata["todos"][0]["content"] == "a"

@@ -14,12 +14,15 @@ def run(harness, tool, **args):
 def test_read_numbers_lines_from_one_and_marks_the_file_read(local):
     local.sandbox.write("/workspace/a.py", "one\ntwo\nthree\n")
     result = run(local, "read", filePath="/workspace/a.py")
-    assert result.output == ("<path>/workspace/a.py</path>\n<type>file</type>\n<content>\n1: one\n2: two\n3: three\n\n"
-                             "(End of file - total 3 lines)\n</content>")
+    assert result.output == (
+        "<path>/workspace/a.py</path>\n<type>file</type>\n<content>\n1: one\n2: two\n3: three\n\n"
+        "(End of file - total 3 lines)\n</content>"
+    )
     assert result.title == "a.py"
     assert "/workspace/a.py" in local.read_paths
-    assert local.asked("read") == [{"permission": "read", "patterns": ["/workspace/a.py"], "always": ["*"],
-                                    "metadata": {}}]
+    assert local.asked("read") == [
+        {"permission": "read", "patterns": ["/workspace/a.py"], "always": ["*"], "metadata": {}}
+    ]
 
 
 def test_read_pages_with_offset_and_limit_and_says_where_to_continue(local):
@@ -54,7 +57,10 @@ def test_write_refuses_to_overwrite_a_file_it_has_not_read(local):
     local.sandbox.write("/workspace/keep.txt", "original\n")
     with pytest.raises(ToolError) as exc:
         run(local, "write", filePath="/workspace/keep.txt", content="clobbered\n")
-    assert str(exc.value) == "You must read file /workspace/keep.txt before overwriting it. Use the Read tool first"
+    assert (
+        str(exc.value)
+        == "You must read file /workspace/keep.txt before overwriting it. Use the Read tool first"
+    )
     assert local.sandbox.read_bytes("/workspace/keep.txt") == b"original\n"
     run(local, "read", filePath="/workspace/keep.txt")
     run(local, "write", filePath="/workspace/keep.txt", content="replaced\n")

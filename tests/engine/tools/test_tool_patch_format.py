@@ -38,19 +38,28 @@ def test_it_rejects_text_without_begin_and_end_markers():
 
 def test_an_update_seeks_its_context_line_then_replaces_the_hunk():
     original = "def a():\n    return 1\n\ndef run():\n    return 1\n"
-    (update,) = parse_patch("*** Begin Patch\n*** Update File: f.py\n@@ def run():\n-    return 1\n+    return 2\n*** End Patch")
-    assert apply_chunks("f.py", original, update.chunks) == "def a():\n    return 1\n\ndef run():\n    return 2\n"
+    (update,) = parse_patch(
+        "*** Begin Patch\n*** Update File: f.py\n@@ def run():\n-    return 1\n+    return 2\n*** End Patch"
+    )
+    assert (
+        apply_chunks("f.py", original, update.chunks)
+        == "def a():\n    return 1\n\ndef run():\n    return 2\n"
+    )
 
 
 def test_an_update_tolerates_trailing_whitespace_and_unicode_punctuation():
     original = "msg = \u201chello\u201d   \nend\n"
-    (update,) = parse_patch('*** Begin Patch\n*** Update File: f\n@@\n-msg = "hello"\n+msg = "bye"\n end\n*** End Patch')
+    (update,) = parse_patch(
+        '*** Begin Patch\n*** Update File: f\n@@\n-msg = "hello"\n+msg = "bye"\n end\n*** End Patch'
+    )
     assert apply_chunks("f", original, update.chunks) == 'msg = "bye"\nend\n'
 
 
 def test_an_end_of_file_hunk_anchors_at_the_last_lines():
     original = "x\ny\nx\ny\n"
-    (update,) = parse_patch("*** Begin Patch\n*** Update File: f\n@@\n x\n-y\n+z\n*** End of File\n*** End Patch")
+    (update,) = parse_patch(
+        "*** Begin Patch\n*** Update File: f\n@@\n x\n-y\n+z\n*** End of File\n*** End Patch"
+    )
     assert update.chunks[0].end_of_file
     assert apply_chunks("f", original, update.chunks) == "x\ny\nx\nz\n"
 

@@ -6,8 +6,19 @@ from hangar.engine.tools.registry import ALL, get_tools, prefers_apply_patch, re
 def test_build_on_a_claude_model_gets_edit_and_write_not_apply_patch():
     tools = get_tools("build", "anthropic/claude-sonnet-4-5")
     assert {"edit", "write"} <= set(tools) and "apply_patch" not in tools
-    assert set(tools) == {"bash", "read", "write", "edit", "list", "glob", "grep", "todowrite", "todoread",
-                          "batch", "invalid"}
+    assert set(tools) == {
+        "bash",
+        "read",
+        "write",
+        "edit",
+        "list",
+        "glob",
+        "grep",
+        "todowrite",
+        "todoread",
+        "batch",
+        "invalid",
+    }
 
 
 def test_gpt5_and_codex_models_get_apply_patch_instead_of_edit_and_write():

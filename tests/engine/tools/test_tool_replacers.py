@@ -82,17 +82,25 @@ def test_multi_occurrence_replacer_yields_every_exact_occurrence():
 
 def test_the_chain_tries_the_replacers_in_opencodes_order():
     assert [name for name, _ in r.REPLACERS] == [
-        "SimpleReplacer", "LineTrimmedReplacer", "BlockAnchorReplacer", "WhitespaceNormalizedReplacer",
-        "IndentationFlexibleReplacer", "EscapeNormalizedReplacer", "TrimmedBoundaryReplacer",
-        "ContextAwareReplacer", "MultiOccurrenceReplacer",
+        "SimpleReplacer",
+        "LineTrimmedReplacer",
+        "BlockAnchorReplacer",
+        "WhitespaceNormalizedReplacer",
+        "IndentationFlexibleReplacer",
+        "EscapeNormalizedReplacer",
+        "TrimmedBoundaryReplacer",
+        "ContextAwareReplacer",
+        "MultiOccurrenceReplacer",
     ]
 
 
 def test_an_ambiguous_match_is_refused_with_opencodes_words():
     with pytest.raises(r.ReplaceError) as exc:
         r.replace("x = 1\nx = 1\n", "x = 1", "x = 2")
-    assert str(exc.value) == ("Found multiple matches for oldString. Provide more surrounding lines in oldString "
-                              "to identify the correct match.")
+    assert str(exc.value) == (
+        "Found multiple matches for oldString. Provide more surrounding lines in oldString "
+        "to identify the correct match."
+    )
 
 
 def test_replace_all_changes_every_occurrence():

@@ -38,6 +38,7 @@ def test_execute_tool_truncates_a_tools_output_and_read_can_page_through_it(loca
 
         def execute(self, args, ctx):
             from hangar.engine.tools.base import ToolResult
+
             return ToolResult(title="t", output=big)
 
     result = execute_tool(Shout(), {"filePath": "x"}, local.ctx(call_id="call_big"))

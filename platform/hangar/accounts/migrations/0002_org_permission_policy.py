@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('accounts', '0001_initial'),
+        ("accounts", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='org',
-            name='permission_policy',
+            model_name="org",
+            name="permission_policy",
             field=models.JSONField(blank=True, default=list),
         ),
     ]

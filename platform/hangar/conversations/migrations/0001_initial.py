@@ -8,156 +8,330 @@ import hangar.ids
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('accounts', '0001_initial'),
-        ('projects', '0001_initial'),
+        ("accounts", "0001_initial"),
+        ("projects", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Message',
+            name="Message",
             fields=[
-                ('id', models.CharField(default=hangar.ids.new_message_id, editable=False, max_length=40, primary_key=True, serialize=False)),
-                ('role', models.CharField(choices=[('user', 'user'), ('assistant', 'assistant')], max_length=16)),
-                ('data', models.JSONField(help_text='OpenCode UserMessage/AssistantMessage')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                (
+                    "id",
+                    models.CharField(
+                        default=hangar.ids.new_message_id,
+                        editable=False,
+                        max_length=40,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                (
+                    "role",
+                    models.CharField(choices=[("user", "user"), ("assistant", "assistant")], max_length=16),
+                ),
+                ("data", models.JSONField(help_text="OpenCode UserMessage/AssistantMessage")),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'ordering': ['id'],
+                "ordering": ["id"],
             },
         ),
         migrations.CreateModel(
-            name='Session',
+            name="Session",
             fields=[
-                ('id', models.CharField(default=hangar.ids.new_session_id, editable=False, max_length=40, primary_key=True, serialize=False)),
-                ('title', models.CharField(blank=True, max_length=200)),
-                ('slug', models.CharField(blank=True, max_length=100)),
-                ('agent', models.CharField(default='build', max_length=64)),
-                ('model', models.JSONField(blank=True, default=dict, help_text='{"providerID": ..., "modelID": ...}')),
-                ('status', models.CharField(choices=[('idle', 'Idle'), ('busy', 'Busy'), ('retry', 'Retry'), ('error', 'Error')], default='idle', max_length=8)),
-                ('status_detail', models.JSONField(blank=True, default=dict, help_text='retry attempt/next, or error')),
-                ('revert', models.JSONField(blank=True, null=True)),
-                ('summary', models.JSONField(blank=True, help_text='diff summary {additions, deletions, files}', null=True)),
-                ('permission', models.JSONField(blank=True, default=list, help_text='session-layer ruleset')),
-                ('share', models.JSONField(blank=True, null=True)),
-                ('cost', models.FloatField(default=0.0)),
-                ('tokens', models.JSONField(blank=True, default=dict)),
-                ('created_at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('archived_at', models.DateTimeField(blank=True, null=True)),
-                ('compacting_at', models.DateTimeField(blank=True, null=True)),
-                ('event_seq', models.BigIntegerField(default=0)),
-                ('run_requested', models.BooleanField(default=False, help_text='work is waiting for a runner')),
-                ('lease_owner', models.CharField(blank=True, max_length=100)),
-                ('lease_expires_at', models.DateTimeField(blank=True, db_index=True, null=True)),
-                ('abort_requested', models.BooleanField(default=False)),
-                ('creator', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
-                ('org', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='sessions', to='accounts.org')),
-                ('parent', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='children', to='conversations.session')),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='sessions', to='projects.project')),
+                (
+                    "id",
+                    models.CharField(
+                        default=hangar.ids.new_session_id,
+                        editable=False,
+                        max_length=40,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                ("title", models.CharField(blank=True, max_length=200)),
+                ("slug", models.CharField(blank=True, max_length=100)),
+                ("agent", models.CharField(default="build", max_length=64)),
+                (
+                    "model",
+                    models.JSONField(
+                        blank=True, default=dict, help_text='{"providerID": ..., "modelID": ...}'
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("idle", "Idle"), ("busy", "Busy"), ("retry", "Retry"), ("error", "Error")],
+                        default="idle",
+                        max_length=8,
+                    ),
+                ),
+                (
+                    "status_detail",
+                    models.JSONField(blank=True, default=dict, help_text="retry attempt/next, or error"),
+                ),
+                ("revert", models.JSONField(blank=True, null=True)),
+                (
+                    "summary",
+                    models.JSONField(
+                        blank=True, help_text="diff summary {additions, deletions, files}", null=True
+                    ),
+                ),
+                ("permission", models.JSONField(blank=True, default=list, help_text="session-layer ruleset")),
+                ("share", models.JSONField(blank=True, null=True)),
+                ("cost", models.FloatField(default=0.0)),
+                ("tokens", models.JSONField(blank=True, default=dict)),
+                ("created_at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                ("archived_at", models.DateTimeField(blank=True, null=True)),
+                ("compacting_at", models.DateTimeField(blank=True, null=True)),
+                ("event_seq", models.BigIntegerField(default=0)),
+                (
+                    "run_requested",
+                    models.BooleanField(default=False, help_text="work is waiting for a runner"),
+                ),
+                ("lease_owner", models.CharField(blank=True, max_length=100)),
+                ("lease_expires_at", models.DateTimeField(blank=True, db_index=True, null=True)),
+                ("abort_requested", models.BooleanField(default=False)),
+                (
+                    "creator",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "org",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="sessions",
+                        to="accounts.org",
+                    ),
+                ),
+                (
+                    "parent",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="children",
+                        to="conversations.session",
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="sessions",
+                        to="projects.project",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['id'],
+                "ordering": ["id"],
             },
         ),
         migrations.CreateModel(
-            name='PermissionRequest',
+            name="PermissionRequest",
             fields=[
-                ('id', models.CharField(default=hangar.ids.new_permission_id, editable=False, max_length=40, primary_key=True, serialize=False)),
-                ('permission', models.CharField(max_length=64)),
-                ('patterns', models.JSONField(default=list)),
-                ('always', models.JSONField(default=list, help_text="patterns an 'always' reply would grant")),
-                ('metadata', models.JSONField(blank=True, default=dict)),
-                ('message_id', models.CharField(blank=True, max_length=40)),
-                ('call_id', models.CharField(blank=True, max_length=200)),
-                ('status', models.CharField(default='pending', max_length=16)),
-                ('reply_message', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('replied_at', models.DateTimeField(blank=True, null=True)),
-                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='permission_requests', to='conversations.session')),
+                (
+                    "id",
+                    models.CharField(
+                        default=hangar.ids.new_permission_id,
+                        editable=False,
+                        max_length=40,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                ("permission", models.CharField(max_length=64)),
+                ("patterns", models.JSONField(default=list)),
+                (
+                    "always",
+                    models.JSONField(default=list, help_text="patterns an 'always' reply would grant"),
+                ),
+                ("metadata", models.JSONField(blank=True, default=dict)),
+                ("message_id", models.CharField(blank=True, max_length=40)),
+                ("call_id", models.CharField(blank=True, max_length=200)),
+                ("status", models.CharField(default="pending", max_length=16)),
+                ("reply_message", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("replied_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "session",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="permission_requests",
+                        to="conversations.session",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['id'],
+                "ordering": ["id"],
             },
         ),
         migrations.CreateModel(
-            name='PermissionGrant',
+            name="PermissionGrant",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('scope', models.CharField(choices=[('session', 'Session'), ('project', 'Project')], max_length=16)),
-                ('permission', models.CharField(max_length=64)),
-                ('pattern', models.CharField(max_length=500)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('revoked_at', models.DateTimeField(blank=True, null=True)),
-                ('created_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
-                ('org', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to='accounts.org')),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='permission_grants', to='projects.project')),
-                ('session', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, to='conversations.session')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "scope",
+                    models.CharField(choices=[("session", "Session"), ("project", "Project")], max_length=16),
+                ),
+                ("permission", models.CharField(max_length=64)),
+                ("pattern", models.CharField(max_length=500)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("revoked_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                ("org", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to="accounts.org")),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="permission_grants",
+                        to="projects.project",
+                    ),
+                ),
+                (
+                    "session",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        to="conversations.session",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Part',
+            name="Part",
             fields=[
-                ('id', models.CharField(default=hangar.ids.new_part_id, editable=False, max_length=40, primary_key=True, serialize=False)),
-                ('type', models.CharField(max_length=24)),
-                ('data', models.JSONField(help_text='OpenCode Part, discriminated on type')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('message', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='parts', to='conversations.message')),
-                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='parts', to='conversations.session')),
+                (
+                    "id",
+                    models.CharField(
+                        default=hangar.ids.new_part_id,
+                        editable=False,
+                        max_length=40,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                ("type", models.CharField(max_length=24)),
+                ("data", models.JSONField(help_text="OpenCode Part, discriminated on type")),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "message",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="parts",
+                        to="conversations.message",
+                    ),
+                ),
+                (
+                    "session",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="parts",
+                        to="conversations.session",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['id'],
+                "ordering": ["id"],
             },
         ),
         migrations.AddField(
-            model_name='message',
-            name='session',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='messages', to='conversations.session'),
+            model_name="message",
+            name="session",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="messages",
+                to="conversations.session",
+            ),
         ),
         migrations.CreateModel(
-            name='Event',
+            name="Event",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('seq', models.BigIntegerField()),
-                ('type', models.CharField(max_length=64)),
-                ('payload', models.JSONField()),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='events', to='conversations.session')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("seq", models.BigIntegerField()),
+                ("type", models.CharField(max_length=64)),
+                ("payload", models.JSONField()),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "session",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="events",
+                        to="conversations.session",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['session', 'seq'],
+                "ordering": ["session", "seq"],
             },
         ),
         migrations.CreateModel(
-            name='Todo',
+            name="Todo",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('position', models.PositiveIntegerField()),
-                ('content', models.TextField()),
-                ('status', models.CharField(default='pending', max_length=16)),
-                ('priority', models.CharField(default='medium', max_length=8)),
-                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='todos', to='conversations.session')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("position", models.PositiveIntegerField()),
+                ("content", models.TextField()),
+                ("status", models.CharField(default="pending", max_length=16)),
+                ("priority", models.CharField(default="medium", max_length=8)),
+                (
+                    "session",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="todos",
+                        to="conversations.session",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['position'],
+                "ordering": ["position"],
             },
         ),
         migrations.AddIndex(
-            model_name='session',
-            index=models.Index(fields=['org', 'project', 'archived_at'], name='conversatio_org_id_c852e1_idx'),
+            model_name="session",
+            index=models.Index(
+                fields=["org", "project", "archived_at"], name="conversatio_org_id_c852e1_idx"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='event',
-            constraint=models.UniqueConstraint(fields=('session', 'seq'), name='uniq_event_seq'),
+            model_name="event",
+            constraint=models.UniqueConstraint(fields=("session", "seq"), name="uniq_event_seq"),
         ),
         migrations.AddConstraint(
-            model_name='todo',
-            constraint=models.UniqueConstraint(fields=('session', 'position'), name='uniq_todo_position'),
+            model_name="todo",
+            constraint=models.UniqueConstraint(fields=("session", "position"), name="uniq_todo_position"),
         ),
     ]

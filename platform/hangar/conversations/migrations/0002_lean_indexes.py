@@ -11,9 +11,8 @@ PK_LIKE_INDEXES = [
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('conversations', '0001_initial'),
+        ("conversations", "0001_initial"),
     ]
 
     operations = [
@@ -21,39 +20,61 @@ class Migration(migrations.Migration):
         # for a primary key, and nothing here filters ids with LIKE.
         migrations.RunSQL(
             sql=[f"DROP INDEX IF EXISTS {name}" for name, _table in PK_LIKE_INDEXES],
-            reverse_sql=[f"CREATE INDEX IF NOT EXISTS {name} ON {table} (id varchar_pattern_ops)"
-                         for name, table in PK_LIKE_INDEXES],
+            reverse_sql=[
+                f"CREATE INDEX IF NOT EXISTS {name} ON {table} (id varchar_pattern_ops)"
+                for name, table in PK_LIKE_INDEXES
+            ],
         ),
         migrations.AlterField(
-            model_name='event',
-            name='session',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='events', to='conversations.session'),
+            model_name="event",
+            name="session",
+            field=models.ForeignKey(
+                db_index=False,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="events",
+                to="conversations.session",
+            ),
         ),
         migrations.AlterField(
-            model_name='message',
-            name='session',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='messages', to='conversations.session'),
+            model_name="message",
+            name="session",
+            field=models.ForeignKey(
+                db_index=False,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="messages",
+                to="conversations.session",
+            ),
         ),
         migrations.AlterField(
-            model_name='part',
-            name='message',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='parts', to='conversations.message'),
+            model_name="part",
+            name="message",
+            field=models.ForeignKey(
+                db_index=False,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="parts",
+                to="conversations.message",
+            ),
         ),
         migrations.AlterField(
-            model_name='part',
-            name='session',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='parts', to='conversations.session'),
+            model_name="part",
+            name="session",
+            field=models.ForeignKey(
+                db_index=False,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="parts",
+                to="conversations.session",
+            ),
         ),
         migrations.AddIndex(
-            model_name='message',
-            index=models.Index(fields=['session'], name='message_session_idx'),
+            model_name="message",
+            index=models.Index(fields=["session"], name="message_session_idx"),
         ),
         migrations.AddIndex(
-            model_name='part',
-            index=models.Index(fields=['session'], name='part_session_idx'),
+            model_name="part",
+            index=models.Index(fields=["session"], name="part_session_idx"),
         ),
         migrations.AddIndex(
-            model_name='part',
-            index=models.Index(fields=['message'], name='part_message_idx'),
+            model_name="part",
+            index=models.Index(fields=["message"], name="part_message_idx"),
         ),
     ]

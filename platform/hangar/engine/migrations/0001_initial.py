@@ -5,21 +5,35 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('accounts', '0001_initial'),
+        ("accounts", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='OrgPermissionPolicy',
+            name="OrgPermissionPolicy",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('rules', models.JSONField(blank=True, default=list, help_text='[{permission, pattern, action}]')),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('org', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='engine_permission_policy', to='accounts.org')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "rules",
+                    models.JSONField(blank=True, default=list, help_text="[{permission, pattern, action}]"),
+                ),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "org",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="engine_permission_policy",
+                        to="accounts.org",
+                    ),
+                ),
             ],
         ),
     ]

@@ -4,13 +4,12 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('engine', '0001_initial'),
+        ("engine", "0001_initial"),
     ]
 
     operations = [
         migrations.DeleteModel(
-            name='OrgPermissionPolicy',
+            name="OrgPermissionPolicy",
         ),
     ]

@@ -30,9 +30,14 @@ class StreamAssembler:
             if block:
                 yield StreamEvent(f"{block}-start")
 
-    def feed(self, *, reasoning: str | None = None, content: str | None = None,
-             tool_calls: list[tuple[int, str | None, str | None, str | None]] = (),
-             finish_reason: str | None = None) -> Iterator[StreamEvent]:
+    def feed(
+        self,
+        *,
+        reasoning: str | None = None,
+        content: str | None = None,
+        tool_calls: list[tuple[int, str | None, str | None, str | None]] = (),
+        finish_reason: str | None = None,
+    ) -> Iterator[StreamEvent]:
         """One delta. `tool_calls` are (index, id, name, arguments piece) as the provider sent them."""
         if reasoning:
             yield from self._switch("reasoning")
@@ -142,13 +147,23 @@ def delta_fields(chunk: dict) -> dict | None:
         function, index = call.get("function") or {}, call.get("index", 0)
         if not isinstance(function, dict) or not isinstance(index, int) or isinstance(index, bool):
             raise MalformedChunk("a tool call delta is not {index: int, function: object}")
-        calls.append((index, _text(call.get("id"), "a tool call id"), _text(function.get("name"), "a tool name"),
-                      _text(function.get("arguments"), "tool call arguments")))
+        calls.append(
+            (
+                index,
+                _text(call.get("id"), "a tool call id"),
+                _text(function.get("name"), "a tool name"),
+                _text(function.get("arguments"), "tool call arguments"),
+            )
+        )
     reasoning = delta.get("reasoning_content")
     if reasoning is None and isinstance(delta.get("reasoning"), str):
         reasoning = delta["reasoning"]  # vLLM, Ollama, OpenRouter spell it so (an extension: never fatal)
-    return {"reasoning": _text(reasoning, "reasoning"), "content": _text(delta.get("content"), "content"),
-            "tool_calls": calls, "finish_reason": _text(choice.get("finish_reason"), "finish_reason")}
+    return {
+        "reasoning": _text(reasoning, "reasoning"),
+        "content": _text(delta.get("content"), "content"),
+        "tool_calls": calls,
+        "finish_reason": _text(choice.get("finish_reason"), "finish_reason"),
+    }
 
 
 def _malformed(reason: str, data: str) -> ProviderError:
@@ -156,8 +171,9 @@ def _malformed(reason: str, data: str) -> ProviderError:
     return ProviderError(f"malformed stream chunk from the provider ({reason}): {shown!r}", name="APIError")
 
 
-def openai_sse_events(lines: Iterable[str], abort: threading.Event,
-                      usage_of: Callable[[dict | None], Usage]) -> Iterator[StreamEvent]:
+def openai_sse_events(
+    lines: Iterable[str], abort: threading.Event, usage_of: Callable[[dict | None], Usage]
+) -> Iterator[StreamEvent]:
     """An OpenAI chat-completion SSE body → StreamEvents. Each event's JSON is type-checked: a malformed
     one is a ProviderError naming what is wrong, a mid-stream `{"error": ...}` one with its status code
     (retryable by the usual rules). Usage may follow the finish chunk, so the body is read to its end."""
@@ -170,12 +186,16 @@ def openai_sse_events(lines: Iterable[str], abort: threading.Event,
             error, chunk_usage = chunk_fields(chunk)
             fields = None if error else delta_fields(chunk)
         except ValueError as exc:  # json's JSONDecodeError and MalformedChunk
-            raise _malformed(str(exc) if isinstance(exc, MalformedChunk) else f"not JSON: {exc}", data) from exc
+            raise _malformed(
+                str(exc) if isinstance(exc, MalformedChunk) else f"not JSON: {exc}", data
+            ) from exc
         if error:
             message = str(error.get("message") or "the provider reported an error mid-stream")
             code = error.get("code")
             status = code if isinstance(code, int) and 400 <= code < 600 else None
-            raise ProviderError(message, status=status, retryable=is_retryable(status, message), name="APIError")
+            raise ProviderError(
+                message, status=status, retryable=is_retryable(status, message), name="APIError"
+            )
         if chunk_usage:
             usage = chunk_usage
         if fields is not None:

@@ -35,8 +35,15 @@ class StreamEvent:
 
 
 class ProviderError(Exception):
-    def __init__(self, message: str, *, status: int | None = None, retryable: bool = False,
-                 headers: dict[str, str] | None = None, name: str = "APIError"):
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retryable: bool = False,
+        headers: dict[str, str] | None = None,
+        name: str = "APIError",
+    ):
         super().__init__(message)
         self.message = message
         self.status = status
@@ -49,8 +56,15 @@ class Model(Protocol):
     provider_id: str
     model_id: str
 
-    def stream(self, *, system: list[str], messages: list[dict], tools: list[dict],
-               abort: threading.Event, temperature: float | None = None) -> Iterator[StreamEvent]: ...
+    def stream(
+        self,
+        *,
+        system: list[str],
+        messages: list[dict],
+        tools: list[dict],
+        abort: threading.Event,
+        temperature: float | None = None,
+    ) -> Iterator[StreamEvent]: ...
 
     def complete(self, *, system: list[str], messages: list[dict], temperature: float | None = None) -> str:
         """One non-streaming answer (the hidden title agent)."""
@@ -64,5 +78,14 @@ def is_retryable(status: int | None, message: str) -> bool:
         return False
     if status is not None and (status == 429 or status >= 500):
         return True
-    return any(word in text for word in ("overloaded", "rate limit", "rate_limit", "too many requests",
-                                         "exhausted", "unavailable"))
+    return any(
+        word in text
+        for word in (
+            "overloaded",
+            "rate limit",
+            "rate_limit",
+            "too many requests",
+            "exhausted",
+            "unavailable",
+        )
+    )

@@ -20,7 +20,11 @@ def _price(provider_id: str, model_id: str) -> tuple[float, float, float]:
     for key in (f"{provider_id}/{model_id}", model_id):
         if key in overrides:
             p = overrides[key]
-            return float(p.get("input", 0)), float(p.get("output", 0)), float(p.get("cache_read", p.get("input", 0)))
+            return (
+                float(p.get("input", 0)),
+                float(p.get("output", 0)),
+                float(p.get("cache_read", p.get("input", 0))),
+            )
     from hangar.engine.providers.litellm_model import litellm_module
 
     table = litellm_module().model_cost
@@ -28,7 +32,11 @@ def _price(provider_id: str, model_id: str) -> tuple[float, float, float]:
         entry = table.get(key)
         if entry:
             inp = float(entry.get("input_cost_per_token") or 0)
-            return inp, float(entry.get("output_cost_per_token") or 0), float(entry.get("cache_read_input_token_cost") or inp)
+            return (
+                inp,
+                float(entry.get("output_cost_per_token") or 0),
+                float(entry.get("cache_read_input_token_cost") or inp),
+            )
     return 0.0, 0.0, 0.0
 
 

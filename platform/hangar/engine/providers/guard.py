@@ -52,8 +52,13 @@ def _quietly(close: Callable[[], None]) -> None:
         pass
 
 
-def guarded(events: Iterator[StreamEvent], *, abort: threading.Event, close: Callable[[], None],
-            to_error: Callable[[Exception], ProviderError]) -> Iterator[StreamEvent]:
+def guarded(
+    events: Iterator[StreamEvent],
+    *,
+    abort: threading.Event,
+    close: Callable[[], None],
+    to_error: Callable[[Exception], ProviderError],
+) -> Iterator[StreamEvent]:
     """`events`, read under the abort watch. An exception other than a ProviderError becomes
     `to_error(exc)`, unless the run was aborted (closing the stream made the read fail): then the
     stream just ends. `close` runs at the end whatever happens (its own failure is ignored)."""

@@ -191,7 +191,7 @@ def post(url: str, body: bytes, headers: dict[str, str], *, read_timeout: float)
     conn = _connections().pop(origin.key, None)  # held by this request until its response is closed
     if conn is not None and conn.sock is None:
         conn = None
-    for fresh in ((False, True) if conn is not None else (True,)):
+    for fresh in (False, True) if conn is not None else (True,):
         try:
             if fresh:
                 conn = origin.connect(read_timeout)

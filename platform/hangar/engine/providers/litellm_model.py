@@ -92,9 +92,15 @@ def warm_up() -> None:
     worker that skipped this would load them in its first burst of sessions, in every thread at once
     (measured: seconds of a 100-session burst's first step)."""
     litellm_module()
-    model = LiteLLMModel(provider_id="warm-up", model_id="warm-up", api_base="http://127.0.0.1:9/v1", api_key="-")
+    model = LiteLLMModel(
+        provider_id="warm-up", model_id="warm-up", api_base="http://127.0.0.1:9/v1", api_key="-"
+    )
     try:
-        list(model.stream(system=["-"], messages=[{"role": "user", "content": "-"}], tools=[], abort=threading.Event()))
+        list(
+            model.stream(
+                system=["-"], messages=[{"role": "user", "content": "-"}], tools=[], abort=threading.Event()
+            )
+        )
     except ProviderError:
         pass  # connection refused: expected
 
@@ -164,7 +170,9 @@ def _plain_tool(tool: Any) -> bool:
     if not isinstance(tool, dict) or tool.get("type", "function") != "function":
         return False
     function = tool.get("function")
-    if not isinstance(function, dict) or {"input_examples", "eager_input_streaming"} & (tool.keys() | function.keys()):
+    if not isinstance(function, dict) or {"input_examples", "eager_input_streaming"} & (
+        tool.keys() | function.keys()
+    ):
         return False
     stack = [function.get("parameters")]
     while stack:
@@ -189,31 +197,58 @@ def _usage_of(raw: Any) -> Usage:
     details = get("completion_tokens_details") or {}
     prompt_details = get("prompt_tokens_details") or {}
     dget = details.get if isinstance(details, dict) else lambda k, d=None: getattr(details, k, d)
-    pget = prompt_details.get if isinstance(prompt_details, dict) else lambda k, d=None: getattr(prompt_details, k, d)
+    pget = (
+        prompt_details.get
+        if isinstance(prompt_details, dict)
+        else lambda k, d=None: getattr(prompt_details, k, d)
+    )
     cached = pget("cached_tokens") or 0
-    return Usage(input=max(0, (get("prompt_tokens") or 0) - cached), output=get("completion_tokens") or 0,
-                 reasoning=dget("reasoning_tokens") or 0, cache_read=cached)
+    return Usage(
+        input=max(0, (get("prompt_tokens") or 0) - cached),
+        output=get("completion_tokens") or 0,
+        reasoning=dget("reasoning_tokens") or 0,
+        cache_read=cached,
+    )
 
 
 def _error(exc: Exception) -> ProviderError:
     status = getattr(exc, "status_code", None)
-    headers = getattr(exc, "litellm_response_headers", None) or getattr(getattr(exc, "response", None), "headers", None)
+    headers = getattr(exc, "litellm_response_headers", None) or getattr(
+        getattr(exc, "response", None), "headers", None
+    )
     message = str(getattr(exc, "message", "") or exc)
-    return ProviderError(message, status=status, retryable=is_retryable(status, message),
-                         headers=dict(headers or {}), name=type(exc).__name__)
+    return ProviderError(
+        message,
+        status=status,
+        retryable=is_retryable(status, message),
+        headers=dict(headers or {}),
+        name=type(exc).__name__,
+    )
 
 
 class LiteLLMModel:
-    def __init__(self, *, provider_id: str, model_id: str, api_base: str = "", api_key: str = "",
-                 timeout_s: float = 600.0):
+    def __init__(
+        self,
+        *,
+        provider_id: str,
+        model_id: str,
+        api_base: str = "",
+        api_key: str = "",
+        timeout_s: float = 600.0,
+    ):
         self.provider_id, self.model_id = provider_id, model_id
         self._api_base, self._api_key, self._timeout = api_base or None, api_key or None, timeout_s
         # Any OpenAI-compatible api_base: talk OpenAI wire format to it; else let LiteLLM route.
         self._model = f"openai/{model_id}" if api_base else f"{provider_id}/{model_id}"
 
     def _kwargs(self, temperature: float | None) -> dict:
-        kwargs = {"model": self._model, "api_base": self._api_base, "api_key": self._api_key,
-                  "timeout": self._timeout, "max_retries": 0}  # retries are the loop's (seed 000 §12)
+        kwargs = {
+            "model": self._model,
+            "api_base": self._api_base,
+            "api_key": self._api_key,
+            "timeout": self._timeout,
+            "max_retries": 0,
+        }  # retries are the loop's (seed 000 §12)
         client = _transport(self._api_base, self._api_key) if self._api_base is not None else None
         if client is not None:
             kwargs["client"] = client
@@ -231,8 +266,15 @@ class LiteLLMModel:
             _last.response = None
         return response.choices[0].message.content or ""
 
-    def stream(self, *, system: list[str], messages: list[dict], tools: list[dict],
-               abort: threading.Event, temperature: float | None = None) -> Iterator[StreamEvent]:
+    def stream(
+        self,
+        *,
+        system: list[str],
+        messages: list[dict],
+        tools: list[dict],
+        abort: threading.Event,
+        temperature: float | None = None,
+    ) -> Iterator[StreamEvent]:
         litellm = litellm_module()
         kwargs = self._kwargs(temperature)
         if tools and self._api_base is not None and _plain_tools(tools):
@@ -241,8 +283,12 @@ class LiteLLMModel:
             kwargs["tools"] = tools
         _last.response = None
         try:
-            response = litellm.completion(messages=_messages(system, messages), stream=True,
-                                          stream_options={"include_usage": True}, **kwargs)
+            response = litellm.completion(
+                messages=_messages(system, messages),
+                stream=True,
+                stream_options={"include_usage": True},
+                **kwargs,
+            )
         except Exception as exc:
             _close(_last.response)  # an error response LiteLLM raised on: give its connection back
             raise _error(exc) from exc
@@ -270,7 +316,9 @@ class LiteLLMModel:
                     yield chunk
 
             response.completion_stream = tap()
-        yield from guarded(self._read(response, abort), abort=abort, close=lambda: _close(response), to_error=_error)
+        yield from guarded(
+            self._read(response, abort), abort=abort, close=lambda: _close(response), to_error=_error
+        )
 
     def _read(self, wrapper: Any, abort: threading.Event) -> Iterator[StreamEvent]:
         """LiteLLM's CustomStreamWrapper yields OpenAI-shaped chunks; it is left at the finish chunk and the
@@ -286,10 +334,21 @@ class LiteLLMModel:
                 continue
             choice = chunk.choices[0]
             delta = choice.delta
-            calls = [(c.index, c.id, c.function.name if c.function else None,
-                      c.function.arguments if c.function else None) for c in delta.tool_calls or []]
-            yield from assembler.feed(reasoning=getattr(delta, "reasoning_content", None), content=delta.content,
-                                      tool_calls=calls, finish_reason=choice.finish_reason)
+            calls = [
+                (
+                    c.index,
+                    c.id,
+                    c.function.name if c.function else None,
+                    c.function.arguments if c.function else None,
+                )
+                for c in delta.tool_calls or []
+            ]
+            yield from assembler.feed(
+                reasoning=getattr(delta, "reasoning_content", None),
+                content=delta.content,
+                tool_calls=calls,
+                finish_reason=choice.finish_reason,
+            )
             if choice.finish_reason:
                 for _rest in wrapper.completion_stream or ():  # the provider's usage chunk, unprocessed
                     pass
@@ -302,14 +361,19 @@ class LiteLLMModel:
 def _is_stream_of(http: Any) -> bool:
     """The response our hook captured is this call's open chat-completions stream."""
     try:
-        return (not http.is_closed and http.request.url.path.endswith("/chat/completions")
-                and "text/event-stream" in http.headers.get("content-type", ""))
+        return (
+            not http.is_closed
+            and http.request.url.path.endswith("/chat/completions")
+            and "text/event-stream" in http.headers.get("content-type", "")
+        )
     except AttributeError:
         return False
 
 
 def _close(response: Any) -> None:
-    stream = getattr(response, "_hangar_raw", None) or getattr(response, "completion_stream", None) or response
+    stream = (
+        getattr(response, "_hangar_raw", None) or getattr(response, "completion_stream", None) or response
+    )
     for target in (getattr(stream, "response", None), stream):
         close = getattr(target, "close", None)
         if close is not None:

@@ -28,12 +28,21 @@ USER_AGENT = http.USER_AGENT
 def _error_of(response: http.Response) -> ProviderError:
     try:
         body = json.loads(response.read(http.MAX_ERROR_BODY) or b"{}")
-        message = (body.get("error") or {}).get("message") if isinstance(body.get("error"), dict) else body.get("error")
+        message = (
+            (body.get("error") or {}).get("message")
+            if isinstance(body.get("error"), dict)
+            else body.get("error")
+        )
     except (ValueError, AttributeError, http.HTTPError):
         message = None
     message = str(message or response.reason or f"HTTP {response.status}")
-    return ProviderError(message, status=response.status, retryable=is_retryable(response.status, message),
-                         headers=response.headers, name="APIError")
+    return ProviderError(
+        message,
+        status=response.status,
+        retryable=is_retryable(response.status, message),
+        headers=response.headers,
+        name="APIError",
+    )
 
 
 def _transport_error(exc: Exception) -> ProviderError:
@@ -47,14 +56,20 @@ def _answer_text(body: object) -> str:
     try:
         content = body["choices"][0]["message"].get("content")  # type: ignore[index]
     except (TypeError, KeyError, IndexError, AttributeError):
-        raise ProviderError(f"malformed completion from the provider: {str(body)[:200]!r}", name="APIError") from None
+        raise ProviderError(
+            f"malformed completion from the provider: {str(body)[:200]!r}", name="APIError"
+        ) from None
     if content is not None and not isinstance(content, str):
-        raise ProviderError("malformed completion from the provider: content is not a string", name="APIError")
+        raise ProviderError(
+            "malformed completion from the provider: content is not a string", name="APIError"
+        )
     return content or ""
 
 
 class OpenAICompatModel:
-    def __init__(self, *, provider_id: str, model_id: str, api_base: str, api_key: str = "", timeout_s: float = 600.0):
+    def __init__(
+        self, *, provider_id: str, model_id: str, api_base: str, api_key: str = "", timeout_s: float = 600.0
+    ):
         self.provider_id, self.model_id = provider_id, model_id
         self._url = api_base.rstrip("/") + "/chat/completions"
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
@@ -62,7 +77,9 @@ class OpenAICompatModel:
 
     def _post(self, body: dict) -> http.Response:
         try:
-            response = http.post(self._url, json.dumps(body).encode(), self._headers, read_timeout=self._timeout)
+            response = http.post(
+                self._url, json.dumps(body).encode(), self._headers, read_timeout=self._timeout
+            )
         except http.HTTPError as exc:
             raise _transport_error(exc) from exc
         if response.status >= 400:
@@ -89,12 +106,29 @@ class OpenAICompatModel:
         try:
             body = json.loads(raw)
         except ValueError:
-            raise ProviderError(f"the provider's answer is not JSON: {raw[:200]!r}", name="APIError") from None
+            raise ProviderError(
+                f"the provider's answer is not JSON: {raw[:200]!r}", name="APIError"
+            ) from None
         return _answer_text(body)
 
-    def stream(self, *, system: list[str], messages: list[dict], tools: list[dict],
-               abort: threading.Event, temperature: float | None = None) -> Iterator[StreamEvent]:
-        response = self._post(self._body(system, messages, temperature, stream=True,
-                                         stream_options={"include_usage": True}, **({"tools": tools} if tools else {})))
+    def stream(
+        self,
+        *,
+        system: list[str],
+        messages: list[dict],
+        tools: list[dict],
+        abort: threading.Event,
+        temperature: float | None = None,
+    ) -> Iterator[StreamEvent]:
+        response = self._post(
+            self._body(
+                system,
+                messages,
+                temperature,
+                stream=True,
+                stream_options={"include_usage": True},
+                **({"tools": tools} if tools else {}),
+            )
+        )
         events = openai_sse_events(response.lines(), abort, _usage_of)
         yield from guarded(events, abort=abort, close=response.close, to_error=_transport_error)

@@ -33,13 +33,17 @@ def _litellm_factory(*, org_id: int, user_id: int | None, provider_id: str, mode
     except CredentialNotFound:
         local = getattr(settings, "HANGAR_LOCAL_MODEL_URL", "")
         if not local:
-            raise ProviderError(f"no credential for provider {provider_id!r}: add one in the project settings",
-                                name="ProviderAuthError") from None
+            raise ProviderError(
+                f"no credential for provider {provider_id!r}: add one in the project settings",
+                name="ProviderAuthError",
+            ) from None
         credential = None
     api_base = credential.api_base if credential else local
     api_key = credential.api_key if credential else "local"
     if api_base and settings.HANGAR_DIRECT_OPENAI_COMPAT:
-        return OpenAICompatModel(provider_id=provider_id, model_id=model_id, api_base=api_base, api_key=api_key)
+        return OpenAICompatModel(
+            provider_id=provider_id, model_id=model_id, api_base=api_base, api_key=api_key
+        )
     return LiteLLMModel(provider_id=provider_id, model_id=model_id, api_base=api_base, api_key=api_key)
 
 

@@ -36,7 +36,9 @@ class ApplyPatchTool:
                 raise ToolError("patch rejected: empty patch")
             raise ToolError("apply_patch verification failed: no hunks found")
 
-        paths = sorted({resolve(h.path) for h in hunks} | {resolve(h.move_path) for h in hunks if h.move_path})
+        paths = sorted(
+            {resolve(h.path) for h in hunks} | {resolve(h.move_path) for h in hunks if h.move_path}
+        )
         with ExitStack() as held:
             for path in paths:  # sorted: two patches locking overlapping files cannot deadlock
                 held.enter_context(file_lock(ctx.session_id, path))
@@ -69,13 +71,21 @@ class ApplyPatchTool:
         for hunk in hunks:
             path = resolve(hunk.path)
             if hunk.type == "add":
-                after = hunk.contents if hunk.contents.endswith("\n") or not hunk.contents else hunk.contents + "\n"
+                after = (
+                    hunk.contents
+                    if hunk.contents.endswith("\n") or not hunk.contents
+                    else hunk.contents + "\n"
+                )
                 changes.append(("A", path, path, "", after))
                 current[path] = after
                 continue
             verb = "delete" if hunk.type == "delete" else "update"
             try:
-                before = current[path] if path in current else ctx.sandbox.read_bytes(path).decode("utf-8", "replace")
+                before = (
+                    current[path]
+                    if path in current
+                    else ctx.sandbox.read_bytes(path).decode("utf-8", "replace")
+                )
             except FileNotFound:
                 before = None
             if before is None:

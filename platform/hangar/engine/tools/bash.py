@@ -19,9 +19,35 @@ MAX_TIMEOUT_MS = 600_000
 METADATA_CHARS = 30_000  # the running part shows the tail of the output, as OpenCode's card does
 OPERATORS = {";", "&&", "||", "|", "&", "|&", ";;", "(", ")"}
 # Commands whose second word is a subcommand worth keeping in the `always` prefix.
-SUBCOMMANDS = {"git", "npm", "pnpm", "yarn", "bun", "cargo", "go", "docker", "kubectl", "pip", "pip3", "uv",
-               "poetry", "make", "dotnet", "gh", "apt", "apt-get", "brew", "deno", "npx", "composer", "mvn",
-               "gradle", "terraform", "helm", "systemctl"}
+SUBCOMMANDS = {
+    "git",
+    "npm",
+    "pnpm",
+    "yarn",
+    "bun",
+    "cargo",
+    "go",
+    "docker",
+    "kubectl",
+    "pip",
+    "pip3",
+    "uv",
+    "poetry",
+    "make",
+    "dotnet",
+    "gh",
+    "apt",
+    "apt-get",
+    "brew",
+    "deno",
+    "npx",
+    "composer",
+    "mvn",
+    "gradle",
+    "terraform",
+    "helm",
+    "systemctl",
+}
 
 
 class BashParams(BaseModel):
@@ -30,13 +56,13 @@ class BashParams(BaseModel):
     workdir: str | None = Field(
         default=None,
         description=f"The working directory to run the command in. Defaults to {WORKSPACE}. "
-                    "Use this instead of 'cd' commands.",
+        "Use this instead of 'cd' commands.",
     )
     description: str = Field(
         description="Clear, concise description of what this command does in 5-10 words. Examples:\n"
-                    "Input: ls\nOutput: Lists files in current directory\n\n"
-                    "Input: git status\nOutput: Shows working tree status\n\n"
-                    "Input: npm install\nOutput: Installs package dependencies",
+        "Input: ls\nOutput: Lists files in current directory\n\n"
+        "Input: git status\nOutput: Shows working tree status\n\n"
+        "Input: npm install\nOutput: Installs package dependencies",
     )
 
 
@@ -66,7 +92,12 @@ def simple_commands(command: str) -> list[list[str]]:
 
 def _skip_env(words: list[str]) -> list[str]:
     i = 0
-    while i < len(words) and "=" in words[i] and not words[i].startswith("=") and words[i].split("=")[0].isidentifier():
+    while (
+        i < len(words)
+        and "=" in words[i]
+        and not words[i].startswith("=")
+        and words[i].split("=")[0].isidentifier()
+    ):
         i += 1
     return words[i:] or words
 
@@ -115,11 +146,17 @@ class BashTool:
                 shown[:] = [tail]
                 size = len(tail)
             # Runs on the sandbox connection's reader thread: stay cheap, build the update only if sent.
-            ctx.update_metadata(lambda: {"output": "".join(shown)[-METADATA_CHARS:], "description": args.description})
+            ctx.update_metadata(
+                lambda: {"output": "".join(shown)[-METADATA_CHARS:], "description": args.description}
+            )
 
         ctx.update_metadata({"output": "", "description": args.description})
         result = ctx.sandbox.exec(
-            args.command, cwd=cwd, timeout_s=timeout_ms / 1000, on_output=on_output, cancel=ctx.abort,
+            args.command,
+            cwd=cwd,
+            timeout_s=timeout_ms / 1000,
+            on_output=on_output,
+            cancel=ctx.abort,
         )
         output = result.output
         notes = []
@@ -132,6 +169,10 @@ class BashTool:
         return ToolResult(
             title=args.description,
             output=output,
-            metadata={"output": output[-METADATA_CHARS:], "exit": result.exit_code, "description": args.description,
-                      "status": result.status},
+            metadata={
+                "output": output[-METADATA_CHARS:],
+                "exit": result.exit_code,
+                "description": args.description,
+                "status": result.status,
+            },
         )

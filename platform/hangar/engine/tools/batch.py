@@ -38,7 +38,9 @@ class BatchCall(BaseModel):
 
 
 class BatchParams(BaseModel):
-    tool_calls: list[BatchCall] = Field(min_length=1, description="Array of tool calls to execute in parallel")
+    tool_calls: list[BatchCall] = Field(
+        min_length=1, description="Array of tool calls to execute in parallel"
+    )
 
 
 def _direct_runner(ctx: ToolContext):
@@ -46,8 +48,12 @@ def _direct_runner(ctx: ToolContext):
     tools = ctx.extra.get(EXTRA_TOOLS) or {}
 
     def run(tool: str, parameters: dict[str, Any], *, index: int) -> ToolResult:
-        child = replace(ctx, call_id=f"{ctx.call_id}-{index}", update_metadata=lambda _m: None,
-                        extra={**ctx.extra, EXTRA_IN_BATCH: True})
+        child = replace(
+            ctx,
+            call_id=f"{ctx.call_id}-{index}",
+            update_metadata=lambda _m: None,
+            extra={**ctx.extra, EXTRA_IN_BATCH: True},
+        )
         return execute_tool(tools[tool], parameters, child)
 
     return run
@@ -78,11 +84,15 @@ class BatchTool:
         def one(index: int, call: BatchCall) -> tuple[bool, Any]:
             try:
                 if call.tool in DISALLOWED:
-                    raise ToolError(f"Tool '{call.tool}' is not allowed in batch. "
-                                    f"Disallowed tools: {', '.join(sorted(DISALLOWED))}")
+                    raise ToolError(
+                        f"Tool '{call.tool}' is not allowed in batch. "
+                        f"Disallowed tools: {', '.join(sorted(DISALLOWED))}"
+                    )
                 if call.tool not in tools:
-                    raise ToolError(f"Tool '{call.tool}' not in registry. External tools (MCP, environment) cannot "
-                                    f"be batched - call them directly. Available tools: {suggestions}")
+                    raise ToolError(
+                        f"Tool '{call.tool}' not in registry. External tools (MCP, environment) cannot "
+                        f"be batched - call them directly. Available tools: {suggestions}"
+                    )
                 return True, run(call.tool, call.parameters, index=index)
             except PermissionAsked as exc:
                 return False, exc
@@ -101,7 +111,9 @@ class BatchTool:
         asked = next((o for ok, o in outcomes if isinstance(o, PermissionAsked)), None)
         if asked is not None:
             raise asked  # the loop parks the run; finished sub-calls are kept by their runner
-        outcomes += [(False, ToolError("Maximum of 25 tools allowed in batch")) for _ in args.tool_calls[MAX_CALLS:]]
+        outcomes += [
+            (False, ToolError("Maximum of 25 tools allowed in batch")) for _ in args.tool_calls[MAX_CALLS:]
+        ]
 
         ok = sum(1 for success, _ in outcomes if success)
         failed = len(outcomes) - ok
@@ -110,12 +122,19 @@ class BatchTool:
         else:
             output = f"All {ok} tools executed successfully.\n\nKeep using the batch tool for optimal performance in your next response!"
         names = [c.tool for c in args.tool_calls]
-        details = [{"tool": names[i], "success": success, **({} if success else {"error": str(o)})}
-                   for i, (success, o) in enumerate(outcomes)]
+        details = [
+            {"tool": names[i], "success": success, **({} if success else {"error": str(o)})}
+            for i, (success, o) in enumerate(outcomes)
+        ]
         return ToolResult(
             title=f"Batch execution ({ok}/{len(outcomes)} successful)",
             output=output,
-            metadata={"totalCalls": len(outcomes), "successful": ok, "failed": failed, "tools": names,
-                      "details": details},
+            metadata={
+                "totalCalls": len(outcomes),
+                "successful": ok,
+                "failed": failed,
+                "tools": names,
+                "details": details,
+            },
             attachments=[a for success, o in outcomes if success for a in o.attachments],
         )

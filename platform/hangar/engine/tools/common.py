@@ -35,15 +35,20 @@ def relative(path: str) -> str:
     if path == WORKSPACE:
         return "."
     if path.startswith(WORKSPACE + "/"):
-        return path[len(WORKSPACE) + 1:]
+        return path[len(WORKSPACE) + 1 :]
     return path
 
 
 def unified_diff(path: str, before: str, after: str) -> str:
     lines = difflib.unified_diff(
-        before.splitlines(keepends=True), after.splitlines(keepends=True), fromfile=path, tofile=path,
+        before.splitlines(keepends=True),
+        after.splitlines(keepends=True),
+        fromfile=path,
+        tofile=path,
     )
-    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+    return "".join(
+        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
+    )
 
 
 def filediff(path: str, before: str, after: str, status: str = "modified", patch: str | None = None) -> dict:
@@ -51,8 +56,13 @@ def filediff(path: str, before: str, after: str, status: str = "modified", patch
     Counts come from the unified diff itself (pass `patch` when the caller already made it)."""
     patch = unified_diff(path, before, after) if patch is None else patch
     lines = [line for line in patch.splitlines() if not line.startswith(("+++", "---"))]
-    return {"file": relative(path), "patch": patch, "additions": sum(line.startswith("+") for line in lines),
-            "deletions": sum(line.startswith("-") for line in lines), "status": status}
+    return {
+        "file": relative(path),
+        "patch": patch,
+        "additions": sum(line.startswith("+") for line in lines),
+        "deletions": sum(line.startswith("-") for line in lines),
+        "status": status,
+    }
 
 
 _locks: dict[tuple[str, str], threading.Lock] = {}

@@ -18,7 +18,9 @@ class EditParams(BaseModel):
     filePath: str = Field(description="The absolute path to the file to modify")
     oldString: str = Field(description="The text to replace")
     newString: str = Field(description="The text to replace it with (must be different from oldString)")
-    replaceAll: bool | None = Field(default=None, description="Replace all occurrences of oldString (default false)")
+    replaceAll: bool | None = Field(
+        default=None, description="Replace all occurrences of oldString (default false)"
+    )
 
 
 def to_ending(text: str, ending: str) -> str:
@@ -63,7 +65,11 @@ class EditTool:
         ctx.sandbox.write(path, after)
         ctx.mark_read(path)
         return ToolResult(
-            title=relative(path), output="Edit applied successfully.",
-            metadata={"diff": diff, "replacer": matched,
-                      "filediff": filediff(path, plain_before, plain_after, "modified" if stat else "added", diff)},
+            title=relative(path),
+            output="Edit applied successfully.",
+            metadata={
+                "diff": diff,
+                "replacer": matched,
+                "filediff": filediff(path, plain_before, plain_after, "modified" if stat else "added", diff),
+            },
         )

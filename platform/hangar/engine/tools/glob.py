@@ -14,9 +14,9 @@ class GlobParams(BaseModel):
     pattern: str = Field(description="The glob pattern to match files against")
     path: str | None = Field(
         default=None,
-        description='The directory to search in. If not specified, the workspace directory will be used. '
-                    'IMPORTANT: Omit this field to use the default directory. DO NOT enter "undefined" or "null" - '
-                    "simply omit it for the default behavior. Must be a valid directory path if provided.",
+        description="The directory to search in. If not specified, the workspace directory will be used. "
+        'IMPORTANT: Omit this field to use the default directory. DO NOT enter "undefined" or "null" - '
+        "simply omit it for the default behavior. Must be a valid directory path if provided.",
     )
 
 
@@ -40,4 +40,6 @@ class GlobTool:
             output = "\n".join(files)
             if truncated:
                 output += "\n\n" + TRUNCATED_NOTE
-        return ToolResult(title=relative(path), output=output, metadata={"count": len(files), "truncated": truncated})
+        return ToolResult(
+            title=relative(path), output=output, metadata={"count": len(files), "truncated": truncated}
+        )

@@ -15,10 +15,12 @@ MAX_LINE = 2000
 class GrepParams(BaseModel):
     pattern: str = Field(description="The regex pattern to search for in file contents")
     path: str | None = Field(
-        default=None, description="The directory to search in. Defaults to the workspace directory.",
+        default=None,
+        description="The directory to search in. Defaults to the workspace directory.",
     )
     include: str | None = Field(
-        default=None, description='File pattern to include in the search (e.g. "*.js", "*.{ts,tsx}")',
+        default=None,
+        description='File pattern to include in the search (e.g. "*.js", "*.{ts,tsx}")',
     )
 
 
@@ -31,7 +33,9 @@ class GrepTool:
         if not args.pattern:
             raise ToolError("pattern is required")
         path = resolve(args.path)
-        ctx.ask("grep", [args.pattern], ["*"], {"pattern": args.pattern, "path": path, "include": args.include})
+        ctx.ask(
+            "grep", [args.pattern], ["*"], {"pattern": args.pattern, "path": path, "include": args.include}
+        )
         try:
             matches, truncated = ctx.sandbox.grep(args.pattern, path, include=args.include or None)
         except FileNotFound:
@@ -39,7 +43,9 @@ class GrepTool:
         except SandboxError as exc:
             raise ToolError(f"grep failed: {exc}") from None
         if not matches:
-            return ToolResult(title=args.pattern, output="No files found", metadata={"matches": 0, "truncated": False})
+            return ToolResult(
+                title=args.pattern, output="No files found", metadata={"matches": 0, "truncated": False}
+            )
         lines = [f"Found {len(matches)} matches"]
         current = None
         for match in matches:
@@ -52,5 +58,8 @@ class GrepTool:
             lines.append(f"  Line {match.line}: {text}")
         if truncated:
             lines += ["", TRUNCATED_NOTE]
-        return ToolResult(title=args.pattern, output="\n".join(lines),
-                          metadata={"matches": len(matches), "truncated": truncated})
+        return ToolResult(
+            title=args.pattern,
+            output="\n".join(lines),
+            metadata={"matches": len(matches), "truncated": truncated},
+        )

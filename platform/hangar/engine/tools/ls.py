@@ -14,7 +14,8 @@ TRUNCATED_NOTE = "(Results are truncated. Consider using a more specific path or
 
 class ListParams(BaseModel):
     path: str | None = Field(
-        default=None, description="The absolute path to the directory to list (must be absolute, not relative)",
+        default=None,
+        description="The absolute path to the directory to list (must be absolute, not relative)",
     )
     ignore: list[str] | None = Field(default=None, description="List of glob patterns to ignore")
 
@@ -29,7 +30,7 @@ def render_tree(root: str, paths: list[str]) -> str:
             is_dir = depth < len(parts) - 1 or raw.endswith("/")
             children.setdefault(parent, set()).add(parts[depth] + ("/" if is_dir else ""))
             if is_dir:
-                children.setdefault("/".join(parts[:depth + 1]), set())
+                children.setdefault("/".join(parts[: depth + 1]), set())
     lines = [root.rstrip("/") + "/"]
 
     def walk(parent: str, depth: int) -> None:
@@ -60,4 +61,6 @@ class ListTool:
         if truncated:
             output += "\n" + TRUNCATED_NOTE
         files = sum(1 for p in paths if not p.endswith("/"))
-        return ToolResult(title=relative(path), output=output, metadata={"count": files, "truncated": truncated})
+        return ToolResult(
+            title=relative(path), output=output, metadata={"count": files, "truncated": truncated}
+        )

@@ -22,7 +22,13 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 BEGIN, END = "*** Begin Patch", "*** End Patch"
-ADD, DELETE, UPDATE, MOVE, EOF_MARK = "*** Add File:", "*** Delete File:", "*** Update File:", "*** Move to:", "*** End of File"
+ADD, DELETE, UPDATE, MOVE, EOF_MARK = (
+    "*** Add File:",
+    "*** Delete File:",
+    "*** Update File:",
+    "*** Move to:",
+    "*** End of File",
+)
 
 
 class PatchError(ValueError):
@@ -61,7 +67,7 @@ def parse_patch(text: str) -> list[Hunk]:
     i = begin + 1
     while i < end:
         line = lines[i]
-        if line.startswith(ADD) and (path := line[len(ADD):].strip()):
+        if line.startswith(ADD) and (path := line[len(ADD) :].strip()):
             i += 1
             body = []
             while i < end and not lines[i].startswith("***"):
@@ -69,14 +75,14 @@ def parse_patch(text: str) -> list[Hunk]:
                     body.append(lines[i][1:])
                 i += 1
             hunks.append(Hunk("add", path, contents="\n".join(body)))
-        elif line.startswith(DELETE) and (path := line[len(DELETE):].strip()):
+        elif line.startswith(DELETE) and (path := line[len(DELETE) :].strip()):
             hunks.append(Hunk("delete", path))
             i += 1
-        elif line.startswith(UPDATE) and (path := line[len(UPDATE):].strip()):
+        elif line.startswith(UPDATE) and (path := line[len(UPDATE) :].strip()):
             i += 1
             move = None
             if i < end and lines[i].startswith(MOVE):
-                move = lines[i][len(MOVE):].strip() or None
+                move = lines[i][len(MOVE) :].strip() or None
                 i += 1
             chunks, i = _parse_chunks(lines, i, end)
             hunks.append(Hunk("update", path, move_path=move, chunks=chunks))
@@ -113,9 +119,25 @@ def _parse_chunks(lines: list[str], i: int, end: int) -> tuple[list[Chunk], int]
     return chunks, i
 
 
-_PUNCT = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u201c": '"', "\u201d": '"',
-                        "\u201e": '"', "\u201f": '"', "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-",
-                        "\u2014": "-", "\u2015": "-", "\u00a0": " "})
+_PUNCT = str.maketrans(
+    {
+        "\u2018": "'",
+        "\u2019": "'",
+        "\u201a": "'",
+        "\u201b": "'",
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u201e": '"',
+        "\u201f": '"',
+        "\u2010": "-",
+        "\u2011": "-",
+        "\u2012": "-",
+        "\u2013": "-",
+        "\u2014": "-",
+        "\u2015": "-",
+        "\u00a0": " ",
+    }
+)
 
 
 def _fold(text: str) -> str:
@@ -130,9 +152,15 @@ COMPARATORS: list[Callable[[str, str], bool]] = [
 ]
 
 
-def _try(lines: list[str], pattern: list[str], start: int, same: Callable[[str, str], bool], eof: bool) -> int:
+def _try(
+    lines: list[str], pattern: list[str], start: int, same: Callable[[str, str], bool], eof: bool
+) -> int:
     size = len(pattern)
-    if eof and len(lines) - size >= start and all(same(lines[len(lines) - size + j], pattern[j]) for j in range(size)):
+    if (
+        eof
+        and len(lines) - size >= start
+        and all(same(lines[len(lines) - size + j], pattern[j]) for j in range(size))
+    ):
         return len(lines) - size
     for i in range(start, len(lines) - size + 1):
         if all(same(lines[i + j], pattern[j]) for j in range(size)):
@@ -178,7 +206,7 @@ def apply_chunks(path: str, original: str, chunks: list[Chunk]) -> str:
         replacements.append((found, len(old), new))
         index = found + len(old)
     for start, length, new in sorted(replacements, key=lambda r: r[0], reverse=True):
-        lines[start:start + length] = new
+        lines[start : start + length] = new
     if trailing_newline or not lines or lines[-1] != "":
         lines.append("")
     return "\n".join(lines)

@@ -23,7 +23,9 @@ ATTACHABLE = {"application/pdf"}
 class ReadParams(BaseModel):
     filePath: str = Field(description="The absolute path to the file to read")
     offset: int | None = Field(default=None, description="The line number to start reading from (1-indexed)")
-    limit: int | None = Field(default=None, description="The maximum number of lines to read (defaults to 2000)")
+    limit: int | None = Field(
+        default=None, description="The maximum number of lines to read (defaults to 2000)"
+    )
 
 
 class ReadTool:
@@ -60,15 +62,20 @@ class ReadTool:
         body = "\n".join(f"{offset + i}: {line}" for i, line in enumerate(lines))
         last = offset + len(lines) - 1
         if window.truncated and len(lines) < limit:
-            footer = f"(Output capped at 50 KB. Showing lines {offset}-{last}. Use offset={last + 1} to continue.)"
+            footer = (
+                f"(Output capped at 50 KB. Showing lines {offset}-{last}. Use offset={last + 1} to continue.)"
+            )
         elif window.truncated:
-            footer = f"(Showing lines {offset}-{last} of {window.total_lines}. Use offset={last + 1} to continue.)"
+            footer = (
+                f"(Showing lines {offset}-{last} of {window.total_lines}. Use offset={last + 1} to continue.)"
+            )
         else:
             footer = f"(End of file - total {window.total_lines} lines)"
         output = f"<path>{path}</path>\n<type>file</type>\n<content>\n{body}\n\n{footer}\n</content>"
         ctx.mark_read(path)
         return ToolResult(
-            title=relative(path), output=output,
+            title=relative(path),
+            output=output,
             metadata={"preview": "\n".join(lines[:20]), "truncated": window.truncated},
         )
 
@@ -78,6 +85,8 @@ class ReadTool:
         message = f"{kind} read successfully"
         ctx.mark_read(path)
         return ToolResult(
-            title=relative(path), output=message, metadata={"preview": message, "truncated": False},
+            title=relative(path),
+            output=message,
+            metadata={"preview": message, "truncated": False},
             attachments=[{"type": "file", "mime": mime, "url": f"data:{mime};base64,{data}"}],
         )

@@ -26,8 +26,20 @@ from hangar.engine.tools.write import WriteTool
 
 ALL: dict[str, Tool] = {
     tool.name: tool
-    for tool in (BashTool(), ReadTool(), GlobTool(), GrepTool(), ListTool(), EditTool(), WriteTool(),
-                 ApplyPatchTool(), TodoWriteTool(), TodoReadTool(), BatchTool(), InvalidTool())
+    for tool in (
+        BashTool(),
+        ReadTool(),
+        GlobTool(),
+        GrepTool(),
+        ListTool(),
+        EditTool(),
+        WriteTool(),
+        ApplyPatchTool(),
+        TodoWriteTool(),
+        TodoReadTool(),
+        BatchTool(),
+        InvalidTool(),
+    )
 }
 HIDDEN_AGENTS = {"title", "summary", "compaction"}
 READ_ONLY = {"bash", "read", "glob", "grep", "list", "batch", "invalid"}
@@ -74,7 +86,9 @@ def _inline_refs(node: Any, defs: dict[str, Any]) -> Any:
     if isinstance(node, dict):
         if "$ref" in node:
             return _inline_refs(copy.deepcopy(defs[node["$ref"].rsplit("/", 1)[-1]]), defs)
-        return {key: _inline_refs(value, defs) for key, value in node.items() if key not in ("title", "$defs")}
+        return {
+            key: _inline_refs(value, defs) for key, value in node.items() if key not in ("title", "$defs")
+        }
     if isinstance(node, list):
         return [_inline_refs(item, defs) for item in node]
     return node
@@ -103,8 +117,10 @@ def tool_schema(tool: Tool) -> dict[str, Any]:
     parameters = _simplify_optional(_inline_refs(raw, raw.get("$defs", {})))
     parameters.setdefault("properties", {})
     parameters["additionalProperties"] = False
-    return {"type": "function",
-            "function": {"name": tool.name, "description": tool.description, "parameters": parameters}}
+    return {
+        "type": "function",
+        "function": {"name": tool.name, "description": tool.description, "parameters": parameters},
+    }
 
 
 def tool_schemas(tools: dict[str, Tool]) -> list[dict[str, Any]]:

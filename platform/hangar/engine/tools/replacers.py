@@ -15,8 +15,10 @@ from collections.abc import Callable, Iterator
 Replacer = Callable[[str, str], Iterator[str]]
 
 NOT_FOUND = "oldString not found in content"
-MULTIPLE = ("Found multiple matches for oldString. Provide more surrounding lines in oldString to "
-            "identify the correct match.")
+MULTIPLE = (
+    "Found multiple matches for oldString. Provide more surrounding lines in oldString to "
+    "identify the correct match."
+)
 IDENTICAL = "oldString and newString must be different"
 
 # BlockAnchor: one candidate block is accepted on its anchors alone; among several, the best
@@ -44,7 +46,7 @@ def levenshtein(a: str, b: str) -> int:
 def _span(lines: list[str], start: int, end: int) -> tuple[int, int]:
     """Character offsets of lines[start..end] (inclusive) in "\n".join(lines)."""
     begin = sum(len(line) + 1 for line in lines[:start])
-    stop = begin + sum(len(line) for line in lines[start:end + 1]) + (end - start)
+    stop = begin + sum(len(line) for line in lines[start : end + 1]) + (end - start)
     return begin, stop
 
 
@@ -142,7 +144,7 @@ def whitespace_normalized(content: str, find: str) -> Iterator[str]:
     find_lines = find.split("\n")
     if len(find_lines) > 1:
         for i in range(len(lines) - len(find_lines) + 1):
-            block = "\n".join(lines[i:i + len(find_lines)])
+            block = "\n".join(lines[i : i + len(find_lines)])
             if _collapse(block) == wanted:
                 yield block
 
@@ -162,7 +164,7 @@ def indentation_flexible(content: str, find: str) -> Iterator[str]:
     lines = content.split("\n")
     size = len(find.split("\n"))
     for i in range(len(lines) - size + 1):
-        block = "\n".join(lines[i:i + size])
+        block = "\n".join(lines[i : i + size])
         if _dedent(block) == wanted:
             yield block
 
@@ -182,7 +184,7 @@ def escape_normalized(content: str, find: str) -> Iterator[str]:
     lines = content.split("\n")
     size = len(wanted.split("\n"))
     for i in range(len(lines) - size + 1):
-        block = "\n".join(lines[i:i + size])
+        block = "\n".join(lines[i : i + size])
         if _unescape(block) == wanted:
             yield block
 
@@ -197,7 +199,7 @@ def trimmed_boundary(content: str, find: str) -> Iterator[str]:
     lines = content.split("\n")
     size = len(find.split("\n"))
     for i in range(len(lines) - size + 1):
-        block = "\n".join(lines[i:i + size])
+        block = "\n".join(lines[i : i + size])
         if block.strip() == trimmed:
             yield block
 
@@ -213,7 +215,7 @@ def context_aware(content: str, find: str) -> Iterator[str]:
         for j in range(i + 2, len(lines)):
             if lines[j].strip() != last:
                 continue
-            block = lines[i:j + 1]
+            block = lines[i : j + 1]
             if len(block) == len(search):
                 total = matching = 0
                 for k in range(1, len(block) - 1):
@@ -268,7 +270,7 @@ def replace_with(content: str, old: str, new: str, replace_all: bool = False) ->
                 return content.replace(candidate, new), name
             if content.rfind(candidate) != index:
                 continue  # ambiguous: try the next candidate, then the next strategy
-            return content[:index] + new + content[index + len(candidate):], name
+            return content[:index] + new + content[index + len(candidate) :], name
     raise ReplaceError(MULTIPLE if found else NOT_FOUND)
 
 

@@ -20,8 +20,10 @@ def format_validation_error(tool: str, error: ValidationError) -> str:
     problems = "\n".join(
         f"  - {'.'.join(str(p) for p in issue['loc']) or 'root'}: {issue['msg']}" for issue in error.errors()
     )
-    return (f"The {tool} tool was called with invalid arguments:\n{problems}\n"
-            "Please rewrite the input so it satisfies the expected schema.")
+    return (
+        f"The {tool} tool was called with invalid arguments:\n{problems}\n"
+        "Please rewrite the input so it satisfies the expected schema."
+    )
 
 
 def validate_args(tool: Tool, raw: Any):

@@ -20,7 +20,9 @@ class TodoInfo(BaseModel):
     status: Literal["pending", "in_progress", "completed", "cancelled"] = Field(
         description="Current status of the task: pending, in_progress, completed, cancelled",
     )
-    priority: Literal["high", "medium", "low"] = Field(description="Priority level of the task: high, medium, low")
+    priority: Literal["high", "medium", "low"] = Field(
+        description="Priority level of the task: high, medium, low"
+    )
 
 
 class TodoWriteParams(BaseModel):
@@ -40,7 +42,9 @@ def _session(ctx: ToolContext):
 
 def _result(todos: list[dict]) -> ToolResult:
     open_count = sum(1 for t in todos if t["status"] != "completed")
-    return ToolResult(title=f"{open_count} todos", output=json.dumps(todos, indent=2), metadata={"todos": todos})
+    return ToolResult(
+        title=f"{open_count} todos", output=json.dumps(todos, indent=2), metadata={"todos": todos}
+    )
 
 
 class TodoWriteTool:
@@ -68,6 +72,9 @@ class TodoReadTool:
 
         session = _session(ctx)
         ctx.ask("todoread", ["*"], ["*"], {})
-        todos = list(Todo.objects.filter(session_id=session.pk).order_by("position")
-                     .values("content", "status", "priority"))
+        todos = list(
+            Todo.objects.filter(session_id=session.pk)
+            .order_by("position")
+            .values("content", "status", "priority")
+        )
         return _result(todos)

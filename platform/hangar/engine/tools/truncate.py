@@ -56,14 +56,17 @@ def preview(text: str, max_lines: int = MAX_LINES, max_bytes: int = MAX_BYTES) -
     return "\n".join(kept), len(lines) - len(kept), "lines"
 
 
-def truncate_output(text: str, *, call_id: str, sandbox: Sandbox,
-                    max_lines: int = MAX_LINES, max_bytes: int = MAX_BYTES) -> Truncated:
+def truncate_output(
+    text: str, *, call_id: str, sandbox: Sandbox, max_lines: int = MAX_LINES, max_bytes: int = MAX_BYTES
+) -> Truncated:
     cut = preview(text, max_lines, max_bytes)
     if cut is None:
         return Truncated(text, False)
     head, removed, unit = cut
     path = output_path(call_id)
     sandbox.write(path, text)
-    hint = (f"The tool call succeeded but the output was truncated. Full output saved to: {path}\n"
-            "Use the read tool with offset/limit to view specific sections, or grep to search it.")
+    hint = (
+        f"The tool call succeeded but the output was truncated. Full output saved to: {path}\n"
+        "Use the read tool with offset/limit to view specific sections, or grep to search it."
+    )
     return Truncated(f"{head}\n\n...{removed} {unit} truncated...\n\n{hint}", True, path)

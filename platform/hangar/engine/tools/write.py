@@ -11,7 +11,9 @@ from sandbox.protocol import FileNotFound
 
 class WriteParams(BaseModel):
     content: str = Field(description="The content to write to the file")
-    filePath: str = Field(description="The absolute path to the file to write (must be absolute, not relative)")
+    filePath: str = Field(
+        description="The absolute path to the file to write (must be absolute, not relative)"
+    )
 
 
 def require_read(path: str, ctx: ToolContext, verb: str = "overwriting") -> None:
@@ -49,7 +51,12 @@ class WriteTool:
         ctx.sandbox.write(path, args.content)
         ctx.mark_read(path)
         return ToolResult(
-            title=relative(path), output="Wrote file successfully.",
-            metadata={"filepath": path, "exists": exists, "diff": diff,
-                      "filediff": filediff(path, before, args.content, "modified" if exists else "added", diff)},
+            title=relative(path),
+            output="Wrote file successfully.",
+            metadata={
+                "filepath": path,
+                "exists": exists,
+                "diff": diff,
+                "filediff": filediff(path, before, args.content, "modified" if exists else "added", diff),
+            },
         )

@@ -6,76 +6,137 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('accounts', '0001_initial'),
+        ("accounts", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Project',
+            name="Project",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=150)),
-                ('slug', models.SlugField(max_length=80)),
-                ('default_agent', models.CharField(default='build', max_length=64)),
-                ('default_model', models.CharField(blank=True, help_text='providerID/modelID', max_length=200)),
-                ('setup_script', models.TextField(blank=True)),
-                ('permission_rules', models.JSONField(blank=True, default=list, help_text='[{permission, pattern, action}]')),
-                ('sandbox_image', models.CharField(blank=True, max_length=200)),
-                ('sandbox_cpus', models.FloatField(default=1.0)),
-                ('sandbox_memory_mb', models.PositiveIntegerField(default=1024)),
-                ('sandbox_pids', models.PositiveIntegerField(default=256)),
-                ('sandbox_disk_mb', models.PositiveIntegerField(default=2048)),
-                ('command_timeout_s', models.PositiveIntegerField(default=600)),
-                ('network_policy', models.CharField(choices=[('none', 'None'), ('allowlist', 'Allowlist')], default='none', max_length=16)),
-                ('network_allowlist', models.JSONField(blank=True, default=list)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('org', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='projects', to='accounts.org')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=150)),
+                ("slug", models.SlugField(max_length=80)),
+                ("default_agent", models.CharField(default="build", max_length=64)),
+                (
+                    "default_model",
+                    models.CharField(blank=True, help_text="providerID/modelID", max_length=200),
+                ),
+                ("setup_script", models.TextField(blank=True)),
+                (
+                    "permission_rules",
+                    models.JSONField(blank=True, default=list, help_text="[{permission, pattern, action}]"),
+                ),
+                ("sandbox_image", models.CharField(blank=True, max_length=200)),
+                ("sandbox_cpus", models.FloatField(default=1.0)),
+                ("sandbox_memory_mb", models.PositiveIntegerField(default=1024)),
+                ("sandbox_pids", models.PositiveIntegerField(default=256)),
+                ("sandbox_disk_mb", models.PositiveIntegerField(default=2048)),
+                ("command_timeout_s", models.PositiveIntegerField(default=600)),
+                (
+                    "network_policy",
+                    models.CharField(
+                        choices=[("none", "None"), ("allowlist", "Allowlist")], default="none", max_length=16
+                    ),
+                ),
+                ("network_allowlist", models.JSONField(blank=True, default=list)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "org",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="projects",
+                        to="accounts.org",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='ProjectEnvVar',
+            name="ProjectEnvVar",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=128)),
-                ('value_encrypted', models.TextField()),
-                ('secret', models.BooleanField(default=True)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='env_vars', to='projects.project')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=128)),
+                ("value_encrypted", models.TextField()),
+                ("secret", models.BooleanField(default=True)),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="env_vars",
+                        to="projects.project",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='ProviderCredential',
+            name="ProviderCredential",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('provider', models.CharField(help_text='providerID, e.g. openai, anthropic, local', max_length=64)),
-                ('models_list', models.JSONField(blank=True, default=list)),
-                ('api_base', models.URLField(blank=True, max_length=500)),
-                ('api_key_encrypted', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('org', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='credentials', to='accounts.org')),
-                ('user', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "provider",
+                    models.CharField(help_text="providerID, e.g. openai, anthropic, local", max_length=64),
+                ),
+                ("models_list", models.JSONField(blank=True, default=list)),
+                ("api_base", models.URLField(blank=True, max_length=500)),
+                ("api_key_encrypted", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "org",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="credentials",
+                        to="accounts.org",
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
         ),
         migrations.AddConstraint(
-            model_name='project',
-            constraint=models.UniqueConstraint(fields=('org', 'slug'), name='uniq_project_slug'),
+            model_name="project",
+            constraint=models.UniqueConstraint(fields=("org", "slug"), name="uniq_project_slug"),
         ),
         migrations.AddConstraint(
-            model_name='projectenvvar',
-            constraint=models.UniqueConstraint(fields=('project', 'name'), name='uniq_project_env'),
+            model_name="projectenvvar",
+            constraint=models.UniqueConstraint(fields=("project", "name"), name="uniq_project_env"),
         ),
         migrations.AddConstraint(
-            model_name='providercredential',
-            constraint=models.UniqueConstraint(fields=('org', 'user', 'provider'), name='uniq_credential'),
+            model_name="providercredential",
+            constraint=models.UniqueConstraint(fields=("org", "user", "provider"), name="uniq_credential"),
         ),
         migrations.AddConstraint(
-            model_name='providercredential',
-            constraint=models.UniqueConstraint(condition=models.Q(('user__isnull', True)), fields=('org', 'provider'), name='uniq_org_credential'),
+            model_name="providercredential",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("user__isnull", True)),
+                fields=("org", "provider"),
+                name="uniq_org_credential",
+            ),
         ),
     ]

@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('projects', '0001_initial'),
+        ("projects", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='providercredential',
-            name='api_key_hint',
+            model_name="providercredential",
+            name="api_key_hint",
             field=models.CharField(blank=True, max_length=16),
         ),
     ]

@@ -28,12 +28,18 @@ class Command(BaseCommand):
         env = os.environ.get
         parser.add_argument("--json", action="store_true", help="print one JSON object")
         parser.add_argument("--email", default=env("HANGAR_BOOTSTRAP_EMAIL", "admin@hangar.local"))
-        parser.add_argument("--password", default=env("HANGAR_BOOTSTRAP_PASSWORD"),
-                            help="used only when the user is created (default: generated)")
+        parser.add_argument(
+            "--password",
+            default=env("HANGAR_BOOTSTRAP_PASSWORD"),
+            help="used only when the user is created (default: generated)",
+        )
         parser.add_argument("--org", default=env("HANGAR_BOOTSTRAP_ORG", "demo"), help="org slug")
         parser.add_argument("--project", default=env("HANGAR_BOOTSTRAP_PROJECT", "demo"), help="project slug")
-        parser.add_argument("--api-base", default=env("HANGAR_BOOTSTRAP_API_BASE"),
-                            help="an OpenAI-compatible endpoint, stored as provider 'local'")
+        parser.add_argument(
+            "--api-base",
+            default=env("HANGAR_BOOTSTRAP_API_BASE"),
+            help="an OpenAI-compatible endpoint, stored as provider 'local'",
+        )
         parser.add_argument("--model", default=env("HANGAR_BOOTSTRAP_MODEL"))
         parser.add_argument("--api-key", default=env("HANGAR_BOOTSTRAP_API_KEY"))
         parser.add_argument("--url", default=None, help="public URL (default: settings.PUBLIC_URL)")
@@ -71,15 +77,24 @@ class Command(BaseCommand):
             project = project_create(actor=actor, org=org, name=opts["project"], slug=opts["project"])
         model = opts["model"]
         if opts["api_base"]:
-            credential_set(actor=actor, org=org, provider=LOCAL_PROVIDER, api_base=opts["api_base"].rstrip("/"),
-                           models=[model] if model else None, api_key=opts["api_key"])
+            credential_set(
+                actor=actor,
+                org=org,
+                provider=LOCAL_PROVIDER,
+                api_base=opts["api_base"].rstrip("/"),
+                models=[model] if model else None,
+                api_key=opts["api_key"],
+            )
             if model:
-                project = project_update(actor=actor, project=project, default_model=f"{LOCAL_PROVIDER}/{model}")
+                project = project_update(
+                    actor=actor, project=project, default_model=f"{LOCAL_PROVIDER}/{model}"
+                )
         elif model:
             project = project_update(actor=actor, project=project, default_model=model)
 
-        token, raw = token_create(actor=actor, org=org, user=user,
-                                  name=f"bootstrap {timezone.now():%Y-%m-%d %H:%M:%S}")
+        token, raw = token_create(
+            actor=actor, org=org, user=user, name=f"bootstrap {timezone.now():%Y-%m-%d %H:%M:%S}"
+        )
         url = (opts["url"] or settings.PUBLIC_URL).rstrip("/")
         return {
             "url": url,

@@ -12,4 +12,6 @@ class Command(BaseCommand):
 
     def handle(self, *args, **opts):
         counts = encryption_keys_rotate(actor=system_actor(None, "rotate_encryption_keys"))
-        self.stdout.write(f"re-encrypted {counts['credentials']} credential(s), {counts['env_vars']} env var(s)")
+        self.stdout.write(
+            f"re-encrypted {counts['credentials']} credential(s), {counts['env_vars']} env var(s)"
+        )
