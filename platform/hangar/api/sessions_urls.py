@@ -2,6 +2,7 @@
 
 from django.urls import path
 
+from hangar.api import session_run_views as run
 from hangar.api import sessions_views as v
 
 BASE = "orgs/<slug:org>/projects/<int:project_id>/sessions/"
@@ -16,4 +17,14 @@ urlpatterns = [
     path(ONE + "messages/", v.MessageCollectionView.as_view(), name="session-messages"),
     path(ONE + "messages/<str:message_id>/", v.MessageDetailView.as_view(), name="session-message"),
     path(ONE + "events/", v.EventCollectionView.as_view(), name="session-events"),
+    path(ONE + "prompt/", run.SessionPromptView.as_view(), name="session-prompt"),
+    path(ONE + "abort/", run.SessionAbortView.as_view(), name="session-abort"),
+    path(ONE + "todos/", run.SessionTodosView.as_view(), name="session-todos"),
+    path(ONE + "permissions/", run.SessionPermissionListView.as_view(), name="session-permissions"),
+    path(
+        ONE + "permissions/<str:request_id>/reply/",
+        run.SessionPermissionReplyView.as_view(),
+        name="session-permission-reply",
+    ),
+    path("orgs/<slug:org>/projects/<int:project_id>/agents/", run.ProjectAgentsView.as_view(), name="agents"),
 ]

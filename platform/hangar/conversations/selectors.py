@@ -10,7 +10,7 @@ from datetime import datetime
 from django.db.models import Prefetch, QuerySet
 
 from hangar.accounts.actors import Actor
-from hangar.conversations.models import Event, Message, Part, Session
+from hangar.conversations.models import Event, Message, Part, PermissionRequest, Session
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
@@ -105,4 +105,25 @@ def events_after(session: Session | str, seq: int, limit: int = MAX_EVENTS) -> l
     return [
         {"seq": s, "type": t, "payload": p, "session": session_id}
         for s, t, p in rows.values_list("seq", "type", "payload")
+    ]
+
+
+def permission_requests(
+    *, org_id: int, project_id: int, session_id: str | None = None, pending_only: bool = False
+) -> QuerySet[PermissionRequest]:
+    """Permission requests of one project of one org (the caller has proven it may see that project),
+    oldest first; narrowed to a session and/or to those still waiting for a reply."""
+    requests = PermissionRequest.objects.filter(session__org_id=org_id, session__project_id=project_id)
+    if session_id is not None:
+        requests = requests.filter(session_id=session_id)
+    if pending_only:
+        requests = requests.filter(status="pending")
+    return requests.select_related("session").order_by("id")
+
+
+def todos_list(session: Session) -> list[dict]:
+    """The session's todo list in OpenCode's Todo shape, in order."""
+    return [
+        {"content": t.content, "status": t.status, "priority": t.priority}
+        for t in session.todos.order_by("position")
     ]

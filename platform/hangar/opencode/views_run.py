@@ -5,7 +5,8 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
-from hangar.conversations.models import GrantScope, PermissionRequest
+from hangar.conversations.models import GrantScope
+from hangar.conversations.selectors import permission_requests
 from hangar.conversations.services import permission_request_payload
 from hangar.opencode import serializers as s
 from hangar.opencode.base import OpenCodeView
@@ -66,12 +67,12 @@ class Abort(OpenCodeView):
 def _reply(
     view: OpenCodeView, request_id: str, reply: str, message: str | None, session_id: str | None = None
 ):
-    requests = PermissionRequest.objects.filter(
-        pk=request_id, session__org_id=view.scope.project.org_id, session__project_id=view.scope.project.pk
-    ).select_related("session")
-    if session_id is not None:
-        requests = requests.filter(session_id=session_id)
-    permission_request = requests.first()
+    project = view.scope.project
+    permission_request = (
+        permission_requests(org_id=project.org_id, project_id=project.pk, session_id=session_id)
+        .filter(pk=request_id)
+        .first()
+    )
     if permission_request is None:
         raise PermissionNotFound(request_id)
     kwargs = {"message": message} if message else {}
@@ -106,9 +107,6 @@ class LegacyPermissionRespond(OpenCodeView):
 class PermissionList(OpenCodeView):
     @extend_schema(tags=OC, operation_id="oc_permission_list", responses={200: dict})
     def get(self, request, project_id):
-        pending = PermissionRequest.objects.filter(
-            session__org_id=self.scope.project.org_id,
-            session__project_id=self.scope.project.pk,
-            status="pending",
-        ).order_by("id")
+        project = self.scope.project
+        pending = permission_requests(org_id=project.org_id, project_id=project.pk, pending_only=True)
         return Response([permission_request_payload(p) for p in pending])

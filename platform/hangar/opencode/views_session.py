@@ -109,12 +109,7 @@ class SessionTodos(OpenCodeView):
     @extend_schema(tags=OC, operation_id="oc_session_todo", responses={200: dict})
     def get(self, request, project_id, session_id):
         session: Session = self.get_session(session_id)
-        return Response(
-            [
-                {"content": t.content, "status": t.status, "priority": t.priority}
-                for t in session.todos.order_by("position")
-            ]
-        )
+        return Response(conversation_selectors.todos_list(session))
 
 
 class SessionChildren(OpenCodeView):
