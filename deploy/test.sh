@@ -4,6 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./deploy/setup.sh
+# Static gates first (lint, format, types, import contracts): a failure stops the run before any test.
+# HANGAR_CHECK=0 skips them, for quick re-runs of a test subset while working; CI never sets it.
+if [ "${HANGAR_CHECK:-1}" != 0 ]; then ./deploy/check.sh; fi
 
 # Node packages for the OpenCode-client compatibility tests (stock `opencode` CLI and JS SDK).
 if [ -f tests/opencode_client/package.json ]; then

@@ -3,6 +3,7 @@ from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 
 from hangar.accounts.admin_scoping import TenantScopedAdmin
 from hangar.accounts.models import ApiToken, Membership, Org, User
+from hangar.audit.models import AuditEvent
 
 
 @admin.register(User)
@@ -54,3 +55,25 @@ class ApiTokenAdmin(TenantScopedAdmin):
 
     def has_add_permission(self, request):
         return False
+
+
+# The audit log's page lives here, beside the tenant-scoped admin it uses: the audit app imports no other app.
+@admin.register(AuditEvent)
+class AuditEventAdmin(TenantScopedAdmin):
+    """Read-only for everyone, superusers included: the log is append-only."""
+
+    superuser_writes = False
+    list_display = [
+        "created_at",
+        "org",
+        "action",
+        "actor_type",
+        "actor_label",
+        "target_type",
+        "target_id",
+        "ip",
+    ]
+    list_filter = ["action", "actor_type"]
+    search_fields = ["action", "actor_label", "target_id", "request_id"]
+    readonly_fields = [f.name for f in AuditEvent._meta.fields]
+    date_hierarchy = "created_at"

@@ -12,6 +12,7 @@ from rest_framework.exceptions import PermissionDenied, ValidationError
 from hangar.accounts import tokens
 from hangar.accounts.actors import Actor
 from hangar.accounts.models import ApiToken, Membership, Org, Role, User
+from hangar.accounts.permission_rules import clean_permission_rules
 from hangar.accounts.selectors import require_role
 from hangar.audit.services import audit_record
 
@@ -203,8 +204,6 @@ def token_revoke(*, actor: Actor, token: ApiToken) -> ApiToken:
 def org_permission_policy_set(*, actor: Actor, org: Org, rules: list) -> Org:
     """Replace the org-wide permission policy (admins and owners). Its denies beat every project,
     session and "always" allow; it is read by the engine at the start of each run."""
-    from hangar.projects.validation import clean_permission_rules
-
     require_role(actor, org.pk, Role.ADMIN)
     cleaned = clean_permission_rules(rules, field="rules")
     org = Org.objects.select_for_update().get(pk=org.pk)

@@ -7,11 +7,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from hangar.accounts.models import Role
+from hangar.accounts.permission_rules import ACTIONS
 from hangar.api.scoping import scope_for
 from hangar.projects.models import NetworkPolicy
 from hangar.projects.selectors import project_get, project_list
 from hangar.projects.services import project_create, project_delete, project_update
-from hangar.projects.validation import ACTIONS
 
 
 class PermissionRuleSerializer(serializers.Serializer):

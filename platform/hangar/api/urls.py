@@ -6,12 +6,12 @@ from hangar.api import (
     auth_views,
     credential_views,
     env_views,
+    grant_views,
     member_views,
     org_views,
     project_views,
     token_views,
 )
-from hangar.engine import api as engine_api
 from hangar.health import HealthView
 
 ORG = "orgs/<slug:org>/"
@@ -43,11 +43,13 @@ urlpatterns: list = [
         name="credential",
     ),
     path(
-        PROJECT + "permission-grants/", engine_api.PermissionGrantListView.as_view(), name="permission-grants"
+        PROJECT + "permission-grants/",
+        grant_views.PermissionGrantListView.as_view(),
+        name="permission-grants",
     ),
     path(
         PROJECT + "permission-grants/<int:grant_id>",
-        engine_api.PermissionGrantRevokeView.as_view(),
+        grant_views.PermissionGrantRevokeView.as_view(),
         name="permission-grant",
     ),
     path("", include("hangar.api.sessions_urls")),  # sessions, messages, events (realtime engineer)

@@ -1,14 +1,33 @@
 """Writing the audit log. Call `audit_record` inside the same transaction as the change it records."""
 
+from typing import Protocol
+
 from django.db import transaction
 
-from hangar.accounts.actors import Actor
 from hangar.audit.models import AuditEvent
+
+
+class AuditActor(Protocol):
+    """What the log records of whoever acts (`hangar.accounts.actors.Actor` has this shape). The audit app
+    is the bottom of the store: every other store app records through it, so it imports none of them."""
+
+    @property
+    def type(self) -> str: ...
+    @property
+    def org_id(self) -> int | None: ...
+    @property
+    def id(self) -> str: ...
+    @property
+    def label(self) -> str: ...
+    @property
+    def ip(self) -> str | None: ...
+    @property
+    def request_id(self) -> str: ...
 
 
 def audit_record(
     *,
-    actor: Actor,
+    actor: AuditActor,
     action: str,
     target=None,
     target_type: str = "",

@@ -21,6 +21,7 @@ clients can tell them apart; losing one is harmless because the part's final tex
 """
 
 import json
+from typing import Protocol
 
 from django.db import transaction
 from django.utils import timezone
@@ -53,6 +54,36 @@ def _statement(
     set_sql, set_params = session_set if session_set else ("", [])
     sql = _APPEND.format(writes=f"WITH {ctes}", set=f", {set_sql}" if set_sql else "", gate=gate)
     return sql, [p for _sql, params in writes for p in params], set_params
+
+
+class EventSink(Protocol):
+    """Who tells the world about events once they are stored: `broadcast_many` gets the committed events of
+    one session, in seq order; `broadcast` one ephemeral notification. Must not block on the network."""
+
+    def broadcast(self, groups: list[str], message: dict) -> None: ...
+
+    def broadcast_many(self, groups: list[str], messages: list[dict]) -> None: ...
+
+
+class _NoSink:
+    """Until a sink registers (a process without the realtime app), events are only stored: readers fill
+    gaps from Postgres by seq, so nothing is lost, only not pushed."""
+
+    def broadcast(self, groups: list[str], message: dict) -> None:
+        pass
+
+    def broadcast_many(self, groups: list[str], messages: list[dict]) -> None:
+        pass
+
+
+_sink: EventSink = _NoSink()
+
+
+def set_sink(sink: EventSink) -> None:
+    """Register where committed events go (the realtime layer does, at app ready): the store publishes
+    through it without importing the layer above it."""
+    global _sink
+    _sink = sink
 
 
 def session_group(session_id: str) -> str:
@@ -95,8 +126,6 @@ def publish_many(
     the same statement (as CTEs); the events are appended only if every one touched a row, else a
     `LookupError` is raised and nothing is written. `session_set` = ("col = %s, ...", params): columns of
     the session row set by the same UPDATE that bumps its seq."""
-    from hangar.realtime.broadcast import broadcast_many  # late: keeps the store free of Channels at import
-
     n = len(events)
     types = [t for t, _ in events]
     payloads = [json.dumps(p) for _, p in events]
@@ -119,13 +148,12 @@ def publish_many(
         groups.append(org_group(session.org_id))
     messages = [{"seq": e.seq, "type": e.type, "payload": e.payload, "session": session.pk} for e in out]
     # In autocommit (no outer atomic) this runs now: the statement above has already committed.
-    transaction.on_commit(lambda: broadcast_many(groups, messages))
+    sink = _sink
+    transaction.on_commit(lambda: sink.broadcast_many(groups, messages))
     return out
 
 
 def publish_ephemeral(session: Session, type: str, payload: dict) -> None:
     """Send a not-stored notification (token deltas). Sent immediately, outside any transaction."""
-    from hangar.realtime.broadcast import broadcast
-
     message = {"seq": None, "ephemeral": True, "type": type, "payload": payload, "session": session.pk}
-    broadcast([session_group(session.pk), project_group(session.project_id)], message)
+    _sink.broadcast([session_group(session.pk), project_group(session.project_id)], message)

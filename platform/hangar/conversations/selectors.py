@@ -10,7 +10,7 @@ from datetime import datetime
 from django.db.models import Prefetch, QuerySet
 
 from hangar.accounts.actors import Actor
-from hangar.conversations.models import Event, Message, Part, PermissionRequest, Session
+from hangar.conversations.models import Event, Message, Part, PermissionGrant, PermissionRequest, Session
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
@@ -127,3 +127,9 @@ def todos_list(session: Session) -> list[dict]:
         {"content": t.content, "status": t.status, "priority": t.priority}
         for t in session.todos.order_by("position")
     ]
+
+
+def permission_grant_get(*, project, grant_id: int) -> PermissionGrant:
+    """A stored grant of `project` (already scoped to the actor's org); any other is
+    `PermissionGrant.DoesNotExist` (a 404)."""
+    return PermissionGrant.objects.get(pk=grant_id, project=project, org_id=project.org_id)

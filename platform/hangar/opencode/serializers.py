@@ -3,7 +3,7 @@ Unknown keys are rejected like OpenCode's `additionalProperties: false`."""
 
 from rest_framework import serializers
 
-from hangar.projects.validation import ACTIONS
+from hangar.accounts.permission_rules import ACTIONS
 
 
 class StrictSerializer(serializers.Serializer):

@@ -6,9 +6,9 @@ import re
 
 from rest_framework.exceptions import ValidationError
 
+from hangar.accounts.permission_rules import clean_permission_rules
 from hangar.projects.models import NetworkPolicy
 
-ACTIONS = ("allow", "ask", "deny")
 # Bounds a project may choose within; a sandbox outside them is either useless or a noisy neighbour.
 LIMITS = {
     "sandbox_cpus": (0.1, 8.0),
@@ -21,30 +21,6 @@ ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 HOST = re.compile(
     r"^(\*\.)?([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"
 )
-
-
-def clean_permission_rules(rules, field: str = "permission_rules") -> list[dict]:
-    """A ruleset as in the seeds: a list of {permission, pattern, action}; last match wins. Errors name
-    `field[index].key`."""
-    if not isinstance(rules, list):
-        raise ValidationError({field: ["Must be a list of {permission, pattern, action}."]})
-    cleaned = []
-    for index, rule in enumerate(rules):
-        where = f"{field}[{index}]"
-        if not isinstance(rule, dict):
-            raise ValidationError({where: ["Must be an object with permission, pattern and action."]})
-        extra = set(rule) - {"permission", "pattern", "action"}
-        if extra:
-            raise ValidationError({where: [f"Unknown keys: {', '.join(sorted(extra))}."]})
-        for key in ("permission", "pattern"):
-            if not isinstance(rule.get(key), str) or not rule[key] or len(rule[key]) > 500:
-                raise ValidationError({f"{where}.{key}": ["Must be a non-empty string."]})
-        if rule.get("action") not in ACTIONS:
-            raise ValidationError({f"{where}.action": [f"Must be one of: {', '.join(ACTIONS)}."]})
-        cleaned.append(
-            {"permission": rule["permission"], "pattern": rule["pattern"], "action": rule["action"]}
-        )
-    return cleaned
 
 
 def clean_allowlist(entries) -> list[str]:

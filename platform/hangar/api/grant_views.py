@@ -1,7 +1,6 @@
 """REST endpoints for stored "always" permission grants of a project: list and revoke.
 Mounted by hangar.api.urls under /api/orgs/<org>/projects/<pid>/permission-grants/."""
 
-from django.http import Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
@@ -9,7 +8,7 @@ from rest_framework.views import APIView
 
 from hangar.accounts.models import Role
 from hangar.api.scoping import scope_for
-from hangar.conversations.models import PermissionGrant
+from hangar.conversations.selectors import permission_grant_get
 from hangar.engine.services import permission_grant_list, permission_grant_revoke
 from hangar.projects.selectors import project_get
 
@@ -38,7 +37,5 @@ class PermissionGrantRevokeView(APIView):
     def delete(self, request, org, project_id, grant_id):
         scope = scope_for(request, org, Role.MEMBER)
         project = project_get(org=scope.org, project_id=project_id)
-        grant = PermissionGrant.objects.filter(pk=grant_id, project=project, org=scope.org).first()
-        if grant is None:
-            raise Http404()
+        grant = permission_grant_get(project=project, grant_id=grant_id)
         return Response(GrantOut(permission_grant_revoke(actor=scope.actor, grant=grant)).data)

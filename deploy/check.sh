@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The static gates, run before any test: lint (ruff), format (ruff format --check), types (mypy), import
+# contracts (lint-imports, .importlinter). Any failure fails the whole check. Called by deploy/test.sh
+# (and so by CI) and by the Makefile; `deploy/check.sh lint` (or types, imports, format) runs one gate.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export PYTHONPATH=platform:.
+bin=.venv/bin
+failed=()
+
+gate() {
+  local name=$1; shift
+  printf '\033[1;34m[check]\033[0m %s\n' "$name"
+  "$@" || failed+=("$name")
+}
+
+run_gate() {
+  case $1 in
+    lint) gate "lint (ruff check)" "$bin/ruff" check --no-cache . ;;
+    format) gate "format (ruff format --check)" "$bin/ruff" format --no-cache --check . ;;
+    imports) gate "import contracts (lint-imports)" "$bin/lint-imports" --no-cache ;;
+    *) echo "unknown gate: $1 (lint, format, imports)" >&2; exit 2 ;;
+  esac
+}
+
+if [ $# -eq 0 ]; then set -- lint format imports; fi
+for name in "$@"; do run_gate "$name"; done
+
+if [ ${#failed[@]} -gt 0 ]; then
+  printf '\033[1;31m[check] failed: %s\033[0m\n' "$(IFS=,; echo "${failed[*]}")" >&2
+  exit 1
+fi
+echo "[check] all gates passed"
