@@ -15,7 +15,7 @@ import time
 import docker
 import docker.errors
 
-from sandbox import containers, egress, volumes
+from sandbox import containers, egress, gitops, volumes
 from sandbox.connection import AgentConnection
 from sandbox.docker_backend import DockerSandbox
 from sandbox.image import ensure_image
@@ -116,6 +116,7 @@ class DockerSandboxes:
         egress.remove(self.api, key)  # after the container: the network must have no endpoints
         if volume_id:
             volumes.destroy_volume(volume_id)
+        gitops.remove_session(session_id)
         volumes.unregister(key)
 
     def is_running(self, session_id: str) -> bool:

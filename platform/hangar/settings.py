@@ -39,6 +39,7 @@ INSTALLED_APPS = [
     "hangar.projects",
     "hangar.audit",
     "hangar.conversations",
+    "hangar.repos",
     "hangar.engine",
     "hangar.realtime",
     "hangar.api",
@@ -190,6 +191,9 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 HANGAR_DIRECT_OPENAI_COMPAT = flag("HANGAR_DIRECT_OPENAI_COMPAT", default=True)
 
 # Sandbox defaults (a project's limits override them).
+# Repository URLs may name private, loopback or link-local hosts (and plain http://): for a development
+# machine or tests whose git server runs on 127.0.0.1. Off in production: a URL is a server-side request.
+HANGAR_REPO_ALLOW_PRIVATE_HOSTS = flag("HANGAR_REPO_ALLOW_PRIVATE_HOSTS")
 SANDBOX_POOL_SIZE = int(os.environ.get("HANGAR_SANDBOX_POOL_SIZE", "2"))
 
 # Engine: per-model price overrides ({"provider/model": {"input": $/tok, "output": $/tok}}), else LiteLLM's

@@ -36,6 +36,12 @@ class ProjectOut(serializers.Serializer):
     command_timeout_s = serializers.IntegerField()
     network_policy = serializers.CharField()
     network_allowlist = serializers.ListField(child=serializers.CharField())
+    repo_url = serializers.CharField()
+    repo_default_branch = serializers.CharField()
+    repo_username = serializers.CharField()
+    repo_token_hint = serializers.CharField(
+        help_text="what may be seen of the token; the token is write-only"
+    )
     opencode_url = serializers.SerializerMethodField()
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
@@ -62,6 +68,12 @@ class ProjectIn(serializers.Serializer):
     command_timeout_s = serializers.IntegerField(required=False)
     network_policy = serializers.ChoiceField(choices=NetworkPolicy.choices, required=False)
     network_allowlist = serializers.ListField(child=serializers.CharField(), required=False)
+    repo_url = serializers.CharField(max_length=500, required=False, allow_blank=True)
+    repo_default_branch = serializers.CharField(max_length=250, required=False, allow_blank=True)
+    repo_username = serializers.CharField(max_length=100, required=False, allow_blank=True)
+    repo_token = serializers.CharField(
+        required=False, allow_blank=True, write_only=True, trim_whitespace=False, help_text='"" clears it'
+    )
 
 
 class ProjectListCreateView(APIView):

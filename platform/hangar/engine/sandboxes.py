@@ -72,7 +72,11 @@ def spec_for(session) -> SandboxSpec:
 
 
 def _docker_sandbox(session) -> Sandbox:
-    return manager().get_or_create(spec_for(session))
+    from hangar.engine.workspace import workspace_ensure
+
+    box = manager().get_or_create(spec_for(session))
+    workspace_ensure(session, box)  # the repository and setup script, once, before the first tool call
+    return box
 
 
 sandbox_factory: Callable[[object], Sandbox] = _docker_sandbox

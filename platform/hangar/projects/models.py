@@ -30,6 +30,13 @@ class Project(models.Model):
         max_length=16, choices=NetworkPolicy.choices, default=NetworkPolicy.NONE
     )
     network_allowlist = models.JSONField(default=list, blank=True)
+    # The repository a session's workspace is cloned from (hangar.repos); empty: sessions start empty.
+    repo_url = models.CharField(max_length=500, blank=True)
+    repo_default_branch = models.CharField(max_length=250, blank=True, help_text="empty: the remote's HEAD")
+    repo_username = models.CharField(max_length=100, blank=True)
+    # The token is encrypted like provider keys and only ever decrypted by host-side git (never a sandbox).
+    repo_token_encrypted = models.TextField(blank=True)
+    repo_token_hint = models.CharField(max_length=16, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -28,7 +28,21 @@ PROJECT_FIELDS = (
     "command_timeout_s",
     "network_policy",
     "network_allowlist",
+    "repo_url",
+    "repo_default_branch",
+    "repo_username",
 )
+
+
+def _apply_token(project: Project, token: str | None) -> bool:
+    """Write-only: None keeps the stored token, "" clears it. True if it changed."""
+    if token is None:
+        return False
+    if not isinstance(token, str) or len(token) > 4096 or any(c in token for c in "\r\n"):
+        raise ValidationError({"repo_token": ["Must be a single-line string of at most 4096 characters."]})
+    project.repo_token_encrypted = crypto.encrypt(token) if token else ""
+    project.repo_token_hint = crypto.mask(token) if token else ""
+    return True
 
 
 def _check_fields(values: dict) -> dict:
@@ -39,7 +53,7 @@ def _check_fields(values: dict) -> dict:
 
 
 @transaction.atomic
-def project_create(*, actor: Actor, org: Org, name: str, **fields) -> Project:
+def project_create(*, actor: Actor, org: Org, name: str, repo_token: str | None = None, **fields) -> Project:
     require_role(actor, org.pk, Role.ADMIN)
     values = _check_fields({"name": name, **fields})
     values["slug"] = values.get("slug") or slugify(name)[:80]
@@ -47,7 +61,9 @@ def project_create(*, actor: Actor, org: Org, name: str, **fields) -> Project:
         raise ValidationError({"slug": ["A slug is required."]})
     if Project.objects.filter(org=org, slug=values["slug"]).exists():
         raise ValidationError({"slug": ["A project with this slug already exists in this org."]})
-    project = Project.objects.create(org=org, **values)
+    project = Project(org=org, **values)
+    _apply_token(project, repo_token)
+    project.save(force_insert=True)
     audit_record(
         actor=actor,
         action="project.create",
@@ -59,7 +75,7 @@ def project_create(*, actor: Actor, org: Org, name: str, **fields) -> Project:
 
 
 @transaction.atomic
-def project_update(*, actor: Actor, project: Project, **fields) -> Project:
+def project_update(*, actor: Actor, project: Project, repo_token: str | None = None, **fields) -> Project:
     require_role(actor, project.org_id, Role.ADMIN)
     values = _check_fields(fields)
     if (
@@ -73,6 +89,8 @@ def project_update(*, actor: Actor, project: Project, **fields) -> Project:
         if getattr(project, name) != value:
             changed[name] = value
             setattr(project, name, value)
+    if _apply_token(project, repo_token):
+        changed |= {"repo_token_encrypted": True, "repo_token_hint": True}
     if changed:
         project.save(update_fields=[*changed, "updated_at"])
         # Setup scripts may hold anything: record which fields changed, not the script itself.
@@ -201,7 +219,7 @@ def credential_delete(*, actor: Actor, credential: ProviderCredential) -> None:
 @transaction.atomic
 def encryption_keys_rotate(*, actor: Actor) -> dict:
     """Re-encrypt every stored secret under the first key, so older keys can then be retired."""
-    counts = {"credentials": 0, "env_vars": 0}
+    counts = {"credentials": 0, "env_vars": 0, "repo_tokens": 0}
     for credential in ProviderCredential.objects.select_for_update().exclude(api_key_encrypted=""):
         credential.api_key_encrypted = crypto.rotate(credential.api_key_encrypted)
         credential.save(update_fields=["api_key_encrypted"])
@@ -210,5 +228,9 @@ def encryption_keys_rotate(*, actor: Actor) -> dict:
         var.value_encrypted = crypto.rotate(var.value_encrypted)
         var.save(update_fields=["value_encrypted"])
         counts["env_vars"] += 1
+    for project in Project.objects.select_for_update().exclude(repo_token_encrypted=""):
+        project.repo_token_encrypted = crypto.rotate(project.repo_token_encrypted)
+        project.save(update_fields=["repo_token_encrypted"])
+        counts["repo_tokens"] += 1
     audit_record(actor=actor, action="encryption_keys.rotate", data=counts, org_id=None)
     return counts

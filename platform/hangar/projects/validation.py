@@ -66,7 +66,26 @@ def clean_project_fields(values: dict) -> dict:
         values["network_allowlist"] = clean_allowlist(values["network_allowlist"])
     if "network_policy" in values and values["network_policy"] not in NetworkPolicy.values:
         raise ValidationError({"network_policy": [f"Must be one of: {', '.join(NetworkPolicy.values)}."]})
-    return clean_limits(values)
+    return clean_repo_fields(clean_limits(values))
+
+
+def clean_repo_fields(values: dict) -> dict:
+    """The repository URL is checked here (scheme, no credentials in it, a public host unless the operator
+    allows private ones) so a bad one fails at save time, and again by host-side git before every fetch."""
+    from django.conf import settings
+
+    from sandbox import gitops
+
+    if values.get("repo_url"):
+        try:
+            gitops.check_url(values["repo_url"], allow_private=settings.HANGAR_REPO_ALLOW_PRIVATE_HOSTS)
+        except gitops.GitError as exc:
+            raise ValidationError({"repo_url": [str(exc)]}) from None
+    if values.get("repo_default_branch") and not gitops.valid_ref_name(values["repo_default_branch"]):
+        raise ValidationError({"repo_default_branch": ["Not a valid branch name."]})
+    if "repo_username" in values and not re.fullmatch(r"[\w.@+-]{0,100}", values["repo_username"] or ""):
+        raise ValidationError({"repo_username": ["Letters, digits and . @ + - _ only."]})
+    return values
 
 
 def clean_env_name(name: str) -> str:

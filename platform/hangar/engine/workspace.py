@@ -1,0 +1,165 @@
+"""A session's workspace before its first prompt: the project's repository checked out on the session's
+own branch (host-side git, sandbox.gitops: the credential never enters the sandbox), then the project's
+setup script run in the sandbox with its output streamed to the session's event stream.
+
+`workspace_ensure` is called wherever the engine obtains a session's sandbox (hangar.engine.sandboxes):
+after the first preparation it costs one stat of a host marker file. Preparation is serialised per session
+by a Postgres advisory lock (a worker that dies releases it with its connection)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from django.conf import settings
+from django.db import close_old_connections, connection
+
+from hangar.conversations.models import Session
+from hangar.logging import get_logger
+from hangar.projects import crypto
+from hangar.repos import services as repos
+from hangar.repos.models import SessionWorkspace, WorkspaceState
+from sandbox import gitops
+from sandbox.protocol import WORKSPACE, SandboxError
+
+log = get_logger(__name__)
+OUTPUT_EVERY_S = 0.25
+
+
+class WorkspaceError(SandboxError):
+    """The workspace could not be prepared; its message is what the user is told."""
+
+
+def needs_workspace(project) -> bool:
+    return bool(project.repo_url or project.setup_script.strip())
+
+
+def remote_for(project, url: str | None = None) -> gitops.Remote:
+    """The project's repository, checked again now (DNS may have moved since it was saved), with its
+    credential decrypted for this one git process."""
+    token = crypto.decrypt(project.repo_token_encrypted) if project.repo_token_encrypted else ""
+    return gitops.check_url(
+        url or project.repo_url,
+        allow_private=settings.HANGAR_REPO_ALLOW_PRIVATE_HOSTS,
+        username=project.repo_username,
+        token=token,
+    )
+
+
+class _SessionLock:
+    """pg_advisory_lock on the session id, on this thread's connection."""
+
+    def __init__(self, session_id: str):
+        self.key = f"hangar.workspace:{session_id}"
+
+    def __enter__(self):
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_lock(hashtext(%s))", [self.key])
+
+    def __exit__(self, *exc):
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(hashtext(%s))", [self.key])
+
+
+def session_lock(session_id: str) -> _SessionLock:
+    return _SessionLock(session_id)
+
+
+def workspace_ensure(session: Session, box) -> None:
+    """Prepare the session's workspace once (per volume). Raises WorkspaceError if it failed."""
+    if not needs_workspace(session.project) or gitops.ready_marker(session.pk).exists():
+        return
+    with session_lock(session.pk):
+        if gitops.ready_marker(session.pk).exists():
+            return
+        row = repos.workspace_for_run(session)
+        row.session = session
+        if row.state == WorkspaceState.FAILED:
+            raise WorkspaceError(f"The workspace could not be prepared: {row.error.get('message', '')}")
+        _prepare(session, box, row)
+
+
+def _prepare(session: Session, box, row: SessionWorkspace) -> None:
+    started = time.monotonic()
+    project = session.project
+    code, output = None, ""
+    try:
+        if row.repo_url:
+            repos.workspace_preparing(row=row, phase="clone")
+            mirror = gitops.mirror_sync(remote_for(project, row.repo_url), scope=str(session.org_id))
+            ref = row.ref or gitops.default_branch(mirror)
+            sha = gitops.resolve_ref(mirror, ref)
+            gitops.checkout(mirror, session.pk, sha, row.branch)
+            repos.workspace_cloned(row=row, ref=ref, base_commit=sha)
+        if project.setup_script.strip():
+            repos.workspace_preparing(row=row, phase="setup")
+            code, output = _run_setup(session, box, project)
+            if code != 0:
+                message = f"The project's setup script failed (exit code {code}); see the setup log."
+                repos.workspace_failed(
+                    row=row, kind="setup", message=message, setup_exit_code=code, setup_log=output
+                )
+                raise WorkspaceError(message)
+    except gitops.GitError as exc:
+        message = _git_message(exc)
+        repos.workspace_failed(row=row, kind=exc.kind, message=message)
+        raise WorkspaceError(message) from None
+    except SandboxError as exc:
+        if not isinstance(exc, WorkspaceError):
+            repos.workspace_failed(
+                row=row, kind="sandbox", message=f"The sandbox failed during set-up: {exc}"
+            )
+        raise
+    elapsed = int((time.monotonic() - started) * 1000)
+    repos.workspace_ready(row=row, setup_exit_code=code, setup_log=output, prepare_ms=elapsed)
+    marker = gitops.ready_marker(session.pk)
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.touch()
+
+
+def _git_message(exc: gitops.GitError) -> str:
+    return {
+        "auth": "The repository refused the credential (or needs one): check the project's repository token.",
+        "unreachable": "The repository's host cannot be reached.",
+        "not_found": str(exc),
+        "invalid": str(exc),
+        "quota": "The repository does not fit in the session's disk quota.",
+    }.get(exc.kind, f"Cloning the repository failed: {exc}")
+
+
+def _run_setup(session: Session, box, project) -> tuple[int | None, str]:
+    """Run the setup script in the sandbox (bound env: the project's sandbox-safe vars), streaming its
+    output as `workspace.setup.output` events, a batch every OUTPUT_EVERY_S from a thread of its own."""
+    pending: list[str] = []
+    lock, done = threading.Lock(), threading.Event()
+
+    def drain() -> None:
+        with lock:
+            text = "".join(pending)
+            pending.clear()
+        if text:
+            repos.workspace_setup_output(session=session, text=text)
+
+    def publisher() -> None:
+        try:
+            while not done.wait(OUTPUT_EVERY_S):
+                drain()
+        finally:
+            close_old_connections()
+            connection.close()
+
+    def on_output(chunk: str) -> None:
+        with lock:
+            pending.append(chunk)
+
+    thread = threading.Thread(target=publisher, name=f"setup-{session.pk}", daemon=True)
+    thread.start()
+    try:
+        result = box.exec(
+            project.setup_script, cwd=WORKSPACE, timeout_s=project.command_timeout_s, on_output=on_output
+        )
+    finally:
+        done.set()
+        thread.join()
+        drain()
+    return (result.exit_code if result.status == "exited" else -1), result.output

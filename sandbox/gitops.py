@@ -1,0 +1,383 @@
+"""Host-side git for session workspaces: the credential stays here, the sandbox sees only files.
+
+Every git process runs hardened against the repository it touches: a repository's own content (hooks,
+`core.fsmonitor`, filter drivers, `core.*` settings it ships, submodules) must never execute on the host.
+So: no system or global config (GIT_CONFIG_NOSYSTEM, GIT_CONFIG_GLOBAL=/dev/null, HOME an empty temp
+dir), hooks pointed at /dev/null, fsmonitor off, only http(s) transports, no redirects, no prompts, no
+proxies from the environment. The credential reaches git as an `http.extraHeader` through the
+GIT_CONFIG_COUNT variables of that one process (never argv, never a file).
+
+Layout under HANGAR_SANDBOX_ROOT:
+  mirrors/<key>.git   a bare mirror per (org, URL), refreshed with `fetch`; never gc'd (session git dirs
+                      borrow its objects through `alternates`)
+  repos/<session>.git the session's git dir (owned by the sandbox uid); its work tree is the session
+                      volume's workspace/, so the sandbox holds no .git and no remote at all.
+Checkout and commit run as the sandbox uid, so the files are the sandbox's and a commit reads the
+workspace with no more rights than the sandbox has; fetch and push (which need the credential and only
+touch host-owned git dirs) run as this process.
+"""
+
+from __future__ import annotations
+
+import base64
+import fcntl
+import hashlib
+import ipaddress
+import os
+import re
+import shutil
+import socket
+import subprocess
+import tempfile
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from sandbox import volumes
+
+HARDENING = (
+    "core.hooksPath=/dev/null",
+    "core.fsmonitor=false",
+    "core.untrackedCache=false",
+    "core.sshCommand=false",
+    "core.askPass=",
+    "credential.helper=",
+    "protocol.allow=never",
+    "protocol.https.allow=always",
+    "protocol.http.allow=always",
+    "http.followRedirects=false",
+    "submodule.recurse=false",
+    "fetch.recurseSubmodules=false",
+    "gc.auto=0",
+    "maintenance.auto=false",
+    "safe.directory=*",
+    "init.defaultBranch=main",
+    "advice.detachedHead=false",
+)
+MAX_URL = 500
+GIT_TIMEOUT_S = 900
+
+
+class GitError(Exception):
+    """A git operation failed. `kind`: auth | unreachable | not_found | rejected | quota | invalid | error."""
+
+    def __init__(self, message: str, *, kind: str = "error", output: str = ""):
+        super().__init__(message)
+        self.kind, self.output = kind, output
+
+
+@dataclass
+class Remote:
+    """A validated repository URL, the addresses its host was checked at (git connects to those only),
+    and the credential for this one operation."""
+
+    url: str
+    host: str
+    port: int
+    addresses: list[str] = field(default_factory=list)
+    username: str = ""
+    token: str = field(default="", repr=False)
+
+    def config(self) -> dict[str, str]:
+        pairs = {}
+        if self.addresses:
+            pinned = ",".join(f"[{a}]" if ":" in a else a for a in self.addresses)
+            pairs["http.curloptResolve"] = f"{self.host}:{self.port}:{pinned}"
+        if self.token:
+            raw = f"{self.username or 'x-access-token'}:{self.token}".encode()
+            pairs["http.extraHeader"] = "Authorization: Basic " + base64.b64encode(raw).decode()
+        return pairs
+
+
+def parse_url(url: str, *, allow_private: bool = False) -> tuple[str, int]:
+    """(host, port) of an acceptable repository URL, else GitError(kind="invalid") saying why. No network."""
+    if not isinstance(url, str) or not url or len(url) > MAX_URL or any(ord(c) < 33 for c in url):
+        raise GitError("Must be a URL of at most 500 characters without spaces.", kind="invalid")
+    if re.match(r"^[\w.-]+@[\w.-]+:", url) or url.startswith("ssh://"):
+        raise GitError("SSH repository URLs are not supported yet: use https://.", kind="invalid")
+    parts = urlsplit(url)
+    schemes = ("https", "http") if allow_private else ("https",)
+    if parts.scheme not in schemes:
+        raise GitError(f"The scheme must be {' or '.join(schemes)}.", kind="invalid")
+    if "@" in parts.netloc:
+        raise GitError("Credentials do not go in the URL: set the repository token instead.", kind="invalid")
+    if parts.query or parts.fragment or not parts.path.strip("/"):
+        raise GitError("Must name a repository path, without query or fragment.", kind="invalid")
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError as exc:
+        raise GitError(f"Bad host or port: {exc}.", kind="invalid") from None
+    if not host:
+        raise GitError("The URL has no host.", kind="invalid")
+    return host, port or (443 if parts.scheme == "https" else 80)
+
+
+_REF = re.compile(r"^(?!-)(?!.*\.\.)(?!.*//)(?!.*@\{)(?!/)[A-Za-z0-9._/+-]{1,200}(?<![/.])(?<!\.lock)$")
+
+
+def valid_ref_name(name: str) -> bool:
+    """A branch, tag or commit name git accepts (a conservative subset of check-ref-format)."""
+    return isinstance(name, str) and bool(_REF.fullmatch(name)) and "/." not in name
+
+
+def _forbidden(address: str) -> bool:
+    ip = ipaddress.ip_address(address.split("%")[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
+        ip = ip.ipv4_mapped
+    # Not global: private, loopback, link-local (cloud metadata at 169.254.169.254), CGNAT, reserved...
+    return not ip.is_global or ip.is_multicast
+
+
+def check_url(url: str, *, allow_private: bool = False, username: str = "", token: str = "") -> Remote:
+    """Validate and resolve: every address the host resolves to must be public unless the operator allows
+    private hosts. The checked addresses are pinned for git (http.curloptResolve): a DNS answer that
+    changes between this check and the connection cannot move git onto a private address."""
+    host, port = parse_url(url, allow_private=allow_private)
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise GitError(f"Cannot resolve {host}: {exc}.", kind="unreachable") from None
+    addresses = sorted({info[4][0] for info in infos})
+    if not allow_private:
+        bad = [a for a in addresses if _forbidden(a)]
+        if bad:
+            raise GitError(
+                f"{host} resolves to a private, loopback or link-local address ({bad[0]}).", kind="invalid"
+            )
+    return Remote(url=url, host=host, port=port, addresses=addresses, username=username, token=token)
+
+
+# --- running git --------------------------------------------------------------------------------
+
+
+def _env(remote: Remote | None, home: str, extra: dict[str, str] | None) -> dict[str, str]:
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": home,
+        "LC_ALL": "C",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_ASKPASS": "/bin/false",
+        "GIT_PROTOCOL_FROM_USER": "0",
+        "GIT_NO_REPLACE_OBJECTS": "1",
+    }
+    pairs = remote.config() if remote else {}
+    env["GIT_CONFIG_COUNT"] = str(len(pairs))
+    for index, (key, value) in enumerate(pairs.items()):
+        env[f"GIT_CONFIG_KEY_{index}"], env[f"GIT_CONFIG_VALUE_{index}"] = key, value
+    return env | (extra or {})
+
+
+def classify(output: str) -> str:
+    text = output.lower()
+    if "[rejected]" in text or "non-fast-forward" in text or "fetch first" in text:
+        return "rejected"
+    if "no space left" in text or "disk quota" in text:
+        return "quota"
+    if "authentication failed" in text or "could not read username" in text or " 401" in text:
+        return "auth"
+    if " 403" in text or "repository not found" in text or " 404" in text:
+        return "auth"
+    if "could not resolve host" in text or "failed to connect" in text or "connection refused" in text:
+        return "unreachable"
+    return "error"
+
+
+def git(
+    *args: str,
+    remote: Remote | None = None,
+    as_sandbox_user: bool = False,
+    env: dict[str, str] | None = None,
+    timeout: float = GIT_TIMEOUT_S,
+    check: bool = True,
+) -> subprocess.CompletedProcess:
+    flags = [part for item in HARDENING for part in ("-c", item)]
+    with tempfile.TemporaryDirectory(prefix="hangar-git-home-") as home:
+        os.chmod(home, 0o755)
+        kwargs = {}
+        if as_sandbox_user and os.getuid() == 0:
+            kwargs = {"user": volumes.SANDBOX_UID, "group": volumes.SANDBOX_UID, "extra_groups": []}
+        try:
+            proc = subprocess.run(
+                ["git", *flags, *args],
+                env=_env(remote, home, env),
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                stdin=subprocess.DEVNULL,
+                cwd="/",
+                **kwargs,
+            )
+        except subprocess.TimeoutExpired:
+            raise GitError(f"git {args[0]} timed out after {timeout:.0f} s.", kind="unreachable") from None
+    if check and proc.returncode != 0:
+        output = (proc.stderr or proc.stdout).strip()[-4000:]
+        raise GitError(f"git {args[0]} failed: {output}", kind=classify(output), output=output)
+    return proc
+
+
+# --- mirrors ------------------------------------------------------------------------------------
+
+
+def mirrors_dir() -> Path:
+    return volumes.ROOT / "mirrors"
+
+
+def mirror_path(scope: str, url: str) -> Path:
+    """One mirror per (scope, URL): the scope (the org) keeps one tenant's fetched private objects from
+    serving another tenant that names the same URL without the right to read it."""
+    return mirrors_dir() / (hashlib.sha256(f"{scope}\0{url}".encode()).hexdigest()[:32] + ".git")
+
+
+def mirror_sync(remote: Remote, scope: str) -> Path:
+    """Create the mirror (`clone --mirror`) or bring it up to date (`fetch --prune`), under a lock."""
+    path = mirror_path(scope, remote.url)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.chmod(path.parent, 0o755)
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (path / "HEAD").exists():
+            git(
+                "--git-dir",
+                str(path),
+                "fetch",
+                "--prune",
+                "--quiet",
+                remote.url,
+                "+refs/*:refs/*",
+                remote=remote,
+            )
+        else:
+            tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}")
+            try:
+                git("clone", "--mirror", "--quiet", "--", remote.url, str(tmp), remote=remote)
+                git("--git-dir", str(tmp), "config", "remote.origin.url", remote.url)
+                os.rename(tmp, path)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+    return path
+
+
+def resolve_ref(mirror: Path, ref: str) -> str:
+    """The commit a branch, tag or commit id names in the mirror."""
+    if not ref or ref.startswith("-") or len(ref) > 250:
+        raise GitError(f"Bad ref {ref!r}.", kind="invalid")
+    for candidate in (f"refs/heads/{ref}", f"refs/tags/{ref}", ref):
+        proc = git(
+            "--git-dir",
+            str(mirror),
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            f"{candidate}^{{commit}}",
+            check=False,
+        )
+        if proc.returncode == 0:
+            return proc.stdout.strip()
+    raise GitError(f"No branch, tag or commit {ref!r} in the repository.", kind="not_found")
+
+
+def default_branch(mirror: Path) -> str:
+    proc = git("--git-dir", str(mirror), "symbolic-ref", "--short", "HEAD", check=False)
+    return proc.stdout.strip() or "main"
+
+
+# --- a session's git dir and work tree ----------------------------------------------------------
+
+
+def session_gitdir(session_id: str) -> Path:
+    return volumes.ROOT / "repos" / f"{volumes.session_key(session_id)}.git"
+
+
+def workspace_dir(session_id: str) -> Path:
+    """The session volume's workspace on the host (mounted if it was not)."""
+    record = volumes.lookup(volumes.session_key(session_id))
+    if record is None:
+        raise GitError(f"session {session_id} has no sandbox volume", kind="error")
+    return volumes.ensure_mounted(record["volume"]) / "workspace"
+
+
+def checkout(mirror: Path, session_id: str, sha: str, branch: str) -> Path:
+    """Make the session's git dir (objects borrowed from the mirror) and check `sha` out into the session's
+    workspace on a new branch. Runs as the sandbox uid: the files are the sandbox's."""
+    gitdir, worktree = session_gitdir(session_id), workspace_dir(session_id)
+    gitdir.parent.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(gitdir, ignore_errors=True)
+    gitdir.mkdir()
+    os.chown(gitdir, volumes.SANDBOX_UID, volumes.SANDBOX_UID)
+    g = ("--git-dir", str(gitdir), "--work-tree", str(worktree))
+    git(*g, "init", "--quiet", as_sandbox_user=True)
+    (gitdir / "objects" / "info" / "alternates").write_text(f"{mirror / 'objects'}\n")
+    git(*g, "update-ref", "refs/hangar/base", sha, as_sandbox_user=True)
+    git(*g, "checkout", "--quiet", "-b", branch, sha, as_sandbox_user=True)
+    return worktree
+
+
+def commit_all(session_id: str, message: str, author_name: str, author_email: str) -> str | None:
+    """Stage everything in the workspace (its .gitignore honoured) and commit; None if nothing changed."""
+    gitdir, worktree = session_gitdir(session_id), workspace_dir(session_id)
+    g = ("--git-dir", str(gitdir), "--work-tree", str(worktree))
+    git(*g, "add", "--all", as_sandbox_user=True)
+    if git(*g, "diff", "--cached", "--quiet", check=False, as_sandbox_user=True).returncode == 0:
+        return None
+    who = {
+        "GIT_AUTHOR_NAME": author_name,
+        "GIT_AUTHOR_EMAIL": author_email,
+        "GIT_COMMITTER_NAME": author_name,
+        "GIT_COMMITTER_EMAIL": author_email,
+    }
+    git(*g, "commit", "--quiet", "--no-verify", "-m", message, env=who, as_sandbox_user=True)
+    return head(session_id)
+
+
+def head(session_id: str) -> str:
+    return git("--git-dir", str(session_gitdir(session_id)), "rev-parse", "HEAD").stdout.strip()
+
+
+def current_branch(session_id: str) -> str:
+    return git("--git-dir", str(session_gitdir(session_id)), "symbolic-ref", "--short", "HEAD").stdout.strip()
+
+
+def push(session_id: str, remote: Remote, branch: str) -> str:
+    """Push the session's branch (never forced); GitError(kind="rejected") when the remote branch moved."""
+    gitdir = session_gitdir(session_id)
+    git(
+        "--git-dir",
+        str(gitdir),
+        "push",
+        "--quiet",
+        "--porcelain",
+        remote.url,
+        f"HEAD:refs/heads/{branch}",
+        remote=remote,
+    )
+    return head(session_id)
+
+
+def merge(session_id: str, sha: str, author_name: str, author_email: str) -> str:
+    """Merge commit `sha` (fetched into the mirror) into the session's branch, work tree included; a
+    conflict leaves everything as it was and raises GitError(kind="conflict")."""
+    g = ("--git-dir", str(session_gitdir(session_id)), "--work-tree", str(workspace_dir(session_id)))
+    who = {
+        "GIT_AUTHOR_NAME": author_name,
+        "GIT_AUTHOR_EMAIL": author_email,
+        "GIT_COMMITTER_NAME": author_name,
+        "GIT_COMMITTER_EMAIL": author_email,
+    }
+    proc = git(*g, "merge", "--no-edit", "--no-verify", sha, env=who, as_sandbox_user=True, check=False)
+    if proc.returncode != 0:
+        git(*g, "merge", "--abort", as_sandbox_user=True, check=False)
+        output = (proc.stdout + proc.stderr).strip()[-4000:]
+        raise GitError(f"The remote changes do not merge cleanly: {output}", kind="conflict", output=output)
+    return head(session_id)
+
+
+def ready_marker(session_id: str) -> Path:
+    return volumes.ROOT / "repos" / f"{volumes.session_key(session_id)}.ready"
+
+
+def remove_session(session_id: str) -> None:
+    shutil.rmtree(session_gitdir(session_id), ignore_errors=True)
+    ready_marker(session_id).unlink(missing_ok=True)

@@ -1,0 +1,66 @@
+"""Repository tests: a real git smart-HTTP server on 127.0.0.1 (tests.repos.gitserver), the real Docker
+sandbox, real Postgres. The server is on loopback, so these tests allow private repository hosts
+explicitly (HANGAR_REPO_ALLOW_PRIVATE_HOSTS); one test shows the refusal without it."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.foundation_fixtures import _fast_password_hashing, _fresh_throttles, dave  # noqa: F401
+from tests.repos.gitserver import GitServer
+
+os.environ.setdefault("HANGAR_SANDBOX_POOL", "0")  # the pool test builds its own
+
+# Via the environment: this module is imported twice (as a conftest and by tests), one token per run.
+TOKEN = os.environ.setdefault("HANGAR_REPO_TEST_TOKEN", "ghp_s3cretT0kenForTests_" + os.urandom(6).hex())
+FILES = {
+    "README.md": "# demo\n",
+    "src/app.py": "print('hello')\n",
+    "setup.sh": "#!/bin/sh\necho setting up\n",
+}
+
+
+@pytest.fixture(scope="session")
+def gitserver(tmp_path_factory):
+    server = GitServer(tmp_path_factory.mktemp("gitserver"), users={"alice": TOKEN}).start()
+    server.create("public/demo.git", FILES)
+    server.create("private/app.git", {**FILES, "SECRET_PROJECT.md": "private\n"})
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def allow_private(settings):
+    settings.HANGAR_REPO_ALLOW_PRIVATE_HOSTS = True
+    return settings
+
+
+@pytest.fixture
+def sessions_made():
+    """Session ids whose sandboxes (volume, host git dir) are destroyed after the test."""
+    made: list[str] = []
+    yield made
+    from hangar.engine.sandboxes import manager
+
+    for session_id in made:
+        try:
+            manager().destroy(session_id)
+        except Exception:
+            pass
+
+
+@pytest.fixture
+def repo_project(alice, allow_private, gitserver):
+    def configure(url: str, token: str = "", username: str = "", setup: str = "", branch: str = ""):
+        project = alice.project
+        project.repo_url, project.repo_username, project.setup_script = url, username, setup
+        project.repo_default_branch = branch
+        from hangar.projects import crypto
+
+        project.repo_token_encrypted = crypto.encrypt(token) if token else ""
+        project.save()
+        return project
+
+    return configure

@@ -1,0 +1,90 @@
+"""A new session's workspace is a clone of the project's repository on a branch of its own, made by
+host-side git from a per-org mirror; the sandbox sees the files only."""
+
+import pytest
+
+from hangar.conversations.models import Event
+from hangar.conversations.services import session_create
+from hangar.engine.sandboxes import sandbox_for
+from hangar.engine.workspace import WorkspaceError
+from hangar.repos.models import SessionWorkspace
+from hangar.repos.services import workspace_request
+from sandbox import gitops
+from tests.repos.conftest import TOKEN
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def _session(persona, made, **request):
+    session = session_create(actor=persona.actor, project=persona.project, title="t")
+    made.append(session.pk)
+    if request:
+        workspace_request(actor=persona.actor, session=session, **request)
+    return session
+
+
+def test_a_public_repository_is_cloned_into_the_workspace_on_the_sessions_own_branch(
+    alice, repo_project, gitserver, sessions_made
+):
+    repo_project(gitserver.url("public/demo.git"))
+    session = _session(alice, sessions_made)
+    box = sandbox_for(session)
+    assert box.read("README.md").content == "# demo"
+    assert box.read("src/app.py").content == "print('hello')"
+    row = SessionWorkspace.objects.get(session=session)
+    assert row.state == "ready" and row.ref == "main"
+    assert row.base_commit == gitserver.head("public/demo.git", "main")
+    assert row.branch == f"hangar/{session.pk[-12:]}" == gitops.current_branch(session.pk)
+    # Files belong to the sandbox user; there is no .git (and no remote) inside the sandbox.
+    listing = box.exec("stat -c '%u' README.md src/app.py; ls -a").output.split()
+    assert listing[:2] == ["1000", "1000"] and ".git" not in listing
+    types = [e.type for e in Event.objects.filter(session=session).order_by("seq")]
+    assert "workspace.updated" in types
+
+
+def test_a_private_repository_is_cloned_with_the_projects_token(
+    alice, repo_project, gitserver, sessions_made
+):
+    repo_project(gitserver.url("private/app.git"), token=TOKEN, username="alice")
+    session = _session(alice, sessions_made)
+    assert sandbox_for(session).read("SECRET_PROJECT.md").content == "private"
+
+
+def test_a_wrong_token_fails_the_workspace_with_a_clear_error(alice, repo_project, gitserver, sessions_made):
+    repo_project(gitserver.url("private/app.git"), token="wrong-token", username="alice")
+    session = _session(alice, sessions_made)
+    with pytest.raises(WorkspaceError, match="refused the credential"):
+        sandbox_for(session)
+    row = SessionWorkspace.objects.get(session=session)
+    assert row.state == "failed" and row.error["kind"] == "auth"
+    error = Event.objects.filter(session=session, type="session.error").get()
+    assert "refused the credential" in error.payload["error"]["data"]["message"]
+    with pytest.raises(WorkspaceError):  # sticky: the next call is told the same without retrying git
+        sandbox_for(session)
+
+
+def test_a_branch_tag_or_commit_named_at_creation_is_checked_out(
+    alice, repo_project, gitserver, sessions_made
+):
+    repo_project(gitserver.url("public/demo.git"))
+    first = gitserver.head("public/demo.git", "main")
+    gitserver.advance("public/demo.git", "main", "CHANGELOG.md", "v2\n")
+    session = _session(alice, sessions_made, ref=first, branch="feature/from-old")
+    box = sandbox_for(session)
+    assert box.stat("CHANGELOG.md") is None
+    row = SessionWorkspace.objects.get(session=session)
+    assert row.base_commit == first and row.branch == "feature/from-old"
+    latest = _session(alice, sessions_made)
+    assert sandbox_for(latest).read("CHANGELOG.md").content == "v2"  # the mirror was fetched
+
+
+def test_an_unknown_ref_fails_with_its_name(alice, repo_project, gitserver, sessions_made):
+    repo_project(gitserver.url("public/demo.git"))
+    session = _session(alice, sessions_made, ref="no-such-branch")
+    with pytest.raises(WorkspaceError, match="no-such-branch"):
+        sandbox_for(session)
+
+
+def test_mirrors_are_kept_per_org(alice, charlie, repo_project, gitserver):
+    url = gitserver.url("private/app.git")
+    assert gitops.mirror_path(str(alice.org.pk), url) != gitops.mirror_path(str(charlie.org.pk), url)
