@@ -81,6 +81,7 @@ def test_rotation_re_encrypts_under_the_new_key_and_the_old_key_can_then_go(alic
     assert AuditEvent.objects.filter(action="encryption_keys.rotate").get().data == {
         "credentials": 1,
         "env_vars": 1,
+        "repo_tokens": 0,
     }
 
 
