@@ -166,7 +166,12 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "SERVE_INCLUDE_SCHEMA": False,
     # One name for the permission reply choices used by several serializers.
-    "ENUM_NAME_OVERRIDES": {"PermissionReplyEnum": ["once", "always", "reject"]},
+    "ENUM_NAME_OVERRIDES": {
+        "PermissionReplyEnum": ["once", "always", "reject"],
+        # Two choice sets share the field name "scope": name each, or the schema generator warns.
+        "GrantScopeEnum": ["session", "project"],
+        "CredentialScopeEnum": ["org", "user"],
+    },
 }
 
 # Celery. Long agent runs are owned by a Postgres lease + heartbeat (see hangar.engine.leases), not by
