@@ -4,11 +4,15 @@ Per session key:
   network `hangar-net-<key>`  internal=True and no host-side IP (inhibit_ipv4): no route out,
                               not even to the host; nobody else is on it, so neighbours can
                               never reach each other;
-  proxy   `hangar-px-<key>`   a hardened container (same image, agent/egress_proxy.py) on that
-                              network under the alias `egress` AND on the default bridge.
+  network `hangar-out-<key>`  the proxy's way out: a bridge of its own (not the shared default
+                              bridge, where every tenant's proxy could reach every other's);
+  proxy   `hangar-px-<key>`   a hardened container (same image, agent/egress_proxy.py) on the
+                              internal network under the alias `egress` and on its outbound one.
 The sandbox joins only the internal network; HTTP(S)_PROXY in its env point at
 http://egress:3128. Whatever the sandbox does with that env, its only way out is the proxy,
-which allows only the spec's allowlist (fail closed: an unparsable entry allows nothing).
+which allows only the spec's allowlist (fail closed: an unparsable entry allows nothing), under the
+address policy of agent/netpolicy.py (the operator opens private ranges with
+HANGAR_EGRESS_ALLOW_PRIVATE; loopback, link-local and metadata addresses never open).
 Every operation here is idempotent and treats "already there"/"already gone" as success.
 """
 
@@ -18,7 +22,7 @@ import calendar
 import hashlib
 import ipaddress
 import json
-import re
+import os
 import subprocess
 import time
 
@@ -26,22 +30,31 @@ import docker
 import docker.errors
 from docker.types import LogConfig
 
+from sandbox.agent import netpolicy
 from sandbox.protocol import SandboxError
 
 NETWORK_PREFIX = "hangar-net-"
+OUTBOUND_PREFIX = "hangar-out-"
 PROXY_PREFIX = "hangar-px-"
 EGRESS_LABEL = "hangar.egress"
 CONFIG_LABEL = "hangar.egress.config"
 ALIAS = "egress"
 PORT = 3128
 PROXY_URL = f"http://{ALIAS}:{PORT}"
-_HOST_RE = re.compile(
-    r"(\*\.)?([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?\.)*[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?"
-)
+HOST_CACHE_S = 30
 
 
 def network_name(key: str) -> str:
     return NETWORK_PREFIX + key
+
+
+def outbound_name(key: str) -> str:
+    return OUTBOUND_PREFIX + key
+
+
+def operator_ranges() -> list[str]:
+    """The ranges the operator opened (HANGAR_EGRESS_ALLOW_PRIVATE, comma-separated CIDRs)."""
+    return [str(n) for n in netpolicy.parse_ranges(os.environ.get("HANGAR_EGRESS_ALLOW_PRIVATE", ""))]
 
 
 def proxy_name(key: str) -> str:
@@ -60,36 +73,27 @@ def sandbox_env() -> dict[str, str]:
     }
 
 
-def validate_allowlist(entries: list[str]) -> list[str]:
-    """Normalised entries; SandboxError names the first malformed one."""
+def validate_allowlist(entries: list[str], operator: list[str] = (), deny: list[str] = ()) -> list[str]:
+    """Normalised entries; SandboxError names the first bad one (`allowlist[i]`) and why."""
+    ranges = [ipaddress.ip_network(r, strict=False) for r in operator]
+    denied = [ipaddress.ip_network(d, strict=False) for d in deny]
     out = []
-    for raw in entries:
-        entry = str(raw).strip().lower().rstrip(".")
-        host, port = entry, None
-        if entry.startswith("["):
-            host, _, rest = entry[1:].partition("]")
-            port = rest[1:] if rest.startswith(":") else (None if not rest else "x")
-        elif entry.count(":") == 1:
-            host, port = entry.split(":")
-        if port is not None and not (port.isdigit() and 0 < int(port) < 65536):
-            raise SandboxError(f"allowlist entry {raw!r}: bad port")
+    for index, raw in enumerate(entries):
         try:
-            ipaddress.ip_network(host, strict=False)
-        except ValueError:
-            if not _HOST_RE.fullmatch(host):
-                raise SandboxError(f"allowlist entry {raw!r}: not a hostname, IP or CIDR") from None
-        out.append(entry)
+            out.append(netpolicy.check_entry(raw, ranges, denied))
+        except ValueError as exc:
+            raise SandboxError(f"allowlist[{index}] {str(raw)[:100]!r}: {exc}") from None
     return out
 
 
-_host_addresses: list[str] | None = None
+_host_addresses: tuple[float, list[str]] | None = None
 
 
 def host_addresses(api: docker.APIClient) -> list[str]:
-    """Addresses of the host itself (interfaces and docker gateways): never reachable through a
-    hostname entry even if public, so a name pointed at the host cannot reach its services."""
+    """The host's own addresses (interfaces, Docker gateways) and Docker's subnets: never reachable unless
+    the operator opened them, even where they are public. Cached briefly: networks come and go."""
     global _host_addresses
-    if _host_addresses is None:
+    if _host_addresses is None or time.monotonic() - _host_addresses[0] > HOST_CACHE_S:
         found = set()
         try:
             out = subprocess.run(
@@ -100,35 +104,40 @@ def host_addresses(api: docker.APIClient) -> list[str]:
             pass
         for net in api.networks():
             for cfg in (net.get("IPAM") or {}).get("Config") or []:
-                if cfg.get("Gateway"):
-                    found.add(cfg["Gateway"])
-        _host_addresses = sorted(a for a in found if _is_ip(a))
-    return _host_addresses
+                found |= {cfg[k] for k in ("Gateway", "Subnet") if cfg.get(k)}
+        _host_addresses = (time.monotonic(), sorted(a for a in found if _is_ip(a)))
+    return _host_addresses[1]
 
 
 def _is_ip(value: str) -> bool:
     try:
-        ipaddress.ip_address(value)
+        ipaddress.ip_network(value, strict=False)
         return True
     except ValueError:
         return False
 
 
-def _ensure_network(api: docker.APIClient, key: str, labels: dict[str, str]) -> str:
-    name = network_name(key)
+def _ensure_network(api: docker.APIClient, key: str, labels: dict[str, str], *, internal: bool) -> str:
+    name = network_name(key) if internal else outbound_name(key)
     found = api.networks(names=[name])
     found = [n for n in found if n["Name"] == name]
     if not found:
+        # internal=True only stops forwarding: the bridge's host-side IP would still take packets to
+        # ANY host address (a sandbox reached host services on 172.17.0.1). inhibit_ipv4 leaves the
+        # bridge without a host IP, so the host is not on the path. The outbound network has one
+        # member (the proxy), and icc off besides.
+        options = (
+            {"com.docker.network.bridge.inhibit_ipv4": "true"}
+            if internal
+            else {"com.docker.network.bridge.enable_icc": "false"}
+        )
         try:
-            # internal=True only stops forwarding: the bridge's host-side IP would still take
-            # packets to ANY host address (a sandbox reached host services on 172.17.0.1).
-            # inhibit_ipv4 leaves the bridge without a host IP, so the host is not on the path.
             api.create_network(
                 name,
                 driver="bridge",
-                internal=True,
+                internal=internal,
                 check_duplicate=True,
-                options={"com.docker.network.bridge.inhibit_ipv4": "true"},
+                options=options,
                 labels={EGRESS_LABEL: key, **labels},
             )
         except docker.errors.APIError as exc:
@@ -150,6 +159,7 @@ def _proxy_kwargs(
     image: str,
     allow: list[str],
     deny: list[str],
+    operator: list[str],
     labels: dict[str, str],
     extra_hosts: dict[str, str] | None,
     config: str,
@@ -163,11 +173,12 @@ def _proxy_kwargs(
         environment={
             "HANGAR_EGRESS_ALLOW": json.dumps(allow),
             "HANGAR_EGRESS_DENY": json.dumps(deny),
+            "HANGAR_EGRESS_PRIVATE": json.dumps(operator),
             "HANGAR_EGRESS_PORT": str(PORT),
         },
         user="1000:1000",
         init=True,
-        network_mode="bridge",
+        network_mode=outbound_name(key),
         read_only=True,
         cap_drop=["ALL"],
         security_opt=["no-new-privileges:true"],
@@ -190,14 +201,19 @@ def ensure(
     allowlist: list[str],
     labels: dict[str, str],
     extra_hosts: dict[str, str] | None = None,
+    operator: list[str] | None = None,
 ) -> None:
-    """Network and proxy exist and run with this allowlist (a changed allowlist replaces the
-    proxy; the sandbox keeps its alias). Safe to call concurrently."""
+    """Networks and proxy exist and run with this allowlist (a changed allowlist or operator setting
+    replaces the proxy; the sandbox keeps its alias). Safe to call concurrently. `operator`: the private
+    ranges opened (default: HANGAR_EGRESS_ALLOW_PRIVATE)."""
     api = client.api
-    allow = validate_allowlist(allowlist)
+    operator = operator_ranges() if operator is None else [str(ipaddress.ip_network(r)) for r in operator]
     deny = host_addresses(api)
-    config = hashlib.sha256(json.dumps([allow, deny, extra_hosts or {}, image]).encode()).hexdigest()[:16]
-    net_id = _ensure_network(api, key, labels)
+    allow = validate_allowlist(allowlist, operator, deny)
+    # Not the deny list: it moves with every network created, and the proxy would be replaced each time.
+    config = hashlib.sha256(json.dumps([allow, operator, extra_hosts or {}, image]).encode()).hexdigest()[:16]
+    _ensure_network(api, key, labels, internal=False)
+    net_id = _ensure_network(api, key, labels, internal=True)
     name = proxy_name(key)
     for _ in range(3):
         try:
@@ -210,7 +226,7 @@ def ensure(
         if info is None:
             try:
                 created = client.containers.create(
-                    **_proxy_kwargs(key, image, allow, deny, labels, extra_hosts, config)
+                    **_proxy_kwargs(key, image, allow, deny, operator, labels, extra_hosts, config)
                 )
             except docker.errors.APIError as exc:
                 if exc.status_code == 409:
@@ -245,9 +261,13 @@ def _remove_container(api: docker.APIClient, name: str) -> None:
 
 
 def remove(api: docker.APIClient, key: str) -> None:
-    """Remove the proxy and the network (after the sandbox container is gone). Idempotent."""
+    """Remove the proxy and its networks (after the sandbox container is gone). Idempotent."""
     _remove_container(api, proxy_name(key))
-    name = network_name(key)
+    for name in (network_name(key), outbound_name(key)):
+        _remove_network(api, name)
+
+
+def _remove_network(api: docker.APIClient, name: str) -> None:
     for attempt in range(50):
         nets = [n for n in api.networks(names=[name]) if n["Name"] == name]
         if not nets:

@@ -41,6 +41,7 @@ class DockerSandboxes:
         extra_labels: dict[str, str] | None = None,
         pool=None,
         egress_extra_hosts: dict[str, str] | None = None,
+        egress_allow_private: list[str] | None = None,
     ) -> None:
         self.client = client or docker.from_env()
         self.api = local_api(self.client)
@@ -48,6 +49,10 @@ class DockerSandboxes:
         self.extra_labels = dict(extra_labels or {})
         self.pool = pool  # a WarmPool, or None for the cold path only
         self.egress_extra_hosts = dict(egress_extra_hosts or {})  # the proxy's /etc/hosts additions
+        # Private ranges the operator opened to allowlists (default: HANGAR_EGRESS_ALLOW_PRIVATE).
+        self.egress_operator = (
+            egress.operator_ranges() if egress_allow_private is None else list(egress_allow_private)
+        )
         self._open: dict[str, DockerSandbox] = {}
         self._lock = threading.Lock()
 
@@ -208,6 +213,7 @@ class DockerSandboxes:
             allowlist=spec.allowlist,
             labels=self.extra_labels | {containers.MANAGED: "1"},
             extra_hosts=self.egress_extra_hosts,
+            operator=self.egress_operator,
         )
 
     def _create_container(
@@ -230,7 +236,8 @@ class DockerSandboxes:
         key = volumes.session_key(spec.session_id)
         name = containers.session_container_name(spec.session_id)
         if spec.network == "allowlist":
-            egress.validate_allowlist(spec.allowlist)  # a bad entry fails before anything exists
+            # A bad entry fails before anything exists.
+            egress.validate_allowlist(spec.allowlist, self.egress_operator, egress.host_addresses(self.api))
         volume_id = volumes.new_volume_id()
         volumes.create_volume(volume_id, spec.disk_mb)
         if not volumes.register(key, self._record(spec, volume_id)):

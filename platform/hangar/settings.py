@@ -200,6 +200,9 @@ HANGAR_DIRECT_OPENAI_COMPAT = flag("HANGAR_DIRECT_OPENAI_COMPAT", default=True)
 # machine or tests whose git server runs on 127.0.0.1. Off in production: a URL is a server-side request.
 HANGAR_REPO_ALLOW_PRIVATE_HOSTS = flag("HANGAR_REPO_ALLOW_PRIVATE_HOSTS")
 SANDBOX_POOL_SIZE = int(os.environ.get("HANGAR_SANDBOX_POOL_SIZE", "2"))
+# Private ranges an egress allowlist may reach (comma-separated CIDRs, e.g. a package mirror on 10.0.0.0/8).
+# Loopback, link-local and metadata addresses stay unreachable whatever this says (sandbox/agent/netpolicy.py).
+HANGAR_EGRESS_ALLOW_PRIVATE = os.environ.get("HANGAR_EGRESS_ALLOW_PRIVATE", "")
 
 # Engine: per-model price overrides ({"provider/model": {"input": $/tok, "output": $/tok}}), else LiteLLM's
 # local price map, else zero; and the offline local model used when a provider has no credential.

@@ -1,20 +1,22 @@
 """Hangar egress proxy: the only way out of an allowlist sandbox. Stdlib only.
 
 Runs in its own hardened container on two networks: the session's `internal` network (no route
-out; the sandbox lives there) and the default bridge. Serves HTTP CONNECT (HTTPS and any TCP)
-and plain-HTTP forwarding (absolute-URI requests), and only to allowlisted host:port pairs.
+out; the sandbox lives there) and an outbound bridge of its own (no neighbours). Serves HTTP
+CONNECT (HTTPS and any TCP) and plain-HTTP forwarding (absolute-URI requests), and only to
+allowlisted host:port pairs.
 
 Config (environment):
   HANGAR_EGRESS_ALLOW  JSON list: "pypi.org", "*.github.com" (any subdomain), "host:8080",
                        "10.1.2.3:8080", "10.0.0.0/8:5000", "[fd00::1]:443". No port: 80 and 443.
   HANGAR_EGRESS_DENY   JSON list of addresses/CIDRs that are never reachable (the host's own).
+  HANGAR_EGRESS_PRIVATE JSON list of CIDRs the operator opened (see netpolicy.py).
   HANGAR_EGRESS_PORT   listening port (3128).
 
 Fail closed: the proxy resolves a name itself, checks every resolved address and connects to the
-checked address (a DNS answer cannot change between check and connect: rebinding safe). Loopback,
-link-local (incl. the 169.254.169.254 metadata address), private, unspecified, multicast and
-the DENY addresses are refused for hostname entries; only an explicit IP/CIDR entry reaches a
-private or host address (an operator who writes one means it). Loopback is refused always.
+checked address (a DNS answer cannot change between check and connect: rebinding safe). The same
+address policy (netpolicy.py) holds for name and IP/CIDR entries alike: an entry never widens it.
+A CONNECT whose tunnel starts with a TLS ClientHello must name the CONNECT host in its SNI (no
+fronting another name through an allowed one).
 Logs one line per decision: method, host:port, verdict. Never paths, headers or bodies.
 """
 
@@ -28,6 +30,9 @@ import socket
 import sys
 import threading
 
+import netpolicy
+import tlssni
+
 DEFAULT_PORTS = (80, 443)
 MAX_HEAD = 64 * 1024
 MAX_CONNECTIONS = 64  # threads count against the container's pids limit
@@ -35,23 +40,13 @@ IDLE_TIMEOUT_S = 300
 CONNECT_TIMEOUT_S = 10
 
 
-def _split_port(entry: str) -> tuple[str, int | None]:
-    if entry.startswith("["):  # [v6] or [v6]:port
-        host, _, rest = entry[1:].partition("]")
-        return host, int(rest[1:]) if rest.startswith(":") else None
-    if entry.count(":") == 1:
-        host, port = entry.split(":")
-        return host, int(port)
-    return entry, None  # a bare name, IPv4, or an unbracketed IPv6 without port
-
-
 class Rules:
-    def __init__(self, allow: list[str], deny: list[str]) -> None:
+    def __init__(self, allow: list[str], deny: list[str], private: list[str] = ()) -> None:
         self.names: list[tuple[str, tuple[int, ...] | None]] = []  # (pattern, ports)
         self.nets: list[tuple[ipaddress._BaseNetwork, tuple[int, ...]]] = []
         for raw in allow:
             try:
-                host, port = _split_port(str(raw).strip().lower().rstrip("."))
+                host, port = netpolicy.split_port(str(raw).strip().lower().rstrip("."))
             except ValueError:
                 continue  # unparsable entry: allows nothing
             ports = (port,) if port else DEFAULT_PORTS
@@ -61,6 +56,7 @@ class Rules:
                 if host:
                     self.names.append((host, ports))
         self.deny = [ipaddress.ip_network(d, strict=False) for d in deny]
+        self.private = [ipaddress.ip_network(p, strict=False) for p in private]
 
     def name_allowed(self, host: str, port: int) -> bool:
         for pattern, ports in self.names:
@@ -76,16 +72,9 @@ class Rules:
         return any(ip.version == net.version and ip in net and port in ports for net, ports in self.nets)
 
     def address_ok(self, ip, port: int) -> bool:
-        """May we connect to this (already resolved) address?"""
-        if ip.version == 6 and ip.ipv4_mapped:
-            ip = ip.ipv4_mapped
-        if ip.is_loopback or ip.is_unspecified or ip.is_multicast:
-            return False
-        if self.explicit(ip, port):
-            return True
-        if any(ip.version == net.version and ip in net for net in self.deny):
-            return False
-        return ip.is_global and not (ip.is_private or ip.is_link_local or ip.is_reserved)
+        """May we connect to this (already resolved, or literal) address? The same answer whether a
+        name or an IP/CIDR entry let it through."""
+        return netpolicy.address_ok(ip, self.private, self.deny)
 
     def resolve(self, host: str, port: int) -> list:
         """Addresses to try for host:port, or [] when the request is refused."""
@@ -158,13 +147,13 @@ class Handler:
         method = method.upper()
         try:
             if method == "CONNECT":
-                host, port = _split_port(target)
+                host, port = netpolicy.split_port(target)
                 if port is None:
                     raise ValueError
             elif target.lower().startswith("http://"):
                 authority, slash, path = target[7:].partition("/")
                 authority = authority.rpartition("@")[2]  # never forward userinfo
-                host, port = _split_port(authority)
+                host, port = netpolicy.split_port(authority)
                 port = port or 80
                 path = slash + path
             else:
@@ -183,6 +172,10 @@ class Handler:
         with upstream:
             if method == "CONNECT":
                 self.client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                rest, sni = self.tunnel_start(upstream, rest)
+                if sni not in (tlssni.NOT_TLS, None) and sni != host.lower().strip("[]").rstrip("."):
+                    log("deny-sni", method, host, port)
+                    return
             else:
                 headers = [
                     h for h in lines[1:] if not h.lower().startswith(("proxy-", "connection:", "keep-alive:"))
@@ -192,6 +185,15 @@ class Handler:
             if rest:
                 upstream.sendall(rest)
             self.pump(upstream)
+
+    def tunnel_start(self, upstream: socket.socket, rest: bytes) -> tuple[bytes, str | None]:
+        """The tunnel's first client bytes and their SNI verdict (tlssni). A server that speaks first
+        (SSH, SMTP) is not TLS: nothing to check, and waiting on the client would deadlock."""
+        if not rest:
+            ready, _, _ = select.select([self.client, upstream], [], [], IDLE_TIMEOUT_S)
+            if self.client not in ready:
+                return rest, tlssni.NOT_TLS
+        return tlssni.first_flight(lambda: self.client.recv(65536), rest)
 
     @staticmethod
     def connect(addresses: list, port: int) -> socket.socket | None:
@@ -260,6 +262,7 @@ def main() -> None:
     rules = Rules(
         json.loads(os.environ.get("HANGAR_EGRESS_ALLOW", "[]")),
         json.loads(os.environ.get("HANGAR_EGRESS_DENY", "[]")),
+        json.loads(os.environ.get("HANGAR_EGRESS_PRIVATE", "[]")),
     )
     serve(rules, int(os.environ.get("HANGAR_EGRESS_PORT", "3128")))
 

@@ -1,5 +1,7 @@
 """Projects: every member reads; admins create, update, delete; validation names the field."""
 
+import pytest
+
 from hangar.accounts.models import Membership, Role
 from hangar.projects.models import Project
 
@@ -27,14 +29,14 @@ def test_alice_creates_a_project_with_rules_limits_and_allowlist(api, alice):
         "sandbox_cpus": 2,
         "sandbox_memory_mb": 2048,
         "network_policy": "allowlist",
-        "network_allowlist": ["pypi.org", "*.github.com:443", "10.0.0.0/8"],
+        "network_allowlist": ["pypi.org", "*.github.com:443", "151.101.0.0/16"],
     }
     response = api(alice).post("/api/orgs/acme/projects/", body, format="json")
     assert response.status_code == 201, response.content
     project = Project.objects.get(pk=response.json()["id"])
     assert project.slug == "web-app" and project.org == alice.org
     assert project.permission_rules[1]["action"] == "ask"
-    assert project.network_allowlist == ["pypi.org", "*.github.com:443", "10.0.0.0/8"]
+    assert project.network_allowlist == ["pypi.org", "*.github.com:443", "151.101.0.0/16"]
 
 
 def test_bob_and_dave_cannot_create_update_or_delete_projects(api, alice, bob, dave):
@@ -94,6 +96,38 @@ def test_a_bad_allowlist_entry_and_a_bad_policy_are_400s(api, alice):
     assert bad_host.status_code == 400 and "network_allowlist[1]" in bad_host.json()["error"]["fields"]
     bad_policy = api(alice).patch(url, {"network_policy": "open"}, format="json")
     assert bad_policy.status_code == 400 and "network_policy" in bad_policy.json()["error"]["fields"]
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        "169.254.169.254",
+        "0.0.0.0/0:6379",
+        "127.0.0.1:5432",
+        "172.17.0.1",
+        "10.0.0.0/8",
+        "[fe80::1]:80",
+        "::ffff:169.254.169.254",
+    ],
+)
+def test_allowlist_entries_for_metadata_loopback_the_bridge_or_private_ranges_are_400s(api, alice, entry):
+    url = f"/api/orgs/acme/projects/{alice.project.pk}/"
+    response = api(alice).patch(url, {"network_allowlist": ["pypi.org", entry]}, format="json")
+    assert response.status_code == 400, response.content
+    assert list(response.json()["error"]["fields"]) == ["network_allowlist[1]"]
+    assert Project.objects.get(pk=alice.project.pk).network_allowlist != ["pypi.org", entry]
+
+
+def test_a_private_range_the_operator_opened_is_accepted_but_metadata_never_is(api, alice, settings):
+    settings.HANGAR_EGRESS_ALLOW_PRIVATE = "10.0.0.0/8, 169.254.0.0/16"
+    url = f"/api/orgs/acme/projects/{alice.project.pk}/"
+    assert (
+        api(alice).patch(url, {"network_allowlist": ["10.1.0.0/16:5000"]}, format="json").status_code == 200
+    )
+    refused = api(alice).patch(url, {"network_allowlist": ["10.1.2.3", "169.254.169.254"]}, format="json")
+    assert refused.status_code == 400 and list(refused.json()["error"]["fields"]) == ["network_allowlist[1]"]
+    wider = api(alice).patch(url, {"network_allowlist": ["0.0.0.0/0"]}, format="json")
+    assert wider.status_code == 400 and list(wider.json()["error"]["fields"]) == ["network_allowlist[0]"]
 
 
 def test_a_wrongly_typed_field_is_a_400_naming_it(api, alice):

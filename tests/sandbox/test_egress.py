@@ -6,6 +6,7 @@ hostname entries are exercised against names the proxy resolves from its own /et
 from __future__ import annotations
 
 import http.server
+import importlib
 import threading
 import uuid
 
@@ -13,6 +14,7 @@ import docker.errors
 import pytest
 
 from sandbox import egress, volumes
+from sandbox.image.build import AGENT_DIR
 from sandbox.manager import DockerSandboxes
 from sandbox.pool import WarmPool
 from sandbox.protocol import SandboxError, SandboxSpec
@@ -40,6 +42,32 @@ except urllib.error.HTTPError as e:
     print("HTTP", e.code)
 except OSError as e:
     print("ERR", e)
+"""
+
+
+# A real ClientHello (Python's own TLS stack, into a memory BIO) for `sni`, sent down a CONNECT tunnel.
+TLS_HELLO = r"""
+import socket, ssl, sys
+host, port, sni = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+s = socket.create_connection(("egress", 3128), timeout=10)
+s.sendall(f"CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+head = b""
+while b"\r\n\r\n" not in head:
+    head += s.recv(4096)
+ctx = ssl.create_default_context()
+ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+tls = ctx.wrap_bio(incoming, outgoing, server_hostname=sni)
+try:
+    tls.do_handshake()
+except ssl.SSLWantReadError:
+    pass
+s.sendall(outgoing.read())
+try:
+    data = s.recv(4096)
+except OSError:
+    data = b""
+print(head.split(b"\r\n")[0].decode(), "|", "UPSTREAM" if data else "CLOSED")
 """
 
 
@@ -75,8 +103,16 @@ def gw():
 @pytest.fixture(scope="module")
 def net_manager(docker_client, image, gw):
     # Names the proxy (and only the proxy) resolves: a stand-in for DNS, which we do not have.
-    hosts = {"allowed.test": gw, "rebind.test": gw, "meta.test": "169.254.169.254"}
-    return DockerSandboxes(docker_client, image=image, extra_labels=TEST_LABEL, egress_extra_hosts=hosts)
+    # rebind.test: a private address the operator did not open (refused before any packet is sent).
+    hosts = {"allowed.test": gw, "rebind.test": "10.255.255.1", "meta.test": "169.254.169.254"}
+    # The host servers stand in for an operator's private mirror: the operator opens exactly their address.
+    return DockerSandboxes(
+        docker_client,
+        image=image,
+        extra_labels=TEST_LABEL,
+        egress_extra_hosts=hosts,
+        egress_allow_private=[f"{gw}/32"],
+    )
 
 
 def _allow_spec(sid: str, gw: str, ports: list[int]) -> SandboxSpec:
@@ -145,8 +181,8 @@ def test_a_listed_name_is_resolved_by_the_proxy_and_reaches_an_explicitly_listed
 
 
 def test_a_listed_name_that_resolves_to_a_private_or_metadata_address_is_refused(netbox, host_servers):
-    # rebind.test is listed (by name) on the second port, but resolves to the host's gateway
-    # address, which only an explicit IP entry may reach: DNS cannot smuggle a private target in.
+    # rebind.test is listed (by name) on the second port, but resolves to a private address the
+    # operator did not open: DNS cannot smuggle a private target in.
     assert "403" in fetch(netbox, "connect", f"rebind.test:{host_servers[1]}")
     assert fetch(netbox, "get", "http://meta.test/latest/meta-data/") == "HTTP 403"
 
@@ -195,7 +231,7 @@ def test_the_proxy_container_is_hardened(netbox, docker_client):
     assert info["Config"]["User"] == "1000:1000"
     assert host["Memory"] == 64 * 1024 * 1024 and host["PidsLimit"] == 128
     assert set(info["NetworkSettings"]["Networks"]) == {
-        "bridge",
+        egress.outbound_name(volumes.session_key(netbox.session_id)),
         egress.network_name(volumes.session_key(netbox.session_id)),
     }
     net = docker_client.api.inspect_network(egress.network_name(volumes.session_key(netbox.session_id)))
@@ -251,7 +287,9 @@ def test_the_pool_never_hands_a_none_container_to_an_allowlist_spec(
         )
     template = SandboxSpec(session_id="pool", memory_mb=256, pids=128, disk_mb=64)
     pool = WarmPool(1, template=template, client=docker_client, image=image, extra_labels=TEST_LABEL)
-    manager = DockerSandboxes(docker_client, image=image, extra_labels=TEST_LABEL, pool=pool)
+    manager = DockerSandboxes(
+        docker_client, image=image, extra_labels=TEST_LABEL, pool=pool, egress_allow_private=[f"{gw}/32"]
+    )
     try:
         pool.fill()
         pooled = pool.available()
@@ -275,3 +313,64 @@ def test_the_reaper_removes_egress_left_by_a_crash(net_manager, docker_client, i
     report = Reaper(net_manager, lambda s: True, only_labels=TEST_LABEL, orphan_min_age_s=0).run_once()
     assert f"egress:{key}" in report.destroyed
     assert _exists(docker_client.api, key) == (False, False)
+
+
+@pytest.mark.parametrize(
+    "entry",
+    ["169.254.169.254", "0.0.0.0/0:6379", "127.0.0.1:5432", "GW", "BRIDGE", "10.0.0.0/8", "[fe80::1]:80"],
+)
+def test_ip_entries_for_metadata_loopback_the_host_or_private_ranges_are_refused_before_anything_exists(
+    docker_client, image, gw, new_session_id, entry
+):
+    bridge = docker_client.api.inspect_network("bridge")["IPAM"]["Config"][0]["Subnet"]
+    entry = entry.replace("GW", gw).replace("BRIDGE", bridge)
+    manager = DockerSandboxes(docker_client, image=image, extra_labels=TEST_LABEL)
+    sid = new_session_id()
+    with pytest.raises(SandboxError, match=r"allowlist\[1\]"):
+        manager.get_or_create(SandboxSpec(session_id=sid, network="allowlist", allowlist=["pypi.org", entry]))
+    assert volumes.lookup(volumes.session_key(sid)) is None
+    assert _exists(docker_client.api, volumes.session_key(sid)) == (False, False)
+
+
+def test_the_proxy_itself_refuses_explicit_entries_for_metadata_loopback_and_the_host(monkeypatch):
+    # Defence in depth: a proxy started with entries that slipped past validation still refuses them.
+    monkeypatch.syspath_prepend(str(AGENT_DIR))  # as in its container: the agent's modules side by side
+    egress_proxy = importlib.import_module("egress_proxy")
+
+    rules = egress_proxy.Rules(
+        ["169.254.169.254", "0.0.0.0/0:6379", "127.0.0.1", "172.17.0.1", "10.0.0.0/8:80", "[::ffff:7f00:1]"],
+        deny=["172.17.0.1/32"],
+    )
+    for host, port in [
+        ("169.254.169.254", 80),
+        ("172.17.0.1", 6379),
+        ("8.8.8.8", 6379),  # allowed by 0.0.0.0/0:6379 (public), the one thing that entry may reach
+        ("127.0.0.1", 80),
+        ("172.17.0.1", 80),
+        ("10.1.2.3", 80),
+        ("::ffff:127.0.0.1", 443),
+    ]:
+        expected = [egress_proxy.ipaddress.ip_address(host)] if host == "8.8.8.8" else []
+        assert rules.resolve(host, port) == expected, host
+    opened = egress_proxy.Rules(
+        ["10.0.0.0/8:80", "169.254.169.254"], deny=[], private=["10.0.0.0/8", "169.254.0.0/16"]
+    )
+    assert opened.resolve("10.1.2.3", 80) and not opened.resolve("169.254.169.254", 80)
+
+
+def test_each_proxy_has_an_outbound_network_of_its_own(netbox, docker_client):
+    key = volumes.session_key(netbox.session_id)
+    info = docker_client.api.inspect_container(egress.proxy_name(key))
+    assert "bridge" not in info["NetworkSettings"]["Networks"]
+    out = docker_client.api.inspect_network(egress.outbound_name(key))
+    assert list(out["Containers"]) == [info["Id"]]  # no neighbour: no other proxy, no other tenant
+
+
+def test_a_connect_tunnel_whose_tls_sni_names_another_host_is_closed(netbox, host_servers):
+    allowed = host_servers[0]
+    netbox.write("hello.py", TLS_HELLO)
+    # The matching name reaches the upstream (a plain HTTP server: it answers the TLS bytes with a 400).
+    same = netbox.exec(f"python3 hello.py allowed.test {allowed} allowed.test", timeout_s=30).output
+    assert "200" in same and "UPSTREAM" in same, same
+    fronted = netbox.exec(f"python3 hello.py allowed.test {allowed} evil.example", timeout_s=30).output
+    assert "200" in fronted and "CLOSED" in fronted, fronted

@@ -1,13 +1,14 @@
 """Validation of project settings shared by the API serializers and the services (which are also called by
 management commands). Errors are DRF ValidationErrors keyed by field, so a 400 names the field."""
 
-import ipaddress
 import re
 
+from django.conf import settings
 from rest_framework.exceptions import ValidationError
 
 from hangar.accounts.permission_rules import clean_permission_rules
 from hangar.projects.models import NetworkPolicy
+from sandbox.agent import netpolicy
 
 # Bounds a project may choose within; a sandbox outside them is either useless or a noisy neighbour.
 LIMITS = {
@@ -18,34 +19,31 @@ LIMITS = {
     "command_timeout_s": (1, 3600),
 }
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
-HOST = re.compile(
-    r"^(\*\.)?([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"
-)
+MAX_ALLOWLIST = 200
 
 
 def clean_allowlist(entries) -> list[str]:
-    """Allowlist entries: a host name (optionally `*.` wildcard), an IP or CIDR, each with optional :port."""
+    """Allowlist entries: a host name (optionally `*.` wildcard), an IP or CIDR, each with optional :port.
+    IP/CIDR entries obey the same address policy as the egress proxy (sandbox/agent/netpolicy.py): never
+    loopback, link-local or metadata; private ranges only inside HANGAR_EGRESS_ALLOW_PRIVATE."""
     if not isinstance(entries, list):
         raise ValidationError({"network_allowlist": ["Must be a list of hosts."]})
+    if len(entries) > MAX_ALLOWLIST:
+        raise ValidationError({"network_allowlist": [f"At most {MAX_ALLOWLIST} entries."]})
+    operator = netpolicy.parse_ranges(settings.HANGAR_EGRESS_ALLOW_PRIVATE)
     cleaned = []
     for index, entry in enumerate(entries):
-        if not isinstance(entry, str) or not _valid_host_entry(entry.strip()):
+        if not isinstance(entry, str) or len(entry) > 300:
             raise ValidationError(
                 {f"network_allowlist[{index}]": ["Must be a host, IP or CIDR, optional :port."]}
             )
-        cleaned.append(entry.strip().lower())
+        try:
+            cleaned.append(netpolicy.check_entry(entry, operator))
+        except ValueError as exc:
+            raise ValidationError(
+                {f"network_allowlist[{index}]": [f"{entry.strip()[:100]}: {exc}."]}
+            ) from None
     return cleaned
-
-
-def _valid_host_entry(entry: str) -> bool:
-    host, _, port = entry.rpartition(":") if entry.count(":") == 1 else (entry, "", "")
-    if port and (not port.isdigit() or not 0 < int(port) < 65536):
-        return False
-    try:
-        ipaddress.ip_network(host, strict=False)
-        return True
-    except ValueError:
-        return bool(host) and len(host) <= 253 and bool(HOST.match(host))
 
 
 def clean_limits(values: dict) -> dict:
