@@ -213,8 +213,10 @@ def git(
         except subprocess.TimeoutExpired:
             raise GitError(f"git {args[0]} timed out after {timeout:.0f} s.", kind="unreachable") from None
     if check and proc.returncode != 0:
-        output = (proc.stderr or proc.stdout).strip()[-4000:]
-        raise GitError(f"git {args[0]} failed: {output}", kind=classify(output), output=output)
+        # --porcelain push reports a rejection on stdout, the hints on stderr: both are looked at.
+        output = f"{proc.stdout.strip()}\n{proc.stderr.strip()}".strip()[-4000:]
+        command = next((a for a in args if not a.startswith("-") and "/" not in a), "git")
+        raise GitError(f"git {command} failed: {output}", kind=classify(output), output=output)
     return proc
 
 

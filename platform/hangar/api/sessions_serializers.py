@@ -39,6 +39,12 @@ class SessionCreateInput(serializers.Serializer):
         required=False
     )
     parent = serializers.CharField(max_length=40, required=False, help_text="parent session id (subagent)")
+    ref = serializers.CharField(
+        max_length=250, required=False, help_text="branch, tag or commit to clone (default: the project's)"
+    )
+    branch = serializers.CharField(
+        max_length=250, required=False, help_text="the session's own branch (default hangar/<short id>)"
+    )
 
 
 class SessionUpdateInput(serializers.Serializer):

@@ -4,6 +4,7 @@ from django.urls import path
 
 from hangar.api import session_run_views as run
 from hangar.api import sessions_views as v
+from hangar.api import workspace_views as ws
 
 BASE = "orgs/<slug:org>/projects/<int:project_id>/sessions/"
 ONE = BASE + "<str:session_id>/"
@@ -26,5 +27,10 @@ urlpatterns = [
         run.SessionPermissionReplyView.as_view(),
         name="session-permission-reply",
     ),
+    path(ONE + "workspace/", ws.WorkspaceView.as_view(), name="session-workspace"),
+    path(ONE + "workspace/push/", ws.WorkspacePushView.as_view(), name="session-workspace-push"),
+    path(ONE + "workspace/pull/", ws.WorkspacePullView.as_view(), name="session-workspace-pull"),
+    path(ONE + "workspace/archive/", ws.WorkspaceArchiveView.as_view(), name="session-workspace-archive"),
+    path(ONE + "workspace/upload/", ws.WorkspaceUploadView.as_view(), name="session-workspace-upload"),
     path("orgs/<slug:org>/projects/<int:project_id>/agents/", run.ProjectAgentsView.as_view(), name="agents"),
 ]

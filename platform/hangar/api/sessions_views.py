@@ -4,6 +4,7 @@ scope (404 for anything foreign), validate input with a serializer, call a selec
 Roles: viewers read; members create, rename and (un)archive; deleting takes an admin or the session's
 creator."""
 
+from django.db import transaction
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.exceptions import ValidationError
@@ -17,6 +18,7 @@ from hangar.conversations import selectors, session_services
 from hangar.conversations.models import Session
 from hangar.conversations.services import session_create
 from hangar.projects.selectors import project_get
+from hangar.repos.services import workspace_request
 
 TAG = ["sessions"]
 
@@ -86,14 +88,19 @@ class SessionCollectionView(ProjectScopedView):
                 parent = selectors.session_get(scope.actor, data["parent"], project_id=project.pk)
             except Session.DoesNotExist:
                 raise ValidationError({"parent": ["No such session in this project."]}) from None
-        session = session_create(
-            actor=scope.actor,
-            project=project,
-            title=data["title"],
-            parent=parent,
-            agent=data.get("agent"),
-            model=data.get("model"),
-        )
+        with transaction.atomic():  # a bad ref or branch leaves no session behind
+            session = session_create(
+                actor=scope.actor,
+                project=project,
+                title=data["title"],
+                parent=parent,
+                agent=data.get("agent"),
+                model=data.get("model"),
+            )
+            if project.repo_url or data.get("ref") or data.get("branch"):
+                workspace_request(
+                    actor=scope.actor, session=session, ref=data.get("ref", ""), branch=data.get("branch", "")
+                )
         return Response(_session_json(session), status=status.HTTP_201_CREATED)
 
 

@@ -1,0 +1,234 @@
+"""Code out of a session: commit and push its branch (host-side git with the project's credential), fetch
+and merge a branch that moved, download the workspace as a tar.gz, upload files into it.
+
+The archive comes from Docker's archive endpoint, which reads the workspace inside the container's own
+mounts: a symlink the sandbox planted resolves in the sandbox, never on the host. Uploads are written by
+the in-container agent for the same reason."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from hangar.accounts.actors import Actor
+from hangar.engine.services import _require_member
+from hangar.engine.workspace import WorkspaceError, remote_for, session_lock
+from hangar.repos import services as repos
+from hangar.repos.models import PushStatus, RepoPush, WorkspaceState
+from hangar.repos.selectors import workspace_get
+from sandbox import gitops, volumes
+from sandbox.protocol import WORKSPACE
+
+ARCHIVE_MAX_BYTES = 512 * 1024 * 1024
+UPLOAD_MAX_BYTES = 25 * 1024 * 1024
+MESSAGE_MAX = 10_000
+
+
+class RepoOpError(Exception):
+    """What the user is told; `status` is the HTTP status an edge should answer with."""
+
+    def __init__(self, message: str, *, kind: str, status: int = 409):
+        super().__init__(message)
+        self.kind, self.status = kind, status
+
+
+def _ready_workspace(session):
+    row = workspace_get(session)
+    if row is None or not row.repo_url:
+        raise RepoOpError("This session's project has no repository.", kind="no_repository", status=400)
+    if row.state != WorkspaceState.READY or not gitops.session_gitdir(session.pk).exists():
+        raise RepoOpError("The session's workspace is not ready.", kind="not_ready")
+    row.session = session
+    return row
+
+
+def compare_url(repo_url: str, base: str, branch: str) -> str:
+    """The host's compare page, for hosts whose URL scheme is known."""
+    match = re.match(r"^https://(github\.com|gitlab\.com)/(.+?)(?:\.git)?/?$", repo_url)
+    if not match or not base:
+        return ""
+    host, path = match.groups()
+    middle = "/-/compare/" if host == "gitlab.com" else "/compare/"
+    return f"https://{host}/{path}{middle}{base}...{branch}"
+
+
+def _author(actor: Actor, name: str, email: str) -> tuple[str, str]:
+    user = actor.user
+    name = name or (user.name if user and user.name else "") or (user.email if user else "Hangar")
+    email = email or (user.email if user else "hangar@localhost")
+    for value in (name, email):
+        if len(value) > 200 or any(c in value for c in "<>\n\r\0"):
+            raise RepoOpError("Author name and email must be plain text.", kind="invalid", status=400)
+    return name, email
+
+
+def workspace_push(
+    *, actor: Actor, session, message: str, author_name: str = "", author_email: str = ""
+) -> RepoPush:
+    """Commit everything in the workspace (if anything changed) and push the session's branch, never
+    forced. The result is recorded either way; a rejection because the remote branch moved is
+    RepoOpError(kind="rejected"): `workspace_pull` then retry."""
+    _require_member(actor, session)
+    if not message.strip() or len(message) > MESSAGE_MAX:
+        raise RepoOpError(
+            "A commit message is required (at most 10,000 characters).", kind="invalid", status=400
+        )
+    name, email = _author(actor, author_name, author_email)
+    row = _ready_workspace(session)
+    with session_lock(session.pk):
+        try:
+            gitops.commit_all(session.pk, message, name, email)
+            commit = gitops.head(session.pk)
+            if commit == row.base_commit:
+                raise RepoOpError(
+                    "Nothing to push: the workspace has no changes.", kind="nothing", status=400
+                )
+            gitops.push(session.pk, remote_for(session.project, row.repo_url), row.branch)
+        except gitops.GitError as exc:
+            rejected = exc.kind == "rejected"
+            text = (
+                f"The remote branch {row.branch} has moved: fetch its changes (pull) and push again."
+                if rejected
+                else _push_message(exc)
+            )
+            repos.push_record(
+                actor=actor,
+                session=session,
+                branch=row.branch,
+                status=PushStatus.REJECTED if rejected else PushStatus.FAILED,
+                message=message,
+                error={"kind": exc.kind, "message": text},
+            )
+            raise RepoOpError(text, kind=exc.kind, status=409 if rejected else 502) from None
+    base = session.project.repo_default_branch or row.ref
+    return repos.push_record(
+        actor=actor,
+        session=session,
+        branch=row.branch,
+        commit=commit,
+        message=message,
+        status=PushStatus.PUSHED,
+        compare_url=compare_url(row.repo_url, base, row.branch),
+    )
+
+
+def _push_message(exc: gitops.GitError) -> str:
+    if exc.kind == "auth":
+        return "The repository refused the push: the project's token needs write access."
+    if exc.kind == "unreachable":
+        return "The repository's host cannot be reached."
+    return f"The push failed: {exc}"
+
+
+@dataclass
+class PullResult:
+    commit: str
+    merged: str  # the remote commit merged in ("" if the remote branch does not exist yet)
+
+
+def workspace_pull(*, actor: Actor, session, author_name: str = "", author_email: str = "") -> PullResult:
+    """Fetch the session's branch from the remote and merge it into the workspace (work tree included).
+    Local changes are committed first so the merge never overwrites them; a conflict changes nothing."""
+    _require_member(actor, session)
+    name, email = _author(actor, author_name, author_email)
+    row = _ready_workspace(session)
+    with session_lock(session.pk):
+        try:
+            mirror = gitops.mirror_sync(remote_for(session.project, row.repo_url), scope=str(session.org_id))
+            try:
+                remote_head = gitops.resolve_ref(mirror, row.branch)
+            except gitops.GitError:
+                return PullResult(gitops.head(session.pk), "")
+            gitops.commit_all(session.pk, "Work in progress before merging the remote branch", name, email)
+            commit = gitops.merge(session.pk, remote_head, name, email)
+        except gitops.GitError as exc:
+            status = 409 if exc.kind == "conflict" else 502
+            raise RepoOpError(
+                str(exc) if exc.kind == "conflict" else _push_message(exc), kind=exc.kind, status=status
+            ) from None
+    return PullResult(commit, remote_head)
+
+
+# --- archive and upload ---------------------------------------------------------------------------
+
+
+def _container(session):
+    from hangar.engine.sandboxes import manager, sandbox_for
+
+    box = sandbox_for(session)  # running (resumed if hibernated), workspace prepared
+    return manager().api, box.container_name
+
+
+def workspace_archive(*, actor, session, max_bytes: int | None = None) -> Iterator[bytes]:
+    """A generator of the workspace as tar.gz. Refused up front when the volume already holds more than
+    the cap; the stream also stops at the cap (the archive is then cut short, never larger)."""
+    _require_member(actor, session)
+    cap = max_bytes or getattr(settings, "HANGAR_WORKSPACE_ARCHIVE_MAX_BYTES", ARCHIVE_MAX_BYTES)
+    try:
+        used = _used_bytes(session.pk)
+    except (OSError, gitops.GitError):
+        used = 0
+    if used > cap:
+        raise RepoOpError(
+            f"The workspace ({used} bytes) exceeds the archive limit of {cap} bytes.",
+            kind="too_large",
+            status=413,
+        )
+    try:
+        api, name = _container(session)
+    except WorkspaceError as exc:
+        raise RepoOpError(str(exc), kind="not_ready") from None
+    stream, _ = api.get_archive(name, WORKSPACE + "/.")
+    return _gzip(stream, cap)
+
+
+def _used_bytes(session_id: str) -> int:
+    import os
+
+    record = volumes.lookup(volumes.session_key(session_id))
+    stat = os.statvfs(volumes.ensure_mounted(record["volume"]))
+    return (stat.f_blocks - stat.f_bfree) * stat.f_frsize
+
+
+def _gzip(stream, cap: int) -> Iterator[bytes]:
+    packer, sent = zlib.compressobj(6, zlib.DEFLATED, 31), 0
+    try:
+        for chunk in stream:
+            sent += len(chunk)
+            if sent > cap:
+                return
+            out = packer.compress(chunk)
+            if out:
+                yield out
+        yield packer.flush()
+    finally:
+        close = getattr(stream, "close", None)
+        if close:
+            close()
+
+
+def _clean_path(directory: str, filename: str) -> str:
+    rel = posixpath.normpath(posixpath.join(directory or ".", filename))
+    if rel.startswith(("/", "..")) or rel in (".", "") or "\0" in rel:
+        raise RepoOpError(f"Bad upload path {filename!r}.", kind="invalid", status=400)
+    return f"{WORKSPACE}/{rel}"
+
+
+def workspace_upload(*, actor, session, files: list[tuple[str, bytes]], directory: str = "") -> list[str]:
+    """Write (name, content) files under `directory` of the workspace, through the in-container agent."""
+    _require_member(actor, session)
+    cap = getattr(settings, "HANGAR_WORKSPACE_UPLOAD_MAX_BYTES", UPLOAD_MAX_BYTES)
+    if sum(len(content) for _, content in files) > cap:
+        raise RepoOpError(f"Uploads are limited to {cap} bytes at once.", kind="too_large", status=413)
+    targets = [(_clean_path(directory, name), content) for name, content in files]
+    from hangar.engine.sandboxes import sandbox_for
+
+    box = sandbox_for(session)
+    for path, content in targets:
+        box.write(path, content)
+    return [path[len(WORKSPACE) + 1 :] for path, _ in targets]

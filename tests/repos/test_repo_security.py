@@ -1,0 +1,119 @@
+"""The repository credential never reaches the sandbox (environment, files, processes, git config) nor any
+event or log; a repository's own hooks, fsmonitor and filters never execute on the host, whether the
+repository ships them or the sandbox plants them before a commit."""
+
+import base64
+import json
+import logging
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+
+from hangar.conversations.models import Event, Session
+from hangar.engine.sandboxes import sandbox_for
+from hangar.repos.models import RepoPush
+from sandbox import gitops
+from tests.repos.conftest import FILES, TOKEN
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def _create(api, persona, made):
+    base = f"/api/orgs/{persona.org.slug}/projects/{persona.project.pk}/sessions/"
+    response = api(persona).post(base, {"title": "t"}, format="json")
+    assert response.status_code == 201, response.content
+    made.append(response.json()["id"])
+    session = Session.objects.get(pk=response.json()["id"])
+    return session, sandbox_for(session), base + f"{session.pk}/workspace/"
+
+
+def test_the_credential_never_appears_in_the_sandbox_events_or_logs(
+    api, alice, repo_project, gitserver, sessions_made, caplog
+):
+    caplog.set_level(logging.DEBUG)
+    repo_project(gitserver.url("private/app.git"), token=TOKEN, username="alice", setup="sleep 2 &")
+    session, box, url = _create(api, alice, sessions_made)
+    box.write("/workspace/change.txt", "x\n")
+    assert api(alice).post(url + "push/", {"message": "change"}, format="json").status_code == 200
+    header = base64.b64encode(f"alice:{TOKEN}".encode()).decode()
+    assert any(r["authorization"] == f"Basic {header}" for r in gitserver.requests)  # the server saw it
+    secrets = (TOKEN, header)
+    probes = {
+        "environment": "env; cat /proc/1/environ | tr '\\0' '\\n'",
+        "processes": "ps -eo args; for f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < $f; done 2>/dev/null",
+        "git config": "git config --list --show-origin 2>&1; cat ~/.gitconfig ~/.git-credentials 2>&1; ls -a",
+        "files": 'grep -rIl -e "$NEEDLE" -e "$NEEDLE2" / --exclude-dir=proc --exclude-dir=sys 2>/dev/null; echo scanned',
+    }
+    for what, command in probes.items():
+        result = box.exec(command, env={"NEEDLE": TOKEN[:20], "NEEDLE2": header[:20]}, timeout_s=120)
+        found = result.output.replace(TOKEN[:20], "").replace(header[:20], "")  # the probe's own argv
+        assert not any(s in found for s in secrets), what
+        if what == "files":
+            assert result.output.strip().endswith("scanned") and "/" not in result.output.replace(
+                "scanned", ""
+            )
+    events = json.dumps([e.payload for e in Event.objects.filter(session=session)])
+    pushes = json.dumps([p.error for p in RepoPush.objects.filter(session=session)])
+    logged = "\n".join(r.getMessage() + str(r.__dict__) for r in caplog.records)
+    for blob in (events, pushes, logged):
+        assert not any(s in blob for s in secrets)
+    for config in (
+        gitops.session_gitdir(session.pk) / "config",
+        next(gitops.mirrors_dir().glob("*.git")) / "config",
+    ):
+        assert not any(s in config.read_text() for s in secrets)
+
+
+def test_a_repositorys_hooks_fsmonitor_and_filters_never_run_on_the_host(
+    api, alice, repo_project, gitserver, sessions_made
+):
+    marker = Path(f"/tmp/hangar-pwned-{uuid.uuid4().hex}")
+    evil = f"touch {marker}"
+    name = f"public/evil-{uuid.uuid4().hex[:6]}.git"
+    gitserver.create(
+        name,
+        {
+            **FILES,
+            # What a repository can ship: hooks and git config in its tree, filters and a diff driver named
+            # by .gitattributes. None of it may be honoured by host-side git.
+            ".githooks/post-checkout": f"#!/bin/sh\n{evil}\n",
+            ".githooks/pre-commit": f"#!/bin/sh\n{evil}\n",
+            ".gitconfig": f'[core]\n\thooksPath = .githooks\n\tfsmonitor = {evil}\n[filter "evil"]\n\tclean = {evil}\n\tsmudge = {evil}\n',
+            ".gitattributes": "* filter=evil diff=evil\n",
+            ".lfsconfig": f"[lfs]\n\turl = {evil}\n",
+        },
+    )
+    repo_project(gitserver.url(name))
+    session, box, url = _create(api, alice, sessions_made)
+    assert box.read(".githooks/post-checkout").content.strip().endswith(evil)  # it was checked out
+    # What the sandbox can plant before asking the host to commit: a .git with config and hooks at the
+    # top, and a nested repository with its own.
+    plant = f"""
+set -e
+git init -q sub && git -C sub -c user.name=a -c user.email=a@b commit -q --allow-empty -m nested
+for d in .git sub/.git; do
+  mkdir -p $d/hooks
+  printf '[core]\\n\\trepositoryformatversion = 0\\n\\tfsmonitor = {evil}\\n\\thooksPath = hooks\\n[filter "evil"]\\n\\tclean = {evil}\\n' > $d/config
+  for h in pre-commit post-commit pre-push commit-msg post-index-change; do printf '#!/bin/sh\\n{evil}\\n' > $d/hooks/$h; chmod +x $d/hooks/$h; done
+done
+echo 'ref: refs/heads/main' > .git/HEAD; mkdir -p .git/objects .git/refs
+echo changed > src/app.py
+"""
+    assert box.exec(plant).exit_code == 0
+    response = api(alice).post(url + "push/", {"message": "planted"}, format="json")
+    assert response.status_code == 200, response.content
+    pulled = api(alice).post(url + "pull/", {}, format="json")
+    assert pulled.status_code == 200, pulled.content
+    assert not marker.exists()
+    assert gitserver.show(name, response.json()["commit"], "src/app.py") == "changed\n"
+    # The control: the planted config is live; naive host git (ownership check off) in that tree runs it.
+    work = gitops.workspace_dir(session.pk)
+    subprocess.run(
+        ["git", "-c", "safe.directory=*", "-C", str(work / "sub"), "status"],
+        capture_output=True,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    assert marker.exists()
+    marker.unlink()
