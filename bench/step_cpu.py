@@ -68,9 +68,9 @@ def main() -> None:
     from hangar.conversations.models import Message, Session
     from hangar.conversations.services import session_create
     from hangar.engine.providers.litellm_model import warm_up
-    from hangar.engine.runner import run_session_once
     from hangar.engine.sandboxes import manager, spec_for
     from hangar.engine.services import session_prompt
+    from hangar.engine.worker import run_session_once
     from hangar.projects import crypto
     from hangar.projects.models import Project, ProviderCredential
 

@@ -93,7 +93,7 @@ DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = 5
 # No JIT compilation on our connections: every statement here reads or writes a handful of rows, and
 # LLVM compiling one costs ~10 ms, far more than running it. A planner estimate over jit_above_cost is enough
 # to trigger it (a prepared statement's generic plan multiplies per-key averages): the step-state read took
-# 8.5 ms with JIT against 0.1 ms without (tests/conversations/test_runner_reads.py).
+# 8.5 ms with JIT against 0.1 ms without (tests/conversations/test_loop_selectors.py).
 _options = DATABASES["default"]["OPTIONS"]
 _options["options"] = f"{_options.get('options', '')} -c jit=off".strip()
 # HANGAR_DB_POOL_MAX turns on Django's psycopg pool (needs psycopg-pool), one per process, shared by its threads.

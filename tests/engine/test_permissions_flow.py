@@ -3,8 +3,10 @@
 import pytest
 
 from hangar.accounts.services import org_permission_policy_set
+from hangar.audit.models import ActorType, AuditEvent
 from hangar.conversations.models import PermissionGrant, PermissionRequest, Session
 from hangar.engine.services import permission_reply, session_abort, session_prompt
+from hangar.engine.worker import run_session_once
 from hangar.projects.models import Project
 from tests.engine.conftest import assistant_messages, text_of, text_prompt, tool_parts, wait_for, wait_idle
 
@@ -86,6 +88,23 @@ def test_abort_while_a_permission_is_pending_rejects_it_and_the_next_prompt_runs
     session = wait_idle(session)
     assert assistant_messages(session)[-1].get("error") is None
     assert text_of(session) == "after the abort"
+
+
+def test_a_request_the_abort_rejects_is_audited_as_the_runners_reply(alice, script, make_session):
+    ask_for_bash(alice.project)
+    session = make_session(alice, script.load([[bash("c1", "echo never")]]))
+    session_prompt(actor=alice.actor, session=session, parts=text_prompt("run it"))
+    run_session_once(session.pk)  # in this process: parks on the ask
+    request = PermissionRequest.objects.get(session=session, status="pending")
+
+    session_abort(actor=alice.actor, session=session)
+    run_session_once(session.pk)
+
+    replies = AuditEvent.objects.filter(action="permission.reply", target_id=request.pk)
+    assert [(e.actor_type, e.actor_label, e.data["reply"]) for e in replies] == [
+        (ActorType.SYSTEM, "runner", "reject")
+    ]
+    assert replies[0].org_id == alice.org.pk
 
 
 def test_always_with_project_scope_stores_a_grant_that_covers_the_next_call(

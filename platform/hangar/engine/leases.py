@@ -16,6 +16,11 @@ import uuid
 
 from django.db import close_old_connections, connection
 
+from hangar.conversations.loop_services import (
+    session_lease_acquire,
+    session_lease_release,
+    session_leases_renew,
+)
 from hangar.engine.dbconn import pooled
 from hangar.logging import get_logger
 
@@ -30,28 +35,12 @@ def new_owner() -> str:
 
 
 def lease_acquire(session_id: str, owner: str) -> bool:
-    """Take the lease if free or expired; clears run_requested (this runner will see the new work)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "UPDATE conversations_session SET lease_owner = %s, run_requested = false,"
-            " lease_expires_at = now() + make_interval(secs => %s)"
-            " WHERE id = %s AND (lease_owner = '' OR lease_expires_at IS NULL OR lease_expires_at < now())"
-            " RETURNING id",
-            [owner, LEASE_TTL_S, session_id],
-        )
-        return cursor.fetchone() is not None
+    return session_lease_acquire(session_id=session_id, owner=owner, ttl_s=LEASE_TTL_S)
 
 
 def lease_release(session_id: str, owner: str) -> bool:
-    """Give the lease back; returns True if work was requested meanwhile (the caller re-enqueues)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "UPDATE conversations_session SET lease_owner = '', lease_expires_at = NULL"
-            " WHERE id = %s AND lease_owner = %s RETURNING run_requested",
-            [session_id, owner],
-        )
-        row = cursor.fetchone()
-    return bool(row and row[0])
+    """True if work was requested meanwhile (the caller re-enqueues)."""
+    return session_lease_release(session_id=session_id, owner=owner)
 
 
 class _Keeper:
@@ -97,16 +86,7 @@ class _Keeper:
                 log.warning("lease_renew_failed", exc_info=True)
 
     def _renew(self, held: dict) -> None:
-        ids = list(held)
-        owners = [held[i][0] for i in ids]
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "UPDATE conversations_session AS s SET lease_expires_at = now() + make_interval(secs => %s)"
-                " FROM unnest(%s::text[], %s::text[]) AS h(id, owner)"
-                " WHERE s.id = h.id AND s.lease_owner = h.owner RETURNING s.id, s.abort_requested",
-                [LEASE_TTL_S, ids, owners],
-            )
-            renewed = {row[0]: row[1] for row in cursor.fetchall()}
+        renewed = session_leases_renew(owners={i: held[i][0] for i in held}, ttl_s=LEASE_TTL_S)
         for session_id, (_owner, abort, lost) in held.items():
             if session_id not in renewed:
                 lost.set()

@@ -18,10 +18,12 @@ import threading
 
 from django.db import transaction
 
+from hangar.conversations import loop_selectors as reads
 from hangar.conversations import services as store
-from hangar.conversations.events import publish, publish_many
-from hangar.conversations.models import Message, Part, PermissionRequest, Session
-from hangar.conversations.runner_reads import StepState, message_parts, session_for_run, step_state
+from hangar.conversations.events import publish
+from hangar.conversations.loop_selectors import StepState, message_parts, session_for_run, step_state
+from hangar.conversations.loop_services import permission_requests_reject_pending, session_abort_clear
+from hangar.conversations.models import Message
 from hangar.conversations.services import now_ms
 from hangar.engine import permissions as perm
 from hangar.engine.agents import agent_get
@@ -229,16 +231,12 @@ class Run:
         """Run the step's tool calls, then close it: patch, step-finish, completed. False ends the turn.
         `fresh` = (step-start snapshot, the tool parts just streamed, earlier tool parts) for a step this
         run has just streamed: what it wrote is known, so nothing is re-read; None = a resumed step."""
-        if not fresh:
-            message.refresh_from_db()
-        data = message.data
+        data = message.data if fresh else reads.message_data(message)
         if data.get("finish") is None and not data.get("error"):
             # The worker died mid-stream: what was said is kept, the step is closed as interrupted.
             data = {
                 **data,
-                "finish": "tool-calls"
-                if Part.objects.filter(message=message, type="tool").exists()
-                else "unknown",
+                "finish": "tool-calls" if reads.has_tool_parts(message) else "unknown",
             }
             message.data = data
         stopped = False
@@ -254,11 +252,7 @@ class Run:
         if fresh:
             snapshot, tools_used = fresh[0], {d["tool"] for d in runner.current.values()}
         else:
-            kinds = list(
-                Part.objects.filter(message=message, type__in=("step-start", "tool")).values_list(
-                    "type", "data"
-                )
-            )
+            kinds = reads.step_start_and_tools(message)
             snapshot = next((d.get("snapshot") for t, d in kinds if t == "step-start"), None)
             tools_used = {d["tool"] for t, d in kinds if t == "tool"}
         end, changed = self._closing_snapshot(snapshot, tools_used)
@@ -386,10 +380,9 @@ class Run:
         return data.get("cost") or 0, tokens
 
     def _fail(self, message: Message, error: dict) -> None:
-        message.refresh_from_db()
+        data = reads.message_data(message)
         store.message_update(
-            message=message,
-            data={**message.data, "error": error, "time": {**message.data["time"], "completed": now_ms()}},
+            message=message, data={**data, "error": error, "time": {**data["time"], "completed": now_ms()}}
         )
         publish(self.session, "session.error", {"sessionID": self.session_id, "error": error})
 
@@ -400,32 +393,16 @@ class Run:
             self._finish_aborted_writes()
 
     def _finish_aborted_writes(self) -> None:
-        pending = PermissionRequest.objects.filter(session_id=self.session_id, status="pending")
-        rejected = list(pending.values_list("pk", flat=True))
-        if rejected:
-            PermissionRequest.objects.filter(pk__in=rejected).update(status="reject")
-            publish_many(
-                self.session,
-                [
-                    ("permission.replied", {"sessionID": self.session_id, "requestID": pk, "reply": "reject"})
-                    for pk in rejected
-                ],
-            )
-        open_messages = [
-            m
-            for m in Message.objects.filter(session_id=self.session_id, role="assistant").order_by("id")
-            if not m.data["time"].get("completed")
-        ]
-        for message in open_messages:
-            message.session = self.session  # no lazy load per message
+        permission_requests_reject_pending(session=self.session)
+        for message in reads.open_assistant_messages(self.session):
             ToolRunner(self, message).run_all()  # with abort set, every unfinished part ends in error
-            message.refresh_from_db()
+            data = reads.message_data(message)
             store.message_update(
                 message=message,
                 data={
-                    **message.data,
+                    **data,
                     "error": {"name": "MessageAbortedError", "data": {"message": "Aborted"}},
-                    "time": {**message.data["time"], "completed": now_ms()},
+                    "time": {**data["time"], "completed": now_ms()},
                 },
             )
-        Session.objects.filter(pk=self.session_id).update(abort_requested=False)
+        session_abort_clear(session_id=self.session_id)

@@ -1,8 +1,6 @@
 """Services that start or steer a run: prompt, abort, permission reply, and permission grants.
 
-Each is atomic, audits, and enqueues the run on commit (`hangar.engine.run_session`). The runner owns
-the session through a lease (hangar.engine.leases), so enqueueing more than once is harmless: a second
-task that cannot take the lease returns, and the holder sees `run_requested` when it releases.
+Each is atomic, audits, and enqueues the run on commit (hangar.engine.enqueue).
 """
 
 from __future__ import annotations
@@ -19,6 +17,7 @@ from hangar.conversations import services as store
 from hangar.conversations.events import publish
 from hangar.conversations.models import GrantScope, PermissionGrant, PermissionRequest, Session
 from hangar.engine.agents import agent_get
+from hangar.engine.enqueue import enqueue_run
 
 
 class PromptRejected(ValueError):
@@ -35,29 +34,6 @@ def _require_member(actor: Actor, session: Session) -> None:
         raise NotFound()
     if actor.user is not None:
         require_role(actor, session.org_id, Role.MEMBER)
-
-
-class _Sent:
-    """What app.send_task hands back instead of an AsyncResult (run_session's result is ignored)."""
-
-    def __init__(self, task_id: str):
-        self.id = task_id
-
-
-def enqueue_run(session_id: str) -> None:
-    import os
-
-    from hangar.engine.tasks import run_session
-
-    queue = os.environ.get("HANGAR_ENGINE_QUEUE", "celery")
-    app = run_session.app
-    if app.conf.task_always_eager:
-        run_session.apply_async(args=[session_id], queue=queue)
-        return
-    # Not apply_async: it builds an AsyncResult and asks the result backend about the call, and Celery keeps
-    # its backend per thread; under ASGI every request is a new thread, so each prompt built one (measured:
-    # ~1.2 -> ~0.8 ms of CPU per enqueue from a fresh thread).
-    app.send_task(run_session.name, args=[session_id], queue=queue, ignore_result=True, result_cls=_Sent)
 
 
 def _request_run(session: Session, **changes) -> None:

@@ -3,15 +3,14 @@ long runs. The queue is `HANGAR_ENGINE_QUEUE` (default "celery"), so tests can i
 
 from __future__ import annotations
 
-import os
-
 import structlog
 from celery import current_app, shared_task
 from celery.signals import worker_init
 from django.db import close_old_connections, connection
-from django.utils import timezone
 
-ENGINE_QUEUE = os.environ.get("HANGAR_ENGINE_QUEUE", "celery")
+from hangar.engine.enqueue import RUN_SESSION, engine_queue
+
+ENGINE_QUEUE = engine_queue()
 # Routes, not the deprecated task `queue` attribute; beat (which sends recover/reap) honours them too.
 current_app.conf.task_routes = {
     **(current_app.conf.task_routes or {}),
@@ -26,7 +25,7 @@ def warm_up_worker(**_kwargs) -> None:
     schema. Done lazily, a burst of sessions right after a start paid for it in every thread at once
     (`functools.cache` does not stop 100 threads computing the same schemas). Web processes never
     import LiteLLM."""
-    from hangar.engine import runner, toolrun  # noqa: F401  (the loop and everything it imports)
+    from hangar.engine import toolrun, worker  # noqa: F401  (the loop and everything it imports)
     from hangar.engine.providers import openai_compat, resolve  # noqa: F401
     from hangar.engine.providers.litellm_model import warm_up
     from hangar.engine.tools import runner as tool_runner  # noqa: F401
@@ -39,9 +38,9 @@ def warm_up_worker(**_kwargs) -> None:
     freeze_start_up_heap()  # last: what was loaded above is never walked by a full collection again
 
 
-@shared_task(name="hangar.engine.run_session", ignore_result=True)
+@shared_task(name=RUN_SESSION, ignore_result=True)
 def run_session(session_id: str) -> bool:
-    from hangar.engine.runner import run_session_once
+    from hangar.engine.worker import run_session_once
 
     # Every log line of this run carries the session (threads pool: contextvars are per thread).
     structlog.contextvars.clear_contextvars()
@@ -56,32 +55,21 @@ def run_session(session_id: str) -> bool:
 @shared_task(name="hangar.engine.recover_expired_runs", ignore_result=True)
 def recover_expired_runs() -> int:
     """Sessions whose runner died (lease expired) or whose run request was lost get a new run."""
-    from hangar.conversations.models import Session
-    from hangar.engine.services import enqueue_run
+    from hangar.conversations.loop_selectors import sessions_to_recover
+    from hangar.engine.enqueue import enqueue_run
 
     close_old_connections()
-    now = timezone.now()
-    expired = list(
-        Session.objects.filter(lease_expires_at__lt=now).exclude(lease_owner="").values_list("id", flat=True)
-    )
-    stale = list(
-        Session.objects.filter(
-            run_requested=True, lease_owner="", updated_at__lt=now - timezone.timedelta(seconds=30)
-        ).values_list("id", flat=True)
-    )
-    for session_id in dict.fromkeys(expired + stale):
+    sessions = sessions_to_recover()
+    for session_id in sessions:
         enqueue_run(session_id)
-    return len(expired) + len(stale)
+    return len(sessions)
 
 
 @shared_task(name="hangar.engine.reap_sandboxes", ignore_result=True)
 def reap_sandboxes() -> dict:
-    from hangar.conversations.models import Session
+    from hangar.conversations.loop_selectors import session_is_live
     from hangar.engine.sandboxes import manager
     from sandbox.reaper import Reaper
 
-    def is_session_alive(session_id: str) -> bool:
-        return Session.objects.filter(pk=session_id, archived_at__isnull=True).exists()
-
-    report = Reaper(manager(), is_session_alive).run_once()
+    report = Reaper(manager(), session_is_live).run_once()
     return getattr(report, "__dict__", {})

@@ -3,7 +3,7 @@ call turns the first user message into a title of at most 50 characters."""
 
 from __future__ import annotations
 
-from hangar.conversations.models import Session
+from hangar.conversations.loop_selectors import title_and_parent
 from hangar.conversations.services import DEFAULT_TITLE_PREFIX
 from hangar.conversations.session_services import session_title_generated
 from hangar.engine.agents import agent_get
@@ -27,7 +27,7 @@ def title_maybe(run) -> None:
     the title is read again, in case a person renamed the session meanwhile."""
     if run.model is None:  # the turn never reached a model (e.g. no credential)
         return
-    title, parent_id = Session.objects.filter(pk=run.session_id).values_list("title", "parent_id").get()
+    title, parent_id = title_and_parent(run.session_id)
     if not title.startswith(DEFAULT_TITLE_PREFIX) or parent_id:
         return
     messages = run.messages  # read before the run's last step, which may have been its first reply

@@ -15,11 +15,11 @@ import time
 from typing import Any
 
 from django.db import close_old_connections
-from django.db.models import Case, Q, When
 
+from hangar.conversations import loop_selectors as reads
 from hangar.conversations import services as store
 from hangar.conversations.events import publish_ephemeral
-from hangar.conversations.models import Message, Part, PermissionGrant, PermissionRequest
+from hangar.conversations.models import Message
 from hangar.conversations.services import now_ms
 from hangar.engine import permissions as perm
 from hangar.engine import readmarks
@@ -84,15 +84,10 @@ class ToolRunner:
         return self._ruleset
 
     def _load_ruleset(self) -> list[dict]:
-        session = self.run.session
-        # Project grants first, then this session's (later rules win); other sessions' grants never load.
-        grants = (
-            PermissionGrant.objects.filter(project_id=session.project_id, revoked_at__isnull=True)
-            .filter(Q(scope="project") | Q(scope="session", session_id=session.pk))
-            .order_by(Case(When(scope="project", then=0), default=1), "id")
-        )
-        as_rules = [{"permission": g.permission, "pattern": g.pattern, "action": perm.ALLOW} for g in grants]
-        return self.run.ruleset + as_rules
+        grants = reads.grants_in_force(self.run.session)
+        return self.run.ruleset + [
+            {"permission": p, "pattern": pat, "action": perm.ALLOW} for p, pat in grants
+        ]
 
     def ask_for(self, call_id: str):
         def ask(permission: str, patterns: list[str], always: list[str], metadata: dict[str, Any]) -> None:
@@ -112,12 +107,8 @@ class ToolRunner:
                     f"The user has specified a rule which prevents you from using this specific tool call "
                     f"({permission} {', '.join(patterns)}). Do not retry it; try another approach."
                 )
-            asked = (
-                PermissionRequest.objects.filter(
-                    session_id=self.run.session.pk, call_id=call_id, permission=permission, patterns=patterns
-                )
-                .order_by("-id")
-                .first()
+            asked = reads.permission_request_for_call(
+                self.run.session.pk, call_id=call_id, permission=permission, patterns=patterns
             )
             if asked is not None and asked.status in ("once", "always"):
                 return
@@ -167,11 +158,8 @@ class ToolRunner:
     def _recent_tools(self, exclude: str) -> list[dict]:
         """The session's latest tool parts other than `exclude`, newest first (as the query would give)."""
         if self._prior is None:
-            return list(
-                Part.objects.filter(session_id=self.run.session.pk, type="tool")
-                .exclude(pk=exclude)
-                .order_by("-id")
-                .values_list("data", flat=True)[: DOOM_LOOP_THRESHOLD - 1]
+            return reads.recent_tool_parts(
+                self.run.session.pk, exclude=exclude, limit=DOOM_LOOP_THRESHOLD - 1
             )
         known = {p["id"]: p for p in self._prior}
         known.update(self.current)
@@ -225,11 +213,7 @@ class ToolRunner:
     def run_all(self) -> None:
         """Execute every unfinished tool part of the message, in order. Raises PermissionAsked (park),
         TurnStopped (person rejected)."""
-        rows = (
-            self._parts
-            if self._parts is not None
-            else [row.data for row in Part.objects.filter(message=self.message, type="tool").order_by("id")]
-        )
+        rows = self._parts if self._parts is not None else reads.tool_parts_of(self.message)
         if self._defer_last:
             self._deferred_id = next(
                 (p["id"] for p in reversed(rows) if not (p.get("metadata") or {}).get("batchChild")), None
@@ -277,7 +261,7 @@ class ToolRunner:
                     {"tool": part["tool"], "input": state["input"]},
                 )
             elif awaiting:
-                request = PermissionRequest.objects.filter(pk=awaiting).first()
+                request = reads.permission_request_by_id(awaiting)
                 if request is not None and request.permission == "doom_loop" and request.status == "reject":
                     raise PermissionRejected(REJECTED, feedback=request.reply_message)
             result = self._execute(part["tool"], state["input"], call_id, running)
@@ -369,7 +353,7 @@ class ToolRunner:
         def run_subcall(tool: str, parameters: dict, *, index: int) -> ToolResult:
             close_old_connections()
             call_id = f"{parent_call}-{index}"
-            existing = Part.objects.filter(message=self.message, type="tool", data__callID=call_id).first()
+            existing = reads.tool_part_by_call(self.message, call_id)
             if existing and existing.data["state"]["status"] == "completed":
                 s = existing.data["state"]
                 return ToolResult(title=s["title"], output=s["output"], metadata=s["metadata"])

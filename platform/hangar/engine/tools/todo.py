@@ -68,13 +68,9 @@ class TodoReadTool:
     parameters = TodoReadParams
 
     def execute(self, args: TodoReadParams, ctx: ToolContext) -> ToolResult:
-        from hangar.conversations.models import Todo
+        from hangar.conversations.loop_selectors import todos_of
 
         session = _session(ctx)
         ctx.ask("todoread", ["*"], ["*"], {})
-        todos = list(
-            Todo.objects.filter(session_id=session.pk)
-            .order_by("position")
-            .values("content", "status", "priority")
-        )
+        todos = todos_of(session.pk)
         return _result(todos)

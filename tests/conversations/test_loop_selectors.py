@@ -8,8 +8,8 @@ import psycopg
 import pytest
 from django.db import connection
 
+from hangar.conversations.loop_selectors import _STEP_STATE, step_state
 from hangar.conversations.models import Message
-from hangar.conversations.runner_reads import _STEP_STATE, step_state
 from hangar.conversations.services import message_create, session_create
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -1,5 +1,6 @@
-"""One run of a session: take the lease or return (idempotent), run the loop, release, re-enqueue if
-work arrived meanwhile. Called by the Celery task; tests may call it directly."""
+"""What a worker does with one run request: take the session's lease or return (idempotent), run the
+loop, release, re-enqueue if work arrived meanwhile. Called by the Celery task; tests may call it
+directly."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ from django.db import close_old_connections
 
 from hangar.conversations import services as store
 from hangar.conversations.events import publish
-from hangar.conversations.models import Session
+from hangar.conversations.loop_selectors import session_for_run
+from hangar.conversations.loop_services import session_abort_clear
 from hangar.engine.dbconn import release_connection
+from hangar.engine.enqueue import enqueue_run
 from hangar.engine.leases import keeper, lease_acquire, lease_release, new_owner
 from hangar.engine.loop import Run
 from hangar.logging import get_logger
@@ -37,8 +40,6 @@ def run_session_once(session_id: str) -> bool:
         requeue = lease_release(session_id, owner)
         release_connection(keeper.active())
     if requeue:
-        from hangar.engine.services import enqueue_run
-
         enqueue_run(session_id)
     return True
 
@@ -46,14 +47,13 @@ def run_session_once(session_id: str) -> bool:
 def _crashed(session_id: str, exc: Exception) -> None:
     """A bug in the loop must not leave the session busy forever: say so and go idle."""
     try:
-        session = Session.objects.get(pk=session_id)
+        session = session_for_run(session_id)
         publish(
             session,
             "session.error",
             {"sessionID": session_id, "error": {"name": "UnknownError", "data": {"message": str(exc)[:500]}}},
         )
         store.session_status_set(session=session, status="idle")
-        # A stale abort flag would abort the next prompt the moment it starts.
-        Session.objects.filter(pk=session_id).update(abort_requested=False)
+        session_abort_clear(session_id=session_id)
     except Exception:
         log.exception("run_crash_report_failed", session=session_id)

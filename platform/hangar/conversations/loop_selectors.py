@@ -1,0 +1,204 @@
+"""Reads for the session's runner, the worker that holds its lease (hangar.engine.leases), and for the
+engine's background tasks (recovery, reaping).
+
+Not scoped to an actor: no person is asking, the lease is the authority, and the session id came from
+the run the platform itself enqueued. The loop re-reads its state at every step (seed 000 §3.2): those
+per-step reads are fixed statements, prepared (hangar.rawsql), no ORM query building, rows turned into
+the few fields the loop uses. The rest (a resumed step, a permission answer, an abort) are rare and use
+the ORM.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from django.db.models import Case, Q, When
+from django.utils import timezone
+
+from hangar.accounts.models import Org
+from hangar.conversations.models import Message, Part, PermissionGrant, PermissionRequest, Session, Todo
+from hangar.projects.models import Project
+from hangar.rawsql import instances, run, select_list
+
+_RUN_TABLES = ((Session, "s"), (Project, "p"), (Org, "o"))
+_RUN_START = (
+    f"SELECT {', '.join(select_list(model, alias) for model, alias in _RUN_TABLES)}"
+    " FROM conversations_session s JOIN projects_project p ON p.id = s.project_id"
+    " JOIN accounts_org o ON o.id = s.org_id WHERE s.id = %s"
+)
+
+# What a step needs, in one round trip and one JSON document: the permission layers, every message, and
+# the parts of the messages the caller has not settled (those it holds can no longer change). Each open
+# message's parts are a subquery of their own on the part's message key: written as a join, the planner
+# could not know the session (a correlated parameter) and hashed the messages against a scan of the whole
+# part table, a read that grew with every session ever stored (tests/conversations/test_loop_selectors.py).
+_STEP_STATE = (
+    "SELECT s.permission, p.permission_rules,"
+    " (SELECT coalesce(json_agg(json_build_array(m.id, m.role, m.data) ORDER BY m.id), '[]')"
+    "  FROM conversations_message m WHERE m.session_id = s.id),"
+    " (SELECT coalesce(json_agg(json_build_array(m.id, (SELECT coalesce(json_agg(x.data ORDER BY x.id), '[]')"
+    "    FROM conversations_part x WHERE x.message_id = m.id)) ORDER BY m.id), '[]')"
+    "  FROM conversations_message m WHERE m.session_id = s.id AND NOT (m.id = ANY(%b::text[])))"
+    " FROM conversations_session s JOIN projects_project p ON p.id = s.project_id WHERE s.id = %s"
+)
+_PARTS = (
+    "SELECT message_id, data FROM conversations_part WHERE session_id = %s AND message_id = ANY(%s)"
+    " ORDER BY id"
+)
+
+
+def session_for_run(session_id: str) -> Session:
+    """The session with its project and org, as a run starts (what select_related gives, prepared)."""
+    rows = run(_RUN_START, [session_id])
+    if not rows:
+        raise Session.DoesNotExist(session_id)
+    session, project, org = instances(_RUN_TABLES, rows[0])
+    session.project, session.org = project, org
+    return session
+
+
+@dataclass
+class StepState:
+    session_rules: list
+    project_rules: list | dict
+    messages: list[Message]  # oldest first
+    parts: dict[str, list[dict]]  # of every message not in `settled`, in part order (possibly empty)
+
+
+def _json(value):
+    return json.loads(value) if isinstance(value, (str, bytes)) else value
+
+
+def step_state(session: Session, settled: list[str]) -> StepState:
+    """The session as a step starts. Messages are Message instances with id, role, data and `session`
+    (the caller's instance, so that writing to a message never loads its session again)."""
+    rows = run(_STEP_STATE, [settled, session.pk])
+    if not rows:
+        raise Session.DoesNotExist(session.pk)
+    session_rules, project_rules, message_rows, part_rows = rows[0]
+    messages = []
+    for message_id, role, data in _json(message_rows):
+        message = Message(id=message_id, session=session, role=role, data=data)
+        message._state.adding, message._state.db = False, "default"  # a row from the database
+        messages.append(message)
+    # Every message not settled, with its parts in order (an empty list for a message with none).
+    parts: dict[str, list[dict]] = dict(_json(part_rows))
+    return StepState(_json(session_rules), _json(project_rules), messages, parts)
+
+
+def message_parts(session_id: str, message_ids: list[str]) -> dict[str, list[dict]]:
+    """The parts of these messages (each list in part order), by message id; every id is a key."""
+    parts: dict[str, list[dict]] = {message_id: [] for message_id in message_ids}
+    if message_ids:
+        for message_id, data in run(_PARTS, [session_id, message_ids]):
+            parts[message_id].append(json.loads(data))
+    return parts
+
+
+# --- the rarer reads: a resumed step, permission answers, an abort, the title ---------------------------
+
+
+def tool_parts_of(message: Message) -> list[dict]:
+    """The message's tool parts, in part order."""
+    return [row.data for row in Part.objects.filter(message=message, type="tool").order_by("id")]
+
+
+def step_start_and_tools(message: Message) -> list[tuple[str, dict]]:
+    """(type, data) of the message's step-start and tool parts: what a resumed step closes with."""
+    return list(
+        Part.objects.filter(message=message, type__in=("step-start", "tool")).values_list("type", "data")
+    )
+
+
+def has_tool_parts(message: Message) -> bool:
+    return Part.objects.filter(message=message, type="tool").exists()
+
+
+def tool_part_by_call(message: Message, call_id: str) -> Part | None:
+    return Part.objects.filter(message=message, type="tool", data__callID=call_id).first()
+
+
+def recent_tool_parts(session_id: str, *, exclude: str, limit: int) -> list[dict]:
+    """The session's latest `limit` tool parts other than `exclude`, newest first."""
+    return list(
+        Part.objects.filter(session_id=session_id, type="tool")
+        .exclude(pk=exclude)
+        .order_by("-id")
+        .values_list("data", flat=True)[:limit]
+    )
+
+
+def grants_in_force(session: Session) -> list[tuple[str, str]]:
+    """(permission, pattern) of the live "always" grants covering the session: the project's first, then
+    the session's own (later rules win); other sessions' grants never load."""
+    grants = (
+        PermissionGrant.objects.filter(project_id=session.project_id, revoked_at__isnull=True)
+        .filter(Q(scope="project") | Q(scope="session", session_id=session.pk))
+        .order_by(Case(When(scope="project", then=0), default=1), "id")
+    )
+    return [(g.permission, g.pattern) for g in grants]
+
+
+def permission_request_for_call(
+    session_id: str, *, call_id: str, permission: str, patterns: list[str]
+) -> PermissionRequest | None:
+    """The latest request this call made for `permission` on `patterns` (answered or not)."""
+    return (
+        PermissionRequest.objects.filter(
+            session_id=session_id, call_id=call_id, permission=permission, patterns=patterns
+        )
+        .order_by("-id")
+        .first()
+    )
+
+
+def permission_request_by_id(request_id: str) -> PermissionRequest | None:
+    return PermissionRequest.objects.filter(pk=request_id).first()
+
+
+def open_assistant_messages(session: Session) -> list[Message]:
+    """The session's assistant messages not completed yet, oldest first, bound to `session`."""
+    messages = [
+        m
+        for m in Message.objects.filter(session_id=session.pk, role="assistant").order_by("id")
+        if not m.data["time"].get("completed")
+    ]
+    for message in messages:
+        message.session = session  # no lazy load per message
+    return messages
+
+
+def message_data(message: Message) -> dict:
+    """The message's stored data (another writer, e.g. a tool part's event, may have changed it)."""
+    message.refresh_from_db(fields=["data"])
+    return message.data
+
+
+def title_and_parent(session_id: str) -> tuple[str, str | None]:
+    return Session.objects.filter(pk=session_id).values_list("title", "parent_id").get()
+
+
+def todos_of(session_id: str) -> list[dict]:
+    return list(
+        Todo.objects.filter(session_id=session_id)
+        .order_by("position")
+        .values("content", "status", "priority")
+    )
+
+
+def sessions_to_recover(*, stale_after_s: int = 30) -> list[str]:
+    """Sessions whose runner died (lease expired) or whose run request was lost (flagged, no runner, not
+    touched for `stale_after_s`)."""
+    now = timezone.now()
+    expired = Session.objects.filter(lease_expires_at__lt=now).exclude(lease_owner="")
+    stale = Session.objects.filter(
+        run_requested=True, lease_owner="", updated_at__lt=now - timezone.timedelta(seconds=stale_after_s)
+    )
+    ids = list(expired.values_list("id", flat=True)) + list(stale.values_list("id", flat=True))
+    return list(dict.fromkeys(ids))
+
+
+def session_is_live(session_id: str) -> bool:
+    """The session exists and is not archived (the reaper keeps its sandbox)."""
+    return Session.objects.filter(pk=session_id, archived_at__isnull=True).exists()

@@ -1,0 +1,90 @@
+"""Writes of the session's runner, the worker that holds its lease (hangar.engine.leases): the lease
+itself, and what an aborted turn leaves behind. Not actor-scoped (the lease is the authority); a change
+a person could have made (a permission request answered) is audited as the system's.
+
+The lease statements are raw SQL on purpose: each is one conditional UPDATE, and the renewal carries every
+lease a worker process holds in a single statement (one DB connection for all of its sessions).
+"""
+
+from __future__ import annotations
+
+from django.db import connection, transaction
+
+from hangar.accounts.actors import system_actor
+from hangar.audit.services import audit_record
+from hangar.conversations.events import publish_many
+from hangar.conversations.models import PermissionRequest, Session
+
+RUNNER_LABEL = "runner"
+
+
+def session_lease_acquire(*, session_id: str, owner: str, ttl_s: int) -> bool:
+    """Take the lease if free or expired; clears run_requested (this runner will see the new work)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE conversations_session SET lease_owner = %s, run_requested = false,"
+            " lease_expires_at = now() + make_interval(secs => %s)"
+            " WHERE id = %s AND (lease_owner = '' OR lease_expires_at IS NULL OR lease_expires_at < now())"
+            " RETURNING id",
+            [owner, ttl_s, session_id],
+        )
+        return cursor.fetchone() is not None
+
+
+def session_lease_release(*, session_id: str, owner: str) -> bool:
+    """Give the lease back; returns True if work was requested meanwhile (the caller re-enqueues)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE conversations_session SET lease_owner = '', lease_expires_at = NULL"
+            " WHERE id = %s AND lease_owner = %s RETURNING run_requested",
+            [session_id, owner],
+        )
+        row = cursor.fetchone()
+    return bool(row and row[0])
+
+
+def session_leases_renew(*, owners: dict[str, str], ttl_s: int) -> dict[str, bool]:
+    """Extend every lease in `owners` (session id → owner) still held by that owner, in one statement.
+    Returns {session id: abort requested} for the renewed ones; a missing id was taken away."""
+    ids = list(owners)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE conversations_session AS s SET lease_expires_at = now() + make_interval(secs => %s)"
+            " FROM unnest(%s::text[], %s::text[]) AS h(id, owner)"
+            " WHERE s.id = h.id AND s.lease_owner = h.owner RETURNING s.id, s.abort_requested",
+            [ttl_s, ids, [owners[i] for i in ids]],
+        )
+        return {row[0]: row[1] for row in cursor.fetchall()}
+
+
+def session_abort_clear(*, session_id: str) -> None:
+    """The abort was carried out (or the run crashed): a stale flag would abort the next prompt at once."""
+    Session.objects.filter(pk=session_id).update(abort_requested=False)
+
+
+def permission_requests_reject_pending(*, session: Session) -> list[str]:
+    """An aborted turn answers its pending permission requests "reject": each is audited (as the
+    system's, like a person's reply) and announced with `permission.replied`. Returns their ids."""
+    actor = system_actor(session.org_id, RUNNER_LABEL)
+    with transaction.atomic():
+        pending = list(
+            PermissionRequest.objects.select_for_update().filter(session_id=session.pk, status="pending")
+        )
+        if not pending:
+            return []
+        PermissionRequest.objects.filter(pk__in=[r.pk for r in pending]).update(status="reject")
+        for request in pending:
+            audit_record(
+                actor=actor,
+                action="permission.reply",
+                target=request,
+                data={"reply": "reject", "reason": "abort", "permission": request.permission},
+            )
+        publish_many(
+            session,
+            [
+                ("permission.replied", {"sessionID": session.pk, "requestID": r.pk, "reply": "reject"})
+                for r in pending
+            ],
+        )
+    return [r.pk for r in pending]
