@@ -2,8 +2,8 @@
 not read (OpenCode's FileTime). Kept in Redis, so whichever worker resumes the session sees them.
 
 One client per process, shared by every thread. Django's cache would give each thread its own client,
-and Celery's Django fix-up closes them after every task, so each run paid for a new connection (~5 ms of
-CPU: redis-py looks up its own version through importlib.metadata for every connection it makes)."""
+and Celery's Django fix-up closes them after every task, so each run would pay for a new connection (redis-py
+looks up its own version through importlib.metadata for every connection it makes)."""
 
 from __future__ import annotations
 

@@ -8,41 +8,24 @@ answer depends on the route:
   * every other provider (anthropic/..., gemini/...): LiteLLM's CustomStreamWrapper, left at the finish
     chunk so its end-of-stream rebuild never runs (`_read`).
 
-Per streaming call, bench/llm_call.py (scripted server, the build agent's 11 tool schemas, a text +
-tool-call answer; median of 80 calls in one run, on a 2-core machine shared with other work, so runs
-differ by ~±3 ms; system prompt included in the message count):
-                                     4 messages   24 messages
-    raw httpx (the floor)               3.2 ms        3.9 ms
-    this adapter before                17.5 ms       31.2 ms
-    this adapter now                   12.1 ms       23.5 ms
-    now, with LiteLLM's HTTP handler    8.2 ms        9.0 ms
-What we do, and what each bought (measured one at a time):
-  * read the SSE lines with json.loads instead of the OpenAI SDK's Stream (a pydantic model per chunk):
-    ~1-3 ms. The response is caught by an httpx response hook on our client (or taken from the SDK
+What this adapter does around LiteLLM, each for a cost bench/llm_call.py shows per call:
+  * the SSE lines are read with json.loads, not through the OpenAI SDK's Stream (a pydantic model per
+    chunk). The response is caught by an httpx response hook on our client (or taken from the SDK
     Stream's `.response`). After `[DONE]` the body is read to its end, so the keep-alive connection goes
-    back to the pool: the SDK's Stream closed it at `[DONE]`, so every call before opened a new TCP
-    connection (20 of 20 calls; a TLS handshake each against a real provider), now none do;
-  * tools in `extra_body` (sent as they are) when LiteLLM would send them unchanged (`_plain_tools`):
+    back to the pool (the SDK's Stream closes it, and every call would open a new connection);
+  * tools go in `extra_body` (sent as they are) when LiteLLM would send them unchanged (`_plain_tools`):
     no string `pattern`/`patternProperties` (LiteLLM drops regexes Python cannot compile), no
-    Anthropic-only keys, only function tools (LiteLLM routes MCP tools itself). This skips the SDK's
-    `maybe_transform` walk of every schema: ~1-2 ms for 11 tools. We never pass `tool_choice` (LiteLLM
-    drops it when it sees no tools); prior tool calls in the history are messages, which LiteLLM still
-    sees and transforms as before;
-  * a pre-built client as `client=` (LiteLLM documents it): no per-call client-cache lookup: ~0.6-2 ms;
+    Anthropic-only keys, only function tools (LiteLLM routes MCP tools itself). That skips the SDK's
+    `maybe_transform` walk of every schema. We never pass `tool_choice` (LiteLLM drops it when it sees
+    no tools); prior tool calls in the history are messages, which LiteLLM still sees and transforms;
+  * a pre-built client as `client=` (LiteLLM documents it): no per-call client-cache lookup;
   * `disable_streaming_logging`, retries ours (max_retries=0), cost from the price map ourselves (cost.py).
-The largest cost left on LiteLLM's default transport is the SDK's `maybe_transform` of the messages: it
-tries each message against every member of the message TypedDict union, ~0.4 ms a message (1.9 ms for
-4, ~9 ms for 24), so it grows with the conversation. LiteLLM's own env flag
-EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER=True (read per call) sends OpenAI-route requests with
-LiteLLM's HTTP handler instead of the SDK, which removes it (last row). This adapter follows whichever
-transport LiteLLM picks (tests run both). We turn the flag on unless the environment sets it: the
-handler is the one LiteLLM already uses for most other providers, and the cost it removes grows with
-every message of a session; `EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER=False` restores the SDK path.
-Left inside LiteLLM per call: function_setup and its Logging object, get_optional_params, provider
-resolution, the Responses-API bridge check, and response_cost_calculator pricing the stream wrapper
-(~1.2 ms for a model not in the price map: it walks fallback "generalisations"; no flag skips it;
-`register_model` would halve it but warns per model and edits the global price map; LiteLLM's custom
-pricing kwargs made the call slower).
+On the OpenAI route the SDK's `maybe_transform` of the messages costs time that grows with every message
+of a session; LiteLLM's own env flag EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER=True (read per call) sends
+those requests with LiteLLM's HTTP handler instead of the SDK, which removes it. We turn the flag on unless
+the environment sets it (the handler is the one LiteLLM already uses for most other providers);
+`EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER=False` restores the SDK path. This adapter follows whichever
+transport LiteLLM picks (tests run both).
 """
 
 from __future__ import annotations
@@ -74,8 +57,8 @@ def litellm_module():
         with _lock:
             if _litellm is None:
                 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-                # LiteLLM's own HTTP handler for the OpenAI route (module doc: 12 → 8 ms a call at 4
-                # messages, 23 → 9 ms at 24). Set the variable to False to go back to the OpenAI SDK.
+                # LiteLLM's own HTTP handler for the OpenAI route (module doc). Set the variable to
+                # False to go back to the OpenAI SDK.
                 os.environ.setdefault(BASE_HANDLER_FLAG, "True")
                 import litellm
 
