@@ -4,4 +4,5 @@ BEAT_SCHEDULE = {
     # Runs whose lease expired (worker killed) are resumed by another worker.
     "engine-recover-expired-leases": {"task": "hangar.engine.recover_expired_runs", "schedule": 5.0},
     "sandbox-reap": {"task": "hangar.engine.reap_sandboxes", "schedule": 60.0},
+    "webhooks-purge-receipts": {"task": "hangar.integrations.webhooks.purge_receipts", "schedule": 300.0},
 }

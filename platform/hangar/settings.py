@@ -43,6 +43,7 @@ INSTALLED_APPS = [
     "hangar.engine",
     "hangar.realtime",
     "hangar.api",
+    "hangar.integrations.webhooks",
 ]
 
 MIDDLEWARE = [
@@ -208,6 +209,15 @@ HANGAR_EGRESS_ALLOW_PRIVATE = os.environ.get("HANGAR_EGRESS_ALLOW_PRIVATE", "")
 # local price map, else zero; and the offline local model used when a provider has no credential.
 HANGAR_MODEL_PRICES = __import__("json").loads(os.environ.get("HANGAR_MODEL_PRICES", "{}"))
 HANGAR_LOCAL_MODEL_URL = os.environ.get("HANGAR_LOCAL_MODEL_URL", "")
+
+# Outbound webhooks. Destinations must resolve to public addresses unless the operator allows private ones
+# (an on-premises receiver); retries back off exponentially from the base (with jitter) up to the cap, and an
+# endpoint whose deliveries exhaust their attempts DISABLE_AFTER times in a row is disabled.
+HANGAR_WEBHOOKS_ALLOW_PRIVATE = flag("HANGAR_WEBHOOKS_ALLOW_PRIVATE")
+HANGAR_WEBHOOK_RETRY_BASE_S = float(os.environ.get("HANGAR_WEBHOOK_RETRY_BASE_S", "10"))
+HANGAR_WEBHOOK_RETRY_CAP_S = float(os.environ.get("HANGAR_WEBHOOK_RETRY_CAP_S", "1800"))
+HANGAR_WEBHOOK_MAX_ATTEMPTS = int(os.environ.get("HANGAR_WEBHOOK_MAX_ATTEMPTS", "8"))
+HANGAR_WEBHOOK_DISABLE_AFTER = int(os.environ.get("HANGAR_WEBHOOK_DISABLE_AFTER", "5"))
 
 
 from hangar.logging import LOGGING  # noqa: E402,F401  (Django reads settings.LOGGING; it lives next to its middleware)

@@ -7,6 +7,9 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("api/", include("hangar.api.urls")),
+    path("api/", include("hangar.integrations.webhooks.urls")),
+    # Inbound integrations, authenticated by their own signatures (Standard Webhooks, Slack).
+    path("hooks/", include("hangar.integrations.webhooks.urls_inbound")),
     # OpenCode's HTTP protocol, one base URL per project: /oc/<project-id>/...
     path("oc/<str:project_id>/", include("hangar.opencode.urls")),
 ]

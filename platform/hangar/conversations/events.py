@@ -86,6 +86,18 @@ def set_sink(sink: EventSink) -> None:
     _sink = sink
 
 
+# Integrations (outbound webhooks, Slack status) listen to stored events too, without the store importing
+# them. A listener is called inside the publishing transaction with (session, events) and must only
+# filter by type and schedule its work on commit: it runs in the agent step.
+_listeners: list = []
+
+
+def listener_register(listener) -> None:
+    """Add `listener(session, events: list[Event])`, called for every stored batch of events."""
+    if listener not in _listeners:
+        _listeners.append(listener)
+
+
 def session_group(session_id: str) -> str:
     return SESSION_GROUP.format(id=session_id)
 
@@ -150,6 +162,8 @@ def publish_many(
     # In autocommit (no outer atomic) this runs now: the statement above has already committed.
     sink = _sink
     transaction.on_commit(lambda: sink.broadcast_many(groups, messages))
+    for listener in _listeners:
+        listener(session, out)
     return out
 
 

@@ -1,0 +1,105 @@
+"""A signed call to a trigger's URL starts a session (or prompts the trigger's session) with the prompt
+template filled from the JSON body. Verification first (signature, timestamp within 5 minutes, message id
+never seen): any failure is refused and audited, and nothing else happens. Then, in ONE transaction, the
+message id is recorded, the prompt rendered, the session created and prompted: a body that does not fit
+the template (or any other failure) leaves no receipt, no session and no message."""
+
+import json
+from dataclasses import dataclass
+
+from django.db import IntegrityError, transaction
+
+from hangar.accounts.actors import Actor
+from hangar.audit.models import ActorType
+from hangar.audit.services import audit_record
+from hangar.conversations.models import Session
+from hangar.conversations.services import session_create
+from hangar.integrations.webhooks import signing
+from hangar.integrations.webhooks.models import WebhookReceipt, WebhookTrigger
+from hangar.integrations.webhooks.template import template_render
+from hangar.projects import crypto
+
+MAX_BODY = 256 * 1024
+MAX_MESSAGE_ID = 200
+
+
+class Refused(Exception):
+    """401: the call is not from whoever holds the trigger's secret (or is a replay)."""
+
+
+@dataclass(frozen=True)
+class Accepted:
+    session: Session
+    created: bool
+
+
+def trigger_actor(trigger: WebhookTrigger, ip: str | None, request_id: str = "") -> Actor:
+    return Actor(
+        type=ActorType.INTEGRATION,
+        org_id=trigger.org_id,
+        label=f"webhook:{trigger.pk}:{trigger.name}"[:200],
+        ip=ip,
+        request_id=request_id,
+    )
+
+
+def _refuse(actor: Actor, trigger: WebhookTrigger, reason: str, message_id: str) -> Refused:
+    with transaction.atomic():
+        audit_record(
+            actor=actor,
+            action="webhook.trigger.refused",
+            target=trigger,
+            data={"reason": reason, "message_id": message_id[:MAX_MESSAGE_ID]},
+        )
+    return Refused(reason)
+
+
+def trigger_receive(*, trigger: WebhookTrigger, body: bytes, headers: dict, actor: Actor) -> Accepted:
+    """Verify and act on one call. Raises Refused (401), TemplateError (400 naming the field),
+    ValueError (400: not JSON, too big) or engine.PromptRejected (400)."""
+    headers = {k.lower(): v for k, v in headers.items()}
+    message_id = headers.get("webhook-id", "")
+    try:
+        signing.verify(crypto.decrypt(trigger.secret_encrypted), body, headers)
+    except signing.WebhookVerificationError as exc:
+        raise _refuse(actor, trigger, str(exc), message_id) from None
+    if len(message_id) > MAX_MESSAGE_ID:
+        raise _refuse(actor, trigger, "message id too long", message_id)
+    if len(body) > MAX_BODY:
+        raise ValueError(f"the body is larger than {MAX_BODY} bytes")
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        raise ValueError("the body is not JSON") from None
+    from hangar.engine.services import session_prompt
+
+    try:
+        with transaction.atomic():
+            receipt = WebhookReceipt.objects.create(trigger=trigger, message_id=message_id, session_id="")
+            prompt = template_render(trigger.prompt_template, payload)
+            session, created = trigger.session, trigger.session is None
+            if created:
+                model = None
+                if trigger.model:
+                    provider, _, model_id = trigger.model.partition("/")
+                    model = {"providerID": provider, "modelID": model_id}
+                session = session_create(
+                    actor=actor,
+                    project=trigger.project,
+                    title=trigger.name[:200],
+                    agent=trigger.agent or None,
+                    model=model,
+                )
+            session_prompt(actor=actor, session=session, parts=[{"type": "text", "text": prompt}])
+            WebhookReceipt.objects.filter(pk=receipt.pk).update(session_id=session.pk)
+            audit_record(
+                actor=actor,
+                action="webhook.trigger.call",
+                target=trigger,
+                data={"message_id": message_id, "session": session.pk, "created": created},
+            )
+    except IntegrityError:
+        if WebhookReceipt.objects.filter(trigger=trigger, message_id=message_id).exists():
+            raise _refuse(actor, trigger, "replayed message id", message_id) from None
+        raise
+    return Accepted(session=session, created=created)
