@@ -25,6 +25,9 @@ command -v debootstrap >/dev/null || need+=(debootstrap)
 command -v rg >/dev/null || need+=(ripgrep)
 command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)
 command -v git >/dev/null || need+=(git)
+command -v npm >/dev/null || need+=(nodejs npm)
+# Debian's Chromium: the browser tests drive it through Playwright (no browser download).
+[ -x /usr/bin/chromium ] || [ "${HANGAR_NO_CHROMIUM:-0}" = 1 ] || need+=(chromium)
 [ ${#need[@]} -eq 0 ] || apt_install "${need[@]}"
 
 # --- Python deps (pinned in pyproject.toml) ------------------------------------------------------
@@ -98,5 +101,7 @@ say "sandbox image: $(.venv/bin/python -m sandbox.image build)"
 
 # --- schema ----------------------------------------------------------------------------------------
 .venv/bin/python manage.py migrate --noinput -v0
+# --- web app (frontend/build.sh skips the build when nothing changed) ----------------------------
+./frontend/build.sh
 .venv/bin/python manage.py collectstatic --noinput -v0  # served by WhiteNoise from Daphne
 say "ready"

@@ -5,6 +5,8 @@ actions, played in order:
 
     {"delay": 2.0}                                    sleep before what follows
     {"text": "hello"}                                 stream text deltas (split in a few chunks)
+    {"text": "a b c", "every": 0.01}                  one delta per word, `every` seconds apart
+    {"pause": 1.0}                                    sleep mid-stream (what came before is sent)
     {"reasoning": "thinking..."}                      stream reasoning_content deltas
     {"tool_calls": [{"name": "bash", "arguments": {...} | "raw json", "id": "call_1"?}]}
     {"error": 429, "headers": {"retry-after-ms": "50"}, "message": "slow down"}   reply with an error status

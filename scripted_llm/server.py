@@ -185,9 +185,14 @@ class _Handler(BaseHTTPRequestHandler):
                         chunk({"reasoning_content": piece})
                     produced += len(action["reasoning"])
                 if "text" in action:
-                    for piece in _pieces(action["text"]):
-                        chunk({"content": piece})
+                    every = float(action.get("every", 0))
+                    for piece in _pieces(action["text"]) if not every else action["text"].split(" "):
+                        chunk({"content": piece if not every else piece + " "})
+                        if every:
+                            time.sleep(every)
                     produced += len(action["text"])
+                if "pause" in action:  # mid-answer: the text so far is already out
+                    time.sleep(float(action["pause"]))
                 for call in action.get("tool_calls", []):
                     arguments = tool_call_arguments(call)
                     call_id = call.get("id") or f"call_{uuid.uuid4().hex[:12]}"

@@ -132,7 +132,8 @@ CACHES = {
 
 STATIC_URL = "/static/"
 STATIC_ROOT = ROOT / "staticfiles"
-STATICFILES_DIRS = [p for p in [ROOT / "frontend" / "dist"] if p.exists()]
+FRONTEND_DIST = ROOT / "frontend" / "dist"
+STATICFILES_DIRS = [p for p in [FRONTEND_DIST] if p.exists()]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},

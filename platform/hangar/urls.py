@@ -1,6 +1,8 @@
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from hangar import webapp
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -12,4 +14,6 @@ urlpatterns = [
     path("hooks/", include("hangar.integrations.webhooks.urls_inbound")),
     # OpenCode's HTTP protocol, one base URL per project: /oc/<project-id>/...
     path("oc/<str:project_id>/", include("hangar.opencode.urls")),
+    # The web app for every other path (its client-side routes); never the server's own prefixes.
+    re_path(r"^(?!api/|oc/|ws/|admin/|static/)(?P<path>.*)$", webapp.index, name="webapp"),
 ]

@@ -84,3 +84,18 @@ sandbox_factory: Callable[[object], Sandbox] = _docker_sandbox
 
 def sandbox_for(session) -> Sandbox:
     return sandbox_factory(session)
+
+
+_plain_manager = None
+
+
+def sandbox_without_pool(spec: SandboxSpec) -> Sandbox:
+    """The session's sandbox for a process that must not keep a warm pool of its own (the web process,
+    for a terminal): reconnects to the session's container, or creates it cold. Blocking (Docker)."""
+    global _plain_manager
+    with _lock:
+        if _plain_manager is None:
+            from sandbox import DockerSandboxes
+
+            _plain_manager = DockerSandboxes(pool=None)
+    return _plain_manager.get_or_create(spec)

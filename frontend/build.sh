@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Build the web app into frontend/dist: API types generated from Hangar's OpenAPI schema (never written by
+# hand), then type-check and bundle. Skipped when neither the sources, the lock file nor the schema changed
+# (a hash stamp in dist/, as deploy/setup.sh does for Python deps).
+set -euo pipefail
+cd "$(dirname "$0")"
+ROOT=$(cd .. && pwd)
+mkdir -p "$ROOT/var/log"
+"$ROOT/.venv/bin/python" "$ROOT/manage.py" spectacular --file "$ROOT/var/openapi.yaml" >"$ROOT/var/log/schema.log" 2>&1 \
+  || { cat "$ROOT/var/log/schema.log"; exit 1; }
+lock_hash=$(sha256sum package-lock.json | cut -c1-16)
+if [ "$(cat node_modules/.lock-hash 2>/dev/null)" != "$lock_hash" ]; then
+  echo "[frontend] npm install (from package-lock.json)"
+  # Not `npm ci`: npm 11 here writes a lock without the other platforms' optional rollup builds, which
+  # `npm ci` then refuses as out of sync; install keeps to the lock's versions all the same.
+  npm install --no-audit --no-fund --loglevel=error >"$ROOT/var/log/npm-frontend.log" 2>&1 \
+    || { cat "$ROOT/var/log/npm-frontend.log"; exit 1; }
+  echo "$lock_hash" > node_modules/.lock-hash
+fi
+src_hash=$(cat package-lock.json vite.config.ts tsconfig.json index.html "$ROOT/var/openapi.yaml" \
+  $(find src -type f ! -name schema.d.ts | sort) | sha256sum | cut -c1-16)
+if [ "$(cat dist/.src-hash 2>/dev/null)" = "$src_hash" ]; then
+  exit 0
+fi
+echo "[frontend] building the web app"
+npx openapi-typescript "$ROOT/var/openapi.yaml" -o src/api/schema.d.ts >/dev/null 2>&1
+npx tsc --noEmit
+npx vite build --logLevel warn
+echo "$src_hash" > dist/.src-hash

@@ -1,0 +1,68 @@
+import { useEffect, useState } from "react";
+import { ApiError, get, post, type Me } from "./api/client";
+import { Link, match, navigate, usePath } from "./router";
+import { Login } from "./views/Login";
+import { OrgHome } from "./views/OrgHome";
+import { ProjectPage } from "./views/ProjectPage";
+import { Settings } from "./views/Settings";
+import { ModelReadiness } from "./views/ModelReadiness";
+
+export function App() {
+  const path = usePath();
+  const route = match(path);
+  const [me, setMe] = useState<Me | null | undefined>(undefined);
+
+  useEffect(() => {
+    get<Me>("/api/me")
+      .then(setMe)
+      .catch((e) => (e instanceof ApiError && (e.status === 401 || e.status === 403) ? setMe(null) : setMe(null)));
+  }, []);
+
+  useEffect(() => {
+    if (me === null && route.name !== "login") navigate("/login", true);
+    if (me && (route.name === "home" || route.name === "login")) {
+      const org = me.orgs[0]?.org;
+      navigate(org ? `/o/${org}` : "/o/", true);
+    }
+  }, [me, route.name]);
+
+  if (me === undefined) return <div className="center muted" role="status">Loading…</div>;
+  if (me === null || route.name === "login") return <Login onSignedIn={setMe} />;
+
+  const org = "org" in route ? route.org : me.orgs[0]?.org;
+  const signOut = async () => {
+    await post("/api/auth/logout");
+    setMe(null);
+    navigate("/login");
+  };
+  return (
+    <div className="app">
+      <header className="topbar">
+        <Link to={org ? `/o/${org}` : "/"} className="brand">Hangar</Link>
+        {me.orgs.length > 0 && (
+          <label className="orgpick">
+            <span className="sr-only">Organisation</span>
+            <select value={org} onChange={(e) => navigate(`/o/${e.target.value}`)}>
+              {me.orgs.map((m) => (
+                <option key={m.org} value={m.org}>{m.org_name}</option>
+              ))}
+            </select>
+          </label>
+        )}
+        <span className="spacer" />
+        <ModelReadiness />
+        {org && <Link to={`/o/${org}/settings`} className="navlink">Settings</Link>}
+        <span className="muted me" title={me.email}>{me.email}</span>
+        <button className="ghost" onClick={signOut}>Sign out</button>
+      </header>
+      <main className="content">
+        {!org && <p className="center">You are not a member of any organisation yet.</p>}
+        {org && route.name === "org" && <OrgHome org={org} />}
+        {org && route.name === "settings" && <Settings org={org} me={me} />}
+        {org && route.name === "project" && (
+          <ProjectPage org={org} project={route.project} session={route.session} tab={route.tab} />
+        )}
+      </main>
+    </div>
+  );
+}

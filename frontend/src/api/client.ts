@@ -1,0 +1,84 @@
+// The one place the app talks HTTP to Hangar. Shapes come from the generated OpenAPI types (schema.d.ts).
+import type { components } from "./schema";
+
+export type Schemas = components["schemas"];
+export type Me = Schemas["MeOut"];
+export type Project = Schemas["ProjectOut"];
+export type Session = Schemas["SessionOutput"];
+export type SessionPage = Schemas["SessionPageOutput"];
+export type MessageOut = Schemas["MessageOutput"];
+export type EventOut = Schemas["EventOutput"];
+export type EventPage = Schemas["EventPageOutput"];
+export type PermissionRequest = Schemas["PermissionRequestOutput"];
+export type PermissionReplyInput = Schemas["PermissionReplyInput"];
+export type PromptInput = Schemas["PromptInput"];
+export type PromptOutput = Schemas["PromptOutput"];
+export type Todo = Schemas["TodoOutput"];
+export type Agent = Schemas["AgentOutput"];
+export type Member = Schemas["MemberOut"];
+export type Token = Schemas["TokenOut"];
+export type TokenCreated = Schemas["TokenCreatedOut"];
+export type Credential = Schemas["CredentialOut"];
+export type Health = Schemas["HealthOut"];
+export type ProjectIn = Schemas["ProjectIn"];
+
+export class ApiError extends Error {
+  constructor(
+    public status: number,
+    public body: unknown,
+  ) {
+    super(errorText(status, body));
+  }
+}
+
+function errorText(status: number, body: unknown): string {
+  const err = (body as { error?: { message?: string; fields?: Record<string, string[]> } })?.error;
+  if (err?.fields) {
+    return Object.entries(err.fields)
+      .map(([k, v]) => `${k}: ${v.join(" ")}`)
+      .join("; ");
+  }
+  return err?.message || `Request failed (${status})`;
+}
+
+function cookie(name: string): string {
+  const hit = document.cookie.split("; ").find((c) => c.startsWith(name + "="));
+  return hit ? decodeURIComponent(hit.slice(name.length + 1)) : "";
+}
+
+let csrfReady: Promise<void> | null = null;
+function ensureCsrf(): Promise<void> {
+  if (cookie("csrftoken")) return Promise.resolve();
+  csrfReady ??= fetch("/api/auth/csrf", { credentials: "same-origin" }).then(() => undefined);
+  return csrfReady;
+}
+
+export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const headers: Record<string, string> = { Accept: "application/json" };
+  if (method !== "GET") {
+    await ensureCsrf();
+    headers["X-CSRFToken"] = cookie("csrftoken");
+  }
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const response = await fetch(path, {
+    method,
+    headers,
+    credentials: "same-origin",
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  if (response.status === 204) return undefined as T;
+  const data = await response.json().catch(() => null);
+  if (!response.ok) throw new ApiError(response.status, data);
+  return data as T;
+}
+
+export const get = <T>(path: string) => api<T>("GET", path);
+export const post = <T>(path: string, body?: unknown) => api<T>("POST", path, body);
+
+export function projectPath(org: string, project: number | string): string {
+  return `/api/orgs/${encodeURIComponent(org)}/projects/${project}/`;
+}
+
+export function sessionPath(org: string, project: number | string, session: string): string {
+  return `${projectPath(org, project)}sessions/${encodeURIComponent(session)}/`;
+}

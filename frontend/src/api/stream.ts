@@ -1,0 +1,86 @@
+// A session's live event stream with resume: connect with ?after=<last seq>, apply each stored event
+// once (seq must be exactly last + 1; anything at or below is a replay we already have), pass ephemeral
+// frames (token deltas) through without moving the cursor, and reconnect after a drop from where we were.
+
+export type Frame = {
+  seq: number | null;
+  type: string;
+  payload: Record<string, unknown>;
+  session: string;
+  ephemeral?: boolean;
+};
+
+export type StreamState = "connecting" | "live" | "reconnecting" | "gone" | "denied";
+
+export class SessionStream {
+  private socket: WebSocket | null = null;
+  private closed = false;
+  private attempt = 0;
+  private timer: number | undefined;
+
+  constructor(
+    private sessionId: string,
+    public last: number,
+    private onFrame: (frame: Frame) => void,
+    private onState: (state: StreamState) => void,
+  ) {
+    this.open();
+  }
+
+  private open(): void {
+    const proto = location.protocol === "https:" ? "wss" : "ws";
+    const url = `${proto}://${location.host}/ws/sessions/${encodeURIComponent(this.sessionId)}/?after=${this.last}`;
+    this.onState(this.attempt === 0 ? "connecting" : "reconnecting");
+    const socket = new WebSocket(url);
+    this.socket = socket;
+    socket.onopen = () => {
+      this.attempt = 0;
+      this.onState("live");
+    };
+    socket.onmessage = (message) => {
+      const frame = JSON.parse(message.data) as Frame;
+      if (frame.seq !== null && frame.seq !== undefined) {
+        if (frame.seq <= this.last) return; // a replay of what we already applied
+        this.last = frame.seq;
+      }
+      this.onFrame(frame);
+    };
+    socket.onclose = (event) => {
+      if (this.socket !== socket || this.closed) return;
+      if (event.code === 4404 || event.code === 4401) return this.onState("denied");
+      if (event.code === 4410) return this.onState("gone");
+      this.attempt += 1;
+      this.onState("reconnecting");
+      const delay = Math.min(250 * 2 ** (this.attempt - 1), 5000);
+      this.timer = window.setTimeout(() => this.open(), delay);
+    };
+  }
+
+  close(): void {
+    this.closed = true;
+    window.clearTimeout(this.timer);
+    this.socket?.close();
+  }
+}
+
+export function orgStream(org: string, onFrame: (frame: Frame) => void): () => void {
+  // Session-list changes of the org (live only); a drop reconnects and the caller refetches.
+  let socket: WebSocket | null = null;
+  let stopped = false;
+  let timer: number | undefined;
+  const open = () => {
+    const proto = location.protocol === "https:" ? "wss" : "ws";
+    socket = new WebSocket(`${proto}://${location.host}/ws/orgs/${encodeURIComponent(org)}/`);
+    socket.onmessage = (m) => onFrame(JSON.parse(m.data) as Frame);
+    socket.onopen = () => onFrame({ seq: null, type: "stream.open", payload: {}, session: "" });
+    socket.onclose = (e) => {
+      if (!stopped && e.code !== 4404 && e.code !== 4401) timer = window.setTimeout(open, 1000);
+    };
+  };
+  open();
+  return () => {
+    stopped = true;
+    window.clearTimeout(timer);
+    socket?.close();
+  };
+}

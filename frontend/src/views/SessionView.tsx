@@ -1,0 +1,197 @@
+import { lazy, Suspense, useEffect, useMemo, useRef, useState, useSyncExternalStore } from "react";
+import {
+  ApiError, get, sessionPath,
+  type Agent, type EventPage, type MessageOut, type PermissionRequest, type Project, type Session, type Todo,
+} from "../api/client";
+import { Conversation } from "../api/conversation";
+import { SessionStream, type StreamState } from "../api/stream";
+import { Link } from "../router";
+import { Composer } from "./Composer";
+import { MessageRow } from "../parts/MessageRow";
+import { PermissionCard } from "../parts/PermissionCard";
+import { Changes } from "../parts/Changes";
+
+const Terminal = lazy(() => import("../parts/Terminal"));
+
+export function SessionView(props: { org: string; project: number; sessionId: string; tab?: string; projectInfo: Project | null }) {
+  const { org, project, sessionId } = props;
+  const base = sessionPath(org, project, sessionId);
+  const convo = useMemo(() => new Conversation(), [sessionId]);
+  useSyncExternalStore(convo.subscribe, convo.snapshot);
+  const [session, setSession] = useState<Session | null>(null);
+  const [agents, setAgents] = useState<Agent[]>([]);
+  const [stream, setStream] = useState<StreamState>("connecting");
+  const [failure, setFailure] = useState<string>("");
+  const [queued, setQueued] = useState<Set<string>>(new Set());
+
+  useEffect(() => {
+    let live: SessionStream | null = null;
+    let cancelled = false;
+    (async () => {
+      try {
+        // The cursor first, then the snapshot: the stream replays from the cursor, and replaying an event
+        // the snapshot already holds is a no-op (everything is keyed by id).
+        const [info, cursor] = await Promise.all([
+          get<Session>(base),
+          get<EventPage>(`${base}events/?after=999999999999&limit=1`),
+        ]);
+        const [messages, todos, permissions] = await Promise.all([
+          get<MessageOut[]>(`${base}messages/`),
+          get<Todo[]>(`${base}todos/`),
+          get<PermissionRequest[]>(`${base}permissions/`),
+        ]);
+        if (cancelled) return;
+        setSession(info);
+        convo.title = info.title;
+        convo.status = info.status as Conversation["status"];
+        convo.load(messages, todos, permissions);
+        live = new SessionStream(sessionId, cursor.last_seq, (f) => convo.apply(f), setStream);
+        (window as unknown as { hangarStream?: SessionStream }).hangarStream = live;
+      } catch (e) {
+        if (!cancelled) setFailure(e instanceof ApiError && e.status === 404 ? "notfound" : (e as Error).message);
+      }
+    })();
+    get<Agent[]>(`/api/orgs/${org}/projects/${project}/agents/`).then(setAgents).catch(() => undefined);
+    return () => {
+      cancelled = true;
+      live?.close();
+    };
+  }, [base, convo, org, project, sessionId]);
+
+  const messages = convo.list();
+  const busy = convo.status.type !== "idle";
+  // A queued message stays marked until an assistant message after it exists or the run ends.
+  useEffect(() => {
+    if (queued.size === 0) return;
+    const lastAssistant = [...messages].reverse().find((m) => m.info.role === "assistant")?.info.id ?? "";
+    const still = new Set([...queued].filter((id) => busy && id > lastAssistant));
+    if (still.size !== queued.size) setQueued(still);
+  });
+
+  if (failure === "notfound" || stream === "denied") {
+    return (
+      <div className="empty center" role="alert">
+        <h2>Session not found</h2>
+        <p>It does not exist, or it belongs to an organisation you are not in.</p>
+        <Link to={`/o/${org}/p/${project}`}>Back to the sessions</Link>
+      </div>
+    );
+  }
+  if (failure) return <p className="error center" role="alert">{failure}</p>;
+  if (!session) return <p className="muted center" role="status">Loading session…</p>;
+
+  const totals = convo.totals();
+  const tab = props.tab ?? "chat";
+  const tabLink = (name: string, label: string) => (
+    <Link to={`/o/${org}/p/${project}/s/${sessionId}${name === "chat" ? "" : "/" + name}`} className={`tab ${tab === name ? "active" : ""}`}>
+      {label}
+    </Link>
+  );
+  const pending = [...convo.permissions.values()];
+  return (
+    <div className="session">
+      <header className="sessionhead">
+        <Link to={`/o/${org}/p/${project}`} className="back">←<span className="sr-only"> Sessions</span></Link>
+        <h1 title={convo.title || session.title}>{convo.title || session.title || "Untitled"}</h1>
+        <span className={`badge status-${convo.status.type}`} data-testid="session-status">
+          {convo.status.type}
+          {convo.status.type === "retry" && convo.status.message ? `: ${convo.status.message}` : ""}
+        </span>
+        <span className="muted small totals" data-testid="totals">
+          {fmtTokens(totals.input + totals.output)} tokens · ${totals.cost.toFixed(4)}
+        </span>
+        <nav className="tabs" aria-label="Session views">
+          {tabLink("chat", "Conversation")}
+          {tabLink("changes", "Changes")}
+          {tabLink("terminal", "Terminal")}
+        </nav>
+      </header>
+      {stream === "reconnecting" && (
+        <div className="banner warn" role="status" data-testid="reconnecting">Connection lost — reconnecting…</div>
+      )}
+      {pending.length > 0 && tab !== "chat" && (
+        <div className="banner ask" role="alert">
+          The agent is waiting for your permission. <Link to={`/o/${org}/p/${project}/s/${sessionId}`}>Answer it</Link>
+        </div>
+      )}
+      {tab === "chat" && (
+        <>
+          <Transcript convo={convo} queued={queued} />
+          {convo.error && <p className="error" role="alert">{convo.error}</p>}
+          {pending.map((p) => <PermissionCard key={p.id} base={base} request={p} />)}
+          {convo.todos.length > 0 && <Todos todos={convo.todos} />}
+          <Composer
+            base={base}
+            busy={busy}
+            agents={agents}
+            agent={session.agent || props.projectInfo?.default_agent || "build"}
+            model={modelString(session.model) || props.projectInfo?.default_model || ""}
+            onSent={(id, wasQueued) => wasQueued && setQueued((q) => new Set(q).add(id))}
+          />
+        </>
+      )}
+      {tab === "changes" && <Changes convo={convo} />}
+      {tab === "terminal" && (
+        <Suspense fallback={<p className="muted">Loading terminal…</p>}>
+          <Terminal sessionId={sessionId} />
+        </Suspense>
+      )}
+    </div>
+  );
+}
+
+function Transcript({ convo, queued }: { convo: Conversation; queued: Set<string> }) {
+  const messages = convo.list();
+  const end = useRef<HTMLDivElement>(null);
+  const box = useRef<HTMLDivElement>(null);
+  const stick = useRef(true);
+  useEffect(() => {
+    if (stick.current) end.current?.scrollIntoView({ block: "end" });
+  });
+  if (messages.length === 0) {
+    return <div className="transcript empty">Say what you want done. The agent works in this session's sandbox.</div>;
+  }
+  return (
+    <div
+      className="transcript"
+      ref={box}
+      role="log"
+      aria-label="Conversation"
+      tabIndex={0}
+      onScroll={(e) => {
+        const el = e.currentTarget;
+        stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < 80;
+      }}
+    >
+      {messages.map((m) => <MessageRow key={m.info.id} message={m} queued={queued.has(m.info.id)} />)}
+      <div ref={end} />
+    </div>
+  );
+}
+
+function Todos({ todos }: { todos: Todo[] }) {
+  const done = todos.filter((t) => t.status === "completed").length;
+  return (
+    <details className="todos" open>
+      <summary>Todos {done}/{todos.length}</summary>
+      <ul>
+        {todos.map((t, i) => (
+          <li key={i} className={`todo todo-${t.status}`}>
+            <input type="checkbox" checked={t.status === "completed"} readOnly aria-label={t.content} />
+            <span>{t.content}</span>
+            {t.status === "in_progress" && <span className="badge">in progress</span>}
+          </li>
+        ))}
+      </ul>
+    </details>
+  );
+}
+
+export function modelString(model: unknown): string {
+  const m = model as { providerID?: string; id?: string; modelID?: string } | undefined;
+  return m?.providerID ? `${m.providerID}/${m.id ?? m.modelID}` : "";
+}
+
+export function fmtTokens(n: number): string {
+  return n >= 1000 ? `${(n / 1000).toFixed(1)}k` : String(n);
+}
