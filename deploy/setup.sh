@@ -48,11 +48,12 @@ fi
 # --- secrets: generated once, never committed ----------------------------------------------------
 if [ ! -f .env ]; then
   say "writing .env with fresh keys"
-  {
+  # Created unreadable to others from the first byte (a chmod afterwards leaves a window).
+  ( umask 077; {
     echo "DJANGO_SECRET_KEY=$(.venv/bin/python -c 'import secrets; print(secrets.token_urlsafe(48))')"
     echo "HANGAR_TOKEN_PEPPERS=$(.venv/bin/python -c 'import secrets; print(secrets.token_hex(32))')"
     echo "HANGAR_ENCRYPTION_KEYS=$(.venv/bin/python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())')"
-  } > .env
+  } > .env )
   chmod 600 .env
 fi
 

@@ -58,6 +58,15 @@ def check_workers() -> str:
     return f"{len(replies)} worker(s)"
 
 
+def check_model() -> str:
+    """The bundled model server (deploy/up.sh sets HANGAR_MODEL_HEALTH_URL while it serves one)."""
+    import httpx
+
+    response = httpx.get(settings.MODEL_HEALTH_URL, timeout=1.0)
+    response.raise_for_status()
+    return ""
+
+
 def health_report() -> tuple[dict, int]:
     checks = {
         "postgres": _check(check_postgres),
@@ -65,6 +74,8 @@ def health_report() -> tuple[dict, int]:
         "docker": _check(check_docker),
         "workers": _check(check_workers),
     }
+    if settings.MODEL_HEALTH_URL:
+        checks["model"] = _check(check_model)
     essential_ok = checks["postgres"]["status"] == "ok" and checks["redis"]["status"] == "ok"
     all_ok = all(check["status"] == "ok" for check in checks.values())
     status = "ok" if all_ok else ("degraded" if essential_ok else "error")

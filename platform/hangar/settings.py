@@ -133,6 +133,8 @@ CACHES = {
 STATIC_URL = "/static/"
 STATIC_ROOT = ROOT / "staticfiles"
 FRONTEND_DIST = ROOT / "frontend" / "dist"
+# A model server this machine runs (deploy/up.sh's bundled one): /api/health reports whether it answers.
+MODEL_HEALTH_URL = os.environ.get("HANGAR_MODEL_HEALTH_URL", "")
 STATICFILES_DIRS = [p for p in [FRONTEND_DIST] if p.exists()]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},

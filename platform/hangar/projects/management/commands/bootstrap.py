@@ -43,6 +43,11 @@ class Command(BaseCommand):
         parser.add_argument("--model", default=env("HANGAR_BOOTSTRAP_MODEL"))
         parser.add_argument("--api-key", default=env("HANGAR_BOOTSTRAP_API_KEY"))
         parser.add_argument("--url", default=None, help="public URL (default: settings.PUBLIC_URL)")
+        parser.add_argument(
+            "--reset-password",
+            action="store_true",
+            help="give an existing user a new generated password (printed once, like the first one)",
+        )
 
     def handle(self, *args, **opts):
         with transaction.atomic():
@@ -60,9 +65,12 @@ class Command(BaseCommand):
         if user is None:
             password = opts["password"] or secrets.token_urlsafe(12)
             user = User.objects.create_user(email, password=password, is_staff=True)
-        elif not user.is_staff:
+        else:
+            if opts.get("reset_password"):
+                password = opts["password"] or secrets.token_urlsafe(12)
+                user.set_password(password)
             user.is_staff = True
-            user.save(update_fields=["is_staff"])
+            user.save()
 
         system = Actor(type=ActorType.SYSTEM, org_id=None, label="bootstrap")
         org = Org.objects.filter(slug=opts["org"]).first()
