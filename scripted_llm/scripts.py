@@ -7,6 +7,7 @@ actions, played in order:
     {"text": "hello"}                                 stream text deltas (split in a few chunks)
     {"text": "a b c", "every": 0.01}                  one delta per word, `every` seconds apart
     {"pause": 1.0}                                    sleep mid-stream (what came before is sent)
+    {"stamps": 1000, "every": 0.005}                  N words `t<send time in epoch µs>`, one per delta
     {"reasoning": "thinking..."}                      stream reasoning_content deltas
     {"tool_calls": [{"name": "bash", "arguments": {...} | "raw json", "id": "call_1"?}]}
     {"error": 429, "headers": {"retry-after-ms": "50"}, "message": "slow down"}   reply with an error status

@@ -191,6 +191,13 @@ class _Handler(BaseHTTPRequestHandler):
                         if every:
                             time.sleep(every)
                     produced += len(action["text"])
+                if "stamps" in action:  # N words `t<send time, epoch µs>` (bench/web_stream.py)
+                    every = float(action.get("every", 0))
+                    for _ in range(int(action["stamps"])):
+                        chunk({"content": f"t{int(time.time() * 1e6)} "})
+                        produced += 18
+                        if every:
+                            time.sleep(every)
                 if "pause" in action:  # mid-answer: the text so far is already out
                     time.sleep(float(action["pause"]))
                 for call in action.get("tool_calls", []):
