@@ -40,6 +40,7 @@ from sandbox.protocol import SandboxSpec
 log = logging.getLogger(__name__)
 POOL_LABEL = "hangar.pool"
 IMAGE_LABEL = "hangar.image"
+ROOT_LABEL = "hangar.root"
 # Limits that are fixed at container creation; a spec must match them to use the pool.
 FIXED_FIELDS = ("image", "cpus", "memory_mb", "pids", "disk_mb", "network")
 
@@ -62,7 +63,10 @@ class WarmPool:
         self.client = client or docker.from_env()
         self.api = local_api(self.client)
         self.image = image or ensure_image(self.client)
-        self.extra_labels = dict(extra_labels or {})
+        # Pooled containers name the sandbox root whose volumes they hold: two installations (or two
+        # engineers' test runs) sharing one dockerd must never claim each other's containers, whose
+        # volumes live under another root ("volume ... has no image").
+        self.extra_labels = {ROOT_LABEL: volumes.root_tag(), **dict(extra_labels or {})}
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None

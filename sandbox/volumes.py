@@ -38,6 +38,11 @@ def _dirs() -> tuple[Path, Path, Path, Path]:
     return ROOT / "volumes", ROOT / "mnt", ROOT / "sessions", ROOT / "locks"
 
 
+def root_tag() -> str:
+    """A short name for this sandbox root (HANGAR_SANDBOX_ROOT), for labels that must not cross roots."""
+    return hashlib.sha256(str(ROOT.resolve()).encode()).hexdigest()[:12]
+
+
 def session_key(session_id: str) -> str:
     """A docker-name-safe key for a session id (the id itself when it already is safe)."""
     if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,80}", session_id):

@@ -190,6 +190,7 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # 100 burst sessions started ~10 s late). A worker takes a task only when it has a free thread.
 CELERY_WORKER_DISABLE_PREFETCH = True
 CELERY_TASK_ALWAYS_EAGER = flag("CELERY_TASK_ALWAYS_EAGER")
+CELERY_IMPORTS = ("hangar.engine.workspace_tasks",)  # not a tasks.py: autodiscovery would not find it
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 

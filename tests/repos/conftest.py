@@ -8,6 +8,7 @@ import os
 
 import pytest
 
+from tests.engine.conftest import make_session, script, scripted, start_worker  # noqa: F401  (fixtures)
 from tests.foundation_fixtures import _fast_password_hashing, _fresh_throttles, dave  # noqa: F401
 from tests.repos.gitserver import GitServer
 

@@ -17,6 +17,7 @@ from hangar.api.scoping import OrgScope, OrgScopedMixin
 from hangar.conversations import selectors, session_services
 from hangar.conversations.models import Session
 from hangar.conversations.services import session_create
+from hangar.engine.workspace_tasks import workspace_prepare_soon
 from hangar.projects.selectors import project_get
 from hangar.repos.services import workspace_request
 
@@ -101,6 +102,7 @@ class SessionCollectionView(ProjectScopedView):
                 workspace_request(
                     actor=scope.actor, session=session, ref=data.get("ref", ""), branch=data.get("branch", "")
                 )
+            workspace_prepare_soon(session)  # clone and set up while the first prompt is written
         return Response(_session_json(session), status=status.HTTP_201_CREATED)
 
 

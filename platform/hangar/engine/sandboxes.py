@@ -72,10 +72,13 @@ def spec_for(session) -> SandboxSpec:
 
 
 def _docker_sandbox(session) -> Sandbox:
-    from hangar.engine.workspace import workspace_ensure
+    from hangar.engine.workspace import mirror_prefetch, workspace_ensure
 
+    prefetch = mirror_prefetch(session)  # the mirror's fetch overlaps the sandbox's creation or claim
     box = manager().get_or_create(spec_for(session))
-    workspace_ensure(session, box)  # the repository and setup script, once, before the first tool call
+    workspace_ensure(
+        session, box, prefetch
+    )  # the repository and setup script, once, before the first tool call
     return box
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from django.conf import settings
 from django.db import close_old_connections, connection
@@ -65,7 +66,22 @@ def session_lock(session_id: str) -> _SessionLock:
     return _SessionLock(session_id)
 
 
-def workspace_ensure(session: Session, box) -> None:
+_fetchers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mirror-fetch")
+
+
+def mirror_prefetch(session: Session) -> Future | None:
+    """Start refreshing the session's mirror while its sandbox is created or claimed (no database work in
+    the thread: the project is already loaded). None when there is nothing to fetch."""
+    project = session.project
+    if not project.repo_url or gitops.ready_marker(session.pk).exists():
+        return None
+    url, scope = project.repo_url, str(session.org_id)
+    future = _fetchers.submit(lambda: gitops.mirror_sync(remote_for(project, url), scope=scope))
+    future.url = url
+    return future
+
+
+def workspace_ensure(session: Session, box, prefetch: Future | None = None) -> None:
     """Prepare the session's workspace once (per volume). Raises WorkspaceError if it failed."""
     if not needs_workspace(session.project) or gitops.ready_marker(session.pk).exists():
         return
@@ -76,17 +92,20 @@ def workspace_ensure(session: Session, box) -> None:
         row.session = session
         if row.state == WorkspaceState.FAILED:
             raise WorkspaceError(f"The workspace could not be prepared: {row.error.get('message', '')}")
-        _prepare(session, box, row)
+        _prepare(session, box, row, prefetch)
 
 
-def _prepare(session: Session, box, row: SessionWorkspace) -> None:
+def _prepare(session: Session, box, row: SessionWorkspace, prefetch: Future | None = None) -> None:
     started = time.monotonic()
     project = session.project
     code, output = None, ""
     try:
         if row.repo_url:
             repos.workspace_preparing(row=row, phase="clone")
-            mirror = gitops.mirror_sync(remote_for(project, row.repo_url), scope=str(session.org_id))
+            if prefetch is not None and prefetch.url == row.repo_url:
+                mirror = prefetch.result()
+            else:
+                mirror = gitops.mirror_sync(remote_for(project, row.repo_url), scope=str(session.org_id))
             ref = row.ref or gitops.default_branch(mirror)
             sha = gitops.resolve_ref(mirror, ref)
             gitops.checkout(mirror, session.pk, sha, row.branch)

@@ -9,6 +9,7 @@ from hangar.conversations import selectors as conversation_selectors
 from hangar.conversations.models import Session
 from hangar.conversations.services import session_create, session_info
 from hangar.conversations.session_services import session_archive, session_delete, session_update
+from hangar.engine.workspace_tasks import workspace_prepare_soon
 from hangar.opencode import serializers as s
 from hangar.opencode.base import OpenCodeView
 
@@ -50,6 +51,7 @@ class SessionListCreate(OpenCodeView):
             model={"providerID": model["providerID"], "modelID": model["id"]} if model else None,
             permission=[dict(rule) for rule in data.get("permission", [])],
         )
+        workspace_prepare_soon(session)  # a repository project: clone and set up before the first prompt
         return Response(session_info(session))
 
 
