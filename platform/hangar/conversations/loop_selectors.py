@@ -96,6 +96,36 @@ def message_parts(session_id: str, message_ids: list[str]) -> dict[str, list[dic
     return parts
 
 
+class StepReader:
+    """The session's messages and parts as its runner sees them, step after step. The parts of a settled
+    message (a user message, stored with its parts in one transaction; a completed assistant step) can no
+    longer change while the runner holds the lease: they are read once and kept, and each step's read
+    carries only the parts of the others."""
+
+    def __init__(self, session: Session):
+        self.session = session
+        self._settled: dict[str, list[dict]] = {}
+        self.messages: list[Message] = []  # as the last step read them
+
+    def read(self) -> StepState:
+        state = step_state(self.session, settled=list(self._settled))
+        for m in state.messages:
+            if m.pk in state.parts and (m.role == "user" or m.data["time"].get("completed")):
+                self._settled[m.pk] = state.parts[m.pk]
+        self.messages = state.messages
+        return state
+
+    def history(self, state: StepState) -> list[tuple[dict, list[dict]]]:
+        """(message data, its parts) of every message of `state`, oldest first."""
+        settled, parts = self._settled, state.parts
+        return [(m.data, settled.get(m.pk) or parts.get(m.pk, [])) for m in state.messages]
+
+    def parts_of(self, message: Message) -> list[dict]:
+        """A message's parts: kept if settled, else read."""
+        parts = self._settled.get(message.pk)
+        return parts if parts is not None else message_parts(self.session.pk, [message.pk])[message.pk]
+
+
 # --- the rarer reads: a resumed step, permission answers, an abort, the title ---------------------------
 
 

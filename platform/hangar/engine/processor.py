@@ -3,7 +3,8 @@ Streaming").
 
 Text and reasoning deltas go out on the ephemeral path, coalesced (at most one notification per
 FLUSH_S per part); the part is persisted once, at its end. Tool calls become `pending` tool parts when
-their arguments are complete (stored by the tool runner with the first call's start); names are repaired (case) or routed to `invalid` (seed 000 §12.3).
+their arguments are complete (stored by the tool runner with the first call's start); names are
+repaired (case) or routed to `invalid` (seed 000 §12.3).
 """
 
 from __future__ import annotations
@@ -95,7 +96,7 @@ class StreamProcessor:
             args = {"tool": event.name, "error": reason}
             name = "invalid"
         # Not written here: the tool runner stores every pending call together with the first one's
-        # `running` state, one statement for what used to be one per call plus one (nothing runs between).
+        # `running` state, in one statement (nothing runs between the stream's end and that write).
         self.result.tool_parts.append(
             {
                 "id": new_part_id(),

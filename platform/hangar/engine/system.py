@@ -35,10 +35,8 @@ def family_prompt(model_id: str) -> str:
     return "default"
 
 
-def _instructions(sandbox: Sandbox | None) -> list[str]:
+def read_instructions(sandbox: Sandbox) -> list[str]:
     out = []
-    if sandbox is None:
-        return out
     for name in INSTRUCTION_FILES:
         try:
             result = sandbox.read(f"/workspace/{name}", limit=2000)
@@ -49,9 +47,7 @@ def _instructions(sandbox: Sandbox | None) -> list[str]:
     return out
 
 
-def _skills(sandbox: Sandbox | None) -> str:
-    if sandbox is None:
-        return ""
+def read_skills(sandbox: Sandbox) -> str:
     try:
         # Globbing inside the skills folder: a workspace without one (the usual case) answers at once,
         # without a walk of the whole workspace (node_modules and all).
@@ -73,13 +69,13 @@ def build_system(
     agent_prompt: str | None,
     provider_id: str,
     model_id: str,
-    sandbox: Sandbox | None,
+    instructions: list[str],
+    skills: str,
     user_system: str | None = None,
     is_git: bool = False,
-    run=None,
 ) -> list[str]:
-    """`run` (optional) caches the skills listing for the duration of one run, and the instruction
-    files until the run sees a step change them (`run.instructions = None` asks for a fresh read)."""
+    """`instructions` and `skills` as read from the workspace (read_instructions, read_skills; the loop
+    keeps them between steps: hangar.engine.session_sandbox)."""
     base = prompt_text(agent_prompt or family_prompt(model_id))
     env = prompt_text("environment").format(
         model_id=model_id,
@@ -87,13 +83,5 @@ def build_system(
         is_git="yes" if is_git else "no",
         today=time.strftime("%a %b %d %Y"),
     )
-    if run is None:
-        skills, instructions = _skills(sandbox), _instructions(sandbox)
-    else:
-        if run.skills is None:
-            run.skills = _skills(sandbox)
-        if run.instructions is None:
-            run.instructions = _instructions(sandbox)
-        skills, instructions = run.skills, run.instructions
     dynamic = [env, *instructions, skills, user_system or ""]
     return [base, "\n\n".join(part for part in dynamic if part)]

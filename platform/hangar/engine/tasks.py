@@ -25,10 +25,10 @@ def warm_up_worker(**_kwargs) -> None:
     schema. Done lazily, a burst of sessions right after a start paid for it in every thread at once
     (`functools.cache` does not stop 100 threads computing the same schemas). Web processes never
     import LiteLLM."""
-    from hangar.engine import toolrun, worker  # noqa: F401  (the loop and everything it imports)
+    from hangar.engine import tool_calls, worker  # noqa: F401  (the loop and everything it imports)
     from hangar.engine.providers import openai_compat, resolve  # noqa: F401
     from hangar.engine.providers.litellm_model import warm_up
-    from hangar.engine.tools import runner as tool_runner  # noqa: F401
+    from hangar.engine.tools import execute  # noqa: F401
     from hangar.engine.tools.registry import ALL, tool_schemas
     from hangar.heap import freeze_start_up_heap
     from hangar.projects import credentials  # noqa: F401

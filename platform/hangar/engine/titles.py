@@ -22,19 +22,19 @@ def clean_title(text: str) -> str:
 
 
 def title_maybe(run) -> None:
-    """After a run: title the session from its first user message if it still has the default title.
-    The messages and their parts are the run's own last read (Run.messages, Run.parts_of); only
-    the title is read again, in case a person renamed the session meanwhile."""
+    """After a run (hangar.engine.loop.Loop): title the session from its first user message if it still
+    has the default title. The messages and their parts are the run's own last read (its StepReader);
+    only the title is read again, in case a person renamed the session meanwhile."""
     if run.model is None:  # the turn never reached a model (e.g. no credential)
         return
     title, parent_id = title_and_parent(run.session_id)
     if not title.startswith(DEFAULT_TITLE_PREFIX) or parent_id:
         return
-    messages = run.messages  # read before the run's last step, which may have been its first reply
+    messages = run.reader.messages  # read before the run's last step, which may have been its first reply
     first = next((m for m in messages if m.role == "user"), None)
     if first is None or not (run.steps or any(m.role == "assistant" for m in messages)):
         return
-    text = "\n".join(p["text"] for p in run.parts_of(first) if p["type"] == "text")
+    text = "\n".join(p["text"] for p in run.reader.parts_of(first) if p["type"] == "text")
     try:
         answer = run.model.complete(
             system=[prompt_text("title")],

@@ -15,7 +15,7 @@ from hangar.conversations.loop_services import session_abort_clear
 from hangar.engine.dbconn import release_connection
 from hangar.engine.enqueue import enqueue_run
 from hangar.engine.leases import keeper, lease_acquire, lease_release, new_owner
-from hangar.engine.loop import Run
+from hangar.engine.loop import Loop
 from hangar.logging import get_logger
 
 log = get_logger(__name__)
@@ -30,7 +30,7 @@ def run_session_once(session_id: str) -> bool:
     abort = threading.Event()
     lost = keeper.hold(session_id, owner, abort)
     try:
-        Run(session_id, abort, active_runs=keeper.active, lost=lost).run()
+        Loop(session_id, abort, active_runs=keeper.active, lost=lost).run()
     except Exception as exc:
         log.exception("run_failed", session=session_id)
         if not lost.is_set():  # the new owner reports for the session now, not us

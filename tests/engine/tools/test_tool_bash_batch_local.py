@@ -4,8 +4,8 @@ import pytest
 
 from hangar.engine.tools.base import PermissionAsked, ToolError, ToolResult
 from hangar.engine.tools.bash import permission_patterns
+from hangar.engine.tools.execute import execute_tool
 from hangar.engine.tools.registry import ALL, get_tools
-from hangar.engine.tools.runner import execute_tool
 
 
 def test_bash_asks_one_pattern_per_command_and_suggests_prefixes_for_always():

@@ -8,8 +8,8 @@ import uuid
 import pytest
 
 from hangar.engine.tools.base import ToolError
+from hangar.engine.tools.execute import execute_tool
 from hangar.engine.tools.registry import ALL, get_tools
-from hangar.engine.tools.runner import execute_tool
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -3,8 +3,8 @@
 import pytest
 
 from hangar.engine.tools.base import PermissionAsked, PermissionRejected, ToolError
+from hangar.engine.tools.execute import execute_tool
 from hangar.engine.tools.registry import ALL
-from hangar.engine.tools.runner import execute_tool
 
 
 def run(harness, tool, **args):

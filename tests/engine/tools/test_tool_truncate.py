@@ -1,7 +1,7 @@
 """Output over 2000 lines or 50 KB keeps a preview; the full text is saved for the read tool."""
 
+from hangar.engine.tools.execute import execute_tool
 from hangar.engine.tools.read import ReadTool
-from hangar.engine.tools.runner import execute_tool
 from hangar.engine.tools.truncate import MAX_BYTES, OUTPUT_DIR, truncate_output
 
 

@@ -70,7 +70,7 @@ class SubcallRunner(Protocol):
 
     Runs one sub-call as a tool call of its own: it creates a tool part for it (pending → running
     → completed | error, with its own call id), validates `parameters`, runs the tool through
-    `hangar.engine.tools.runner.execute_tool` with a child `ToolContext` (own call_id, own
+    `hangar.engine.tools.execute.execute_tool` with a child `ToolContext` (own call_id, own
     `update_metadata` bound to that part, same `ask`/`abort`/read tracking), and returns the
     `ToolResult` or raises `ToolError` (the part then ends in error). It is called from up to 25
     threads at once and must be thread-safe (each thread needs its own DB connection).

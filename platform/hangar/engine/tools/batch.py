@@ -25,7 +25,7 @@ from hangar.engine.tools.base import (
     ToolResult,
 )
 from hangar.engine.tools.common import description
-from hangar.engine.tools.runner import execute_tool
+from hangar.engine.tools.execute import execute_tool
 
 MAX_CALLS = 25
 DISALLOWED = {"batch"}

@@ -42,7 +42,12 @@ ALL: dict[str, Tool] = {
     )
 }
 HIDDEN_AGENTS = {"title", "summary", "compaction"}
-READ_ONLY = {"bash", "read", "glob", "grep", "list", "batch", "invalid"}
+# Tools that cannot change the workspace: a step that used only these needs no closing snapshot. bash and
+# batch are not among them (a command, or a batched write, may change anything).
+READ_ONLY_TOOLS = frozenset({"read", "glob", "grep", "list", "todoread", "todowrite", "invalid"})
+# What the explore agent is offered: looking around, commands included (OpenCode's explore may run bash),
+# so not read-only in the sense above; its permission rules deny edits.
+EXPLORE_TOOLS = frozenset({"bash", "read", "glob", "grep", "list", "batch", "invalid"})
 NO_TODOS = {"todowrite", "todoread"}
 PATCH_ONLY = {"apply_patch"}
 EDIT_WRITE = {"edit", "write"}
@@ -65,7 +70,7 @@ def get_tools(agent: str, model_id: str, *, prefer_patch: bool | None = None) ->
     drop = EDIT_WRITE if use_patch else PATCH_ONLY
     tools = {name: tool for name, tool in ALL.items() if name not in drop}
     if agent == "explore":
-        tools = {name: tool for name, tool in tools.items() if name in READ_ONLY}
+        tools = {name: tool for name, tool in tools.items() if name in EXPLORE_TOOLS}
     elif agent == "general":
         tools = {name: tool for name, tool in tools.items() if name not in NO_TODOS}
     return tools

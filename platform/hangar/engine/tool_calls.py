@@ -1,5 +1,8 @@
 """Running the tool calls of one assistant step: tool parts pending → running → completed | error.
 
+The loop hands the runner a `CallScope`: what the calls need from the run (the session, the step's tools
+and rules, the sandbox, the abort event), nothing more.
+
 The permission flow is resumable: `ctx.ask` either allows, raises `PermissionRejected`, or records a
 PermissionRequest and raises `PermissionAsked`; the running part is marked `awaiting` that request and
 the loop releases the worker. When the reply re-enqueues the run, the same call is executed again and
@@ -12,28 +15,32 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
-
-from django.db import close_old_connections
 
 from hangar.conversations import loop_selectors as reads
 from hangar.conversations import services as store
 from hangar.conversations.events import publish_ephemeral
-from hangar.conversations.models import Message
+from hangar.conversations.models import Message, Session
 from hangar.conversations.services import now_ms
 from hangar.engine import permissions as perm
 from hangar.engine import readmarks
+from hangar.engine.batch_calls import subcall_runner
 from hangar.engine.dbconn import release_connection
+from hangar.engine.outcomes import Stopped
 from hangar.engine.tools.base import (
     EXTRA_RUN_SUBCALL,
     EXTRA_SESSION,
     EXTRA_TOOLS,
     PermissionAsked,
     PermissionRejected,
+    Tool,
     ToolContext,
     ToolError,
     ToolResult,
 )
+from sandbox.protocol import Sandbox
 
 ABORTED = "Tool execution aborted"
 DOOM_LOOP_THRESHOLD = 3
@@ -45,14 +52,24 @@ class PermissionDenied(PermissionRejected):
     """A rule (not a person) denied the call: the model sees the error and the turn continues."""
 
 
-class TurnStopped(Exception):
-    """A person rejected a call without feedback: the turn stops (OpenCode's RejectedError)."""
+@dataclass(frozen=True)
+class CallScope:
+    """What running a step's tool calls needs from the run."""
+
+    session: Session
+    agent: str
+    tools: dict[str, Tool]  # offered this step
+    ruleset: list[dict]  # defaults + agent + project + session rules (grants are read when they matter)
+    org_policy: list[dict] | None
+    abort: threading.Event
+    sandbox: Callable[[], Sandbox]  # attached on first use
+    active_runs: Callable[[], int]  # sessions this process runs (whether to give the DB connection back)
 
 
-class ToolRunner:
+class ToolCalls:
     def __init__(
         self,
-        run,
+        scope: CallScope,
         message: Message,
         parts: list[dict] | None = None,
         prior_tools: list[dict] | None = None,
@@ -64,7 +81,7 @@ class ToolRunner:
         (from the step's history read). Either None → read from the database (a resumed step).
         `defer_last`: the last call's outcome is not written by the runner but left in `take_unsaved()`
         for the caller's next write (the loop's step closing: one statement fewer per tool step)."""
-        self.run = run  # hangar.engine.loop.Run: session, sandbox, tools, ruleset, abort...
+        self.scope = scope
         self.message = message
         self._ruleset: list[dict] | None = None
         self._parts = parts
@@ -84,8 +101,8 @@ class ToolRunner:
         return self._ruleset
 
     def _load_ruleset(self) -> list[dict]:
-        grants = reads.grants_in_force(self.run.session)
-        return self.run.ruleset + [
+        grants = reads.grants_in_force(self.scope.session)
+        return self.scope.ruleset + [
             {"permission": p, "pattern": pat, "action": perm.ALLOW} for p, pat in grants
         ]
 
@@ -94,11 +111,11 @@ class ToolRunner:
             # Grants only append allow rules (last match wins), so a request the base rules already allow
             # stays allowed with them: read the grants only when the answer could change.
             action = perm.decide(
-                permission, patterns, ruleset=self.run.ruleset, org_policy=self.run.org_policy
+                permission, patterns, ruleset=self.scope.ruleset, org_policy=self.scope.org_policy
             )
             if action != perm.ALLOW:
                 action = perm.decide(
-                    permission, patterns, ruleset=self.ruleset(), org_policy=self.run.org_policy
+                    permission, patterns, ruleset=self.ruleset(), org_policy=self.scope.org_policy
                 )
             if action == perm.ALLOW:
                 return
@@ -108,7 +125,7 @@ class ToolRunner:
                     f"({permission} {', '.join(patterns)}). Do not retry it; try another approach."
                 )
             asked = reads.permission_request_for_call(
-                self.run.session.pk, call_id=call_id, permission=permission, patterns=patterns
+                self.scope.session.pk, call_id=call_id, permission=permission, patterns=patterns
             )
             if asked is not None and asked.status in ("once", "always"):
                 return
@@ -116,7 +133,7 @@ class ToolRunner:
                 raise PermissionRejected(REJECTED, feedback=asked.reply_message)
             if asked is None:
                 asked = store.permission_request_create(
-                    session=self.run.session,
+                    session=self.scope.session,
                     permission=permission,
                     patterns=patterns,
                     always=always or patterns,
@@ -144,6 +161,12 @@ class ToolRunner:
             self.current[saved["id"]] = saved
         return {**part, "id": stored[0]["id"]}
 
+    def fail(self, part: dict, args: dict, start: int, error: str) -> dict:
+        """Store `part` as ended in `error` (the model sees it)."""
+        return self.save(
+            part, status="error", input=args, error=error, time={"start": start, "end": now_ms()}
+        )
+
     def take_unsaved(self) -> list[dict]:
         """The parts this runner has not written (a deferred outcome), for the caller to write; cleared."""
         parts, self._unsaved = list(self._unsaved.values()), {}
@@ -159,7 +182,7 @@ class ToolRunner:
         """The session's latest tool parts other than `exclude`, newest first (as the query would give)."""
         if self._prior is None:
             return reads.recent_tool_parts(
-                self.run.session.pk, exclude=exclude, limit=DOOM_LOOP_THRESHOLD - 1
+                self.scope.session.pk, exclude=exclude, limit=DOOM_LOOP_THRESHOLD - 1
             )
         known = {p["id"]: p for p in self._prior}
         known.update(self.current)
@@ -176,7 +199,7 @@ class ToolRunner:
         )
 
     def context(self, call_id: str, part_ref: dict) -> ToolContext:
-        session_id = self.run.session.pk
+        session_id = self.scope.session.pk
         last = [0.0]
 
         def update_metadata(metadata) -> None:
@@ -187,24 +210,24 @@ class ToolRunner:
                 metadata = metadata()
             state = {**part_ref["state"], "metadata": metadata}
             publish_ephemeral(
-                self.run.session, "message.part.updated", {"part": {**part_ref, "state": state}}
+                self.scope.session, "message.part.updated", {"part": {**part_ref, "state": state}}
             )
 
         return ToolContext(
             session_id=session_id,
             message_id=self.message.pk,
             call_id=call_id,
-            agent=self.run.agent.name,
-            sandbox=self.run.sandbox(),
-            abort=self.run.abort,
+            agent=self.scope.agent,
+            sandbox=self.scope.sandbox(),
+            abort=self.scope.abort,
             ask=self.ask_for(call_id),
             update_metadata=update_metadata,
             was_read=lambda p: readmarks.was_read(session_id, p),
             mark_read=lambda p: readmarks.mark_read(session_id, p),
             extra={
-                EXTRA_SESSION: self.run.session,
-                EXTRA_TOOLS: self.run.tools,
-                EXTRA_RUN_SUBCALL: self._subcall_runner(call_id),
+                EXTRA_SESSION: self.scope.session,
+                EXTRA_TOOLS: self.scope.tools,
+                EXTRA_RUN_SUBCALL: subcall_runner(self, call_id),
             },
         )
 
@@ -212,7 +235,7 @@ class ToolRunner:
 
     def run_all(self) -> None:
         """Execute every unfinished tool part of the message, in order. Raises PermissionAsked (park),
-        TurnStopped (person rejected)."""
+        Stopped (a person rejected a call)."""
         rows = self._parts if self._parts is not None else reads.tool_parts_of(self.message)
         if self._defer_last:
             self._deferred_id = next(
@@ -225,24 +248,12 @@ class ToolRunner:
             state = part["state"]
             if state["status"] in ("completed", "error"):
                 continue
-            if self.run.abort.is_set():
-                self.save(
-                    part,
-                    status="error",
-                    input=state["input"],
-                    error=ABORTED,
-                    time={"start": state.get("time", {}).get("start", now_ms()), "end": now_ms()},
-                )
+            if self.scope.abort.is_set():
+                self.fail(part, state["input"], state.get("time", {}).get("start", now_ms()), ABORTED)
                 continue
             if state["status"] == "running" and not (part.get("metadata") or {}).get("awaiting"):
                 # Left running by a worker that died: the model sees it failed.
-                self.save(
-                    part,
-                    status="error",
-                    input=state["input"],
-                    error=ABORTED,
-                    time={"start": state["time"]["start"], "end": now_ms()},
-                )
+                self.fail(part, state["input"], state["time"]["start"], ABORTED)
                 continue
             self.run_one(part)
 
@@ -264,7 +275,7 @@ class ToolRunner:
                 request = reads.permission_request_by_id(awaiting)
                 if request is not None and request.permission == "doom_loop" and request.status == "reject":
                     raise PermissionRejected(REJECTED, feedback=request.reply_message)
-            result = self._execute(part["tool"], state["input"], call_id, running)
+            result = self.execute(part["tool"], state["input"], call_id, running)
         except PermissionAsked as asked:
             self.save(
                 {**part, "metadata": {"awaiting": asked.request_id}},
@@ -274,13 +285,7 @@ class ToolRunner:
             )
             raise
         except PermissionDenied as exc:
-            return self.save(
-                part,
-                status="error",
-                input=state["input"],
-                error=str(exc),
-                time={"start": start, "end": now_ms()},
-            )
+            return self.fail(part, state["input"], start, str(exc))
         except PermissionRejected as exc:
             feedback = exc.feedback
             error = (
@@ -288,42 +293,18 @@ class ToolRunner:
                 if feedback
                 else f"{REJECTED} You may try again with different parameters."
             )
-            self.save(
-                part,
-                status="error",
-                input=state["input"],
-                error=error,
-                time={"start": start, "end": now_ms()},
-            )
+            self.fail(part, state["input"], start, error)
             if not feedback:
-                raise TurnStopped() from exc
+                raise Stopped() from exc
             return part
         except ToolError as exc:
-            error = ABORTED if self.run.abort.is_set() else str(exc)
-            return self.save(
-                part,
-                status="error",
-                input=state["input"],
-                error=error,
-                time={"start": start, "end": now_ms()},
-            )
+            error = ABORTED if self.scope.abort.is_set() else str(exc)
+            return self.fail(part, state["input"], start, error)
         except Exception as exc:  # a tool bug must not kill the run: the model sees it (R008)
-            error = ABORTED if self.run.abort.is_set() else f"{type(exc).__name__}: {exc}"
-            return self.save(
-                part,
-                status="error",
-                input=state["input"],
-                error=error,
-                time={"start": start, "end": now_ms()},
-            )
-        if self.run.abort.is_set():
-            return self.save(
-                part,
-                status="error",
-                input=state["input"],
-                error=ABORTED,
-                time={"start": start, "end": now_ms()},
-            )
+            error = ABORTED if self.scope.abort.is_set() else f"{type(exc).__name__}: {exc}"
+            return self.fail(part, state["input"], start, error)
+        if self.scope.abort.is_set():
+            return self.fail(part, state["input"], start, ABORTED)
         return self.save(
             part,
             status="completed",
@@ -335,66 +316,12 @@ class ToolRunner:
             **({"attachments": result.attachments} if result.attachments else {}),
         )
 
-    def _execute(self, tool_name: str, args: dict, call_id: str, part_ref: dict) -> ToolResult:
-        from hangar.engine.tools.runner import execute_tool
+    def execute(self, tool_name: str, args: dict, call_id: str, part_ref: dict) -> ToolResult:
+        from hangar.engine.tools.execute import execute_tool
 
-        tool = self.run.tools.get(tool_name)
+        tool = self.scope.tools.get(tool_name)
         if tool is None:
             raise ToolError(f"Unknown tool {tool_name!r}.")
         ctx = self.context(call_id, part_ref)
-        release_connection(self.run.active_runs())  # a command may run for minutes
+        release_connection(self.scope.active_runs())  # a command may run for minutes
         return execute_tool(tool, args, ctx)
-
-    # --- batch sub-calls -----------------------------------------------------------------------------
-
-    def _subcall_runner(self, parent_call: str):
-        lock = threading.Lock()
-
-        def run_subcall(tool: str, parameters: dict, *, index: int) -> ToolResult:
-            close_old_connections()
-            call_id = f"{parent_call}-{index}"
-            existing = reads.tool_part_by_call(self.message, call_id)
-            if existing and existing.data["state"]["status"] == "completed":
-                s = existing.data["state"]
-                return ToolResult(title=s["title"], output=s["output"], metadata=s["metadata"])
-            base = {
-                "id": existing.pk if existing else None,
-                "type": "tool",
-                "callID": call_id,
-                "tool": tool,
-                "metadata": {"batchChild": True},
-            }
-            with lock:
-                pending = self.save(
-                    {k: v for k, v in base.items() if v is not None},
-                    status="pending",
-                    input=parameters,
-                    raw=json.dumps(parameters),
-                )
-            start = now_ms()
-            running = self.save(pending, status="running", input=parameters, time={"start": start})
-            try:
-                result = self._execute(tool, parameters, call_id, running)
-            except PermissionAsked:
-                raise
-            except (ToolError, PermissionRejected) as exc:
-                self.save(
-                    running,
-                    status="error",
-                    input=parameters,
-                    error=str(exc),
-                    time={"start": start, "end": now_ms()},
-                )
-                raise ToolError(str(exc)) from exc
-            self.save(
-                running,
-                status="completed",
-                input=parameters,
-                output=result.output,
-                title=result.title,
-                metadata=result.metadata,
-                time={"start": start, "end": now_ms()},
-            )
-            return result
-
-        return run_subcall

@@ -1,0 +1,44 @@
+"""What an aborted turn leaves behind: unfinished tool parts end "Tool execution aborted", pending
+permission requests are rejected (audited), each open message ends with MessageAbortedError, and the
+abort flag is cleared. All of it or none: a crash half-way must not leave half-rejected state."""
+
+from __future__ import annotations
+
+import threading
+
+from django.db import transaction
+
+from hangar.conversations import loop_selectors as reads
+from hangar.conversations import services as store
+from hangar.conversations.loop_services import permission_requests_reject_pending, session_abort_clear
+from hangar.conversations.models import Session
+from hangar.conversations.services import now_ms
+from hangar.engine.tool_calls import CallScope, ToolCalls
+
+
+def finish_aborted_turn(session: Session, abort: threading.Event) -> None:
+    # With the abort set, the calls only record their end: no tool, rule or sandbox is needed.
+    scope = CallScope(
+        session=session,
+        agent="",
+        tools={},
+        ruleset=[],
+        org_policy=None,
+        abort=abort,
+        sandbox=lambda: None,
+        active_runs=lambda: 1,
+    )
+    with transaction.atomic():
+        permission_requests_reject_pending(session=session)
+        for message in reads.open_assistant_messages(session):
+            ToolCalls(scope, message).run_all()
+            data = reads.message_data(message)
+            store.message_update(
+                message=message,
+                data={
+                    **data,
+                    "error": {"name": "MessageAbortedError", "data": {"message": "Aborted"}},
+                    "time": {**data["time"], "completed": now_ms()},
+                },
+            )
+        session_abort_clear(session_id=session.pk)

@@ -1,0 +1,48 @@
+"""How a turn ends. The loop (hangar.engine.loop) raises one of these from wherever the turn's fate is
+decided; `Loop.run` is the one place that maps them to what the session shows. A step that continues the
+turn (its model call ended in tool calls) returns normally instead.
+
+`PermissionAsked` (hangar.engine.tools.base) is an ending too, raised by a tool's permission check: the
+run parks, the session stays busy with a pending request, and the reply re-enqueues the run.
+"""
+
+from __future__ import annotations
+
+
+class TurnEnded(Exception):
+    """Base of every way a turn ends (other than parking on a permission request)."""
+
+
+class Finished(TurnEnded):
+    """The last step ended the turn: its finish reason is not one that continues ("stop", "length"...),
+    or it ended in an error (a provider failure an earlier run recorded)."""
+
+    def __init__(self, reason: str = ""):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class NothingToAnswer(TurnEnded):
+    """The session holds no user message."""
+
+
+class Aborted(TurnEnded):
+    """A person asked to stop (the API) or the lease was lost (the keeper): the abort event is set."""
+
+
+class Stopped(TurnEnded):
+    """A person rejected a tool call without feedback: the step is closed with finish "stop"."""
+
+
+class MaxSteps(TurnEnded):
+    """The agent's step limit was reached and its last, tool-less step still asked for tools."""
+
+
+class ProviderFailed(TurnEnded):
+    """The model call failed for good (not retryable, retries exhausted, or failed after producing
+    output): the step's message carries the error and `session.error` was published."""
+
+
+class ModelUnavailable(TurnEnded):
+    """The model could not be resolved (e.g. no credential for its provider): the person can act on it;
+    `session.error` was published. No message was created."""

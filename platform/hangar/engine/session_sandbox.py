@@ -1,0 +1,73 @@
+"""The session's sandbox as one run of the loop sees it: attached on first use, and what the run may
+remember about the tree between its steps.
+
+- Snapshots: the tree hash a step ends with is the next step's start (nothing else writes the workspace
+  between two steps of one run), so a step costs one `snapshot_track_changed` round trip, and none when it
+  used only tools that cannot write.
+- Instructions (AGENTS.md / CLAUDE.md) are read again only when a step changed them (or its snapshot
+  failed, so what changed is unknown); the skills list is read once per run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from hangar.engine.dbconn import release_connection
+from hangar.engine.system import INSTRUCTION_FILES, read_instructions, read_skills
+from hangar.engine.tools.registry import READ_ONLY_TOOLS
+from hangar.logging import get_logger
+from sandbox.protocol import Sandbox, SandboxError
+
+log = get_logger(__name__)
+
+
+class SessionSandbox:
+    def __init__(self, session, sandbox_for: Callable[[object], Sandbox], active_runs: Callable[[], int]):
+        self.session, self._sandbox_for, self._active_runs = session, sandbox_for, active_runs
+        self._sandbox: Sandbox | None = None
+        self._last_hash: str | None = None
+        self._instructions: list[str] | None = None
+        self._skills: str | None = None
+
+    def attach(self) -> Sandbox:
+        if self._sandbox is None:
+            self._sandbox = self._sandbox_for(self.session)
+        return self._sandbox
+
+    def step_start(self) -> str | None:
+        """The tree hash the step starts from (None: the snapshot failed; the step runs without one)."""
+        if self._last_hash is not None:
+            return self._last_hash
+        # The first snapshot may attach (or create) the sandbox: under a burst of sessions that takes a
+        # while, and a pooled DB connection must not be held idle meanwhile.
+        release_connection(self._active_runs())
+        try:
+            return self.attach().snapshot_track()
+        except SandboxError:
+            log.warning("snapshot_failed", session=self.session.pk, exc_info=True)
+            return None
+
+    def step_end(self, start: str | None, tools_used: set[str]) -> tuple[str | None, list[str]]:
+        """The tree at the end of the step and the workspace-relative paths changed since `start`."""
+        if start and not tools_used - READ_ONLY_TOOLS:
+            self._last_hash = start
+            return start, []
+        try:
+            end, changed = self.attach().snapshot_track_changed(start)  # one round trip
+        except SandboxError:
+            log.warning("snapshot_failed", session=self.session.pk, exc_info=True)
+            end, changed = None, []
+        self._last_hash = end
+        if end is None or set(changed) & set(INSTRUCTION_FILES):
+            self._instructions = None
+        return end, changed
+
+    def instructions(self) -> list[str]:
+        if self._instructions is None:
+            self._instructions = read_instructions(self.attach())
+        return self._instructions
+
+    def skills(self) -> str:
+        if self._skills is None:
+            self._skills = read_skills(self.attach())
+        return self._skills
