@@ -1,4 +1,5 @@
-"""A Sandbox-protocol implementation over a local directory, for the tools' pure-logic tests.
+"""A Sandbox-protocol implementation over a local directory, for the tools' pure-logic tests and the loop's
+fast tier (tests/engine/fast).
 
 Container paths map under `root`: `/workspace/a.py` is `root/workspace/a.py`, `/tmp/x` is
 `root/tmp/x`. It follows the in-container agent's rules closely enough for the tools (read window,
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 import glob as globlib
+import hashlib
 import os
 import posixpath
 import re
@@ -30,6 +32,7 @@ class LocalSandbox:
         self.root = root
         self.session_id = session_id
         (root / "workspace").mkdir(parents=True, exist_ok=True)
+        self._trees: dict[str, dict[str, str]] = {}  # snapshot hash → {workspace path: content hash}
 
     def host(self, path: str) -> Path:
         path = path if path.startswith("/") else posixpath.join(WORKSPACE, path)
@@ -166,10 +169,19 @@ class LocalSandbox:
         shutil.move(self.host(src), self.host(dst))
 
     def snapshot_track(self) -> str:
-        raise NotImplementedError
+        """A hash of the workspace's files and contents (the real sandbox's is a git tree)."""
+        workspace = self.root / "workspace"
+        tree = {
+            rel: hashlib.sha1((workspace / rel).read_bytes()).hexdigest() for rel in self._files(workspace)
+        }
+        key = hashlib.sha1(repr(sorted(tree.items())).encode()).hexdigest()
+        self._trees[key] = tree
+        return key
 
     def snapshot_track_changed(self, base):
-        raise NotImplementedError
+        end = self.snapshot_track()
+        old, new = self._trees.get(base, {}) if base else {}, self._trees[end]
+        return end, sorted(p for p in old.keys() | new.keys() if old.get(p) != new.get(p))
 
     def snapshot_diff(self, from_hash, to_hash=None):
         raise NotImplementedError

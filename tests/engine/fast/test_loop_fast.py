@@ -1,0 +1,194 @@
+"""The loop's turns, endings and guards, in process (see conftest.py): one test per way a turn goes."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from hangar.conversations.models import Event, PermissionRequest
+from hangar.engine.agents import AGENTS
+from hangar.engine.providers.base import ProviderError
+from hangar.engine.services import permission_reply, session_prompt
+from hangar.engine.system import prompt_text
+from hangar.projects.models import Project
+from tests.engine.fast.scripted_model import ScriptedModel, call
+
+pytestmark = [pytest.mark.fast, pytest.mark.django_db]
+
+
+def ask_for_bash(project: Project) -> None:
+    Project.objects.filter(pk=project.pk).update(
+        permission_rules=[{"permission": "bash", "pattern": "*", "action": "ask"}]
+    )
+
+
+def events(rig, kind: str) -> list[dict]:
+    return [e.payload for e in Event.objects.filter(session_id=rig.session.pk, type=kind).order_by("seq")]
+
+
+def test_a_text_turn_answers_goes_idle_and_titles_the_session(rig):
+    rig.prompt("hello")
+    model = ScriptedModel([[{"text": "hi there"}, {"usage": {"input": 12, "output": 3}}]], title="Greeting")
+    rig.run(model)
+
+    assert [m["finish"] for m in rig.assistants()] == ["stop"]
+    assert [p["text"] for p in rig.parts("text")][-1] == "hi there"
+    session = rig.state()
+    assert session.status == "idle" and session.title == "Greeting"
+    assert session.tokens["input"] == 12 and session.tokens["output"] == 3
+    assert model.requests[0]["messages"][-1] == {"role": "user", "content": "hello"}
+
+
+def test_a_tool_turn_runs_the_calls_and_closes_each_step_with_its_snapshot_and_patch(rig):
+    rig.prompt("write and show")
+    model = ScriptedModel(
+        [
+            [call("write", "c1", filePath="/workspace/a.txt", content="a\n")],
+            [call("bash", "c2", command="cat a.txt", description="show")],
+            [{"text": "done"}],
+        ]
+    )
+    rig.run(model)
+
+    tools = rig.parts("tool")
+    assert [(t["tool"], t["state"]["status"]) for t in tools] == [
+        ("write", "completed"),
+        ("bash", "completed"),
+    ]
+    assert "a" in tools[1]["state"]["output"]
+    assert [m["finish"] for m in rig.assistants()] == ["tool-calls", "tool-calls", "stop"]
+    assert [p["files"] for p in rig.parts("patch")] == [["/workspace/a.txt"]]
+    starts, finishes = rig.parts("step-start"), rig.parts("step-finish")
+    assert starts[1]["snapshot"] == finishes[0]["snapshot"] != starts[0]["snapshot"]
+    assert (rig.sandbox.root / "workspace/a.txt").read_text() == "a\n"
+    # The tool results went back to the model.
+    assert {"role": "tool", "tool_call_id": "c1", "content": tools[0]["state"]["output"]} in model.requests[
+        1
+    ]["messages"]
+
+
+def test_a_permission_ask_parks_the_run_and_the_reply_resumes_the_waiting_call(rig, alice):
+    ask_for_bash(alice.project)
+    rig.prompt("run it")
+    model = ScriptedModel(
+        [[call("bash", "c1", command="echo approved", description="run")], [{"text": "ran"}]]
+    )
+    rig.run(model)
+
+    request = PermissionRequest.objects.get(session=rig.session, status="pending")
+    assert request.permission == "bash" and request.call_id == "c1"
+    assert rig.state().status == "busy"
+    part = rig.parts("tool")[0]
+    assert part["state"]["status"] == "running" and part["metadata"]["awaiting"] == request.pk
+
+    permission_reply(actor=alice.actor, request=request, reply="once")
+    rig.run(model)
+    part = rig.parts("tool")[0]
+    assert part["state"]["status"] == "completed" and "approved" in part["state"]["output"]
+    assert [m["finish"] for m in rig.assistants()] == ["tool-calls", "stop"]
+    assert rig.state().status == "idle"
+
+
+def test_a_rejection_without_feedback_stops_the_turn(rig, alice):
+    ask_for_bash(alice.project)
+    rig.prompt("run it")
+    model = ScriptedModel([[call("bash", "c1", command="echo no", description="run")]])
+    rig.run(model)
+    request = PermissionRequest.objects.get(session=rig.session, status="pending")
+
+    permission_reply(actor=alice.actor, request=request, reply="reject")
+    rig.run(model)
+    assert rig.parts("tool")[0]["state"]["status"] == "error"
+    assert [m["finish"] for m in rig.assistants()] == ["stop"]
+    assert rig.state().status == "idle" and len(model.requests) == 1
+
+
+def test_an_abort_mid_stream_ends_the_message_aborted_and_clears_the_flag(rig):
+    rig.prompt("start")
+    model = ScriptedModel([[{"text": "partial"}, {"do": lambda abort: abort.set()}]])
+    rig.run(model)
+
+    (message,) = rig.assistants()
+    assert message["error"]["name"] == "MessageAbortedError" and message["time"]["completed"]
+    session = rig.state()
+    assert session.status == "idle" and not session.abort_requested
+    assert session.title.startswith("New session")  # an aborted turn is not titled
+
+
+def test_the_step_limit_makes_the_last_step_tool_less_and_ends_the_turn_there(rig, monkeypatch):
+    monkeypatch.setitem(AGENTS, "build", dataclasses.replace(AGENTS["build"], steps=2))
+    rig.sandbox.write("/workspace/a.txt", "a\n")
+    rig.prompt("look around")
+    read = call("read", "c1", filePath="/workspace/a.txt")
+    model = ScriptedModel([[read], [call("read", "c2", filePath="/workspace/a.txt")]])
+    rig.run(model)
+
+    assert len(model.requests) == 2  # a third step is never started
+    assert model.requests[0]["tools"] and model.requests[1]["tools"] == []
+    assert prompt_text("max_steps") in model.requests[1]["messages"][-1]["content"]
+    assert len(rig.assistants()) == 2 and rig.state().status == "idle"
+
+
+def test_a_retryable_provider_error_is_retried_and_the_answer_arrives(rig):
+    rig.prompt("hello")
+    busy = ProviderError("rate limited", status=429, retryable=True, headers={"retry-after-ms": "5"})
+    model = ScriptedModel([[{"error": busy}], [{"text": "after the retry"}]])
+    rig.run(model)
+
+    (retry,) = rig.parts("retry")
+    assert retry["attempt"] == 1 and retry["error"]["data"]["statusCode"] == 429
+    assert [p["text"] for p in rig.parts("text")][-1] == "after the retry"
+    statuses = [e["status"]["type"] for e in events(rig, "session.status")]
+    assert statuses[-3:] == ["retry", "busy", "idle"]
+
+
+def test_a_provider_error_that_cannot_be_retried_ends_the_turn_with_the_error(rig):
+    rig.prompt("hello")
+    model = ScriptedModel([[{"error": ProviderError("bad request", status=400)}]])
+    rig.run(model)
+
+    (message,) = rig.assistants()
+    assert message["error"]["name"] == "APIError" and message["error"]["data"]["statusCode"] == 400
+    assert [e["error"]["data"]["message"] for e in events(rig, "session.error")] == ["bad request"]
+    assert rig.state().status == "idle"
+
+
+def test_a_model_that_cannot_be_resolved_says_so_and_creates_no_message(rig):
+    rig.prompt("hello")
+
+    def no_credential(**_):
+        raise ProviderError("no credential for provider scripted", name="ProviderAuthError")
+
+    rig.run(ScriptedModel([]), resolve_model=no_credential)
+    assert [e["error"]["name"] for e in events(rig, "session.error")] == ["ProviderAuthError"]
+    assert rig.assistants() == [] and rig.state().status == "idle"
+
+
+def test_a_message_sent_mid_loop_reaches_the_next_step_as_a_system_reminder(rig, alice):
+    rig.sandbox.write("/workspace/a.txt", "a\n")
+    rig.prompt("read a.txt")
+
+    def interject(_abort):
+        session_prompt(actor=alice.actor, session=rig.session, parts=[{"type": "text", "text": "also b"}])
+
+    model = ScriptedModel(
+        [[call("read", "c1", filePath="/workspace/a.txt"), {"do": interject}], [{"text": "ok, b too"}]]
+    )
+    rig.run(model)
+
+    last = model.requests[1]["messages"][-1]
+    assert last["role"] == "user" and "<system-reminder>" in last["content"] and "also b" in last["content"]
+    assert [m["finish"] for m in rig.assistants()] == ["tool-calls", "stop"]
+
+
+def test_three_identical_calls_in_a_row_ask_doom_loop(rig):
+    rig.sandbox.write("/workspace/a.txt", "a\n")
+    rig.prompt("read it again and again")
+    same = [call("read", f"c{i}", filePath="/workspace/a.txt") for i in range(3)]
+    model = ScriptedModel([[same[0]], [same[1]], [same[2]]])
+    rig.run(model)
+
+    request = PermissionRequest.objects.get(session=rig.session, status="pending")
+    assert request.permission == "doom_loop" and request.call_id == "c2"
+    assert [t["state"]["status"] for t in rig.parts("tool")] == ["completed", "completed", "running"]
