@@ -44,6 +44,7 @@ INSTALLED_APPS = [
     "hangar.realtime",
     "hangar.api",
     "hangar.integrations.webhooks",
+    "hangar.integrations.slack",
 ]
 
 MIDDLEWARE = [
@@ -222,6 +223,14 @@ HANGAR_WEBHOOK_RETRY_BASE_S = float(os.environ.get("HANGAR_WEBHOOK_RETRY_BASE_S"
 HANGAR_WEBHOOK_RETRY_CAP_S = float(os.environ.get("HANGAR_WEBHOOK_RETRY_CAP_S", "1800"))
 HANGAR_WEBHOOK_MAX_ATTEMPTS = int(os.environ.get("HANGAR_WEBHOOK_MAX_ATTEMPTS", "8"))
 HANGAR_WEBHOOK_DISABLE_AFTER = int(os.environ.get("HANGAR_WEBHOOK_DISABLE_AFTER", "5"))
+
+# Slack app credentials (api.slack.com: Basic Information) and where its Web API is (tests point it at a
+# local server speaking the same wire API). Without a signing secret the Slack endpoints answer 503.
+SLACK_SIGNING_SECRET = os.environ.get("SLACK_SIGNING_SECRET", "")
+SLACK_CLIENT_ID = os.environ.get("SLACK_CLIENT_ID", "")
+SLACK_CLIENT_SECRET = os.environ.get("SLACK_CLIENT_SECRET", "")
+SLACK_API_URL = os.environ.get("SLACK_API_URL", "https://slack.com/api/")
+SLACK_AUTHORIZE_URL = os.environ.get("SLACK_AUTHORIZE_URL", "https://slack.com/oauth/v2/authorize")
 
 
 from hangar.logging import LOGGING  # noqa: E402,F401  (Django reads settings.LOGGING; it lives next to its middleware)

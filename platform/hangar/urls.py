@@ -12,6 +12,7 @@ urlpatterns = [
     path("api/", include("hangar.integrations.webhooks.urls")),
     # Inbound integrations, authenticated by their own signatures (Standard Webhooks, Slack).
     path("hooks/", include("hangar.integrations.webhooks.urls_inbound")),
+    path("hooks/slack/", include("hangar.integrations.slack.urls")),
     # OpenCode's HTTP protocol, one base URL per project: /oc/<project-id>/...
     path("oc/<str:project_id>/", include("hangar.opencode.urls")),
     # The web app for every other path (its client-side routes); never the server's own prefixes.

@@ -189,6 +189,24 @@ def test_a_destination_that_became_private_is_refused_at_send_time(alice, api, r
     assert receiver.received == []
 
 
+def test_a_push_is_delivered_as_push_done(alice, api, receiver, allow_private):
+    from hangar.conversations.events import publish
+    from hangar.integrations.webhooks.outbound import deliveries_create
+
+    create_endpoint(api, alice, receiver.url, ["push.done"])
+    session = session_create(actor=alice.actor, project=alice.project)
+    pushed = publish(
+        session, "workspace.pushed", {"sessionID": session.pk, "branch": "hangar/x", "commit": "abc"}
+    )
+
+    [delivery_id] = deliveries_create(session.pk, [e.pk for e in session.events.all()])
+
+    assert delivery_attempt(delivery_id) is None
+    body = json.loads(receiver.received[0]["body"])
+    assert body["type"] == "push.done" and body["data"]["branch"] == "hangar/x"
+    assert WebhookDelivery.objects.get().source_event_id == pushed.pk
+
+
 def test_endpoints_and_deliveries_are_tenant_scoped(alice, bob, charlie, api, receiver, allow_private):
     endpoint = create_endpoint(api, alice, receiver.url, ["session.created"])
     assert "secret" not in api(alice).get(f"/api/orgs/acme/webhooks/endpoints/{endpoint['id']}").json()

@@ -18,7 +18,7 @@ class EventType(models.TextChoices):
     SESSION_ERROR = "session.error"
     PERMISSION_ASKED = "permission.asked"
     QUESTION_ASKED = "question.asked"  # defined; emitted once the engine has the question tool
-    PUSH_DONE = "push.done"  # defined; emitted once sessions push to a code host
+    PUSH_DONE = "push.done"  # from the store's workspace.pushed
     BUDGET_REACHED = "budget.reached"  # defined; emitted once budgets are enforced
 
 

@@ -34,7 +34,15 @@ from hangar.projects import crypto
 
 log = get_logger(__name__)
 
-OUTBOUND = frozenset(EventType.values)
+# Stored event type -> the public type endpoints subscribe to (the same name unless the store's differs).
+OUTBOUND = {
+    EventType.SESSION_CREATED: EventType.SESSION_CREATED,
+    EventType.SESSION_IDLE: EventType.SESSION_IDLE,
+    EventType.SESSION_ERROR: EventType.SESSION_ERROR,
+    EventType.PERMISSION_ASKED: EventType.PERMISSION_ASKED,
+    EventType.QUESTION_ASKED: EventType.QUESTION_ASKED,
+    "workspace.pushed": EventType.PUSH_DONE,
+}
 TIMEOUT_S = 10.0
 MAX_RESPONSE_LOGGED = 2048
 USER_AGENT = "Hangar-Webhooks/1"
@@ -49,7 +57,7 @@ def on_events(session: Session, events: list[Event]) -> None:
 
 
 def event_body(event: Event, session: Session) -> str:
-    """The Standard Webhooks payload shape: {type, timestamp, data}."""
+    """The Standard Webhooks payload shape: {type, timestamp, data} (type: the public name)."""
     data = {
         "orgID": session.org_id,
         "projectID": session.project_id,
@@ -58,7 +66,7 @@ def event_body(event: Event, session: Session) -> str:
         **event.payload,
     }
     stamp = event.created_at.astimezone(UTC).isoformat().replace("+00:00", "Z")
-    return json.dumps({"type": event.type, "timestamp": stamp, "data": data}, separators=(",", ":"))
+    return json.dumps({"type": OUTBOUND[event.type], "timestamp": stamp, "data": data}, separators=(",", ":"))
 
 
 def deliveries_create(session_id: str, event_ids: list[int]) -> list[int]:
@@ -75,15 +83,16 @@ def deliveries_create(session_id: str, event_ids: list[int]) -> list[int]:
         return []
     created = []
     for event in Event.objects.filter(pk__in=event_ids, session_id=session_id).order_by("seq"):
+        public = OUTBOUND.get(event.type)
         for endpoint in endpoints:
-            if event.type not in endpoint.event_types:
+            if public not in endpoint.event_types:
                 continue
             try:
                 with transaction.atomic():
                     delivery = WebhookDelivery.objects.create(
                         endpoint=endpoint,
                         message_id=signing.new_message_id(),
-                        event_type=event.type,
+                        event_type=public,
                         session_id=session.pk,
                         source_event_id=event.pk,
                         body=event_body(event, session),
@@ -91,21 +100,6 @@ def deliveries_create(session_id: str, event_ids: list[int]) -> list[int]:
             except IntegrityError:  # this event was fanned out already (a re-run task)
                 continue
             created.append(delivery.pk)
-    return created
-
-
-def event_deliveries_create(*, org_id: int, event_type: str, data: dict) -> list[int]:
-    """Deliveries of an event that is not a session's (budget.reached): to every subscribed endpoint."""
-    stamp = timezone.now().astimezone(UTC).isoformat().replace("+00:00", "Z")
-    body = json.dumps({"type": event_type, "timestamp": stamp, "data": data}, separators=(",", ":"))
-    created = []
-    for endpoint in WebhookEndpoint.objects.filter(org_id=org_id, enabled=True):
-        if event_type in endpoint.event_types:
-            created.append(
-                WebhookDelivery.objects.create(
-                    endpoint=endpoint, message_id=signing.new_message_id(), event_type=event_type, body=body
-                ).pk
-            )
     return created
 
 

@@ -1,0 +1,32 @@
+"""Reads for the Slack integration."""
+
+from hangar.integrations.slack.models import SlackInstall, SlackThread, SlackUserLink
+
+
+def install_by_team(team_id: str | None) -> SlackInstall | None:
+    if not team_id:
+        return None
+    return SlackInstall.objects.filter(team_id=team_id).select_related("org", "default_project").first()
+
+
+def thread_get(install: SlackInstall, channel_id: str, thread_ts: str | None) -> SlackThread | None:
+    if not thread_ts:
+        return None
+    return (
+        SlackThread.objects.filter(install=install, channel_id=channel_id, thread_ts=thread_ts)
+        .select_related("session")
+        .first()
+    )
+
+
+def linked_user(install: SlackInstall, slack_user_id: str):
+    link = (
+        SlackUserLink.objects.filter(install=install, slack_user_id=slack_user_id)
+        .select_related("user")
+        .first()
+    )
+    return link.user if link and link.user.is_active else None
+
+
+def thread_for_session(session_id: str) -> SlackThread | None:
+    return SlackThread.objects.filter(session_id=session_id).select_related("install", "session").first()

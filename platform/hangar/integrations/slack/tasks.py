@@ -1,0 +1,89 @@
+"""Celery tasks that talk to Slack for a session's thread: the throttled status edit, the end-of-run
+summary, permission buttons. Each loads by id and is harmless to run twice."""
+
+from celery import shared_task
+
+from hangar.conversations.models import PermissionRequest, Session
+from hangar.integrations import queue  # noqa: F401  (routes this module's tasks)
+from hangar.integrations.slack import progress, selectors
+from hangar.integrations.slack.client import web_client
+from hangar.integrations.slack.models import SlackPermissionMessage, SlackThread
+
+REPLIES = (
+    ("once", "Allow once", "primary"),
+    ("always", "Always allow", None),
+    ("reject", "Reject", "danger"),
+)
+
+
+def status_show(thread: SlackThread, session: Session, done: bool = False) -> None:
+    """Edit the run's status message, or post it if the run has none yet (one per run)."""
+    client = web_client(thread.install)
+    text = progress.status_text(session, done=done)
+    if thread.status_ts:
+        client.chat_update(channel=thread.channel_id, ts=thread.status_ts, text=text)
+        return
+    posted = client.chat_postMessage(channel=thread.channel_id, thread_ts=thread.thread_ts, text=text)
+    SlackThread.objects.filter(pk=thread.pk).update(status_ts=posted["ts"])
+    thread.status_ts = posted["ts"]
+
+
+@shared_task(name="hangar.integrations.slack.status", ignore_result=True)
+def slack_status(session_id: str) -> None:
+    thread = selectors.thread_for_session(session_id)
+    if thread is not None and thread.session.status != "idle":
+        status_show(thread, thread.session)
+
+
+@shared_task(name="hangar.integrations.slack.finish", ignore_result=True)
+def slack_finish(session_id: str) -> None:
+    thread = selectors.thread_for_session(session_id)
+    if thread is None:
+        return
+    status_show(thread, thread.session, done=True)
+    web_client(thread.install).chat_postMessage(
+        channel=thread.channel_id,
+        thread_ts=thread.thread_ts,
+        text=progress.summary_text(thread, thread.session),
+    )
+
+
+def permission_blocks(request: PermissionRequest) -> list[dict]:
+    patterns = ", ".join(request.patterns)[:500] or "*"
+    return [
+        {
+            "type": "section",
+            "text": {"type": "mrkdwn", "text": f"Permission asked: *{request.permission}* `{patterns}`"},
+        },
+        {
+            "type": "actions",
+            "block_id": f"perm:{request.pk}",
+            "elements": [
+                {
+                    "type": "button",
+                    "action_id": f"perm_{reply}",
+                    "text": {"type": "plain_text", "text": label},
+                    "value": request.pk,
+                    **({"style": style} if style else {}),
+                }
+                for reply, label, style in REPLIES
+            ],
+        },
+    ]
+
+
+@shared_task(name="hangar.integrations.slack.permission", ignore_result=True)
+def slack_permission(request_id: str) -> None:
+    request = PermissionRequest.objects.filter(pk=request_id, status="pending").first()
+    thread = selectors.thread_for_session(request.session_id) if request else None
+    if thread is None or SlackPermissionMessage.objects.filter(request_id=request_id).exists():
+        return
+    posted = web_client(thread.install).chat_postMessage(
+        channel=thread.channel_id,
+        thread_ts=thread.thread_ts,
+        text=f"Permission asked: {request.permission}",
+        blocks=permission_blocks(request),
+    )
+    SlackPermissionMessage.objects.get_or_create(
+        request_id=request_id, defaults={"thread": thread, "message_ts": posted["ts"]}
+    )
