@@ -38,8 +38,10 @@ DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium():
+    # Module-scoped: Playwright's sync API keeps an event loop running in this thread while it is open,
+    # which would break asyncio tests collected after these.
     from playwright.sync_api import sync_playwright
 
     if not (ROOT / "frontend" / "dist" / "index.html").exists():
