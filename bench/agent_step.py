@@ -46,6 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OPENCODE_BIN = ROOT / "tests/opencode_client/node_modules/opencode-linux-x64/bin/opencode"
 STEPS = 5
 BENCH_DB = os.environ.get("HANGAR_BENCH_DB", "hangar_bench")
+os.environ.setdefault("HANGAR_MODEL_ALLOWED_NETWORKS", "127.0.0.0/8,::1/128")  # the scripted server
 
 
 def log(*args) -> None:

@@ -35,6 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "platform"), str(ROOT), str(ROOT / "bench")]
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hangar.settings")
+os.environ.setdefault("HANGAR_MODEL_ALLOWED_NETWORKS", "127.0.0.0/8,::1/128")  # the scripted server
 FLAG = "EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER"
 MODULE = "platform/hangar/engine/providers/litellm_model.py"
 

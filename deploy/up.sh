@@ -26,6 +26,9 @@ PORT=${PORT:-8000}
 MODEL_PORT=${HANGAR_LOCAL_MODEL_PORT:-8081}
 export HANGAR_PUBLIC_URL=${HANGAR_PUBLIC_URL:-http://127.0.0.1:$PORT}
 PY=.venv/bin/python
+# Model endpoints on this machine (the bundled local model on 127.0.0.1) are allowed here, for development;
+# a production deployment lists only the private networks its self-hosted models live on.
+export HANGAR_MODEL_ALLOWED_NETWORKS=${HANGAR_MODEL_ALLOWED_NETWORKS:-127.0.0.0/8,::1/128}
 # platform/ is a source root, not a package (it would shadow the stdlib `platform`): put it on the path.
 export PYTHONPATH="$PWD/platform:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 

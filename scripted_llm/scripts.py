@@ -12,6 +12,7 @@ actions, played in order:
     {"tool_calls": [{"name": "bash", "arguments": {...} | "raw json", "id": "call_1"?}]}
     {"error": 429, "headers": {"retry-after-ms": "50"}, "message": "slow down"}   reply with an error status
     {"hang": 300}                                     keep the stream open (keepalives) up to N seconds
+    {"flood": {"bytes": 200000000, "kind": "text"}}   a hostile answer of that size (server._flood)
     {"usage": {"prompt_tokens": 10, "completion_tokens": 5}}   override reported usage
     {"finish": "stop"}                                override the finish reason
 

@@ -100,7 +100,14 @@ class _Handler(BaseHTTPRequestHandler):
     def _complete(self, body: dict) -> None:
         book = self.server.book
         script = book.script_for(body)
-        book.record(script["id"], {**body, "_user_agent": self.headers.get("User-Agent", "")})
+        book.record(
+            script["id"],
+            {
+                **body,
+                "_user_agent": self.headers.get("User-Agent", ""),
+                "_authorization": self.headers.get("Authorization", ""),
+            },
+        )
         turn = book.next_turn(script, body)
         for action in turn:  # delays and errors come before any byte of the answer
             if "delay" in action:
@@ -219,6 +226,8 @@ class _Handler(BaseHTTPRequestHandler):
                         chunk({"tool_calls": [{"index": tool_index, "function": {"arguments": piece}}]})
                     produced += len(arguments)
                     tool_index += 1
+                if "flood" in action:
+                    produced += self._flood(chunk, action["flood"])
                 if "hang" in action:
                     deadline = time.monotonic() + float(action["hang"])
                     while time.monotonic() < deadline:  # a write to a closed client raises: stop then
@@ -231,6 +240,40 @@ class _Handler(BaseHTTPRequestHandler):
             self._chunk(b"")
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
+
+    def _flood(self, chunk, spec: dict) -> int:
+        """A hostile endpoint: `bytes` of output as `kind` (text | reasoning | tool | alternate: text and
+        reasoning blocks of `piece` each | line: one SSE line that never ends | event: one event of many
+        data lines), in `piece`-sized deltas."""
+        total, piece, kind = int(spec["bytes"]), int(spec.get("piece", 65536)), spec.get("kind", "text")
+        filler = "x" * piece
+        sent = 0
+        if kind == "tool":
+            chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": 0,
+                            "id": "call_flood",
+                            "type": "function",
+                            "function": {"name": "bash", "arguments": ""},
+                        }
+                    ]
+                }
+            )
+        while sent < total:
+            if kind == "line":
+                self._chunk(b"data: " + filler.encode())
+            elif kind == "event":
+                self._chunk(b"data: " + filler.encode() + b"\n")
+            elif kind == "tool":
+                chunk({"tool_calls": [{"index": 0, "function": {"arguments": filler}}]})
+            elif kind == "alternate":
+                chunk({"content" if (sent // piece) % 2 else "reasoning_content": filler})
+            else:
+                chunk({"reasoning_content" if kind == "reasoning" else "content": filler})
+            sent += piece
+        return sent
 
 
 class _Server(ThreadingHTTPServer):

@@ -209,11 +209,25 @@ SANDBOX_POOL_SIZE = int(os.environ.get("HANGAR_SANDBOX_POOL_SIZE", "2"))
 # Private ranges an egress allowlist may reach (comma-separated CIDRs, e.g. a package mirror on 10.0.0.0/8).
 # Loopback, link-local and metadata addresses stay unreachable whatever this says (sandbox/agent/netpolicy.py).
 HANGAR_EGRESS_ALLOW_PRIVATE = os.environ.get("HANGAR_EGRESS_ALLOW_PRIVATE", "")
+# The reaper (hangar.engine.reaping): a deleted session's workspace is destroyed once idle this long; an
+# archived session's sandbox is hibernated (never destroyed) once idle this long.
+HANGAR_SANDBOX_DELETE_GRACE_S = float(os.environ.get("HANGAR_SANDBOX_DELETE_GRACE_S", "600"))
+HANGAR_SANDBOX_ARCHIVED_IDLE_S = float(os.environ.get("HANGAR_SANDBOX_ARCHIVED_IDLE_S", "60"))
 
 # Engine: per-model price overrides ({"provider/model": {"input": $/tok, "output": $/tok}}), else LiteLLM's
 # local price map, else zero; and the offline local model used when a provider has no credential.
 HANGAR_MODEL_PRICES = __import__("json").loads(os.environ.get("HANGAR_MODEL_PRICES", "{}"))
 HANGAR_LOCAL_MODEL_URL = os.environ.get("HANGAR_LOCAL_MODEL_URL", "")
+# Model endpoints (a credential's api_base) may resolve only to globally routable addresses, plus these
+# networks (CIDRs): e.g. "10.20.0.0/16" for a self-hosted model. Tests and the dev scripts allow loopback
+# (127.0.0.0/8, ::1/128) for the scripted server and the bundled local model; production should not.
+HANGAR_MODEL_ALLOWED_NETWORKS = csv("HANGAR_MODEL_ALLOWED_NETWORKS")
+# What a model may send: the whole response and one SSE event (bytes), one tool call's arguments and one
+# text or reasoning part (characters). Crossing one ends the step with "response too large" (hangar.engine.providers.limits).
+HANGAR_MODEL_MAX_RESPONSE_BYTES = int(os.environ.get("HANGAR_MODEL_MAX_RESPONSE_BYTES", str(32 << 20)))
+HANGAR_MODEL_MAX_EVENT_BYTES = int(os.environ.get("HANGAR_MODEL_MAX_EVENT_BYTES", str(8 << 20)))
+HANGAR_MODEL_MAX_TOOL_ARGS_CHARS = int(os.environ.get("HANGAR_MODEL_MAX_TOOL_ARGS_CHARS", str(8 << 20)))
+HANGAR_MODEL_MAX_PART_CHARS = int(os.environ.get("HANGAR_MODEL_MAX_PART_CHARS", str(4 << 20)))
 
 # Outbound webhooks. Destinations must resolve to public addresses unless the operator allows private ones
 # (an on-premises receiver); retries back off exponentially from the base (with jitter) up to the cap, and an

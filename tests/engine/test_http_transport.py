@@ -11,6 +11,7 @@ import urllib.request
 import pytest
 
 from hangar.engine.providers import http as transport
+from hangar.engine.providers.limits import TooLarge
 
 
 class RawServer:
@@ -137,7 +138,7 @@ def test_a_line_longer_than_the_limit_is_an_error_not_unbounded_memory(server, m
         *[chunk(b"y" * 600) for _ in range(3)],
         b"0\r\n\r\n",
     ]
-    with pytest.raises(transport.HTTPError, match="longer than 1000 bytes"):
+    with pytest.raises(TooLarge, match="response too large: a line of the response exceeds 1000 bytes"):
         call(server.url)
 
 

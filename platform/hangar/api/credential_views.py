@@ -1,8 +1,6 @@
 """Provider credentials. The key is write-only: responses carry `has_api_key` and a hint of its last four
 characters, never the key. `scope: "org"` (admins) or `"user"` (a personal key; the user's wins)."""
 
-from urllib.parse import urlparse
-
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
@@ -10,16 +8,24 @@ from rest_framework.views import APIView
 
 from hangar.accounts.models import Role
 from hangar.api.scoping import scope_for
+from hangar.netguard import clean_api_base
 from hangar.projects.selectors import credential_get, credential_list
 from hangar.projects.services import credential_delete, credential_set
 
 
-def validate_api_base(value: str) -> str:
-    # Not URLField: it rejects single-label hosts (http://llm:8080/v1), which self-hosted models use.
-    parsed = urlparse(value)
-    if value and (parsed.scheme not in ("http", "https") or not parsed.netloc):
-        raise serializers.ValidationError("Must be an http(s) URL.")
-    return value.rstrip("/")
+class ApiBaseField(serializers.CharField):
+    """Not URLField: it rejects single-label hosts (http://llm:8080/v1), which self-hosted models use. The
+    value stored is the cleaned one (no query, fragment or trailing slash); where it may point is
+    hangar.netguard's rule."""
+
+    def __init__(self, **kwargs):
+        super().__init__(allow_blank=True, max_length=500, **kwargs)
+
+    def to_internal_value(self, data):
+        try:
+            return clean_api_base(super().to_internal_value(data))
+        except ValueError as exc:
+            raise serializers.ValidationError(str(exc)) from None
 
 
 class CredentialOut(serializers.Serializer):
@@ -48,15 +54,13 @@ class CredentialSetIn(serializers.Serializer):
     provider = serializers.RegexField(r"^[A-Za-z0-9._-]{1,64}$")
     scope = serializers.ChoiceField(choices=["org", "user"], default="org")
     api_key = serializers.CharField(required=False, allow_blank=True, write_only=True, trim_whitespace=False)
-    api_base = serializers.CharField(
-        required=False, allow_blank=True, default="", validators=[validate_api_base]
-    )
+    api_base = ApiBaseField(required=False, default="")
     models = serializers.ListField(child=serializers.CharField(max_length=200), required=False)
 
 
 class CredentialUpdateIn(serializers.Serializer):
     api_key = serializers.CharField(required=False, allow_blank=True, write_only=True, trim_whitespace=False)
-    api_base = serializers.CharField(required=False, allow_blank=True, validators=[validate_api_base])
+    api_base = ApiBaseField(required=False)
     models = serializers.ListField(child=serializers.CharField(max_length=200), required=False)
 
 

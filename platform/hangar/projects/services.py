@@ -5,6 +5,7 @@ from django.db import IntegrityError, transaction
 from django.utils.text import slugify
 from rest_framework.exceptions import PermissionDenied, ValidationError
 
+from hangar import netguard
 from hangar.accounts.actors import Actor
 from hangar.accounts.models import Org, Role, User
 from hangar.accounts.selectors import require_role
@@ -143,9 +144,12 @@ def env_var_delete(*, actor: Actor, var: ProjectEnvVar) -> None:
     var.delete()
 
 
-def _credential_role(actor: Actor, org_id: int, user_id: int | None) -> None:
-    """Org credentials need admin; a personal credential is its owner's (or an admin's) to manage."""
+def _credential_role(actor: Actor, org_id: int, user_id: int | None, *, edit: bool = False) -> None:
+    """Org credentials need admin. A personal credential is its owner's alone to edit (an admin editing it
+    could send its key anywhere); an admin may still delete (revoke) it."""
     own = user_id is not None and actor.user_id == user_id
+    if edit and user_id is not None and not own:
+        raise PermissionDenied("Only its owner edits a personal credential.")
     require_role(actor, org_id, Role.MEMBER if own else Role.ADMIN)
 
 
@@ -169,15 +173,25 @@ def credential_set(
     models: list[str] | None = None,
     user: User | None = None,
 ) -> ProviderCredential:
-    """Create or update the (org, user-or-none, provider) credential. `api_key=None` keeps the stored key."""
-    _credential_role(actor, org.pk, user.pk if user else None)
+    """Create or update the (org, user-or-none, provider) credential. `api_key=None` keeps the stored key,
+    but only where it already goes: a new api_base needs the key in the same call, or whoever may edit the
+    credential could point its key at a server of their choosing."""
+    _credential_role(actor, org.pk, user.pk if user else None, edit=True)
     _clean_credential(provider, models)
+    try:
+        api_base = netguard.clean_api_base(api_base or "")
+    except ValueError as exc:
+        raise ValidationError({"api_base": [str(exc)]}) from None
     if user is not None and not user.memberships.filter(org=org).exists():
         raise PermissionDenied("A personal credential belongs to a member of this org.")
-    credential = ProviderCredential.objects.filter(org=org, user=user, provider=provider).first()
+    credential = (
+        ProviderCredential.objects.select_for_update().filter(org=org, user=user, provider=provider).first()
+    )
     created = credential is None
+    if not created and api_key is None and api_base != credential.api_base and credential.api_key_encrypted:
+        raise ValidationError({"api_key": ["Changing api_base needs the key in the same request."]})
     credential = credential or ProviderCredential(org=org, user=user, provider=provider)
-    credential.api_base = api_base or ""
+    credential.api_base = api_base
     if models is not None:
         credential.models_list = models
     if api_key is not None:

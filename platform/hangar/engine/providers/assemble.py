@@ -12,21 +12,33 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 
 from hangar.engine.providers.base import ProviderError, StreamEvent, Usage, is_retryable
+from hangar.engine.providers.limits import TooLarge, cap
 
+MAX_CALLS = 256  # tool calls in one answer (each becomes a part and a tool run)
 FINISH = {"tool_calls": "tool-calls", "function_call": "tool-calls", "content_filter": "content-filter"}
 
 
 class StreamAssembler:
+    """Caps (limits.py): a text or reasoning block's characters, a tool call's argument characters."""
+
     def __init__(self) -> None:
         self.open_block = ""  # "text" | "reasoning" | ""
+        self.block_size = 0
         self.calls: dict[int, dict] = {}
         self.finish = ""
+        self.max_part = cap("HANGAR_MODEL_MAX_PART_CHARS")
+        self.max_args = cap("HANGAR_MODEL_MAX_TOOL_ARGS_CHARS")
+
+    def _grow(self, text: str) -> None:
+        self.block_size += len(text)
+        if self.block_size > self.max_part:
+            raise TooLarge(f"a {self.open_block} part", self.max_part, "characters")
 
     def _switch(self, block: str) -> Iterator[StreamEvent]:
         if self.open_block != block:
             if self.open_block:
                 yield StreamEvent(f"{self.open_block}-end")
-            self.open_block = block
+            self.open_block, self.block_size = block, 0
             if block:
                 yield StreamEvent(f"{block}-start")
 
@@ -41,18 +53,28 @@ class StreamAssembler:
         """One delta. `tool_calls` are (index, id, name, arguments piece) as the provider sent them."""
         if reasoning:
             yield from self._switch("reasoning")
+            self._grow(reasoning)
             yield StreamEvent("reasoning-delta", text=reasoning)
         if content:
             yield from self._switch("text")
+            self._grow(content)
             yield StreamEvent("text-delta", text=content)
         for index, call_id, name, arguments in tool_calls:
             yield from self._switch("")
             slot = self.calls.get(index)
             if slot is None:
-                slot = self.calls[index] = {"id": call_id or f"call_{index}", "name": name or "", "args": ""}
+                if len(self.calls) >= MAX_CALLS:
+                    raise TooLarge("one answer's tool calls", MAX_CALLS, "calls")
+                slot = self.calls[index] = {"id": call_id or f"call_{index}", "name": name or "", "args": []}
+                slot["size"] = 0
                 yield StreamEvent("tool-input-start", id=slot["id"], name=slot["name"])
             if arguments:
-                slot["args"] += arguments
+                slot["size"] += len(arguments)
+                if slot["size"] > self.max_args:
+                    raise TooLarge(f"tool call {slot['id']}'s arguments", self.max_args, "characters")
+                slot["args"].append(
+                    arguments
+                )  # joined once at the end: += would copy the whole string each time
                 yield StreamEvent("tool-input-delta", id=slot["id"], text=arguments)
         if finish_reason:
             self.finish = finish_reason
@@ -61,7 +83,9 @@ class StreamAssembler:
         """End the open block and emit the complete tool calls; then finish-step unless aborted."""
         yield from self._switch("")
         for slot in self.calls.values():
-            yield StreamEvent("tool-call", id=slot["id"], name=slot["name"], arguments=slot["args"] or "{}")
+            yield StreamEvent(
+                "tool-call", id=slot["id"], name=slot["name"], arguments="".join(slot["args"]) or "{}"
+            )
         if aborted:
             return
         finish = FINISH.get(self.finish, self.finish or ("tool-calls" if self.calls else "stop"))
@@ -77,26 +101,36 @@ class MalformedChunk(ValueError):
     """A stream chunk that is not the OpenAI chat-completion-chunk shape; the message says what is wrong."""
 
 
-def sse_data(lines: Iterable[str]) -> Iterator[str]:
+def sse_data(lines: Iterable[str], max_event: int | None = None) -> Iterator[str]:
     """The data of each server-sent event, up to `[DONE]`.
 
     WHATWG event-stream rules, as the OpenAI SDK applies them: `data:` lines (one optional space after the
     colon) are joined by newlines and dispatched at a blank line; comments (`:` keep-alives) and the other
     fields (`event:`, `id:`, `retry:`) are skipped. A last event not closed by a blank line still counts.
     After `[DONE]` the rest of the body is read and dropped: an HTTP response closed before its end costs
-    its keep-alive connection (a new TCP + TLS handshake on the next call)."""
+    its keep-alive connection (a new TCP + TLS handshake on the next call); a rest over the body's cap is
+    left unread (the connection is dropped). An event's data over `max_event` bytes is a TooLarge."""
+    max_event = max_event or cap("HANGAR_MODEL_MAX_EVENT_BYTES")
     data: list[str] = []
+    size = 0
     lines = iter(lines)
     for line in lines:
         if line:
             if line.startswith("data:"):
-                data.append(line[6:] if line.startswith("data: ") else line[5:])
+                piece = line[6:] if line.startswith("data: ") else line[5:]
+                size += len(piece) + 1
+                if size > max_event:
+                    raise TooLarge("one server-sent event", max_event)
+                data.append(piece)
             continue
         if data:
             joined = "\n".join(data)
-            data = []
+            data, size = [], 0
             if joined.startswith("[DONE]"):
-                for _rest in lines:
+                try:
+                    for _rest in lines:
+                        pass
+                except TooLarge:
                     pass
                 return
             yield joined

@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from hangar.engine.providers.redact import redact
+
 
 @dataclass
 class Usage:
@@ -44,6 +46,7 @@ class ProviderError(Exception):
         headers: dict[str, str] | None = None,
         name: str = "APIError",
     ):
+        message = redact(message)  # shown to every viewer of the session: no key shapes
         super().__init__(message)
         self.message = message
         self.status = status

@@ -10,7 +10,8 @@ worker needs, with nothing shared between threads; http.client parses the status
 and the body is read a network chunk at a time.
 
 Proxies come from the environment (HTTPS_PROXY, HTTP_PROXY, NO_PROXY), as httpx took them, read once per
-URL; TLS uses the system's CA store.
+URL; TLS uses the system's CA store. Every connection goes to an address netguard allowed, resolved once
+at connect time; the body is read under the caps of limits.py.
 """
 
 from __future__ import annotations
@@ -23,9 +24,13 @@ import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 
+from hangar import netguard
+from hangar.engine.providers.limits import bounded_lines
+
 CONNECT_TIMEOUT_S = 30.0
 READ_CHUNK = 65536
 MAX_LINE = 16 * 1024 * 1024  # one SSE line (a tool call's arguments can be a whole file)
+MAX_BODY = 64 * 1024 * 1024  # a body read as lines when the caller names no cap
 MAX_ERROR_BODY = 1024 * 1024
 USER_AGENT = "hangar/0.1"
 
@@ -79,6 +84,10 @@ class _Origin:
                 conn.set_tunnel(self.host, self.port)
         else:
             conn = http.client.HTTPConnection(host, port, timeout=CONNECT_TIMEOUT_S)
+        if self.proxy:
+            netguard.resolve(self.host, self.port)  # the proxy connects; the name is checked as it stands now
+        else:
+            conn._create_connection = netguard.connect  # resolved, checked and connected to in one place
         conn.connect()
         conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         conn.sock.settimeout(read_timeout)
@@ -107,31 +116,27 @@ class Response:
         self._done = limit is None or not self._answer.fp
         return data
 
-    def lines(self) -> Iterator[str]:
-        """The body's lines, decoded, without their line ends; read to the body's end."""
-        read1, pending, pending_size = self._answer.read1, [], 0
-        while True:
-            try:
-                data = read1(READ_CHUNK)
-            except (OSError, ValueError, http.client.HTTPException) as exc:  # ValueError: a bad chunk size
-                raise HTTPError(f"the response broke off: {exc!r}") from exc
-            if not data:
-                break
-            start = 0
-            while (end := data.find(b"\n", start)) >= 0:
-                line = data[start:end]
-                if pending:
-                    line, pending, pending_size = b"".join([*pending, line]), [], 0
-                yield line.rstrip(b"\r").decode("utf-8")
-                start = end + 1
-            if start < len(data):
-                pending.append(data[start:])
-                pending_size += len(data) - start
-                if pending_size > MAX_LINE:
-                    raise HTTPError(f"a line of the response is longer than {MAX_LINE} bytes")
-        self._done = True
-        if pending:
-            yield b"".join(pending).rstrip(b"\r").decode("utf-8")
+    def lines(self, *, max_total: int | None = None) -> Iterator[str]:
+        """The body's lines, decoded, without their line ends; read to the body's end. A line over
+        MAX_LINE or a body over `max_total` bytes is a limits.TooLarge (a ProviderError)."""
+        read1 = self._answer.read1
+
+        def chunks() -> Iterator[bytes]:
+            while True:
+                try:
+                    data = read1(READ_CHUNK)
+                except (
+                    OSError,
+                    ValueError,
+                    http.client.HTTPException,
+                ) as exc:  # ValueError: a bad chunk size
+                    raise HTTPError(f"the response broke off: {exc!r}") from exc
+                if not data:
+                    self._done = True
+                    return
+                yield data
+
+        yield from bounded_lines(chunks(), max_line=MAX_LINE, max_total=max_total or MAX_BODY)
 
     def close(self) -> None:
         if threading.current_thread() is not self._owner:

@@ -36,9 +36,13 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
+from hangar import netguard
+from hangar.engine.providers import ambient
 from hangar.engine.providers.assemble import StreamAssembler, openai_sse_events
 from hangar.engine.providers.base import ProviderError, StreamEvent, Usage, is_retryable
 from hangar.engine.providers.guard import guarded
+from hangar.engine.providers.limits import bounded_lines, cap
+from hangar.engine.providers.redact import redact
 
 _litellm = None
 _lock = threading.Lock()
@@ -49,6 +53,7 @@ _SDK_CLIENTS_MAX = 256
 _last = threading.local()  # the last HTTP response this thread's client received (event hook)
 _plain_seen: dict[int, tuple[Any, bool]] = {}  # id(tool dict) → (the dict, _plain_tool verdict)
 BASE_HANDLER_FLAG = "EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER"
+KEYLESS = "no-key"
 
 
 def litellm_module():
@@ -60,6 +65,7 @@ def litellm_module():
                 # LiteLLM's own HTTP handler for the OpenAI route (module doc). Set the variable to
                 # False to go back to the OpenAI SDK.
                 os.environ.setdefault(BASE_HANDLER_FLAG, "True")
+                ambient.scrub()
                 import litellm
 
                 litellm.suppress_debug_info = True
@@ -102,7 +108,10 @@ def _http_handler():
                 from litellm.llms.custom_httpx.http_handler import HTTPHandler
 
                 _handler = HTTPHandler(timeout=600.0)
-    client = _handler.client  # LiteLLM rebuilds it if it was closed: (re)attach the hook
+    client = _handler.client  # LiteLLM rebuilds it if it was closed: (re)attach the hook and guards
+    from hangar.engine.providers import httpx_guard
+
+    httpx_guard.install(client)
     if _remember not in client.event_hooks["response"]:
         client.event_hooks = {**client.event_hooks, "response": [*client.event_hooks["response"], _remember]}
     return _handler
@@ -194,7 +203,23 @@ def _usage_of(raw: Any) -> Usage:
     )
 
 
+def _root_cause(exc: BaseException) -> ProviderError | None:
+    """A refusal of ours (an endpoint netguard blocks, a response over a cap) that LiteLLM or the OpenAI
+    SDK wrapped in an error of their own ("Connection error.", a 500): said as itself, not retried."""
+    seen = 0
+    while exc is not None and seen < 20:
+        if isinstance(exc, ProviderError):
+            return exc
+        if isinstance(exc, netguard.BlockedAddress):
+            return ProviderError(str(exc), retryable=False, name="APIError")
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return None
+
+
 def _error(exc: Exception) -> ProviderError:
+    ours = _root_cause(exc)
+    if ours is not None:
+        return ours
     status = getattr(exc, "status_code", None)
     headers = getattr(exc, "litellm_response_headers", None) or getattr(
         getattr(exc, "response", None), "headers", None
@@ -220,7 +245,9 @@ class LiteLLMModel:
         timeout_s: float = 600.0,
     ):
         self.provider_id, self.model_id = provider_id, model_id
-        self._api_base, self._api_key, self._timeout = api_base or None, api_key or None, timeout_s
+        # Never None: LiteLLM would fill a missing key in from the environment (ambient.py). A keyless
+        # OpenAI-compatible endpoint gets a placeholder it ignores.
+        self._api_base, self._api_key, self._timeout = api_base or None, api_key or KEYLESS, timeout_s
         # Any OpenAI-compatible api_base: talk OpenAI wire format to it; else let LiteLLM route.
         self._model = f"openai/{model_id}" if api_base else f"{provider_id}/{model_id}"
 
@@ -239,12 +266,18 @@ class LiteLLMModel:
             kwargs["temperature"] = temperature
         return kwargs
 
+    def _error(self, exc: Exception) -> ProviderError:
+        error = _error(exc)
+        error.message = redact(error.message, self._api_key or "")
+        error.args = (error.message,)
+        return error
+
     def complete(self, *, system: list[str], messages: list[dict], temperature: float | None = None) -> str:
         litellm = litellm_module()
         try:
             response = litellm.completion(messages=_messages(system, messages), **self._kwargs(temperature))
         except Exception as exc:
-            raise _error(exc) from exc
+            raise self._error(exc) from exc
         finally:
             _last.response = None
         return response.choices[0].message.content or ""
@@ -274,14 +307,20 @@ class LiteLLMModel:
             )
         except Exception as exc:
             _close(_last.response)  # an error response LiteLLM raised on: give its connection back
-            raise _error(exc) from exc
+            raise self._error(exc) from exc
         finally:
             http, _last.response = _last.response, None
         if http is None:  # not sent on our client: the OpenAI SDK's Stream still holds its response
             http = getattr(getattr(response, "completion_stream", None), "response", None)
         if self._api_base is not None and _is_stream_of(http):
             # The provider's SSE stream, parsed and type-checked here (assemble.openai_sse_events).
-            events = openai_sse_events(http.iter_lines(), abort, _usage_of)
+            # httpx's own iter_lines buffers a line of any length: split the (capped) bytes ourselves.
+            lines = bounded_lines(
+                http.iter_bytes(),
+                max_line=cap("HANGAR_MODEL_MAX_EVENT_BYTES"),
+                max_total=cap("HANGAR_MODEL_MAX_RESPONSE_BYTES"),
+            )
+            events = openai_sse_events(lines, abort, _usage_of)
             yield from guarded(events, abort=abort, close=lambda: _close(http), to_error=_error)
         else:
             yield from self._events(response, abort)

@@ -20,7 +20,9 @@ from hangar.engine.providers import http
 from hangar.engine.providers.assemble import openai_sse_events
 from hangar.engine.providers.base import ProviderError, StreamEvent, is_retryable
 from hangar.engine.providers.guard import guarded
+from hangar.engine.providers.limits import TooLarge, cap
 from hangar.engine.providers.litellm_model import _messages, _usage_of
+from hangar.engine.providers.redact import redact
 
 USER_AGENT = http.USER_AGENT
 
@@ -73,6 +75,7 @@ class OpenAICompatModel:
         self.provider_id, self.model_id = provider_id, model_id
         self._url = api_base.rstrip("/") + "/chat/completions"
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._key = api_key
         self._timeout = timeout_s
 
     def _post(self, body: dict) -> http.Response:
@@ -84,9 +87,12 @@ class OpenAICompatModel:
             raise _transport_error(exc) from exc
         if response.status >= 400:
             try:
-                raise _error_of(response)
+                error = _error_of(response)
             finally:
                 response.close()
+            error.message = redact(error.message, self._key)
+            error.args = (error.message,)
+            raise error
         return response
 
     def _body(self, system: list[str], messages: list[dict], temperature: float | None, **extra) -> dict:
@@ -97,12 +103,15 @@ class OpenAICompatModel:
 
     def complete(self, *, system: list[str], messages: list[dict], temperature: float | None = None) -> str:
         response = self._post(self._body(system, messages, temperature))
+        limit = cap("HANGAR_MODEL_MAX_RESPONSE_BYTES")
         try:
-            raw = response.read()
+            raw = response.read(limit + 1)
         except http.HTTPError as exc:
             raise _transport_error(exc) from exc
         finally:
             response.close()
+        if len(raw) > limit:
+            raise TooLarge("the response body", limit)
         try:
             body = json.loads(raw)
         except ValueError:
@@ -130,5 +139,6 @@ class OpenAICompatModel:
                 **({"tools": tools} if tools else {}),
             )
         )
-        events = openai_sse_events(response.lines(), abort, _usage_of)
+        lines = response.lines(max_total=cap("HANGAR_MODEL_MAX_RESPONSE_BYTES"))
+        events = openai_sse_events(lines, abort, _usage_of)
         yield from guarded(events, abort=abort, close=response.close, to_error=_transport_error)

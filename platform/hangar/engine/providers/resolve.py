@@ -38,6 +38,13 @@ def _litellm_factory(*, org_id: int, user_id: int | None, provider_id: str, mode
                 name="ProviderAuthError",
             ) from None
         credential = None
+    if credential is not None and not credential.api_key and not credential.api_base:
+        # A named provider without a key would be authenticated by whatever the worker's environment
+        # holds (env keys, a cloud instance role): never a tenant's call.
+        raise ProviderError(
+            f"the credential for provider {provider_id!r} has no API key: set one in the credential settings",
+            name="ProviderAuthError",
+        )
     api_base = credential.api_base if credential else local
     api_key = credential.api_key if credential else "local"
     if api_base and settings.HANGAR_DIRECT_OPENAI_COMPAT:
