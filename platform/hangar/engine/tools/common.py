@@ -39,16 +39,64 @@ def relative(path: str) -> str:
     return path
 
 
+DIFF_CONTEXT = 3
+DIFF_MAX_CELLS = 4_000_000  # changed lines before x after: beyond, one hunk replaces the changed region
+
+
 def unified_diff(path: str, before: str, after: str) -> str:
-    lines = difflib.unified_diff(
-        before.splitlines(keepends=True),
-        after.splitlines(keepends=True),
-        fromfile=path,
-        tofile=path,
-    )
+    """difflib's unified diff, bounded: the lines both sides share at the start and end are set aside
+    first (an edit changes a small region of a large file: only that region is compared), and a changed
+    region too large for difflib's matcher (quadratic in the worst case) becomes a single hunk that
+    removes it all and adds the new lines."""
+    a, b = before.splitlines(keepends=True), after.splitlines(keepends=True)
+    prefix, limit = 0, min(len(a), len(b))
+    while prefix < limit and a[prefix] == b[prefix]:
+        prefix += 1
+    suffix = 0
+    while suffix < limit - prefix and a[len(a) - 1 - suffix] == b[len(b) - 1 - suffix]:
+        suffix += 1
+    lo = max(0, prefix - DIFF_CONTEXT)
+    keep = max(0, suffix - DIFF_CONTEXT)
+    a_mid, b_mid = a[lo : len(a) - keep], b[lo : len(b) - keep]
+    if (len(a_mid) - DIFF_CONTEXT) * (len(b_mid) - DIFF_CONTEXT) <= DIFF_MAX_CELLS:
+        lines = _shifted(difflib.unified_diff(a_mid, b_mid, fromfile=path, tofile=path), lo)
+    else:
+        lines = _one_hunk(path, a, b, prefix, suffix, lo, keep)
     return "".join(
         line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
     )
+
+
+def _shifted(lines, offset: int):
+    """Hunk headers of a diff of a slice starting at line `offset`, renumbered for the whole file."""
+    for line in lines:
+        if offset and line.startswith("@@ "):
+            old, new = line.split(" ")[1:3]
+            line = f"@@ {_shift(old, offset)} {_shift(new, offset)} @@\n"
+        yield line
+
+
+def _shift(span: str, offset: int) -> str:
+    start, comma, length = span[1:].partition(",")
+    return f"{span[0]}{int(start) + offset}{comma}{length}"
+
+
+def _one_hunk(path: str, a: list[str], b: list[str], prefix: int, suffix: int, lo: int, keep: int):
+    yield f"--- {path}\n"
+    yield f"+++ {path}\n"
+    old_len, new_len = len(a) - lo - keep, len(b) - lo - keep
+    yield f"@@ -{_range(lo, old_len)} +{_range(lo, new_len)} @@\n"
+    yield from (" " + line for line in a[lo:prefix])
+    yield from ("-" + line for line in a[prefix : len(a) - suffix])
+    yield from ("+" + line for line in b[prefix : len(b) - suffix])
+    yield from (" " + line for line in a[len(a) - suffix : len(a) - keep])
+
+
+def _range(start: int, length: int) -> str:
+    """difflib's unified range: 1-based start, `,length` unless 1, and the line before when empty."""
+    if length == 1:
+        return str(start + 1)
+    return f"{start if length == 0 else start + 1},{length}"
 
 
 def filediff(path: str, before: str, after: str, status: str = "modified", patch: str | None = None) -> dict:

@@ -2,7 +2,8 @@
 
 It does what OpenCode's `Tool.define` wrapper does around `execute`: validate the arguments with
 the tool's pydantic model (a readable ToolError on failure, so the model can fix the call),
-run it, and bound the output (`truncate.py`) unless the tool bounded it itself, which it signals
+run it under the CPU budget (`budget.py`: a deadline and the run's abort, for the work a tool does in
+the worker), and bound the output (`truncate.py`) unless the tool bounded it itself, which it signals
 by putting `truncated` in its metadata (read, list, glob, grep).
 """
 
@@ -12,6 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from hangar.engine.tools import budget
 from hangar.engine.tools.base import Tool, ToolContext, ToolError, ToolResult
 from hangar.engine.tools.truncate import truncate_output
 
@@ -38,7 +40,13 @@ def validate_args(tool: Tool, raw: Any):
 def execute_tool(tool: Tool, raw_args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     """Validate, execute, truncate. Raises ToolError / PermissionAsked / PermissionRejected."""
     args = validate_args(tool, raw_args)
-    result = tool.execute(args, ctx)
+    try:
+        with budget.within(budget.TOOL_CPU_S, ctx.abort):
+            result = tool.execute(args, ctx)
+    except budget.OutOfTime as exc:
+        raise ToolError(f"The {tool.name} tool {exc}: the input is too large or too ambiguous.") from None
+    except budget.Aborted:
+        raise ToolError("Tool execution aborted") from None
     if "truncated" not in result.metadata:
         bounded = truncate_output(result.output, call_id=ctx.call_id, sandbox=ctx.sandbox)
         if bounded.truncated:

@@ -21,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from hangar.engine.tools.budget import tick
+
 BEGIN, END = "*** Begin Patch", "*** End Patch"
 ADD, DELETE, UPDATE, MOVE, EOF_MARK = (
     "*** Add File:",
@@ -163,6 +165,7 @@ def _try(
     ):
         return len(lines) - size
     for i in range(start, len(lines) - size + 1):
+        tick()  # O(lines x pattern) per comparator: the tool budget's deadline and abort
         if all(same(lines[i + j], pattern[j]) for j in range(size)):
             return i
     return -1
