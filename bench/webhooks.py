@@ -8,8 +8,9 @@ against a database of its own (`hangar_bench_hooks`, migrated here), the scripte
 each session with one short text turn, the Docker sandbox. The receiver is a local HTTP server in this
 process (the worker runs with HANGAR_WEBHOOKS_ALLOW_PRIVATE=1 to reach it).
 
-- in -> running: from just before the signed POST to /hooks/in/<key> to the first event of the run the
-  worker started (the assistant message's `message.updated`, stamped by Postgres). Also the POST's own
+- in -> running: from just before the signed POST to /hooks/in/<key> to the first event the worker's run
+  wrote (its assistant message, stamped by Postgres; a run that failed at once counts its error event,
+  and the count of runs that errored is printed). Also the POST's own
   response time (verify, render, create the session, prompt: one transaction).
 - event -> delivered: from the `session.idle` event's commit stamp to the signed POST arriving at the
   receiver (sink -> fan-out task -> delivery row -> delivery task -> HTTP).
@@ -140,7 +141,7 @@ def run(hangar: Hangar, scripted: Scripted, receiver: Receiver, args) -> dict:
         project=hangar.project,
     )
     url = f"http://127.0.0.1:{hangar.port}/hooks/in/{trigger.key}"
-    to_running, post_ms, to_delivered = [], [], []
+    to_running, post_ms, to_delivered, errors = [], [], [], 0
     with httpx.Client(timeout=30) as client:
         for i in range(args.calls + 1):  # the first is a warm-up
             body = json.dumps({"repo": "bench/app", "job": {"name": f"job-{i}"}})
@@ -155,9 +156,10 @@ def run(hangar: Hangar, scripted: Scripted, receiver: Receiver, args) -> dict:
             session_id = response.json()["session"]
             arrived = receiver.wait(session_id)
             events = list(Event.objects.filter(session_id=session_id).order_by("seq"))
-            first_run = next(
-                e for e in events if e.type == "message.updated" and e.payload["info"]["role"] == "assistant"
-            )
+            # The prompt's own events end with session.status busy (web); the next is the worker's.
+            busy = next(e for e in events if e.type == "session.status")
+            first_run = next(e for e in events if e.seq > busy.seq)
+            errors += first_run.type == "session.error" or any(e.type == "session.error" for e in events)
             idle = next(e for e in events if e.type == "session.idle")
             if i == 0:
                 continue
@@ -167,6 +169,7 @@ def run(hangar: Hangar, scripted: Scripted, receiver: Receiver, args) -> dict:
             time.sleep(args.gap)
     figures = {
         "calls": args.calls,
+        "runs_that_errored": errors,
         "in_post_ms": {"p50": percentile(post_ms, 0.5), "p99": percentile(post_ms, 0.99)},
         "in_to_running_ms": {"p50": percentile(to_running, 0.5), "p99": percentile(to_running, 0.99)},
         "event_to_delivered_ms": {
