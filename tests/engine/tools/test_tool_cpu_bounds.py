@@ -7,11 +7,11 @@ import threading
 import time
 
 import pytest
+from hangar.engine.tools.runner import execute_tool
 
 from hangar.engine.tools import budget
 from hangar.engine.tools.base import ToolError
 from hangar.engine.tools.registry import ALL
-from hangar.engine.tools.runner import execute_tool
 
 
 def timed(harness, tool, limit_s, **args):
