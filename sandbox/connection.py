@@ -10,6 +10,11 @@ when the connection closes or its process dies, so the next process attaches aga
 A reader thread demultiplexes docker's 8-byte stream headers, splits lines and hands each reply
 to the waiting caller by id; stream frames go to the caller's callback (on the reader thread:
 callbacks must be quick and must not call back into the sandbox).
+
+Whatever the container writes is untrusted: a line (or a docker frame) longer than MAX_FRAME drops the
+connection instead of growing the worker's memory; the pending calls fail with SandboxUnavailable and the
+next call reconnects. The agent starts every line with a newline, so junk left in the pipe by a dropped
+connection ends before the next reply and costs that reply nothing.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ import docker.errors
 from sandbox.protocol import FileNotFound, SandboxError, SandboxUnavailable
 
 RELAY_CMD = ["python3", "-S", "-u", "/opt/hangar/agent/main.py", "--relay"]
+# The largest reply is read_bytes at its limit (16 MiB, base64: 21.3 MiB) plus JSON: room to spare.
+MAX_FRAME = 32 << 20
 
 
 def _raw_socket(sock) -> socket.socket:
@@ -114,6 +121,8 @@ class AgentConnection:
                 pos = 0
                 while len(buf) - pos >= 8:
                     size = int.from_bytes(buf[pos + 4 : pos + 8], "big")
+                    if size > MAX_FRAME:
+                        return  # a docker frame we would have to hold whole: drop (finally: _die)
                     if len(buf) - pos - 8 < size:
                         break
                     stream, payload = buf[pos], bytes(buf[pos + 8 : pos + 8 + size])
@@ -123,8 +132,11 @@ class AgentConnection:
                         continue
                     line += payload
                     while (nl := line.find(b"\n")) >= 0:
-                        self._dispatch(bytes(line[:nl]))
+                        if nl:
+                            self._dispatch(bytes(line[:nl]))
                         del line[: nl + 1]
+                    if len(line) > MAX_FRAME:
+                        return  # an endless line: drop the connection rather than grow
                 del buf[:pos]
         except OSError:
             pass

@@ -12,6 +12,7 @@ SESSION_PREFIX = "hangar-s-"
 POOL_PREFIX = "hangar-pool-"
 STATE_MOUNT = "/home/hangar/.hangar"
 TMP_MB = 256
+RUN_DIR = "/run/hangar"
 
 
 def session_container_name(session_id: str) -> str:
@@ -41,13 +42,19 @@ def create_kwargs(spec: SandboxSpec, image: str, name: str, volume_id: str, labe
         stdin_open=True,
         tty=False,
         command=None,
-        user="1000:1000",
+        # Root starts the container only so the agent can bind its relay socket in a root-owned
+        # directory and then drop to uid 1000 for good (agent/main.py): the uid change leaves it
+        # non-dumpable, so its /proc/<pid>/fd, mem and ptrace are closed to the commands (also uid
+        # 1000, no capabilities), and init's stdout, the agent's pipe, belongs to root. SETUID/SETGID
+        # are the only capabilities, for that one drop; no-new-privileges still holds.
+        user="0:0",
         working_dir=WORKSPACE,
         environment=environment,
         init=True,  # docker-init (tini) reaps zombies and forwards signals to the agent
         network_mode=network_mode,
         read_only=True,
         cap_drop=["ALL"],
+        cap_add=["SETUID", "SETGID"],
         security_opt=["no-new-privileges:true"],
         nano_cpus=int(spec.cpus * 1e9),
         mem_limit=memory,
@@ -56,6 +63,8 @@ def create_kwargs(spec: SandboxSpec, image: str, name: str, volume_id: str, labe
         tmpfs={
             "/tmp": f"rw,nosuid,nodev,size={TMP_MB}m",
             "/home/hangar": "rw,nosuid,nodev,size=64m,uid=1000,gid=1000,mode=0755",
+            # The relay socket's home: root's, so no command can replace the socket.
+            RUN_DIR: "rw,nosuid,nodev,noexec,size=64k,mode=0700",
         },
         mounts=[
             Mount(WORKSPACE, str(mnt / "workspace"), type="bind"),

@@ -123,8 +123,9 @@ class DockerSandbox:
         r = self._call("read", {"path": path, "offset": offset, "limit": limit})
         return ReadResult(r["content"], r["total_lines"], r["offset"], r["truncated"], r["binary"])
 
-    def read_bytes(self, path: str) -> bytes:
-        return base64.b64decode(self._call("read_bytes", {"path": path})["data"])
+    def read_bytes(self, path: str, *, max_bytes: int | None = None) -> bytes:
+        args = {"path": path} | ({"max_bytes": max_bytes} if max_bytes is not None else {})
+        return base64.b64decode(self._call("read_bytes", args)["data"])
 
     def write(self, path: str, content: str | bytes) -> None:
         if isinstance(content, bytes):

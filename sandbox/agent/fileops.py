@@ -16,6 +16,7 @@ WORKSPACE = "/workspace"
 DEFAULT_READ_LIMIT = 2000
 MAX_LINE_CHARS = 2000
 MAX_READ_BYTES = 50 * 1024
+MAX_BYTES = 16 << 20  # read_bytes: base64 of this still fits the worker's frame cap (connection.py)
 RESULT_LIMIT = 100
 BINARY_SAMPLE = 4096
 BINARY_EXTENSIONS = {
@@ -132,8 +133,15 @@ def read(args: dict) -> dict:
 
 
 def read_bytes(args: dict) -> dict:
+    """The whole file, if it is at most `max_bytes` (never above MAX_BYTES): the reply is one line the
+    worker holds in memory."""
+    limit = min(arg(args, "max_bytes", int, MAX_BYTES), MAX_BYTES)
     with open(_path(args), "rb") as f:
-        return {"data": base64.b64encode(f.read()).decode()}
+        size = os.fstat(f.fileno()).st_size
+        data = f.read(limit + 1)  # st_size lies for /proc files and fifos: read one past the limit
+    if size > limit or len(data) > limit:
+        raise OpError(f"file is too large to read whole: {max(size, len(data))} bytes (limit {limit})")
+    return {"data": base64.b64encode(data).decode()}
 
 
 def write(args: dict) -> dict:

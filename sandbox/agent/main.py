@@ -1,6 +1,9 @@
 """Hangar in-container agent: JSON requests in, JSON replies and stream frames out, one per line.
 
-Stdlib only; runs as uid 1000 under docker's init. It serves two kinds of connection:
+Stdlib only; starts as root under docker's init, binds the relay socket in root's /run/hangar, then
+drops to uid 1000 for good (commands run as uid 1000 too: the drop leaves the agent non-dumpable, so
+they cannot open its /proc/<pid>/fd, mem or ptrace it, and cannot replace the socket). It serves two
+kinds of connection:
   * its own stdin/stdout, reached by the host through `docker attach` (the fast path), and
   * a unix socket (SOCKET_PATH), reached through `docker exec main.py --relay`, which pipes the
     exec's stdio to that socket.
@@ -32,7 +35,8 @@ import snapshots
 from wire import BadRequest, OpError, Writer
 
 STATE_DIR = os.environ.get("HANGAR_STATE_DIR", "/home/hangar/.hangar")
-SOCKET_PATH = os.environ.get("HANGAR_AGENT_SOCKET", "/home/hangar/.hangar-agent.sock")
+SOCKET_PATH = os.environ.get("HANGAR_AGENT_SOCKET", "/run/hangar/agent.sock")
+SANDBOX_UID = 1000
 
 
 class Agent:
@@ -123,16 +127,8 @@ class Agent:
                 except Exception as exc:  # last line of defence: never die on input
                     writer.error(None, "SandboxError", f"{type(exc).__name__}: {exc}")
 
-    def listen(self) -> None:
+    def listen(self, server: socket.socket) -> None:
         """Serve relay connections on the unix socket, one thread per connection."""
-        try:
-            os.unlink(SOCKET_PATH)
-        except FileNotFoundError:
-            pass
-        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        server.bind(SOCKET_PATH)
-        os.chmod(SOCKET_PATH, 0o600)
-        server.listen(64)
         while True:
             conn, _ = server.accept()
             threading.Thread(target=self._serve_conn, args=(conn,), daemon=True).start()
@@ -160,13 +156,40 @@ def relay() -> None:
         os.write(1, data)
 
 
+def bind_socket() -> socket.socket:
+    """The relay socket, bound (as root, in root's directory: only root's relay can reach it)."""
+    try:
+        os.unlink(SOCKET_PATH)
+    except FileNotFoundError:
+        pass
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(SOCKET_PATH)
+    os.chmod(SOCKET_PATH, 0o600)
+    server.listen(64)
+    return server
+
+
+def drop_privileges() -> None:
+    """Root -> uid/gid 1000 with no supplementary groups, all three ids: the capabilities go with root,
+    and the kernel marks the process non-dumpable (its /proc entries become root's)."""
+    if os.getuid() != 0:
+        return  # started unprivileged (an older container): nothing to drop
+    os.setgroups([])
+    os.setresgid(SANDBOX_UID, SANDBOX_UID, SANDBOX_UID)
+    os.setresuid(SANDBOX_UID, SANDBOX_UID, SANDBOX_UID)
+    if os.getresuid() != (SANDBOX_UID,) * 3 or os.getresgid() != (SANDBOX_UID,) * 3:
+        raise SystemExit("could not drop privileges")
+
+
 def main() -> None:
     if sys.argv[1:] == ["--relay"]:
         relay()
         return
+    server = bind_socket()
+    drop_privileges()
     os.makedirs(STATE_DIR, exist_ok=True)
     agent = Agent()
-    threading.Thread(target=agent.listen, daemon=True).start()
+    threading.Thread(target=agent.listen, args=(server,), daemon=True).start()
     # The snapshot repo is made while the container is new (or warming in the pool), not in a
     # session's first step; a track that comes first waits on the repo's lock.
     agent.pool.submit(agent.snapshots.init)

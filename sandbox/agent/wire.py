@@ -42,7 +42,8 @@ class Writer:
     def _send(self, rid, body: dict) -> None:
         head = '{"id":' + json.dumps(rid)
         rest = json.dumps(body, ensure_ascii=False, separators=(",", ":"))[1:]
-        line = (head + ("," + rest if rest != "}" else "}") + "\n").encode("utf-8", "replace")
+        # The leading newline ends whatever junk a dropped reader left in the pipe (connection.py).
+        line = ("\n" + head + ("," + rest if rest != "}" else "}") + "\n").encode("utf-8", "replace")
         with self.lock:
             try:
                 self.out.write(line)

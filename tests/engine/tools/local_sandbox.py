@@ -21,7 +21,15 @@ import threading
 import time
 from pathlib import Path
 
-from sandbox.protocol import WORKSPACE, ExecResult, FileNotFound, FileStat, GrepMatch, ReadResult
+from sandbox.protocol import (
+    WORKSPACE,
+    ExecResult,
+    FileNotFound,
+    FileStat,
+    GrepMatch,
+    ReadResult,
+    SandboxError,
+)
 
 LIMIT = 100
 SKIP_DIRS = {"node_modules", ".git", "__pycache__", ".venv", "dist", "build"}
@@ -95,10 +103,12 @@ class LocalSandbox:
             window.append(line)
         return ReadResult("\n".join(window), len(lines), offset, offset + len(window) < len(lines))
 
-    def read_bytes(self, path: str) -> bytes:
+    def read_bytes(self, path: str, *, max_bytes: int | None = None) -> bytes:
         target = self.host(path)
         if not target.is_file():
             raise FileNotFound(path)
+        if max_bytes is not None and target.stat().st_size > max_bytes:
+            raise SandboxError(f"file is too large to read whole: {target.stat().st_size} bytes")
         return target.read_bytes()
 
     def write(self, path: str, content) -> None:

@@ -63,6 +63,15 @@ def test_read_rejects_binaries_and_directories_in_the_container(d):
         run(d, "read", filePath=d.dir)
 
 
+def test_read_refuses_an_image_over_five_megabytes_and_attaches_a_small_one(d):
+    d.sandbox.exec(f"cd {d.dir} && truncate -s 400M huge.png && head -c 3000 /dev/urandom > small.png")
+    with pytest.raises(ToolError, match=r"Image is too large to read: 419.4 MB \(the limit is 5 MB\)"):
+        run(d, "read", filePath=f"{d.dir}/huge.png")
+    small = run(d, "read", filePath=f"{d.dir}/small.png")
+    assert small.output == "Image read successfully"
+    assert small.attachments[0]["url"].startswith("data:image/png;base64,")
+
+
 def test_bash_streams_output_into_metadata_and_reports_the_exit_code(d):
     result = run(
         d,

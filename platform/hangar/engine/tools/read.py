@@ -2,7 +2,9 @@
 
 The sandbox applies OpenCode's limits (2000 lines by default, lines cut at 2000 chars, 50 KB per
 window, binary detection); this tool checks permission, numbers the lines and words the footer.
-Images and PDFs come back as attachments, as in OpenCode.
+Images and PDFs come back as attachments, as in OpenCode, up to MAX_ATTACHMENT_BYTES: a larger one is
+refused before a byte of it leaves the sandbox (providers refuse images over 5 MB anyway, and the whole
+file would sit in the worker's memory, then in the message row).
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ from pydantic import BaseModel, Field
 
 from hangar.engine.tools.base import ToolContext, ToolError, ToolResult
 from hangar.engine.tools.common import description, relative, resolve
-from sandbox.protocol import FileNotFound
+from sandbox.protocol import FileNotFound, SandboxError
 
 DEFAULT_LIMIT = 2000
 ATTACHABLE = {"application/pdf"}
+MAX_ATTACHMENT_BYTES = 5 * 1024 * 1024
 
 
 class ReadParams(BaseModel):
@@ -47,7 +50,7 @@ class ReadTool:
             raise ToolError(f"Path is a directory, not a file: {path}. Use the list tool to see its entries.")
         mime = mimetypes.guess_type(path)[0] or ""
         if (mime.startswith("image/") and mime != "image/svg+xml") or mime in ATTACHABLE:
-            return self._attachment(path, mime, ctx)
+            return self._attachment(path, mime, stat.size, ctx)
         offset = args.offset or 1
         limit = args.limit or DEFAULT_LIMIT
         try:
@@ -79,9 +82,17 @@ class ReadTool:
             metadata={"preview": "\n".join(lines[:20]), "truncated": window.truncated},
         )
 
-    def _attachment(self, path: str, mime: str, ctx: ToolContext) -> ToolResult:
-        data = base64.b64encode(ctx.sandbox.read_bytes(path)).decode()
+    def _attachment(self, path: str, mime: str, size: int, ctx: ToolContext) -> ToolResult:
         kind = "PDF" if mime == "application/pdf" else "Image"
+        too_large = f"{kind} is too large to read: {size / 1e6:.1f} MB (the limit is 5 MB): {path}"
+        if size > MAX_ATTACHMENT_BYTES:
+            raise ToolError(too_large)
+        try:  # the size is checked again in the sandbox: the file may have grown since the stat
+            data = base64.b64encode(ctx.sandbox.read_bytes(path, max_bytes=MAX_ATTACHMENT_BYTES)).decode()
+        except SandboxError as exc:
+            if "too large" in str(exc):
+                raise ToolError(too_large) from None
+            raise
         message = f"{kind} read successfully"
         ctx.mark_read(path)
         return ToolResult(
