@@ -15,7 +15,7 @@ import time
 import docker
 import docker.errors
 
-from sandbox import containers, egress, gitops, volumes
+from sandbox import budget, containers, egress, gitops, volumes
 from sandbox.connection import AgentConnection
 from sandbox.docker_backend import DockerSandbox
 from sandbox.image import ensure_image
@@ -42,6 +42,7 @@ class DockerSandboxes:
         pool=None,
         egress_extra_hosts: dict[str, str] | None = None,
         egress_allow_private: list[str] | None = None,
+        budget_limits: budget.Limits | None = None,
     ) -> None:
         self.client = client or docker.from_env()
         self.api = local_api(self.client)
@@ -53,6 +54,7 @@ class DockerSandboxes:
         self.egress_operator = (
             egress.operator_ranges() if egress_allow_private is None else list(egress_allow_private)
         )
+        self.budget_limits = budget_limits  # None: from the environment (budget.Limits.from_env)
         self._open: dict[str, DockerSandbox] = {}
         self._lock = threading.Lock()
 
@@ -71,6 +73,10 @@ class DockerSandboxes:
                 # A new session: claim first, without looking for its container (one inspect fewer).
                 # Safe: renaming a pooled container onto the session's name fails if the session has a
                 # container after all (another process binding it); we then connect to that one.
+                # The pooled volume is reserved already; claiming it spends the org's budget.
+                if spec.org_id and self.pool.fits(spec):
+                    with budget.reserving():
+                        budget.check_org(spec.disk_mb, spec.org_id, self.budget_limits)
                 box = self.pool.claim(self, spec)
             if box is None:
                 box = self._connect_existing(spec.session_id, spec)
@@ -89,13 +95,18 @@ class DockerSandboxes:
         return self._remember(box)
 
     def hibernate(self, session_id: str) -> None:
-        """Stop the container (and its egress proxy); the workspace volume (and snapshots) stay."""
+        """Stop the container (and its egress proxy) and unmount the workspace volume (its loop device
+        goes with it); the volume's image (and snapshots) stay, and resume mounts it again."""
         self._forget(session_id)
         try:
             self.api.stop(containers.session_container_name(session_id), timeout=STOP_TIMEOUT_S)
         except docker.errors.NotFound:
             pass
-        egress.stop(self.api, volumes.session_key(session_id))
+        key = volumes.session_key(session_id)
+        egress.stop(self.api, key)
+        record = volumes.lookup(key)
+        if record and record.get("volume"):
+            volumes.unmount(record["volume"])
 
     def resume(self, session_id: str) -> DockerSandbox:
         return self.connect(session_id)
@@ -239,7 +250,9 @@ class DockerSandboxes:
             # A bad entry fails before anything exists.
             egress.validate_allowlist(spec.allowlist, self.egress_operator, egress.host_addresses(self.api))
         volume_id = volumes.new_volume_id()
-        volumes.create_volume(volume_id, spec.disk_mb)
+        with budget.reserving():  # checked and reserved (the image file) under one host-wide lock
+            budget.check(spec.disk_mb, org_id=spec.org_id, limits=self.budget_limits)
+            volumes.create_volume(volume_id, spec.disk_mb)
         if not volumes.register(key, self._record(spec, volume_id)):
             volumes.destroy_volume(volume_id)  # lost the race: the winner's sandbox will appear
             return None

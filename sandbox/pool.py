@@ -30,7 +30,7 @@ from collections.abc import Iterator
 import docker
 import docker.errors
 
-from sandbox import containers, volumes
+from sandbox import budget, containers, volumes
 from sandbox.connection import AgentConnection
 from sandbox.docker_backend import DockerSandbox
 from sandbox.image import ensure_image
@@ -54,8 +54,10 @@ class WarmPool:
         client: docker.DockerClient | None = None,
         image: str | None = None,
         extra_labels: dict[str, str] | None = None,
+        budget_limits: budget.Limits | None = None,
     ) -> None:
         self.size = size
+        self.budget_limits = budget_limits  # None: from the environment at each fill
         self.template = template or SandboxSpec(session_id="pool")
         if self.template.network != "none":
             # An allowlist sandbox needs its own network and proxy, made for its session: cold path.
@@ -118,7 +120,9 @@ class WarmPool:
 
     def _add_one(self) -> None:
         volume_id = volumes.new_volume_id()
-        volumes.create_volume(volume_id, self.template.disk_mb)
+        with budget.reserving():
+            budget.check(self.template.disk_mb, limits=self.budget_limits)  # unclaimed: no org yet
+            volumes.create_volume(volume_id, self.template.disk_mb)
         name = containers.POOL_PREFIX + volume_id
         kwargs = containers.create_kwargs(
             self.template,

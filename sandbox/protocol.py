@@ -29,6 +29,10 @@ class FileNotFound(SandboxError):
     pass
 
 
+class QuotaExceeded(SandboxError):
+    """A new workspace would overcommit the host's disk or its organisation's budget (sandbox/budget.py)."""
+
+
 @dataclass(frozen=True)
 class ExecResult:
     status: Literal["exited", "timeout", "cancelled"]

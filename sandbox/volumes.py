@@ -110,9 +110,9 @@ def ensure_mounted(volume_id: str) -> Path:
     return mnt
 
 
-def destroy_volume(volume_id: str) -> None:
-    """Unmount and delete. Idempotent; a missing volume is fine."""
-    images, _, _, _ = _dirs()
+def unmount(volume_id: str) -> None:
+    """Unmount (a hibernated or destroyed volume): mount's loop device is set to clear itself, so the
+    loop device goes too. Idempotent."""
     mnt = mount_point(volume_id)
     if os.path.ismount(mnt):
         if _run("umount", str(mnt)).returncode != 0:
@@ -121,6 +121,12 @@ def destroy_volume(volume_id: str) -> None:
         mnt.rmdir()
     except OSError:
         pass
+
+
+def destroy_volume(volume_id: str) -> None:
+    """Unmount and delete. Idempotent; a missing volume is fine."""
+    images, _, _, _ = _dirs()
+    unmount(volume_id)
     (images / f"{volume_id}.img").unlink(missing_ok=True)
     claim_marker(volume_id).unlink(missing_ok=True)
 
