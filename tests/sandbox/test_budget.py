@@ -45,7 +45,9 @@ def test_a_create_that_would_overcommit_the_global_budget_is_refused_and_leaves_
     assert set(volumes.list_volumes()) == before
 
 
-def test_a_create_beyond_the_real_free_space_minus_headroom_is_refused(sandboxes, new_session_id, monkeypatch):
+def test_a_create_beyond_the_real_free_space_minus_headroom_is_refused(
+    sandboxes, new_session_id, monkeypatch
+):
     # Whatever the quotas add up to, a new one must leave the headroom free if every workspace fills up.
     monkeypatch.setenv("HANGAR_SANDBOX_DISK_HEADROOM_MB", str(int(_free_mb()) - 32))
     sid = new_session_id()
@@ -64,7 +66,9 @@ def test_an_org_over_its_budget_cannot_create_another_sandbox_but_another_org_ca
     with pytest.raises(SandboxError, match="organisation sandbox disk budget exhausted: 64 MB of 100 MB"):
         sandboxes.get_or_create(SandboxSpec(session_id=sid, org_id=org, disk_mb=64, **LIMITS))
     _nothing_left(sandboxes, sid)
-    box = sandboxes.get_or_create(SandboxSpec(session_id=new_session_id(), org_id=other, disk_mb=64, **LIMITS))
+    box = sandboxes.get_or_create(
+        SandboxSpec(session_id=new_session_id(), org_id=other, disk_mb=64, **LIMITS)
+    )
     assert box.exec("echo ok").output == "ok\n"
 
 
