@@ -5,6 +5,8 @@ success. Decisions per session sandbox (container `hangar-s-*` and/or registry r
   * session no longer alive (callback)        -> destroy (container, volume, record)
   * running and idle longer than idle_ttl_s    -> hibernate (stop; the workspace stays)
   * running for longer than max_lifetime_s     -> hibernate (the next use resumes it fresh)
+  ...but never while a command or terminal runs in it (the agent says so), unless it has outlived
+  max_lifetime_s by BUSY_GRACE_S (a command's longest timeout): a stop mid-command loses the work.
   * an egress proxy/network whose session has neither record nor container -> removed
 Idle time is the registry record's mtime, which every sandbox call refreshes (throttled).
 """
@@ -19,6 +21,10 @@ from datetime import datetime
 import docker.errors
 
 from sandbox import containers, egress, volumes
+from sandbox.connection import AgentConnection
+from sandbox.protocol import SandboxError
+
+BUSY_GRACE_S = 3600
 
 
 @dataclass
@@ -88,7 +94,10 @@ class Reaper:
                 if not info["State"]["Running"]:
                     continue
                 idle = now - record["last_active"]
-                if idle > self.idle_ttl_s or now - _started_at(info) > self.max_lifetime_s:
+                age = now - _started_at(info)
+                if idle > self.idle_ttl_s or age > self.max_lifetime_s:
+                    if age <= self.max_lifetime_s + BUSY_GRACE_S and self._busy(info["Id"]):
+                        continue
                     self.manager.hibernate(session_id)
                     report.hibernated.append(session_id)
             except docker.errors.NotFound:
@@ -105,6 +114,22 @@ class Reaper:
         except Exception as exc:
             report.errors.append(f"egress sweep: {type(exc).__name__}: {exc}")
         return report
+
+    def _busy(self, container_id: str) -> bool:
+        """Does a command or terminal run in the sandbox? One round trip on a connection of our own
+        (a relay when another process holds the attach lock). An agent that cannot say (an older image,
+        a dead agent) is not busy: the reaper behaves as before."""
+        try:
+            conn = AgentConnection.open(self.manager.api, container_id, str(volumes.lock_path(container_id)))
+        except (docker.errors.APIError, OSError):
+            return False
+        try:
+            state = conn.call("busy", timeout=10)
+            return bool(state.get("execs") or state.get("ptys"))
+        except SandboxError:
+            return False
+        finally:
+            conn.close()
 
     def _is_bound(self, key: str) -> bool:
         """A session key still has a sandbox (record or container): its egress stays."""

@@ -1,8 +1,14 @@
-"""Liveness of what the platform stands on: Postgres, Redis, the Docker engine, Celery workers.
+"""Health of what the platform stands on: Postgres, Redis, the Docker engine, Celery workers, sandbox disk.
 
-200 when Postgres and Redis answer (the API can serve); Docker and workers only degrade the status,
-since the API still works without them (runs queue until a worker is back). Unauthenticated, so it
-reports reachability and counts only, never tenant data or connection strings."""
+200 when Postgres and Redis answer (the API can serve); Docker, workers and disk only degrade the status,
+since the API still works without them (runs queue until a worker is back).
+Anyone (a load balancer) gets the cheap liveness, `{"status"}` alone: two pings, no Celery broadcast, no
+Docker call, no error text. A signed-in user gets each check, with a failure named by its exception type
+only (the text may carry hosts and addresses); the Celery ping is cached for a few seconds, so polling
+clients do not broadcast to every worker on every request."""
+
+import threading
+import time
 
 import redis
 from django.conf import settings
@@ -13,13 +19,17 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+WORKERS_CACHE_S = 10
+_workers_seen: tuple[float, dict] | None = None
+_workers_lock = threading.Lock()
+
 
 def _check(fn) -> dict:
     try:
         detail = fn()
         return {"status": "ok", **({"detail": detail} if detail else {})}
     except Exception as exc:  # a health check reports every failure, whatever its type
-        return {"status": "error", "detail": f"{type(exc).__name__}: {str(exc)[:200]}"}
+        return {"status": "error", "detail": type(exc).__name__}
 
 
 def check_postgres() -> str:
@@ -67,19 +77,43 @@ def check_model() -> str:
     return ""
 
 
-def health_report() -> tuple[dict, int]:
-    checks = {
-        "postgres": _check(check_postgres),
-        "redis": _check(check_redis),
+def check_sandbox_disk() -> str:
+    from sandbox import budget
+    from sandbox.protocol import QuotaExceeded
+
+    now, limits = budget.usage(), budget.Limits.from_env()
+    if now.free_mb - now.committed_mb < limits.headroom_mb:
+        raise QuotaExceeded("overcommitted")  # new workspaces are refused
+    return (
+        f"{now.free_mb:.0f} MB free, {now.reserved_mb:.0f} MB reserved by {now.volumes} workspaces "
+        f"({now.written_mb:.0f} MB written), {limits.headroom_mb} MB headroom"
+    )
+
+
+def _workers_cached() -> dict:
+    global _workers_seen
+    with _workers_lock:
+        if _workers_seen is None or time.monotonic() - _workers_seen[0] > WORKERS_CACHE_S:
+            _workers_seen = (time.monotonic(), _check(check_workers))
+        return _workers_seen[1]
+
+
+def health_report(*, detail: bool) -> tuple[dict, int]:
+    checks = {"postgres": _check(check_postgres), "redis": _check(check_redis)}
+    essential_ok = all(check["status"] == "ok" for check in checks.values())
+    code = 200 if essential_ok else 503
+    if not detail:
+        return {"status": "ok" if essential_ok else "error"}, code
+    checks |= {
         "docker": _check(check_docker),
-        "workers": _check(check_workers),
+        "workers": _workers_cached(),
+        "sandbox_disk": _check(check_sandbox_disk),
     }
     if settings.MODEL_HEALTH_URL:
         checks["model"] = _check(check_model)
-    essential_ok = checks["postgres"]["status"] == "ok" and checks["redis"]["status"] == "ok"
     all_ok = all(check["status"] == "ok" for check in checks.values())
     status = "ok" if all_ok else ("degraded" if essential_ok else "error")
-    return {"status": status, "checks": checks}, 200 if essential_ok else 503
+    return {"status": status, "checks": checks}, code
 
 
 class CheckOut(serializers.Serializer):
@@ -89,14 +123,13 @@ class CheckOut(serializers.Serializer):
 
 class HealthOut(serializers.Serializer):
     status = serializers.ChoiceField(choices=["ok", "degraded", "error"])
-    checks = serializers.DictField(child=CheckOut())
+    checks = serializers.DictField(child=CheckOut(), required=False, help_text="Signed-in users only.")
 
 
 class HealthView(APIView):
     permission_classes = [AllowAny]
-    authentication_classes: list = []
 
     @extend_schema(operation_id="health", responses={200: HealthOut, 503: HealthOut})
     def get(self, request):
-        body, status = health_report()
+        body, status = health_report(detail=bool(request.user and request.user.is_authenticated))
         return Response(body, status=status)

@@ -80,6 +80,8 @@ class Agent:
             "pty_write": self.ptys.write,
             "pty_resize": self.ptys.resize,
             "ping": self.handlers.pop("ping"),
+            # What the reaper asks before hibernating: never stop a sandbox mid-command.
+            "busy": lambda a: {"execs": len(self.execs.cancels), "ptys": len(self.ptys.open_ptys)},
             "stat": self.handlers.pop("stat"),
         }
 

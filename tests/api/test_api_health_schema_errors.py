@@ -5,23 +5,41 @@ import pytest
 from hangar.projects.models import Project
 
 
-def test_health_reports_each_dependency_without_auth(api, alice):
-    response = api().get("/api/health")
+def test_health_detail_needs_a_signed_in_user_and_reports_each_dependency_and_sandbox_disk(api, alice):
+    response = api(alice).get("/api/health")
     assert response.status_code == 200
     body = response.json()
-    assert set(body["checks"]) == {"postgres", "redis", "docker", "workers"}
+    assert set(body["checks"]) == {"postgres", "redis", "docker", "workers", "sandbox_disk"}
     assert body["checks"]["postgres"]["status"] == "ok" and body["checks"]["redis"]["status"] == "ok"
     assert body["checks"]["docker"]["status"] == "ok"  # dockerd runs on these machines
-    assert body["status"] in ("ok", "degraded")  # degraded when no Celery worker is running
+    assert body["checks"]["sandbox_disk"]["status"] == "ok"
+    assert "MB free" in body["checks"]["sandbox_disk"]["detail"]
     assert body["status"] == ("ok" if body["checks"]["workers"]["status"] == "ok" else "degraded")
     assert "acme" not in response.content.decode()
 
 
-def test_health_is_503_when_redis_is_down(api, settings):
-    settings.REDIS_URL = "redis://127.0.0.1:1/0"
+def test_public_health_is_a_cheap_liveness_without_checks(api, db, monkeypatch):
+    import hangar.health
+
+    def forbidden():
+        raise AssertionError("the public liveness must not ping Celery or Docker")
+
+    monkeypatch.setattr(hangar.health, "check_workers", forbidden)
+    monkeypatch.setattr(hangar.health, "check_docker", forbidden)
     response = api().get("/api/health")
-    assert response.status_code == 503
-    assert response.json()["status"] == "error" and response.json()["checks"]["redis"]["status"] == "error"
+    assert response.status_code == 200 and response.json() == {"status": "ok"}, response.content
+
+
+def test_health_is_503_when_redis_is_down_and_says_no_more(api, alice, settings):
+    settings.REDIS_URL = "redis://127.0.0.1:1/0"
+    public = api().get("/api/health")
+    assert public.status_code == 503 and public.json() == {"status": "error"}
+    detail = api(alice).get("/api/health")
+    assert detail.status_code == 503 and detail.json()["checks"]["redis"] == {
+        "status": "error",
+        "detail": "ConnectionError",
+    }
+    assert "127.0.0.1" not in detail.content.decode() and "refused" not in detail.content.decode()
 
 
 def test_the_whole_site_generates_a_valid_schema_without_warnings():

@@ -204,3 +204,21 @@ def test_reaper_stops_sandboxes_past_their_maximum_lifetime(sandboxes, box):
         sandboxes, lambda s: True, idle_ttl_s=3600, max_lifetime_s=0, only_labels=TEST_LABEL
     ).run_once()
     assert box.session_id in report.hibernated
+
+
+def test_the_reaper_never_hibernates_a_sandbox_mid_command(sandboxes, box):
+    done = threading.Event()
+    result = {}
+
+    def run():
+        result["exec"] = box.exec("touch started; sleep 4; echo finished", timeout_s=30)
+        done.set()
+
+    threading.Thread(target=run, daemon=True).start()
+    while box.stat("/workspace/started") is None:
+        time.sleep(0.05)
+    reaper = Reaper(sandboxes, lambda s: True, idle_ttl_s=0, max_lifetime_s=0, only_labels=TEST_LABEL)
+    report = reaper.run_once()
+    assert box.session_id not in report.hibernated and sandboxes.is_running(box.session_id), report
+    assert done.wait(30) and result["exec"].output == "finished\n"
+    assert box.session_id in reaper.run_once().hibernated  # idle now: hibernated as before

@@ -26,8 +26,10 @@ export function ModelReadiness() {
     };
   }, []);
   if (!health) return null;
-  const model = health.checks.model;
-  const notReady = Object.entries(health.checks).filter(([, c]) => c.status !== "ok");
+  // Absent for a signed-out visitor, who gets the liveness only.
+  const checks: Record<string, { status: string; detail?: string }> = health.checks ?? {};
+  const model = checks.model;
+  const notReady = Object.entries(checks).filter(([, c]) => c.status !== "ok");
   const label = model
     ? model.status === "ok" ? "Model ready" : `Model: ${model.detail ?? "not ready"}`
     : notReady.length ? `Degraded: ${notReady.map(([k]) => k).join(", ")}` : "Ready";
