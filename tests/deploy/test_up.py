@@ -102,9 +102,11 @@ def test_a_second_bootstrap_shows_no_password_and_reset_prints_a_new_one_that_wo
     assert authenticate(email="demo@x.test", password=first["password"]) is None
 
 
-def test_health_reports_whether_the_bundled_model_answers(client, settings):
+def test_health_reports_whether_the_bundled_model_answers(client, settings, alice):
     import http.server
     import threading
+
+    client.force_login(alice.user)  # the checks are the signed-in detail; anyone else gets liveness
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
