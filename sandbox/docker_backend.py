@@ -102,6 +102,10 @@ class DockerSandbox:
         )
         return ExecResult(result["status"], result["exit_code"], result["output"], result["dropped_bytes"])
 
+    def cancel_execs(self) -> int:
+        """Kill every command running in the sandbox (those of a runner that died); how many."""
+        return self._call("cancel_all")["cancelled"]
+
     def kill_all(self) -> None:
         """Kill every process in the sandbox but the agent (e.g. after a fork bomb)."""
         self._call("kill_all", timeout=30)

@@ -133,6 +133,16 @@ class ExecRunner:
             event.set()
         return {"cancelled": bool(event)}
 
+    def cancel_all(self, args: dict) -> dict:
+        """Cancel every running command (their process groups are killed). The host calls it when a
+        new runner takes over a session whose previous runner died: that runner's command is orphaned.
+        Background processes a command left behind and terminals are not touched."""
+        with self.lock:
+            events = list(self.cancels.values())
+        for event in events:
+            event.set()
+        return {"cancelled": len(events)}
+
     def run(self, args: dict) -> dict:
         rid = args["id"]
         command = arg(args, "command", str)

@@ -77,6 +77,7 @@ class Agent:
         # open: a fifo cannot block it); the read/write/edit tools ask for one on every call.
         self.inline = {
             "cancel": self.execs.cancel,
+            "cancel_all": self.execs.cancel_all,
             "pty_write": self.ptys.write,
             "pty_resize": self.ptys.resize,
             "ping": self.handlers.pop("ping"),

@@ -23,9 +23,10 @@ clients can tell them apart; losing one is harmless because the part's final tex
 import json
 from typing import Protocol
 
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.utils import timezone
 
+from hangar.conversations.fence import LeaseLost, lease_lost, owner_for
 from hangar.conversations.models import Event, Session
 from hangar.rawsql import run as sql_run
 
@@ -37,7 +38,8 @@ ORG_GROUP = "org.{id}"  # session-list changes only
 # publisher waits, so seqs commit in order and stay dense (the INSERT fails the whole statement, bump
 # included, if anything is wrong). `now()` is the transaction's start, as Django's auto_now_add would be.
 _APPEND = (
-    "{writes}s AS (UPDATE conversations_session SET event_seq = event_seq + %s{set} WHERE id = %s{gate} RETURNING event_seq)"
+    "{writes}s AS (UPDATE conversations_session SET event_seq = event_seq + %s{set}"
+    " WHERE id = %s{fence}{gate} RETURNING event_seq)"
     " INSERT INTO conversations_event (session_id, seq, type, payload, created_at)"
     " SELECT %s, s.event_seq - %s + e.n, e.type, e.payload, now()"
     " FROM s, unnest(%b::text[], %b::jsonb[]) WITH ORDINALITY AS e(type, payload, n)"
@@ -46,13 +48,19 @@ _APPEND = (
 
 
 def _statement(
-    writes: list[tuple[str, list]], session_set: tuple[str, list] | None
+    writes: list[tuple[str, list]], session_set: tuple[str, list] | None, fenced: bool
 ) -> tuple[str, list, list]:
-    """The SQL around the event append: each write as CTE `w<i>`, all of which must touch a row."""
+    """The SQL around the event append: each write as CTE `w<i>`, all of which must touch a row; when
+    `fenced`, the session's lease owner is checked (hangar.conversations.fence) by the same UPDATE."""
     ctes = "".join(f"w{i} AS ({sql}), " for i, (sql, _params) in enumerate(writes))
     gate = "".join(f" AND EXISTS (SELECT 1 FROM w{i})" for i in range(len(writes)))
     set_sql, set_params = session_set if session_set else ("", [])
-    sql = _APPEND.format(writes=f"WITH {ctes}", set=f", {set_sql}" if set_sql else "", gate=gate)
+    sql = _APPEND.format(
+        writes=f"WITH {ctes}",
+        set=f", {set_sql}" if set_sql else "",
+        fence=" AND hangar_lease_check(lease_owner, %s)" if fenced else "",
+        gate=gate,
+    )
     return sql, [p for _sql, params in writes for p in params], set_params
 
 
@@ -141,11 +149,18 @@ def publish_many(
     n = len(events)
     types = [t for t, _ in events]
     payloads = [json.dumps(p) for _, p in events]
-    sql, write_params, set_params = _statement(list(with_writes), session_set)
-    rows = sorted(
-        sql_run(sql, [*write_params, n, *set_params, session.pk, session.pk, n, types, payloads]),
-        key=lambda r: r[1],
-    )
+    owner = owner_for(session.pk)
+    sql, write_params, set_params = _statement(list(with_writes), session_set, owner is not None)
+    fence_params = [owner] if owner is not None else []
+    try:
+        rows = sql_run(
+            sql, [*write_params, n, *set_params, session.pk, *fence_params, session.pk, n, types, payloads]
+        )
+    except DatabaseError as exc:
+        if lease_lost(exc):
+            raise LeaseLost(session.pk) from exc
+        raise
+    rows.sort(key=lambda r: r[1])
     if len(rows) != n:
         if with_writes and Session.objects.filter(pk=session.pk).exists():
             raise LookupError(f"write for {types} matched no row")

@@ -18,17 +18,22 @@ from hangar.conversations.models import PermissionRequest, Session
 RUNNER_LABEL = "runner"
 
 
-def session_lease_acquire(*, session_id: str, owner: str, ttl_s: int) -> bool:
-    """Take the lease if free or expired; clears run_requested (this runner will see the new work)."""
+def session_lease_acquire(*, session_id: str, owner: str, ttl_s: int) -> str | None:
+    """Take the lease if free or expired; clears run_requested (this runner will see the new work).
+    Returns None if another runner holds it, else the previous owner ('' if the lease was free; a name
+    if it had expired: that runner died or stalled, and its commands may still run in the sandbox)."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "UPDATE conversations_session SET lease_owner = %s, run_requested = false,"
+            "UPDATE conversations_session AS s SET lease_owner = %s, run_requested = false,"
             " lease_expires_at = now() + make_interval(secs => %s)"
-            " WHERE id = %s AND (lease_owner = '' OR lease_expires_at IS NULL OR lease_expires_at < now())"
-            " RETURNING id",
+            " FROM (SELECT id, lease_owner FROM conversations_session WHERE id = %s FOR UPDATE) AS prev"
+            " WHERE s.id = prev.id"
+            " AND (s.lease_owner = '' OR s.lease_expires_at IS NULL OR s.lease_expires_at < now())"
+            " RETURNING prev.lease_owner",
             [owner, ttl_s, session_id],
         )
-        return cursor.fetchone() is not None
+        row = cursor.fetchone()
+    return None if row is None else row[0]
 
 
 def session_lease_release(*, session_id: str, owner: str) -> bool:
@@ -43,11 +48,12 @@ def session_lease_release(*, session_id: str, owner: str) -> bool:
     return bool(row and row[0])
 
 
-def session_leases_renew(*, owners: dict[str, str], ttl_s: int) -> dict[str, bool]:
+def session_leases_renew(*, owners: dict[str, str], ttl_s: int, using=None) -> dict[str, bool]:
     """Extend every lease in `owners` (session id → owner) still held by that owner, in one statement.
-    Returns {session id: abort requested} for the renewed ones; a missing id was taken away."""
+    Returns {session id: abort requested} for the renewed ones; a missing id was taken away. `using`: a
+    psycopg connection of the caller's own (the lease keeper's), else Django's."""
     ids = list(owners)
-    with connection.cursor() as cursor:
+    with (using or connection).cursor() as cursor:
         cursor.execute(
             "UPDATE conversations_session AS s SET lease_expires_at = now() + make_interval(secs => %s)"
             " FROM unnest(%s::text[], %s::text[]) AS h(id, owner)"

@@ -10,6 +10,7 @@ from django.db import close_old_connections
 
 from hangar.conversations import services as store
 from hangar.conversations.events import publish
+from hangar.conversations.fence import LeaseLost, fenced
 from hangar.conversations.loop_selectors import session_for_run
 from hangar.conversations.loop_services import session_abort_clear
 from hangar.engine.dbconn import release_connection
@@ -25,16 +26,25 @@ def run_session_once(session_id: str) -> bool:
     """Returns True if this call ran the loop (False: another runner holds the session)."""
     close_old_connections()
     owner = new_owner()
-    if not lease_acquire(session_id, owner):
+    previous = lease_acquire(session_id, owner)
+    if previous is None:
         return False
     abort = threading.Event()
     lost = keeper.hold(session_id, owner, abort)
     try:
-        Loop(session_id, abort, active_runs=keeper.active, lost=lost).run()
-    except Exception as exc:
-        log.exception("run_failed", session=session_id)
-        if not lost.is_set():  # the new owner reports for the session now, not us
-            _crashed(session_id, exc)
+        with fenced(session_id, owner):  # every write of this run checks it still owns the session
+            if previous:
+                _kill_orphaned_commands(session_id)
+            try:
+                Loop(session_id, abort, active_runs=keeper.active, lost=lost).run()
+            except LeaseLost:
+                lost.set()
+                abort.set()  # a command still running for this run is killed (the tool's cancel)
+                log.warning("lease_lost_write_refused", session=session_id)
+            except Exception as exc:
+                log.exception("run_failed", session=session_id)
+                if not lost.is_set():  # the new owner reports for the session now, not us
+                    _crashed(session_id, exc)
     finally:
         keeper.drop(session_id)
         requeue = lease_release(session_id, owner)
@@ -42,6 +52,19 @@ def run_session_once(session_id: str) -> bool:
     if requeue:
         enqueue_run(session_id)
     return True
+
+
+def _kill_orphaned_commands(session_id: str) -> None:
+    """The previous runner's lease expired (it died or stalled): a command it started may still run in
+    the sandbox, and would race this run's tools. Kill it before resuming."""
+    from hangar.engine.sandboxes import sandbox_for
+
+    try:
+        killed = sandbox_for(session_for_run(session_id)).cancel_execs()
+        if killed:
+            log.warning("orphaned_commands_killed", session=session_id, count=killed)
+    except Exception:
+        log.warning("orphaned_commands_kill_failed", session=session_id, exc_info=True)
 
 
 def _crashed(session_id: str, exc: Exception) -> None:

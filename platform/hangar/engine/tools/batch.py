@@ -7,6 +7,7 @@ own permission check). Without a runner (unit tests, scripts) sub-calls run dire
 
 from __future__ import annotations
 
+import contextvars
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -107,7 +108,9 @@ class BatchTool:
                     _close_db_connection()
 
         with ThreadPoolExecutor(max_workers=len(calls), thread_name_prefix=f"batch-{ctx.call_id}") as pool:
-            outcomes = list(pool.map(lambda item: one(*item), enumerate(calls)))
+            # Each sub-call runs in a copy of this thread's context: the run's write fence goes with it.
+            contexts = [contextvars.copy_context() for _ in calls]
+            outcomes = list(pool.map(lambda ctx, item: ctx.run(one, *item), contexts, enumerate(calls)))
         asked = next((o for ok, o in outcomes if isinstance(o, PermissionAsked)), None)
         if asked is not None:
             raise asked  # the loop parks the run; finished sub-calls are kept by their runner
