@@ -9,14 +9,17 @@ round trip covers all groups of an event. Any other layer backend falls back to 
 Broadcasts are handed to one sender thread per process and sent from there, so an agent step never
 waits on Redis (~0.5 ms a round trip, five or so per step). One FIFO and one sender keep every
 session's events in order, and whatever queued up while a send was in flight goes in the next single
-pipelined round trip. A failed broadcast is logged and swallowed: the event is already durable in
-Postgres, and readers fill sequence gaps from there.
+pipelined round trip. The FIFO is bounded (`Outbox`): a stalled or dead Redis must neither grow the
+worker's memory nor block the sender forever (publishes time out; a failed batch is retried with a
+backoff, keeping each session's last stored-event notification, since readers fill sequence gaps from
+Postgres and need only the newest seq to notice one).
 """
 
 import atexit
+import collections
 import os
-import queue
 import threading
+import time
 
 import redis
 from asgiref.sync import async_to_sync
@@ -29,6 +32,8 @@ from hangar.logging import get_logger
 log = get_logger(__name__)
 
 EVENT = "hangar.event"
+PUBLISH_TIMEOUT_S = 2.0
+HEALTH_CHECK_S = 15
 
 _lock = threading.Lock()
 _shards: list[redis.Redis] | None = None
@@ -45,8 +50,15 @@ def _shard_clients(layer: RedisPubSubChannelLayer) -> list[redis.Redis]:
             clients = []
             for host in decode_hosts(layer._kwargs.get("hosts")):
                 host = dict(host)
-                # redis-py 8 defaults (5 s socket timeout, 100 connections) are wrong for long-lived fan-out.
-                host.setdefault("socket_timeout", None)
+                # A publish answers in well under a millisecond: one that has not answered in seconds is on
+                # a dead or stalled Redis. Time it out (the layer's subscribers wait without one), and
+                # check a connection that sat idle before reusing it; redis-py reconnects on the next call.
+                host.update(
+                    socket_timeout=PUBLISH_TIMEOUT_S,
+                    socket_connect_timeout=PUBLISH_TIMEOUT_S,
+                    socket_keepalive=True,
+                    health_check_interval=HEALTH_CHECK_S,
+                )
                 host.setdefault("max_connections", 1000)
                 address = host.pop("address", None)
                 if address:
@@ -95,16 +107,100 @@ def broadcast(groups: list[str], message: dict) -> None:
 
 def broadcast_many(groups: list[str], messages: list[dict]) -> None:
     """Notify `groups` of several events of one session, in order, without waiting for Redis."""
-    _sender().put((groups, [{"type": EVENT, "event": message} for message in messages]))
+    _sender().put(groups, [{"type": EVENT, "event": message} for message in messages])
 
 
-_outbox: queue.SimpleQueue = queue.SimpleQueue()
+MAX_QUEUED = int(os.environ.get("HANGAR_BROADCAST_MAX_QUEUED", "20000"))  # notifications waiting to be sent
+MAX_BATCH = 500  # notifications per round trip
+RETRY_MAX_S = 5.0
+
+
+class Outbox:
+    """The sender's queue, bounded. When full, the oldest token delta goes first (the part's final text
+    is stored); a stored event's notification is never just dropped: the last one of its session (per
+    set of groups) is kept aside and sent before anything newer, so a reader sees the seq jump and reads
+    the gap from Postgres (hangar.realtime.consumers). A failed send puts back, the same way, the last
+    stored-event notification of each session of the batch, and the sender retries with a backoff."""
+
+    def __init__(self, cap: int = MAX_QUEUED) -> None:
+        self.cap = cap
+        self._items: collections.deque = collections.deque()  # (groups, messages, ephemeral)
+        self._queued = 0  # notifications in _items
+        self._ephemeral = 0  # of which token deltas
+        self._resync: dict[tuple, tuple[list[str], dict]] = {}  # (groups, session) -> last dropped
+        self._cond = threading.Condition()
+        self.dropped_ephemeral = 0
+        self.coalesced = 0
+
+    def qsize(self) -> int:
+        with self._cond:
+            return self._queued + len(self._resync)
+
+    def put(self, groups: list[str], messages: list[dict]) -> None:
+        ephemeral = all(m["event"].get("ephemeral") for m in messages)
+        with self._cond:
+            self._items.append((groups, messages, ephemeral))
+            self._queued += len(messages)
+            self._ephemeral += len(messages) if ephemeral else 0
+            while self._queued > self.cap and self._shed():
+                pass
+            self._cond.notify()
+
+    def _shed(self) -> bool:
+        """Make room: drop the oldest delta, else set aside the oldest stored-event notification."""
+        if self._ephemeral:
+            for index, (_groups, messages, ephemeral) in enumerate(self._items):
+                if ephemeral:
+                    del self._items[index]
+                    self._queued -= len(messages)
+                    self._ephemeral -= len(messages)
+                    self.dropped_ephemeral += len(messages)
+                    return True
+        if len(self._items) <= 1:
+            return False
+        groups, messages, _ = self._items.popleft()
+        self._queued -= len(messages)
+        self._set_aside(groups, messages)
+        return True
+
+    def _set_aside(self, groups: list[str], messages: list[dict]) -> None:
+        for message in messages:
+            event = message["event"]
+            if event.get("seq") is None:
+                continue
+            key = (tuple(groups), event.get("session"))
+            kept = self._resync.get(key)
+            if kept is None or (kept[1]["event"]["seq"] or 0) < event["seq"]:
+                self.coalesced += 1 if kept else 0
+                self._resync[key] = (groups, message)
+
+    def put_back(self, batch: list) -> None:
+        """A batch that could not be sent: keep its sessions' last stored-event notifications."""
+        with self._cond:
+            for groups, messages in batch:
+                self._set_aside(groups, messages)
+
+    def take(self, timeout: float | None = None) -> list:
+        """Everything set aside (older than anything queued), then up to MAX_BATCH queued entries."""
+        with self._cond:
+            if not self._items and not self._resync:
+                self._cond.wait(timeout)
+            batch = [(groups, [message]) for groups, message in self._resync.values()]
+            self._resync.clear()
+            while self._items and len(batch) < MAX_BATCH:
+                groups, messages, ephemeral = self._items.popleft()
+                self._queued -= len(messages)
+                self._ephemeral -= len(messages) if ephemeral else 0
+                batch.append((groups, messages))
+            return batch
+
+
+_outbox = Outbox()
 _sender_pid = 0
 _sender_lock = threading.Lock()
-MAX_BATCH = 500  # notifications per round trip
 
 
-def _sender() -> queue.SimpleQueue:
+def _sender() -> Outbox:
     global _sender_pid
     if _sender_pid != os.getpid():  # first use, or a forked child: its parent's thread did not come along
         with _sender_lock:
@@ -115,30 +211,31 @@ def _sender() -> queue.SimpleQueue:
 
 
 def _send_forever() -> None:
+    backoff = 0.0
     while True:
-        _send_batch([_outbox.get()])
+        batch = _outbox.take()
+        if batch and not _send_batch(batch):
+            _outbox.put_back(batch)
+            backoff = min(RETRY_MAX_S, backoff * 2 or 0.2)
+            time.sleep(backoff)
+        else:
+            backoff = 0.0
 
 
-def _send_batch(batch: list) -> None:
-    """Send `batch` and whatever else is queued (up to MAX_BATCH): one pipeline per shard for all of it."""
-    while len(batch) < MAX_BATCH:
-        try:
-            batch.append(_outbox.get_nowait())
-        except queue.Empty:
-            break
+def _send_batch(batch: list) -> bool:
+    """Send `batch`: one pipeline per shard for all of it. False if Redis failed (timed out, refused)."""
     try:
         send_batch_to_groups(batch)
-    except Exception:  # a lost notification is recovered by seq gap-fill from Postgres
+        return True
+    except Exception:
         log.warning("broadcast_failed", events=sum(len(m) for _g, m in batch), exc_info=True)
+        return False
 
 
 @atexit.register
 def flush() -> None:
     """At exit, send what is still queued (best effort: the sender thread may hold one batch in flight,
     and whatever is lost is still in Postgres for readers' gap-fill)."""
-    while True:
-        try:
-            item = _outbox.get_nowait()
-        except queue.Empty:
+    while batch := _outbox.take(timeout=0):
+        if not _send_batch(batch):
             return
-        _send_batch([item])
