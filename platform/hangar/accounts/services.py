@@ -14,6 +14,7 @@ from hangar.accounts.actors import Actor
 from hangar.accounts.models import ApiToken, Membership, Org, Role, User
 from hangar.accounts.permission_rules import clean_permission_rules
 from hangar.accounts.selectors import require_role
+from hangar.accounts.signals import announce_access_changed
 from hangar.audit.services import audit_record
 
 
@@ -107,6 +108,7 @@ def member_role_change(*, actor: Actor, membership: Membership, role: str) -> Me
         raise ValidationError({"role": ["The last owner cannot be demoted."]})
     membership.role = role
     membership.save(update_fields=["role"])
+    announce_access_changed(org_id=membership.org_id, user_id=membership.user_id)
     audit_record(
         actor=actor,
         action="member.role_change",
@@ -137,6 +139,7 @@ def member_remove(*, actor: Actor, membership: Membership) -> None:
         data={"email": membership.user.email, "role": membership.role},
     )
     membership.delete()
+    announce_access_changed(org_id=membership.org_id, user_id=membership.user_id)
 
 
 @transaction.atomic
@@ -197,6 +200,7 @@ def token_revoke(*, actor: Actor, token: ApiToken) -> ApiToken:
             target=token,
             data={"prefix": token.prefix, "user": token.user.email},
         )
+        announce_access_changed(org_id=token.org_id, user_id=token.user_id)
     return token
 
 

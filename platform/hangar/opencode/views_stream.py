@@ -20,6 +20,7 @@ from hangar.opencode.db import db
 from hangar.opencode.errors import error_response
 from hangar.opencode.scope import scope_for_async
 from hangar.opencode.views_run import prompt
+from hangar.realtime.access import ACCESS_CHANGED, RECHECK_S, access_group
 from hangar.realtime.subscribe import subscribe
 
 KEEPALIVE_S = 10.0
@@ -37,21 +38,40 @@ async def event_stream(request, project_id):
     except APIException as exc:
         return error_response(exc)
     # Subscribed (barrier passed) before the response starts, so `server.connected` is a promise:
-    # everything published after the client sees it is delivered.
-    subscription = subscribe([project_group(scope.project.pk)])
+    # everything published after the client sees it is delivered. The caller's access notices come too.
+    subscription = subscribe(
+        [project_group(scope.project.pk), access_group(scope.project.org_id, scope.membership.user_id)]
+    )
     await subscription.open()
-    response = StreamingHttpResponse(_events(subscription), content_type="text/event-stream")
+
+    async def allowed() -> bool:
+        try:
+            await scope_for_async(request, project_id)  # the same checks as the request's own
+        except APIException:
+            return False
+        return True
+
+    response = StreamingHttpResponse(_events(subscription, allowed), content_type="text/event-stream")
     response["Cache-Control"] = "no-cache, no-transform"
     response["X-Accel-Buffering"] = "no"
     response["X-Content-Type-Options"] = "nosniff"
     return response
 
 
-async def _events(subscription):
+async def _events(subscription, allowed):
+    """The stream ends when its caller loses access (hangar.realtime.access): checked every RECHECK_S
+    and at once on an access notice."""
     try:
         yield translate.sse(translate.server_connected())
+        check_at = time.monotonic() + RECHECK_S
         while True:
-            event = await subscription.get(timeout=KEEPALIVE_S)
+            event = await subscription.get(timeout=max(0.0, min(KEEPALIVE_S, check_at - time.monotonic())))
+            if event is not None and event.get("type") == ACCESS_CHANGED or time.monotonic() >= check_at:
+                if not await allowed():
+                    return
+                check_at = time.monotonic() + RECHECK_S
+                if event is not None and event.get("type") == ACCESS_CHANGED:
+                    continue
             if event is None:
                 yield translate.KEEPALIVE
                 continue

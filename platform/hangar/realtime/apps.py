@@ -11,3 +11,4 @@ class RealtimeConfig(AppConfig):
         from hangar.realtime import broadcast
 
         set_sink(broadcast)
+        from hangar.realtime import access  # noqa: F401  (connects the access_changed receiver)

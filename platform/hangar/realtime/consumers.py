@@ -10,6 +10,8 @@ Frames are JSON `{"seq", "type", "payload", "session"}`; ephemeral ones (token d
 Refusals happen before accept, so the HTTP upgrade itself fails: 4401 no valid credentials, 4404 the
 session or org does not exist or belongs to an org the caller cannot see (indistinguishable on purpose),
 4400 a malformed `after`. After a session is deleted its stream sends `session.deleted` and closes with 4410.
+An open stream is re-authorised every few seconds and on access changes (hangar.realtime.access): 4401 when
+its credentials stopped being valid, 4403 when they no longer grant the stream (membership removed).
 
 How "no gap, no duplicate" holds (see `SessionStreamConsumer._run`):
 1. Subscribe to the session group first, and wait for the subscription barrier (hangar.realtime.subscribe),
@@ -37,6 +39,7 @@ from hangar.conversations import selectors
 from hangar.conversations.events import org_group, session_group
 from hangar.conversations.models import Session
 from hangar.logging import get_logger
+from hangar.realtime import access
 from hangar.realtime.subscribe import Subscription, subscribe
 
 log = get_logger(__name__)
@@ -89,14 +92,39 @@ class _StreamConsumer(AsyncWebsocketConsumer):
     channel_layer_alias = NO_CHANNEL_LAYER
 
     runner: asyncio.Task | None = None
+    watcher: asyncio.Task | None = None
     subscription: Subscription | None = None
 
-    async def open_then_accept(self, groups: list[str]) -> None:
+    async def open_then_accept(self, groups: list[str], org_id: int) -> None:
         """Subscribe (barrier included) before accepting: once a client sees the connection open, no
-        broadcast can be missed, ephemeral ones included."""
-        self.subscription = subscribe(groups)
+        broadcast can be missed, ephemeral ones included. The caller's access notices come too."""
+        self.subscription = subscribe([*groups, access.access_group(org_id, self.scope["user"].pk)])
         await self.subscription.open()
         await self.accept()
+
+    async def visible(self, user, token) -> bool:
+        """Whether (fresh) `user`/`token` may still watch this stream."""
+        raise NotImplementedError
+
+    async def close_if_denied(self) -> bool:
+        """Check the caller again (hangar.realtime.access); close the stream if it lost access."""
+        user, token = self.caller()
+        user, token, code = await database_sync_to_async(access.credentials_now)(user, token)
+        if code is None and not await self.visible(user, token):
+            code = access.CLOSE_REVOKED
+        if code is None:
+            return False
+        log.info("stream_access_revoked", path=self.scope.get("path"), code=code)
+        await self.close(code=code)
+        return True
+
+    async def _watch(self) -> None:
+        while True:
+            await asyncio.sleep(access.RECHECK_S)
+            if await self.close_if_denied():
+                if self.runner is not None:
+                    self.runner.cancel()
+                return
 
     def caller(self):
         user = self.scope.get("user")
@@ -107,6 +135,7 @@ class _StreamConsumer(AsyncWebsocketConsumer):
     def start(self, coro) -> None:
         self.runner = asyncio.ensure_future(coro)
         self.runner.add_done_callback(self._runner_done)
+        self.watcher = asyncio.ensure_future(self._watch())
 
     def _runner_done(self, task: asyncio.Task) -> None:
         if not task.cancelled() and task.exception() is not None:
@@ -114,12 +143,13 @@ class _StreamConsumer(AsyncWebsocketConsumer):
             asyncio.ensure_future(self.close(code=1011))
 
     async def disconnect(self, code):
-        if self.runner is not None:
-            self.runner.cancel()
-            try:
-                await self.runner
-            except (asyncio.CancelledError, Exception):
-                pass
+        for task in (self.watcher, self.runner):
+            if task is not None:
+                task.cancel()
+                try:
+                    await task
+                except (asyncio.CancelledError, Exception):
+                    pass
         if self.subscription is not None:
             await self.subscription.close()
 
@@ -147,8 +177,11 @@ class SessionStreamConsumer(_StreamConsumer):
             return await self.close(code=CLOSE_NOT_FOUND)
         self.session_id = session.pk
         self.last = after
-        await self.open_then_accept([session_group(session.pk)])
+        await self.open_then_accept([session_group(session.pk)], session.org_id)
         self.start(self._run())
+
+    async def visible(self, user, token) -> bool:
+        return await _visible_session(user, token, self.session_id) is not None
 
     async def _run(self) -> None:
         await self._fill()
@@ -156,6 +189,10 @@ class SessionStreamConsumer(_StreamConsumer):
             event = await self.subscription.get(timeout=IDLE_RECHECK)
             if event is None:
                 await self._fill()
+                continue
+            if event.get("type") == access.ACCESS_CHANGED:
+                if await self.close_if_denied():
+                    return
                 continue
             await self._deliver(event)
             if event.get("type") == "session.deleted":
@@ -196,9 +233,17 @@ class OrgStreamConsumer(_StreamConsumer):
         org = await _visible_org(user, token, self.scope["url_route"]["kwargs"]["org_slug"])
         if org is None:
             return await self.close(code=CLOSE_NOT_FOUND)
-        await self.open_then_accept([org_group(org.pk)])
+        self.slug = org.slug
+        await self.open_then_accept([org_group(org.pk)], org.pk)
         self.start(self._run())
+
+    async def visible(self, user, token) -> bool:
+        return await _visible_org(user, token, self.slug) is not None
 
     async def _run(self) -> None:
         async for event in self.subscription:
+            if event.get("type") == access.ACCESS_CHANGED:
+                if await self.close_if_denied():
+                    return
+                continue
             await self.send_frame(event)
