@@ -7,7 +7,7 @@ import threading
 import time
 
 import pytest
-from hangar.engine.tools.runner import execute_tool
+from hangar.engine.tools.execute import execute_tool
 
 from hangar.engine.tools import budget
 from hangar.engine.tools.base import ToolError
