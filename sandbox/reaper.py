@@ -1,8 +1,12 @@
-"""Reaper: hibernates idle or long-running sandboxes, destroys those whose session is gone.
+"""Reaper: hibernates idle, long-running or archived sandboxes, destroys those whose session is gone.
 
 Safe to run from several workers at once: every action is idempotent and "already gone" is
 success. Decisions per session sandbox (container `hangar-s-*` and/or registry record):
-  * session no longer alive (callback)        -> destroy (container, volume, record)
+  * session no longer alive (callback), idle longer than gone_grace_s -> destroy (container, volume,
+    record); within the grace period it is only hibernated: a session that merely looks gone for a
+    moment (a read that failed over, a row not yet committed) keeps its files
+  * session archived (callback), idle longer than archived_idle_s -> hibernate; the workspace stays
+    for unarchive
   * running and idle longer than idle_ttl_s    -> hibernate (stop; the workspace stays)
   * running for longer than max_lifetime_s     -> hibernate (the next use resumes it fresh)
   ...but never while a command or terminal runs in it (the agent says so), unless it has outlived
@@ -48,6 +52,9 @@ class Reaper:
         manager,
         is_session_alive: Callable[[str], bool],
         *,
+        is_session_archived: Callable[[str], bool] | None = None,
+        gone_grace_s: float = 0,
+        archived_idle_s: float = 60,
         idle_ttl_s: float = 1800,
         max_lifetime_s: float = 24 * 3600,
         only_labels: dict[str, str] | None = None,
@@ -57,6 +64,9 @@ class Reaper:
         run's); records without a container are then left alone."""
         self.manager = manager
         self.is_session_alive = is_session_alive
+        self.is_session_archived = is_session_archived or (lambda session_id: False)
+        self.gone_grace_s = gone_grace_s
+        self.archived_idle_s = archived_idle_s
         self.idle_ttl_s = idle_ttl_s
         self.max_lifetime_s = max_lifetime_s
         self.only_labels = dict(only_labels or {})
@@ -84,7 +94,9 @@ class Reaper:
                 continue  # unbound (mid-claim) or already destroyed by another reaper
             session_id = record["session_id"]
             try:
-                if not self.is_session_alive(session_id):
+                idle = now - record["last_active"]
+                gone = not self.is_session_alive(session_id)
+                if gone and idle > self.gone_grace_s:
                     self.manager.destroy(session_id)
                     report.destroyed.append(session_id)
                     continue
@@ -93,10 +105,10 @@ class Reaper:
                 info = self.manager.api.inspect_container(name)
                 if not info["State"]["Running"]:
                     continue
-                idle = now - record["last_active"]
                 age = now - _started_at(info)
-                if idle > self.idle_ttl_s or age > self.max_lifetime_s:
-                    if age <= self.max_lifetime_s + BUSY_GRACE_S and self._busy(info["Id"]):
+                archived = idle > self.archived_idle_s and self.is_session_archived(session_id)
+                if gone or archived or idle > self.idle_ttl_s or age > self.max_lifetime_s:
+                    if not gone and age <= self.max_lifetime_s + BUSY_GRACE_S and self._busy(info["Id"]):
                         continue
                     self.manager.hibernate(session_id)
                     report.hibernated.append(session_id)

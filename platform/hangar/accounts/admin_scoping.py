@@ -62,7 +62,15 @@ class TenantScopedAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change):
         with transaction.atomic():
-            super().save_model(request, obj, form, change)
+            if change and form is not None:
+                # Only what the form changed: the rest of the row may have moved since the form read it.
+                fields = [f for f in form.changed_data if f in {x.name for x in obj._meta.concrete_fields}]
+                if any(f.name == "updated_at" for f in obj._meta.concrete_fields):
+                    fields.append("updated_at")
+                if fields:
+                    obj.save(update_fields=fields)
+            else:
+                super().save_model(request, obj, form, change)
             audit_record(
                 actor=self._actor(request, obj),
                 target=obj,

@@ -2,6 +2,7 @@ from django.contrib import admin
 
 from hangar.accounts.admin_scoping import TenantScopedAdmin
 from hangar.conversations.models import Message, Session
+from hangar.conversations.session_services import session_admin_update
 
 
 class MessageInline(admin.TabularInline):
@@ -45,3 +46,10 @@ class SessionAdmin(TenantScopedAdmin):
 
     def has_add_permission(self, request):
         return False
+
+    def save_model(self, request, obj, form, change):
+        # Never obj.save(): the form's instance was read before the engine's latest writes (event_seq,
+        # status, abort), and a whole-row save would put them back.
+        session_admin_update(
+            actor=self._actor(request, obj), session=obj, title=obj.title, archived_at=obj.archived_at
+        )

@@ -229,6 +229,11 @@ def sessions_to_recover(*, stale_after_s: int = 30) -> list[str]:
     return list(dict.fromkeys(ids))
 
 
-def session_is_live(session_id: str) -> bool:
-    """The session exists and is not archived (the reaper keeps its sandbox)."""
-    return Session.objects.filter(pk=session_id, archived_at__isnull=True).exists()
+def session_exists(session_id: str) -> bool:
+    """The session has not been deleted (the reaper keeps its workspace)."""
+    return Session.objects.filter(pk=session_id).exists()
+
+
+def session_is_archived(session_id: str) -> bool:
+    """The session is archived (the reaper hibernates its sandbox and keeps the workspace)."""
+    return Session.objects.filter(pk=session_id, archived_at__isnull=False).exists()

@@ -47,6 +47,26 @@ def session_update(
     return session
 
 
+def session_admin_update(*, actor: Actor, session: Session, title: str, archived_at) -> Session:
+    """A superuser's edit in the Django admin (the admin site checks who may): only these two fields,
+    under the row lock, audited and published; everything the engine owns (status, event sequence,
+    abort, lease) is left as the row has it now, not as the admin form read it."""
+    with transaction.atomic():
+        session = _locked(session)
+        changed = {
+            name: {"from": str(getattr(session, name)), "to": str(value)}
+            for name, value in (("title", title), ("archived_at", archived_at))
+            if getattr(session, name) != value
+        }
+        if not changed:
+            return session
+        session.title, session.archived_at = title, archived_at
+        session.save(update_fields=["title", "archived_at", "updated_at"])
+        audit_record(actor=actor, action="session.update", target=session, data=changed)
+        _published_update(session)
+    return session
+
+
 def session_title_generated(*, session: Session, title: str) -> bool:
     """The title agent's answer, applied only while the session still has its default title (a person
     may have renamed it meanwhile). Engine-made, so not audited; published like any rename."""
@@ -60,9 +80,17 @@ def session_title_generated(*, session: Session, title: str) -> bool:
     return True
 
 
+def _creator_or_admin(actor: Actor, session: Session, what: str) -> None:
+    membership = require_role(actor, session.org_id, Role.MEMBER)
+    if not (membership.has_role(Role.ADMIN) or session.creator_id == membership.user_id):
+        raise PermissionDenied(f"Only the session's creator or an org admin may {what} it.")
+
+
 def session_archive(*, actor: Actor, session: Session, archived: bool = True, at=None) -> Session:
     """Archive (or unarchive) a session, at `at` (a datetime; OpenCode clients send their own stamp) or now.
-    Repeating the same call changes nothing and records nothing."""
+    Only its creator or an org admin may (archiving hibernates its sandbox). Repeating the same call
+    changes nothing and records nothing."""
+    _creator_or_admin(actor, session, "archive" if archived else "unarchive")
     with transaction.atomic():
         session = _locked(session)
         target = (at or session.archived_at or timezone.now()) if archived else None
@@ -82,9 +110,7 @@ def session_delete(*, actor: Actor, session: Session) -> None:
     admin may (checked here, so every edge — REST, OpenCode protocol — gets the same rule). The deletion
     event is broadcast (after commit) although its stored row goes with the session: nothing is left to
     replay."""
-    membership = require_role(actor, session.org_id, Role.MEMBER)
-    if not (membership.has_role(Role.ADMIN) or session.creator_id == membership.user_id):
-        raise PermissionDenied("Only the session's creator or an org admin may delete it.")
+    _creator_or_admin(actor, session, "delete")
     with transaction.atomic():
         session = _locked(session)
         info = session_info(session)

@@ -67,9 +67,6 @@ def recover_expired_runs() -> int:
 
 @shared_task(name="hangar.engine.reap_sandboxes", ignore_result=True)
 def reap_sandboxes() -> dict:
-    from hangar.conversations.loop_selectors import session_is_live
-    from hangar.engine.sandboxes import manager
-    from sandbox.reaper import Reaper
+    from hangar.engine.reaping import reap
 
-    report = Reaper(manager(), session_is_live).run_once()
-    return getattr(report, "__dict__", {})
+    return reap()

@@ -1,0 +1,23 @@
+"""The periodic sandbox sweep (sandbox.reaper) with the platform's view of each session: alive while
+its row exists, dormant while archived. Archiving hibernates a sandbox and keeps its workspace (unarchive
+brings the files back on the next run); only a deleted session's workspace is destroyed, and only once it
+has been idle for HANGAR_SANDBOX_DELETE_GRACE_S."""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+
+def reap() -> dict:
+    from hangar.conversations.loop_selectors import session_exists, session_is_archived
+    from hangar.engine.sandboxes import manager
+    from sandbox.reaper import Reaper
+
+    report = Reaper(
+        manager(),
+        session_exists,
+        is_session_archived=session_is_archived,
+        gone_grace_s=settings.HANGAR_SANDBOX_DELETE_GRACE_S,
+        archived_idle_s=settings.HANGAR_SANDBOX_ARCHIVED_IDLE_S,
+    ).run_once()
+    return getattr(report, "__dict__", {})
