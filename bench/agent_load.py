@@ -7,8 +7,8 @@ Every session runs the same five steps (bash, write, read, bash, answer) in its 
 persisted in Postgres (database `hangar_bench`). Sandboxes are provisioned before the clock starts
 (their creation time is reported separately): the figure of interest is the loop's own overhead.
 
-Step overhead = for each step, (this step's assistant message completed − the previous step's completed,
-or the prompt's time for the first) − the scripted delay. Worker RSS = the worker process tree, sampled
+Step overhead = for each step, (this step's assistant message completed - the previous step's completed,
+or the prompt's time for the first) - the scripted delay. Worker RSS = the worker process tree, sampled
 every 0.5 s, maximum. Machine CPU per step = the whole machine's CPU over the same window (Postgres,
 Redis, Docker, the sandboxes, this process), by part: on 2 cores it bounds how fast a burst clears.
 The last line printed is one JSON object.
@@ -16,8 +16,6 @@ The last line printed is one JSON object.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -29,49 +27,24 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-BENCH_DB = os.environ.get("HANGAR_BENCH_DB", "hangar_bench")
-os.environ.setdefault("HANGAR_MODEL_ALLOWED_NETWORKS", "127.0.0.0/8,::1/128")  # the scripted server
+from common import (
+    ROOT,
+    agent_turns,
+    arguments,
+    bench_env,
+    bench_tenant,
+    cpu_s,
+    emit,
+    log,
+    machine_ticks,
+    open_bench_db,
+    percentile,
+    rss_mb,
+    stop,
+    wait_quiet,
+)
+
 STEPS = 5
-
-
-def log(*args) -> None:
-    print(*args, file=sys.stderr, flush=True)
-
-
-def turns(delay: float) -> list[list[dict]]:
-    def call(name, call_id, **arguments):
-        return {"tool_calls": [{"name": name, "id": call_id, "arguments": arguments}]}
-
-    return [
-        [{"delay": delay}, call("bash", "c1", command="echo start", description="start")],
-        [{"delay": delay}, call("write", "c2", filePath="/workspace/load.txt", content="hello\n")],
-        [{"delay": delay}, call("read", "c3", filePath="/workspace/load.txt")],
-        [{"delay": delay}, call("bash", "c4", command="cat load.txt", description="check")],
-        [{"delay": delay}, {"text": "All five steps done."}],
-    ]
-
-
-def rss_mb(pid: int) -> float:
-    """RSS of a process and all its descendants, in MiB."""
-    total, todo = 0, [pid]
-    while todo:
-        current = todo.pop()
-        try:
-            with open(f"/proc/{current}/status") as f:
-                total += next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
-            with open(f"/proc/{current}/task/{current}/children") as f:
-                todo += [int(c) for c in f.read().split()]
-        except (FileNotFoundError, StopIteration, ProcessLookupError):
-            continue
-    return total / 1024
-
-
-def cpu_s(pid: int) -> float:
-    """User + system CPU seconds of one process (all its threads)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def machine_cpu(workers: list[int]) -> dict[str, float]:
@@ -95,28 +68,21 @@ def machine_cpu(workers: list[int]) -> dict[str, float]:
         if pid in own:  # a worker's or the bench's children (none expected) are its own
             used, part = int(fields[11]) + int(fields[12]), "worker" if pid in workers else "bench"
         else:
-            used = sum(int(x) for x in fields[11:15])
-            part = (
-                "sandbox"
-                if "docker" in cgroup
-                else comm
-                if comm in ("postgres", "redis-server", "dockerd")
-                else "containerd"
-                if comm.startswith("containerd")
-                else "other"
-            )
             if pid == 1:
                 continue  # init: its cutime is every orphan it ever reaped
+            used, part = sum(int(x) for x in fields[11:15]), _part(comm, cgroup)
         parts[part] = parts.get(part, 0.0) + used / hz
     ticks = machine_ticks()
     parts["machine"] = (sum(ticks) - ticks[3] - ticks[4]) / hz  # all but idle and iowait
     return parts
 
 
-def machine_ticks() -> list[int]:
-    """The whole machine's CPU ticks by kind (/proc/stat: user, nice, system, idle, iowait, ...)."""
-    with open("/proc/stat") as f:
-        return [int(x) for x in f.readline().split()[1:]]
+def _part(comm: str, cgroup: str) -> str:
+    if "docker" in cgroup:
+        return "sandbox"
+    if comm in ("postgres", "redis-server", "dockerd"):
+        return comm
+    return "containerd" if comm.startswith("containerd") else "other"
 
 
 def provision(session) -> None:
@@ -127,101 +93,111 @@ def provision(session) -> None:
     box.close()
 
 
-def settle(idle_share: float = 0.8, limit_s: float = 60.0) -> float:
-    """Wait until the machine is mostly idle for a second before the clock starts: what the set-up leaves
-    behind (dockerd and the kernel flushing 100 new filesystems, the warm-up session's sandbox) is not
-    billed to the sessions. Returns the wait."""
-    started = time.monotonic()
+def start_workers(args, env: dict[str, str], queue: str) -> tuple[list[subprocess.Popen], Path]:
+    logs = Path(tempfile.mkdtemp(prefix="hangar-load-"))
+    command = [sys.executable, "-m", "celery", "-A", "hangar", "worker", "--pool", "threads"]
+    command += ["--concurrency", str(args.concurrency), "-Q", queue, "--loglevel", "WARNING"]
+    command += ["--without-gossip", "--without-mingle"]
+    workers = [
+        subprocess.Popen(
+            [*command, "-n", f"load{uuid.uuid4().hex[:4]}@%h"],
+            cwd=ROOT,
+            env=env,
+            stdout=(logs / f"worker{i}.log").open("w"),
+            stderr=subprocess.STDOUT,
+        )
+        for i in range(args.workers)
+    ]
+    return workers, logs
 
-    def idle_and_total() -> tuple[int, int]:
-        ticks = machine_ticks()
-        return ticks[3] + ticks[4], sum(ticks)
 
-    while time.monotonic() - started < limit_s:
-        idle0, total0 = idle_and_total()
-        time.sleep(1.0)
-        idle1, total1 = idle_and_total()
-        if (idle1 - idle0) / max(1, total1 - total0) >= idle_share:
-            break
-    return time.monotonic() - started
+def run_burst(args, actor, sessions, workers) -> dict:
+    """Prompt every session at once (after one uncounted warm-up session and a quiet machine) and wait for
+    all of them; the wall time, the workers' CPU and the machine's CPU by part over that window."""
+    from hangar.conversations.services import session_create
+    from hangar.engine.services import session_prompt
+
+    warm = session_create(
+        actor=actor, project=sessions[0].project, model={"providerID": "scripted", "modelID": "default"}
+    )
+    session_prompt(actor=actor, session=warm, parts=[{"type": "text", "text": "warm up"}])
+    _wait([warm.pk], timeout=120)
+    log(f"machine quiet after {wait_quiet():.1f}s")
+    pids = [w.pid for w in workers]
+    begin, cpu_before, machine_before = time.monotonic(), sum(cpu_s(p) for p in pids), machine_cpu(pids)
+    for i, session in enumerate(sessions):
+        session_prompt(actor=actor, session=session, parts=[{"type": "text", "text": f"load session {i}"}])
+    _wait([s.pk for s in sessions], timeout=STEPS * args.delay * 20 + 120)
+    return {
+        "warm": warm,
+        "wall": time.monotonic() - begin,
+        "cpu": sum(cpu_s(p) for p in pids) - cpu_before,
+        "machine_before": machine_before,
+        "machine_after": machine_cpu(pids),
+    }
 
 
-def create_db() -> None:
-    import psycopg
+def step_overheads(sessions, delay_s: float) -> tuple[list[float], list[list[float]], int]:
+    """Each step's overhead (its message completed - the previous one's, or the prompt's - the scripted
+    delay), all and by step index, and how many sessions did not finish their steps cleanly."""
+    from hangar.conversations.models import Message
 
-    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [BENCH_DB]).fetchone():
-            conn.execute(f'CREATE DATABASE "{BENCH_DB}"')
+    overheads: list[float] = []
+    by_index: list[list[float]] = [[] for _ in range(STEPS)]
+    errors = 0
+    for session in sessions:
+        user_msg = Message.objects.filter(session=session, role="user").first()
+        assistants = [
+            m.data for m in Message.objects.filter(session=session, role="assistant").order_by("id")
+        ]
+        if not (
+            len(assistants) == STEPS
+            and all(not a.get("error") for a in assistants)
+            and assistants[-1].get("finish") == "stop"
+        ):
+            errors += 1
+            continue
+        previous = user_msg.data["time"]["created"]
+        for index, message in enumerate(assistants):
+            completed = message["time"]["completed"]
+            overheads.append(completed - previous - delay_s * 1000)
+            by_index[index].append(overheads[-1])
+            previous = completed
+    return overheads, by_index, errors
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--sessions", type=int, default=100)
-    parser.add_argument("--delay", type=float, default=2.0)
-    parser.add_argument("--concurrency", type=int, default=100, help="threads per worker process")
-    parser.add_argument("--workers", type=int, default=1, help="worker processes on this host")
-    parser.add_argument("--db-pool", type=int, default=10, help="Postgres pool size per worker process")
-    parser.add_argument("--keep", action="store_true", help="keep the sessions (for inspection)")
-    args = parser.parse_args()
-
+    args = arguments(
+        __doc__,
+        ("--sessions", {"type": int, "default": 100}),
+        ("--delay", {"type": float, "default": 2.0}),
+        ("--concurrency", {"type": int, "default": 100, "help": "threads per worker process"}),
+        ("--workers", {"type": int, "default": 1, "help": "worker processes on this host"}),
+        ("--db-pool", {"type": int, "default": 10, "help": "Postgres pool size per worker process"}),
+        ("--keep", {"action": "store_true", "help": "keep the sessions (for inspection)"}),
+    )
     queue = f"load-{uuid.uuid4().hex[:6]}"
-    env = {
-        **os.environ,
-        "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{BENCH_DB}",
-        "PYTHONPATH": f"{ROOT}/platform:{ROOT}",
-        "DJANGO_SETTINGS_MODULE": "hangar.settings",
-        "HANGAR_ENGINE_QUEUE": queue,
-    }
-    worker_env = {**env, "HANGAR_DB_POOL_MAX": str(args.db_pool)} if args.db_pool else env
     # Every session's sandbox is provisioned before the clock starts, so a warm pool would serve none of
     # them: its refill (creating containers) would only take CPU from the sessions being measured.
-    worker_env = {**worker_env, "HANGAR_SANDBOX_POOL": "0"}
-    os.environ.update({k: env[k] for k in ("DATABASE_URL", "DJANGO_SETTINGS_MODULE", "HANGAR_ENGINE_QUEUE")})
-    os.environ["HANGAR_SANDBOX_POOL"] = "0"  # this process pre-provisions the sessions' own sandboxes
-    create_db()
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)
-    sys.path[:0] = [str(ROOT / "platform"), str(ROOT)]
-    import django
-
-    django.setup()
-    import httpx
-
-    from hangar.accounts.actors import Actor
-    from hangar.accounts.models import Membership, Org, Role, User
-    from hangar.audit.models import ActorType
-    from hangar.conversations.models import Message, Session
+    env = bench_env(HANGAR_ENGINE_QUEUE=queue, HANGAR_SANDBOX_POOL="0")
+    worker_env = {**env, "HANGAR_DB_POOL_MAX": str(args.db_pool)} if args.db_pool else env
+    open_bench_db(env)
+    from hangar.conversations.models import Session
     from hangar.conversations.services import session_create
     from hangar.engine.sandboxes import manager
-    from hangar.engine.services import session_prompt
-    from hangar.projects import crypto
-    from hangar.projects.models import Project, ProviderCredential
     from scripted_llm import ScriptedServer
 
     scripted = ScriptedServer().start()
     script_id = f"load-{uuid.uuid4().hex[:8]}"
+    import httpx
+
     httpx.post(
         f"http://127.0.0.1:{scripted.port}/_scripts",
-        json={"id": script_id, "turns": turns(args.delay), "title": "Load"},
+        json={"id": script_id, "turns": agent_turns(args.delay), "title": "Load"},
     ).raise_for_status()
-
-    org, _ = Org.objects.get_or_create(slug="bench", defaults={"name": "Bench"})
-    user = User.objects.filter(email="bench@bench.test").first() or User.objects.create_user(
-        "bench@bench.test"
-    )
-    Membership.objects.get_or_create(org=org, user=user, defaults={"role": Role.OWNER})
-    project, _ = Project.objects.get_or_create(org=org, slug="load", defaults={"name": "load"})
-    ProviderCredential.objects.update_or_create(
-        org=org,
-        user=None,
-        provider="scripted",
-        defaults={"api_base": scripted.url, "api_key_encrypted": crypto.encrypt("sk-bench")},
-    )
-    actor = Actor(type=ActorType.USER, org_id=org.pk, user=user, label=user.email)
-
-    sessions = [
-        session_create(actor=actor, project=project, model={"providerID": "scripted", "modelID": script_id})
-        for _ in range(args.sessions)
-    ]
+    actor, project = bench_tenant(scripted.url, "load")
+    model = {"providerID": "scripted", "modelID": script_id}
+    sessions = [session_create(actor=actor, project=project, model=model) for _ in range(args.sessions)]
     started = time.monotonic()
     with ThreadPoolExecutor(8) as pool:
         # Provision, then let go of the attach: in production the worker creates or claims the sandbox
@@ -233,36 +209,7 @@ def main() -> None:
     sandbox_s = time.monotonic() - started
     log(f"{len(sessions)} sandboxes ready in {sandbox_s:.1f}s")
 
-    logs = Path(tempfile.mkdtemp(prefix="hangar-load-"))
-    workers = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "hangar",
-                "worker",
-                "--pool",
-                "threads",
-                "--concurrency",
-                str(args.concurrency),
-                "-Q",
-                queue,
-                "--loglevel",
-                "WARNING",
-                "-n",
-                f"load{uuid.uuid4().hex[:4]}@%h",
-                "--without-gossip",
-                "--without-mingle",
-            ],
-            cwd=ROOT,
-            env=worker_env,
-            stdout=(logs / f"worker{i}.log").open("w"),
-            stderr=subprocess.STDOUT,
-        )
-        for i in range(args.workers)
-    ]
+    workers, logs = start_workers(args, worker_env, queue)
     peak = [0.0]
     done = threading.Event()
 
@@ -272,90 +219,52 @@ def main() -> None:
 
     threading.Thread(target=sample, daemon=True).start()
     try:
-        # Warm the worker (LiteLLM import, first connection) with one session not counted.
-        warm = session_create(
-            actor=actor, project=project, model={"providerID": "scripted", "modelID": "default"}
-        )
-        session_prompt(actor=actor, session=warm, parts=[{"type": "text", "text": "warm up"}])
-        _wait([warm.pk], timeout=120)
-        log(f"machine quiet after {settle():.1f}s")
-        begin = time.monotonic()
-        cpu_before = sum(cpu_s(w.pid) for w in workers)
-        machine_before = machine_cpu([w.pid for w in workers])
-        for i, session in enumerate(sessions):
-            session_prompt(
-                actor=actor, session=session, parts=[{"type": "text", "text": f"load session {i}"}]
-            )
-        _wait([s.pk for s in sessions], timeout=STEPS * args.delay * 20 + 120)
-        wall = time.monotonic() - begin
-        cpu = sum(cpu_s(w.pid) for w in workers) - cpu_before
-        machine_after = machine_cpu([w.pid for w in workers])
+        burst = run_burst(args, actor, sessions, workers)
     finally:
         done.set()
         for worker in workers:
-            worker.terminate()
-        for worker in workers:
-            try:
-                worker.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                worker.kill()
+            stop(worker, timeout=30)
         scripted.stop()
 
-    overheads, errors, by_index = [], 0, [[] for _ in range(STEPS)]
-    for session in sessions:
-        user_msg = Message.objects.filter(session=session, role="user").first()
-        assistants = [
-            m.data for m in Message.objects.filter(session=session, role="assistant").order_by("id")
-        ]
-        ok = (
-            len(assistants) == STEPS
-            and all(not a.get("error") for a in assistants)
-            and assistants[-1].get("finish") == "stop"
-        )
-        if not ok:
-            errors += 1
-            continue
-        previous = user_msg.data["time"]["created"]
-        for index, message in enumerate(assistants):
-            completed = message["time"]["completed"]
-            overheads.append(completed - previous - args.delay * 1000)
-            by_index[index].append(overheads[-1])
-            previous = completed
-    for session in sessions + [warm]:
+    overheads, by_index, errors = step_overheads(sessions, args.delay)
+    warm = burst["warm"]
+    for session in [*sessions, warm]:
         try:
             manager().destroy(session.pk)
         except Exception:
             pass
     if not args.keep:
         Session.objects.filter(pk__in=[s.pk for s in sessions] + [warm.pk]).delete()
-    overheads.sort()
-    result = {
-        "sessions": len(sessions),
-        "steps_per_session": STEPS,
-        "errors": errors,
-        "scripted_delay_s": args.delay,
-        "wall_s": round(wall, 1),
-        "sandbox_setup_s": round(sandbox_s, 1),
-        "step_overhead_p50_ms": round(statistics.median(overheads), 1) if overheads else None,
-        "step_overhead_p99_ms": round(overheads[int(len(overheads) * 0.99) - 1], 1) if overheads else None,
-        "step_overhead_max_ms": round(overheads[-1], 1) if overheads else None,
-        "step_overhead_p50_by_step_ms": [round(statistics.median(x), 1) if x else None for x in by_index],
-        "worker_rss_mb": round(peak[0], 1),
-        "worker_processes": args.workers,
-        "worker_cpu_ms_per_step": round(cpu * 1000 / max(1, len(sessions) * STEPS), 1),
-        # The whole machine's CPU per step over the same window, and its parts (see machine_cpu).
-        "machine_cpu_ms_per_step": dict(
-            sorted(
-                (
-                    (part, round((used - machine_before.get(part, 0.0)) * 1000 / (len(sessions) * STEPS), 1))
-                    for part, used in machine_after.items()
-                ),
-                key=lambda kv: -kv[1],
-            )
-        ),
-        "worker_logs": str(logs),
-    }
-    print(json.dumps(result))
+    steps = len(sessions) * STEPS
+    before = burst["machine_before"]
+    emit(
+        {
+            "sessions": len(sessions),
+            "steps_per_session": STEPS,
+            "errors": errors,
+            "scripted_delay_s": args.delay,
+            "wall_s": round(burst["wall"], 1),
+            "sandbox_setup_s": round(sandbox_s, 1),
+            "step_overhead_p50_ms": round(statistics.median(overheads), 1) if overheads else None,
+            "step_overhead_p99_ms": round(percentile(overheads, 0.99), 1) if overheads else None,
+            "step_overhead_max_ms": round(max(overheads), 1) if overheads else None,
+            "step_overhead_p50_by_step_ms": [round(statistics.median(x), 1) if x else None for x in by_index],
+            "worker_rss_mb": round(peak[0], 1),
+            "worker_processes": args.workers,
+            "worker_cpu_ms_per_step": round(burst["cpu"] * 1000 / max(1, steps), 1),
+            # The whole machine's CPU per step over the same window, and its parts (see machine_cpu).
+            "machine_cpu_ms_per_step": dict(
+                sorted(
+                    (
+                        (part, round((used - before.get(part, 0.0)) * 1000 / max(1, steps), 1))
+                        for part, used in burst["machine_after"].items()
+                    ),
+                    key=lambda kv: -kv[1],
+                )
+            ),
+            "worker_logs": str(logs),
+        }
+    )
 
 
 def _wait(session_ids: list[str], timeout: float) -> None:

@@ -13,7 +13,7 @@ write a file, run it with bash, a whitespace-fuzzy edit, read it back, answer.
 - OpenCode: `opencode serve` from tests/opencode_client (npm opencode-ai), pointed at the scripted server
   by an opencode.json custom provider (`@ai-sdk/openai-compatible` with a baseURL).
 
-Step time = (session wall time − the scripted server's own time) / 5. The server's own time is measured
+Step time = (session wall time - the scripted server's own time) / 5. The server's own time is measured
 by replaying the same five turns with a raw HTTP client and summed per session. One warm-up session per
 side is not counted. Sessions start one at a time, --gap seconds apart on both sides (default 1 s): a
 session's background work (Hangar's warm pool creating the container the next session will claim, a few
@@ -24,13 +24,11 @@ is one JSON object.
 
 from __future__ import annotations
 
-import argparse
 import base64
 import json
 import os
 import queue
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -40,36 +38,23 @@ import time
 import uuid
 from pathlib import Path
 
+import common
 import httpx
+from common import (
+    ROOT,
+    arguments,
+    bench_env,
+    bench_tenant,
+    emit,
+    free_port,
+    log,
+    open_bench_db,
+    stop,
+    wait_port,
+)
 
-ROOT = Path(__file__).resolve().parents[1]
 OPENCODE_BIN = ROOT / "tests/opencode_client/node_modules/opencode-linux-x64/bin/opencode"
 STEPS = 5
-BENCH_DB = os.environ.get("HANGAR_BENCH_DB", "hangar_bench")
-os.environ.setdefault("HANGAR_MODEL_ALLOWED_NETWORKS", "127.0.0.0/8,::1/128")  # the scripted server
-
-
-def log(*args) -> None:
-    print(*args, file=sys.stderr, flush=True)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_port(port: int, proc: subprocess.Popen, what: str, timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{what} exited with {proc.returncode}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError(f"{what} did not listen on {port}")
 
 
 def five_steps(path: str) -> list[list[dict]]:
@@ -174,26 +159,7 @@ class OpenCodeClient:
 # --- the scripted server and its own time --------------------------------------------------------------
 
 
-class Scripted:
-    def __init__(self):
-        self.port = free_port()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "scripted_llm", "--port", str(self.port)],
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        wait_port(self.port, self.proc, "scripted_llm")
-        self.url = f"http://127.0.0.1:{self.port}/v1"
-
-    def load(self, turns: list) -> str:
-        script_id = f"bench-{uuid.uuid4().hex[:8]}"
-        httpx.post(
-            f"http://127.0.0.1:{self.port}/_scripts",
-            json={"id": script_id, "turns": turns, "title": "Bench session"},
-        ).raise_for_status()
-        return script_id
-
+class Scripted(common.Scripted):
     def own_time_s(self, turns: list, repeats: int = 5) -> float:
         """Median time the server itself takes to answer the five turns, streamed over raw HTTP."""
         script_id = self.load(turns)
@@ -215,33 +181,14 @@ class Scripted:
                 totals.append(total)
         return statistics.median(totals)
 
-    def stop(self) -> None:
-        self.proc.terminate()
-
 
 # --- Hangar -------------------------------------------------------------------------------------------
 
 
 class Hangar:
     def __init__(self, scripted: Scripted):
-        self.env = {
-            **os.environ,
-            "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{BENCH_DB}",
-            "PYTHONPATH": f"{ROOT}/platform:{ROOT}",
-            "DJANGO_SETTINGS_MODULE": "hangar.settings",
-            "HANGAR_ENGINE_QUEUE": f"bench-{uuid.uuid4().hex[:6]}",
-        }
-        os.environ.update(
-            {k: self.env[k] for k in ("DATABASE_URL", "DJANGO_SETTINGS_MODULE", "HANGAR_ENGINE_QUEUE")}
-        )
-        self._create_db()
-        subprocess.run(
-            [sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=self.env, check=True
-        )
-        sys.path[:0] = [str(ROOT / "platform"), str(ROOT)]
-        import django
-
-        django.setup()
+        self.env = bench_env(HANGAR_ENGINE_QUEUE=f"bench-{uuid.uuid4().hex[:6]}")
+        open_bench_db(self.env)
         self.scripted = scripted
         self.token, self.project = self._tenant()
         self.procs: list[subprocess.Popen] = []
@@ -273,34 +220,15 @@ class Hangar:
         wait_port(self.port, self.procs[-1], "daphne")
         self.base = f"http://127.0.0.1:{self.port}/oc/{self.project.pk}"
 
-    @staticmethod
-    def _create_db() -> None:
-        import psycopg
-
-        with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
-            if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [BENCH_DB]).fetchone():
-                conn.execute(f'CREATE DATABASE "{BENCH_DB}"')
-
     def _tenant(self):
         from hangar.accounts import tokens
-        from hangar.accounts.models import ApiToken, Membership, Org, Role, User
-        from hangar.projects import crypto
-        from hangar.projects.models import Project, ProviderCredential
+        from hangar.accounts.models import ApiToken
 
-        org, _ = Org.objects.get_or_create(slug="bench", defaults={"name": "Bench"})
-        user = User.objects.filter(email="bench@bench.test").first() or User.objects.create_user(
-            "bench@bench.test"
-        )
-        Membership.objects.get_or_create(org=org, user=user, defaults={"role": Role.OWNER})
-        project, _ = Project.objects.get_or_create(org=org, slug="bench", defaults={"name": "bench"})
-        ProviderCredential.objects.update_or_create(
-            org=org,
-            user=None,
-            provider="scripted",
-            defaults={"api_base": self.scripted.url, "api_key_encrypted": crypto.encrypt("sk-bench")},
-        )
+        actor, project = bench_tenant(self.scripted.url, "bench")
         raw, prefix = tokens.generate()
-        ApiToken.objects.create(org=org, user=user, name="bench", prefix=prefix, digest=tokens.digest(raw))
+        ApiToken.objects.create(
+            org_id=actor.org_id, user=actor.user, name="bench", prefix=prefix, digest=tokens.digest(raw)
+        )
         return raw, project
 
     def use_script(self, script_id: str) -> None:
@@ -311,10 +239,7 @@ class Hangar:
         for proc in self.procs:
             proc.terminate()
         for proc in self.procs:
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop(proc)
         self._remove_sandboxes()
 
     def _remove_sandboxes(self) -> None:
@@ -379,11 +304,7 @@ class OpenCode:
         self.base = f"http://127.0.0.1:{self.port}"
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        stop(self.proc, timeout=10)
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
@@ -405,18 +326,19 @@ def measure(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--sessions", type=int, default=8, help="measured sessions per side (plus one warm-up)"
+    args = arguments(
+        __doc__,
+        ("--sessions", {"type": int, "default": 8, "help": "measured sessions per side (plus one warm-up)"}),
+        (
+            "--gap",
+            {
+                "type": float,
+                "default": 1.0,
+                "help": "seconds between sessions, on both sides: what a session leaves running in the "
+                "background (Hangar's warm pool starting the next container) is not billed to the next",
+            },
+        ),
     )
-    parser.add_argument(
-        "--gap",
-        type=float,
-        default=1.0,
-        help="seconds between sessions, on both sides: what a session leaves running in the "
-        "background (Hangar's warm pool starting the next container) is not billed to the next",
-    )
-    args = parser.parse_args()
 
     scripted = Scripted()
     hangar = opencode = None
@@ -451,22 +373,20 @@ def main() -> None:
 
     hangar_p50 = statistics.median(hangar_steps)
     opencode_p50 = statistics.median(opencode_steps)
-    print(
-        json.dumps(
-            {
-                "sessions": args.sessions,
-                "gap_s": args.gap,
-                "steps_per_session": STEPS,
-                "hangar_step_p50_ms": round(hangar_p50, 1),
-                "opencode_step_p50_ms": round(opencode_p50, 1),
-                "ratio": round(opencode_p50 / hangar_p50, 2) if hangar_p50 else None,
-                "hangar_step_ms": [round(v, 1) for v in hangar_steps],
-                "opencode_step_ms": [round(v, 1) for v in opencode_steps],
-                "scripted_own_ms_per_session": round(own_s * 1000, 2),
-                "hangar_tools": hangar_tools,
-                "opencode_tools": opencode_tools,
-            }
-        )
+    emit(
+        {
+            "sessions": args.sessions,
+            "gap_s": args.gap,
+            "steps_per_session": STEPS,
+            "hangar_step_p50_ms": round(hangar_p50, 1),
+            "opencode_step_p50_ms": round(opencode_p50, 1),
+            "ratio": round(opencode_p50 / hangar_p50, 2) if hangar_p50 else None,
+            "hangar_step_ms": [round(v, 1) for v in hangar_steps],
+            "opencode_step_ms": [round(v, 1) for v in opencode_steps],
+            "scripted_own_ms_per_session": round(own_s * 1000, 2),
+            "hangar_tools": hangar_tools,
+            "opencode_tools": opencode_tools,
+        }
     )
 
 

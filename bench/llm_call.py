@@ -21,27 +21,23 @@ Median (and p90) of --calls calls per variant. The last line printed is one JSON
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import threading
 import time
 import types
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "platform"), str(ROOT), str(ROOT / "bench")]
+from common import ROOT, Scripted, arguments, emit, summary
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hangar.settings")
-os.environ.setdefault("HANGAR_MODEL_ALLOWED_NETWORKS", "127.0.0.0/8,::1/128")  # the scripted server
 FLAG = "EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER"
 MODULE = "platform/hangar/engine/providers/litellm_model.py"
-
-
-def log(*args) -> None:
-    print(*args, file=sys.stderr, flush=True)
+TURN = [
+    {"text": "I will look at the files first."},
+    {"tool_calls": [{"name": "bash", "id": "c1", "arguments": {"command": "ls -la", "description": "List"}}]},
+]
 
 
 def conversation(n: int) -> list[dict]:
@@ -81,53 +77,13 @@ def baseline_class(ref: str):
     return module.LiteLLMModel
 
 
-def summary(times: list[float]) -> dict:
-    ordered = sorted(times)
-    return {
-        "median_ms": round(statistics.median(ordered), 2),
-        "p90_ms": round(ordered[int(len(ordered) * 0.9) - 1], 2),
-        "n": len(ordered),
-    }
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--calls", type=int, default=60, help="measured calls per variant (default 60)")
-    parser.add_argument("--rounds", type=int, default=4, help="interleaved rounds the calls are split into")
-    parser.add_argument("--messages", default="4,24", help="conversation lengths to run, comma-separated")
-    parser.add_argument(
-        "--baseline", default="", help="a git ref: also measure litellm_model.py as it is there"
-    )
-    args = parser.parse_args()
-
-    import django
-
-    django.setup()
+def variants(scripted: Scripted, script: str, system: list[str], tools: list, baseline_ref: str) -> dict:
+    """name -> a function making one streaming call with the given messages (returns the events seen)."""
     import httpx
-    from agent_step import Scripted
 
-    from hangar.engine.providers.litellm_model import LiteLLMModel, litellm_module
+    from hangar.engine.providers.litellm_model import LiteLLMModel
     from hangar.engine.providers.openai_compat import OpenAICompatModel
-    from hangar.engine.system import prompt_text
-    from hangar.engine.tools.registry import get_tools, tool_schemas
 
-    litellm_module()
-    tools = tool_schemas(get_tools("build", "bench-model"))
-    system = [prompt_text("default")]
-    scripted = Scripted()
-    script = "bench-llm-call"
-    turn = [
-        {"text": "I will look at the files first."},
-        {
-            "tool_calls": [
-                {"name": "bash", "id": "c1", "arguments": {"command": "ls -la", "description": "List"}}
-            ]
-        },
-    ]
-    httpx.post(
-        f"http://127.0.0.1:{scripted.port}/_scripts", json={"id": script, "loop": True, "turns": [turn]}
-    ).raise_for_status()
-    baseline = baseline_class(args.baseline) if args.baseline else None
     abort = threading.Event()
     http = httpx.Client(timeout=60)
 
@@ -169,15 +125,59 @@ def main() -> None:
                     n += 1
         return n
 
-    variants = {
+    out = {
         "raw httpx": raw,
         "adapter": adapter(LiteLLMModel),
         "adapter, LiteLLM HTTP handler": adapter(LiteLLMModel, flag=True),
         "direct (OpenAICompatModel)": adapter(OpenAICompatModel),
     }
-    if baseline is not None:
-        variants[f"baseline ({args.baseline})"] = adapter(baseline)
+    if baseline_ref:
+        out[f"baseline ({baseline_ref})"] = adapter(baseline_class(baseline_ref))
+    return out
 
+
+def interleaved(runs: dict, messages: list[dict], calls: int, rounds: int) -> dict[str, list[float]]:
+    """Each variant's call times (ms), in `rounds` rounds of calls // rounds calls each, after 5 warm-up calls."""
+    for run in runs.values():  # warm-up: imports, pools, caches
+        for _ in range(5):
+            run(messages)
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    per_round = max(1, calls // rounds)
+    for _ in range(rounds):
+        for name, run in runs.items():
+            for _ in range(per_round):
+                started = time.perf_counter()
+                run(messages)
+                times[name].append((time.perf_counter() - started) * 1000)
+    return times
+
+
+def main() -> None:
+    args = arguments(
+        __doc__,
+        ("--calls", {"type": int, "default": 60, "help": "measured calls per variant (default 60)"}),
+        ("--rounds", {"type": int, "default": 4, "help": "interleaved rounds the calls are split into"}),
+        ("--messages", {"default": "4,24", "help": "conversation lengths to run, comma-separated"}),
+        ("--baseline", {"default": "", "help": "a git ref: also measure litellm_model.py as it is there"}),
+    )
+    import django
+
+    django.setup()
+    import httpx
+
+    from hangar.engine.providers.litellm_model import litellm_module
+    from hangar.engine.system import prompt_text
+    from hangar.engine.tools.registry import get_tools, tool_schemas
+
+    litellm_module()
+    tools = tool_schemas(get_tools("build", "bench-model"))
+    system = [prompt_text("default")]
+    scripted = Scripted()
+    script = "bench-llm-call"
+    httpx.post(
+        f"http://127.0.0.1:{scripted.port}/_scripts", json={"id": script, "loop": True, "turns": [TURN]}
+    ).raise_for_status()
+    runs = variants(scripted, script, system, tools, args.baseline)
     results: dict = {
         "calls": args.calls,
         "tools": len(tools),
@@ -187,22 +187,12 @@ def main() -> None:
     }
     for n in [int(x) for x in args.messages.split(",") if x]:
         messages = conversation(n)
-        for run in variants.values():  # warm-up: imports, pools, caches
-            for _ in range(5):
-                run(messages)
-        times: dict[str, list[float]] = {name: [] for name in variants}
-        per_round = max(1, args.calls // args.rounds)
-        for _ in range(args.rounds):
-            for name, run in variants.items():
-                for _ in range(per_round):
-                    started = time.perf_counter()
-                    run(messages)
-                    times[name].append((time.perf_counter() - started) * 1000)
-        figures = {name: summary(values) for name, values in times.items()}
+        times = interleaved(runs, messages, args.calls, args.rounds)
+        figures = {name: summary(values, 0.9) for name, values in times.items()}
         floor = figures["raw httpx"]["median_ms"]
         print(
             f"\n{len(messages) + 1} messages (system + {len(messages)}), {len(tools)} tools, "
-            f"{per_round * args.rounds} calls each:"
+            f"{len(times['raw httpx'])} calls each:"
         )
         for name, figure in figures.items():
             over = figure["median_ms"] - floor
@@ -212,7 +202,7 @@ def main() -> None:
             )
         results["by_messages"][str(len(messages) + 1)] = figures
     scripted.stop()
-    print(json.dumps(results))
+    emit(results)
 
 
 if __name__ == "__main__":

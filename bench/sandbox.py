@@ -13,29 +13,26 @@ and 5,000), so both are measured under the same load.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import docker
+from common import ROOT, arguments, emit, percentile
 
-import docker  # noqa: E402
-
-from sandbox import volumes  # noqa: E402
-from sandbox.image import base_tag, ensure_image  # noqa: E402
-from sandbox.manager import DockerSandboxes  # noqa: E402
-from sandbox.pool import WarmPool  # noqa: E402
-from sandbox.protocol import SandboxSpec  # noqa: E402
+from sandbox import volumes
+from sandbox.image import base_tag, ensure_image
+from sandbox.manager import DockerSandboxes
+from sandbox.pool import WarmPool
+from sandbox.protocol import SandboxSpec
 
 LABELS = {"hangar.bench": "1"}
 BASELINE = "c10c375"  # the last commit whose snapshots.py tracked with git processes
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 SNAPSHOT_PROBE = r"""
 import json, os, resource, statistics, subprocess, sys, time
@@ -99,15 +96,10 @@ print(json.dumps({"small": bench("small", 2, 3, int(sys.argv[1])), "big": bench(
 """
 
 
-def pct(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
-
-
 def report(name: str, samples_ms: list[float]) -> float:
     p50 = statistics.median(samples_ms)
     print(
-        f"{name:32s} n={len(samples_ms):4d}  p50={p50:8.3f} ms  p95={pct(samples_ms, 0.95):8.3f} ms",
+        f"{name:32s} n={len(samples_ms):4d}  p50={p50:8.3f} ms  p95={percentile(samples_ms, 0.95):8.3f} ms",
         flush=True,
     )
     return round(p50, 3)
@@ -142,11 +134,11 @@ def agent_cpu(client: docker.DockerClient, box) -> Callable[[], float]:
     """A function returning the agent's CPU so far (ms, with the children it waited for), from the
     host's /proc: the container's init is docker-init, its only child is the agent."""
     init = client.api.inspect_container(box.container_name)["State"]["Pid"]
-    pid = int(open(f"/proc/{init}/task/{init}/children").read().split()[0])
+    pid = int(Path(f"/proc/{init}/task/{init}/children").read_text().split()[0])
     tick = os.sysconf("SC_CLK_TCK")
 
     def read() -> float:
-        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         return sum(int(x) for x in fields[11:15]) * 1000 / tick
 
     return read
@@ -273,13 +265,96 @@ def first_contact_section(
     return result
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--samples", type=int, default=50)
-    parser.add_argument(
-        "--only", choices=["snapshots", "first_contact"], help="run one section and print its figures"
+def cold_section(manager: DockerSandboxes, made: list[str], n: int) -> dict:
+    """Cold create -> first exec, keeping the last 20 sandboxes for the sections after."""
+    cold = []
+    for _ in range(n):
+        sid = f"bench-{uuid.uuid4().hex[:10]}"
+        t = time.perf_counter()
+        box = manager.get_or_create(spec(sid))
+        box.exec("true")
+        cold.append((time.perf_counter() - t) * 1000)
+        made.append(sid)
+        if len(made) > 20:
+            manager.destroy(made.pop(0))
+    return {"cold_first_exec_p50_ms": report("cold create -> first exec", cold)}
+
+
+def idle_memory_section(manager: DockerSandboxes, client: docker.DockerClient, made: list[str]) -> dict:
+    """Idle memory across the last 20 idle sandboxes, from their cgroups (v1, cgroupfs driver)."""
+    time.sleep(2)
+    rss, usage = [], []
+    for sid in made[-20:]:
+        cid = client.api.inspect_container(manager.connect(sid).container_name)["Id"]
+        base = f"/sys/fs/cgroup/memory/docker/{cid}"
+        stat = dict(line.split() for line in Path(f"{base}/memory.stat").read_text().splitlines())
+        rss.append(int(stat["total_rss"]) / 2**20)
+        usage.append(int(Path(f"{base}/memory.usage_in_bytes").read_text()) / 2**20)
+    print(
+        f"{'idle sandbox memory (' + str(len(rss)) + ')':32s} rss mean={statistics.mean(rss):.1f} MB  "
+        f"cgroup usage mean={statistics.mean(usage):.1f} MB (includes page cache)"
     )
-    args = parser.parse_args()
+    return {
+        "idle_sandbox_rss_mb": round(statistics.mean(rss), 2),
+        "idle_sandbox_cgroup_usage_mb": round(statistics.mean(usage), 2),
+    }
+
+
+def ops_section(manager: DockerSandboxes, client: docker.DockerClient, sid: str, n: int) -> dict:
+    """docker exec against the agent's exec, round trip and a 10 KB write + read, on one sandbox."""
+    box = manager.connect(sid)
+    container = client.containers.get(box.container_name)
+    docker_exec = []
+    for _ in range(n):
+        t = time.perf_counter()
+        container.exec_run("true")
+        docker_exec.append((time.perf_counter() - t) * 1000)
+    result = {"docker_exec_p50_ms": report("docker exec_run('true')", docker_exec)}
+    for _ in range(20):
+        box.exec("true")
+    payload = "x" * 10_239 + "\n"
+
+    def write_read(i: int) -> None:
+        box.write(f"bench/{i % 10}.txt", payload)
+        box.read(f"bench/{i % 10}.txt")
+
+    for key, name, fn, count in (
+        ("agent_exec_p50_ms", "agent exec('true')", lambda _i: box.exec("true"), max(n, 200)),
+        ("agent_roundtrip_p50_ms", "agent JSON round trip (ping)", lambda _i: box.ping(), max(n, 500)),
+        ("write_read_10kb_p50_ms", "write + read 10 KB", write_read, max(n, 200)),
+    ):
+        walls = []
+        for i in range(count):
+            t = time.perf_counter()
+            fn(i)
+            walls.append((time.perf_counter() - t) * 1000)
+        result[key] = report(name, walls)
+    return result
+
+
+def warm_section(manager: DockerSandboxes, pool: WarmPool, n: int) -> dict:
+    """A claim from the warm pool -> first exec."""
+    warm = []
+    for _ in range(n):
+        pool.fill()
+        sid = f"bench-{uuid.uuid4().hex[:10]}"
+        t = time.perf_counter()
+        box = manager._remember(pool.claim(manager, spec(sid)))
+        box.exec("true")
+        warm.append((time.perf_counter() - t) * 1000)
+        manager.destroy(sid)
+    return {"warm_claim_first_exec_p50_ms": report("warm claim -> first exec", warm)}
+
+
+def main() -> None:
+    args = arguments(
+        __doc__,
+        ("--samples", {"type": int, "default": 50}),
+        (
+            "--only",
+            {"choices": ["snapshots", "first_contact"], "help": "run one section and print its figures"},
+        ),
+    )
     n = args.samples
     client = docker.from_env()
     image = ensure_image(client)
@@ -293,89 +368,22 @@ def main() -> None:
         finally:
             for sid in made:
                 manager.destroy(sid)
-        print(json.dumps(result))
+        emit(result)
         return
     pool = WarmPool(3, template=spec("pool"), client=client, image=image, extra_labels=LABELS)
     try:
         result["docker_run_p50_ms"] = report(
             "docker run (base image)", bare_docker_run(client, base_tag(), n)
         )
-
-        cold = []
-        for _ in range(n):
-            sid = f"bench-{uuid.uuid4().hex[:10]}"
-            t = time.perf_counter()
-            box = manager.get_or_create(spec(sid))
-            box.exec("true")
-            cold.append((time.perf_counter() - t) * 1000)
-            made.append(sid)
-            if len(made) > 20:
-                manager.destroy(made.pop(0))
-        result["cold_first_exec_p50_ms"] = report("cold create -> first exec", cold)
-
-        # Idle memory across 20 idle sandboxes, from their cgroups (v1, cgroupfs driver).
-        time.sleep(2)
-        rss, usage = [], []
-        for sid in made[-20:]:
-            cid = client.api.inspect_container(manager.connect(sid).container_name)["Id"]
-            base = f"/sys/fs/cgroup/memory/docker/{cid}"
-            stat = dict(line.split() for line in open(f"{base}/memory.stat"))
-            rss.append(int(stat["total_rss"]) / 2**20)
-            usage.append(int(open(f"{base}/memory.usage_in_bytes").read()) / 2**20)
-        print(
-            f"{'idle sandbox memory (20)':32s} rss mean={statistics.mean(rss):.1f} MB  "
-            f"cgroup usage mean={statistics.mean(usage):.1f} MB (includes page cache)"
-        )
-        result["idle_sandbox_rss_mb"] = round(statistics.mean(rss), 2)
-        result["idle_sandbox_cgroup_usage_mb"] = round(statistics.mean(usage), 2)
-
-        box = manager.connect(made[-1])
-        container = client.containers.get(box.container_name)
-        docker_exec = []
-        for _ in range(n):
-            t = time.perf_counter()
-            container.exec_run("true")
-            docker_exec.append((time.perf_counter() - t) * 1000)
-        result["docker_exec_p50_ms"] = report("docker exec_run('true')", docker_exec)
-
-        for _ in range(20):
-            box.exec("true")
-        agent_exec, ping, write_read = [], [], []
-        for _ in range(max(n, 200)):
-            t = time.perf_counter()
-            box.exec("true")
-            agent_exec.append((time.perf_counter() - t) * 1000)
-        for _ in range(max(n, 500)):
-            t = time.perf_counter()
-            box.ping()
-            ping.append((time.perf_counter() - t) * 1000)
-        payload = "x" * 10_239 + "\n"
-        for i in range(max(n, 200)):
-            t = time.perf_counter()
-            box.write(f"bench/{i % 10}.txt", payload)
-            box.read(f"bench/{i % 10}.txt")
-            write_read.append((time.perf_counter() - t) * 1000)
-        result["agent_exec_p50_ms"] = report("agent exec('true')", agent_exec)
-        result["agent_roundtrip_p50_ms"] = report("agent JSON round trip (ping)", ping)
-        result["write_read_10kb_p50_ms"] = report("write + read 10 KB", write_read)
-
+        result.update(cold_section(manager, made, n))
+        result.update(idle_memory_section(manager, client, made))
+        result.update(ops_section(manager, client, made[-1], n))
         result.update(snapshot_section(manager, client, made, n))
         result.update(first_contact_section(manager, client, made, n))
-
         for sid in made:
             manager.destroy(sid)
         made.clear()
-
-        warm = []
-        for _ in range(n):
-            pool.fill()
-            sid = f"bench-{uuid.uuid4().hex[:10]}"
-            t = time.perf_counter()
-            box = manager._remember(pool.claim(manager, spec(sid)))
-            box.exec("true")
-            warm.append((time.perf_counter() - t) * 1000)
-            manager.destroy(sid)
-        result["warm_claim_first_exec_p50_ms"] = report("warm claim -> first exec", warm)
+        result.update(warm_section(manager, pool, n))
     finally:
         for sid in made:
             manager.destroy(sid)
@@ -386,7 +394,7 @@ def main() -> None:
     result["cold_vs_docker_run_ratio"] = round(
         result["cold_first_exec_p50_ms"] / result["docker_run_p50_ms"], 2
     )
-    print(json.dumps(result))
+    emit(result)
 
 
 if __name__ == "__main__":
