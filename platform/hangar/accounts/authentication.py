@@ -9,6 +9,7 @@ from rest_framework import authentication, exceptions
 
 from hangar.accounts import tokens
 from hangar.accounts.models import ApiToken
+from hangar.accounts.services import token_record_use
 from hangar.accounts.token_rows import Join, token_find
 
 
@@ -29,15 +30,7 @@ def resolve_token(raw: str, join: Join | None = None) -> ApiToken:
         raise exceptions.AuthenticationFailed("Token has expired.")
     if not found.user.is_active:
         raise exceptions.AuthenticationFailed("User is inactive.")
-    if candidates[found.digest] != 0:
-        # Signed with an older pepper: re-sign under the current one (we hold the raw token only now), so
-        # retiring old peppers later only cuts off tokens unused since the rotation.
-        found.digest, found.pepper_index = tokens.digest(raw, 0), 0
-        ApiToken.objects.filter(pk=found.pk).update(digest=found.digest, pepper_index=0)
-    now = timezone.now()
-    # Coarse last-used stamp: at most one write a minute per token.
-    if found.last_used_at is None or (now - found.last_used_at).total_seconds() > 60:
-        ApiToken.objects.filter(pk=found.pk).update(last_used_at=now)
+    token_record_use(token=found, raw=raw, signed_with_current=candidates[found.digest] == 0)
     return found
 
 

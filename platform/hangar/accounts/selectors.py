@@ -81,3 +81,8 @@ def token_get(*, org: Org, membership: Membership, token_id: int) -> ApiToken:
     if token is None:
         raise NotFound()
     return token
+
+
+def org_by_slug(slug: str) -> Org | None:
+    """An org by slug, unscoped: for system commands (bootstrap) that act before anyone is a member."""
+    return Org.objects.filter(slug=slug).first()

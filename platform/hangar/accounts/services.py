@@ -204,6 +204,44 @@ def token_revoke(*, actor: Actor, token: ApiToken) -> ApiToken:
     return token
 
 
+def token_record_use(*, token: ApiToken, raw: str, signed_with_current: bool) -> None:
+    """Authentication's own bookkeeping on a token just used (not an action anyone takes, so not audited):
+    one signed with an older pepper is re-signed under the current one (the raw token is at hand only
+    now), so retiring old peppers later cuts off only tokens unused since the rotation; and a coarse
+    last-used stamp, written at most once a minute per token."""
+    if not signed_with_current:
+        token.digest, token.pepper_index = tokens.digest(raw, 0), 0
+        ApiToken.objects.filter(pk=token.pk).update(digest=token.digest, pepper_index=0)
+    now = timezone.now()
+    if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+
+
+@transaction.atomic
+def user_ensure_staff(
+    *, actor: Actor, email: str, password: str, reset_password: bool = False
+) -> tuple[User, bool]:
+    """The user with `email`, made staff (so they can use /admin); created with `password` if new, or
+    given it if `reset_password`. Returns (user, created). For the first-run command, acting as the
+    system."""
+    user = User.objects.filter(email=email).first()
+    if user is None:
+        user = User.objects.create_user(email, password=password, is_staff=True)
+        audit_record(actor=actor, action="user.create", target=user, data={"email": email, "staff": True})
+        return user, True
+    changed = []
+    if reset_password:
+        user.set_password(password)
+        changed.append("password")
+    if not user.is_staff:
+        user.is_staff = True
+        changed.append("is_staff")
+    if changed:
+        user.save(update_fields=changed)
+        audit_record(actor=actor, action="user.update", target=user, data={"email": email, "fields": changed})
+    return user, False
+
+
 @transaction.atomic
 def org_permission_policy_set(*, actor: Actor, org: Org, rules: list) -> Org:
     """Replace the org-wide permission policy (admins and owners). Its denies beat every project,

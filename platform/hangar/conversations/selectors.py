@@ -80,10 +80,7 @@ def messages_list(session: Session, *, limit: int | None = None) -> list[dict]:
     messages = Message.objects.filter(session=session).prefetch_related(
         Prefetch("parts", queryset=Part.objects.order_by("id"))
     )
-    if limit:
-        rows = list(messages.order_by("-id")[:limit])[::-1]
-    else:
-        rows = list(messages.order_by("id"))
+    rows = list(messages.order_by("-id")[:limit])[::-1] if limit else list(messages.order_by("id"))
     return [message_with_parts(message) for message in rows]
 
 
@@ -133,3 +130,25 @@ def permission_grant_get(*, project, grant_id: int) -> PermissionGrant:
     """A stored grant of `project` (already scoped to the actor's org); any other is
     `PermissionGrant.DoesNotExist` (a 404)."""
     return PermissionGrant.objects.get(pk=grant_id, project=project, org_id=project.org_id)
+
+
+def session_org_id(session_id: str) -> int | None:
+    """The org a session belongs to, unscoped: only for choosing the org a caller then acts in, before
+    `session_get` checks the caller may see it (a WebSocket knows the session, not the org)."""
+    return Session.objects.filter(pk=session_id).values_list("org_id", flat=True).first()
+
+
+def finished_turn(session_id: str, *, after_message_id: str) -> dict | None:
+    """The last assistant message after `after_message_id` once the session (already scoped by the
+    caller) has gone idle and the message is complete or failed; else None."""
+    session = Session.objects.only("status", "run_requested").get(pk=session_id)
+    if session.status in ("busy", "retry") or session.run_requested:
+        return None
+    last = (
+        Message.objects.filter(session_id=session_id, role="assistant", pk__gt=after_message_id)
+        .order_by("-id")
+        .first()
+    )
+    if last is None or not (last.data.get("time", {}).get("completed") or last.data.get("error")):
+        return None
+    return message_with_parts(last)

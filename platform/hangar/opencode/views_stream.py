@@ -13,7 +13,7 @@ from rest_framework.exceptions import APIException, MethodNotAllowed, NotFound, 
 from hangar.accounts.models import Role
 from hangar.conversations import selectors as conversation_selectors
 from hangar.conversations.events import project_group, session_group
-from hangar.conversations.models import Message, Session
+from hangar.conversations.models import Session
 from hangar.opencode import serializers as s
 from hangar.opencode import translate
 from hangar.opencode.db import db
@@ -140,15 +140,4 @@ async def _prompt_and_wait(scope, session: Session, data: dict):
 
 
 def _finished_turn(session_id: str, user_message_id: str) -> dict | None:
-    """The last assistant message once the session has gone idle after our prompt, else None."""
-    session = Session.objects.only("status", "run_requested").get(pk=session_id)
-    if session.status == "busy" or session.status == "retry" or session.run_requested:
-        return None
-    last = (
-        Message.objects.filter(session_id=session_id, role="assistant", pk__gt=user_message_id)
-        .order_by("-id")
-        .first()
-    )
-    if last is None or not (last.data.get("time", {}).get("completed") or last.data.get("error")):
-        return None
-    return conversation_selectors.message_with_parts(last)
+    return conversation_selectors.finished_turn(session_id, after_message_id=user_message_id)

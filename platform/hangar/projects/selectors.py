@@ -48,3 +48,8 @@ def credential_get(*, org: Org, membership: Membership, credential_id: int) -> P
     if credential is None:
         raise NotFound()
     return credential
+
+
+def project_by_slug(*, org: Org, slug: str) -> Project | None:
+    """The org's project with `slug`, or None (the first-run command finds or creates one)."""
+    return Project.objects.filter(org=org, slug=slug).first()

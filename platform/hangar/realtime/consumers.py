@@ -33,7 +33,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 
 from hangar.accounts.actors import Actor
 from hangar.accounts.models import ApiToken, Org
-from hangar.accounts.selectors import membership_for
+from hangar.accounts.selectors import membership_in
 from hangar.audit.models import ActorType
 from hangar.conversations import selectors
 from hangar.conversations.events import org_group, session_group
@@ -66,11 +66,7 @@ def _actor(user, token: ApiToken | None, org_id: int) -> Actor:
 
 @database_sync_to_async
 def _visible_session(user, token, session_id: str) -> Session | None:
-    org_id = (
-        token.org_id
-        if token
-        else Session.objects.filter(pk=session_id).values_list("org_id", flat=True).first()
-    )
+    org_id = token.org_id if token else selectors.session_org_id(session_id)
     if org_id is None:
         return None
     try:
@@ -81,10 +77,10 @@ def _visible_session(user, token, session_id: str) -> Session | None:
 
 @database_sync_to_async
 def _visible_org(user, token, slug: str) -> Org | None:
-    org = Org.objects.filter(slug=slug).first()
-    if org is None or (token is not None and token.org_id != org.pk):
+    membership = membership_in(user, slug)
+    if membership is None or (token is not None and token.org_id != membership.org_id):
         return None
-    return org if membership_for(user, org.pk) is not None else None
+    return membership.org
 
 
 class _StreamConsumer(AsyncWebsocketConsumer):
@@ -140,7 +136,8 @@ class _StreamConsumer(AsyncWebsocketConsumer):
     def _runner_done(self, task: asyncio.Task) -> None:
         if not task.cancelled() and task.exception() is not None:
             log.error("stream_failed", path=self.scope.get("path"), exc_info=task.exception())
-            asyncio.ensure_future(self.close(code=1011))
+            # Held on the consumer: the loop keeps only a weak reference to a task.
+            self.closing = asyncio.ensure_future(self.close(code=1011))
 
     async def disconnect(self, code):
         for task in (self.watcher, self.runner):
@@ -179,6 +176,7 @@ class SessionStreamConsumer(_StreamConsumer):
         self.last = after
         await self.open_then_accept([session_group(session.pk)], session.org_id)
         self.start(self._run())
+        return None
 
     async def visible(self, user, token) -> bool:
         return await _visible_session(user, token, self.session_id) is not None
@@ -236,6 +234,7 @@ class OrgStreamConsumer(_StreamConsumer):
         self.slug = org.slug
         await self.open_then_accept([org_group(org.pk)], org.pk)
         self.start(self._run())
+        return None
 
     async def visible(self, user, token) -> bool:
         return await _visible_org(user, token, self.slug) is not None

@@ -12,10 +12,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from hangar.accounts.actors import Actor
-from hangar.accounts.models import Org, Role, User
-from hangar.accounts.services import member_ensure, org_create, token_create
+from hangar.accounts.models import Role
+from hangar.accounts.selectors import org_by_slug
+from hangar.accounts.services import member_ensure, org_create, token_create, user_ensure_staff
 from hangar.audit.models import ActorType
-from hangar.projects.models import Project
+from hangar.projects.selectors import project_by_slug
 from hangar.projects.services import credential_set, project_create, project_update
 
 LOCAL_PROVIDER = "local"  # the provider id an --api-base endpoint is stored under
@@ -60,27 +61,20 @@ class Command(BaseCommand):
 
     def bootstrap(self, opts) -> dict:
         email = opts["email"].strip().lower()
-        password = None
-        user = User.objects.filter(email=email).first()
-        if user is None:
-            password = opts["password"] or secrets.token_urlsafe(12)
-            user = User.objects.create_user(email, password=password, is_staff=True)
-        else:
-            if opts.get("reset_password"):
-                password = opts["password"] or secrets.token_urlsafe(12)
-                user.set_password(password)
-            user.is_staff = True
-            user.save()
-
         system = Actor(type=ActorType.SYSTEM, org_id=None, label="bootstrap")
-        org = Org.objects.filter(slug=opts["org"]).first()
+        password = opts["password"] or secrets.token_urlsafe(12)
+        reset = bool(opts.get("reset_password"))
+        user, created = user_ensure_staff(actor=system, email=email, password=password, reset_password=reset)
+        if not (created or reset):
+            password = None  # shown only when this run set it
+        org = org_by_slug(opts["org"])
         if org is None:
             org = org_create(actor=system, name=opts["org"], slug=opts["org"], owner=user)
         # Acting as the owner, so the role checks in the services apply as they would to a person.
         actor = Actor(type=ActorType.SYSTEM, org_id=org.pk, user=user, label="bootstrap")
         member_ensure(actor=actor, org=org, user=user, role=Role.OWNER)
 
-        project = Project.objects.filter(org=org, slug=opts["project"]).first()
+        project = project_by_slug(org=org, slug=opts["project"])
         if project is None:
             project = project_create(actor=actor, org=org, name=opts["project"], slug=opts["project"])
         model = opts["model"]
@@ -100,7 +94,7 @@ class Command(BaseCommand):
         elif model:
             project = project_update(actor=actor, project=project, default_model=model)
 
-        token, raw = token_create(
+        _token, raw = token_create(
             actor=actor, org=org, user=user, name=f"bootstrap {timezone.now():%Y-%m-%d %H:%M:%S}"
         )
         url = (opts["url"] or settings.PUBLIC_URL).rstrip("/")
