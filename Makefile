@@ -1,13 +1,13 @@
 # The same gates CI runs (.ci/run -> deploy/test.sh -> deploy/check.sh), one at a time.
 #   make lint       ruff check, ruff format --check, import contracts
-#   make typecheck  mypy (django-stubs; strict on sandbox/)
+#   make typecheck  mypy (django-stubs; the files listed in pyproject.toml [tool.mypy])
 #   make check      all static gates
 #   make test-fast  static gates, then the tests that need neither Docker nor a model server
 #   make test       the whole suite, exactly as CI runs it
 .PHONY: lint typecheck check test-fast test format
 
 # Tests against Postgres and Redis only (no sandbox container, no scripted model server).
-FAST_TESTS ?= tests/accounts tests/audit tests/projects tests/conversations tests/api
+FAST_TESTS ?= tests/accounts tests/audit tests/projects tests/conversations tests/api tests/test_layering.py
 
 lint:
 	./deploy/check.sh lint format imports

@@ -6,7 +6,7 @@ The platform as deployed (Daphne + one Celery worker, bench/agent_step.py's rig,
 and the scripted model server, which streams N words `t<send time, epoch µs>`, one SSE delta each,
 `--every` seconds apart. The built app (frontend/dist) runs in Debian's Chromium; a MutationObserver sees
 each new word in the answer and, at the next animation frame (+ a task, so after the frame's paint),
-records now − send time. Both clocks are this machine's. The figure therefore includes the engine's delta
+records now - send time. Both clocks are this machine's. The figure therefore includes the engine's delta
 coalescing (at most one notification per 50 ms per part), the channel layer, the WebSocket and React.
 
 Bundle: the gzipped (level 9) size of what dist/index.html loads before anything else (its scripts and
@@ -80,7 +80,7 @@ def bundle_gzip_bytes() -> dict:
 
 def percentile(values: list[float], q: float) -> float:
     values = sorted(values)
-    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+    return values[min(len(values) - 1, round(q * (len(values) - 1)))]
 
 
 def main() -> None:

@@ -133,7 +133,7 @@ def run(hangar: Hangar, scripted: Scripted, receiver: Receiver, args) -> dict:
         prompt_template="CI failed on {{ body.repo }}: {{ body.job.name }}",
         model=f"scripted/{script_id}",
     )
-    endpoint, _ = endpoint_create(
+    _endpoint, _ = endpoint_create(
         actor=actor,
         org=hangar.project.org,
         url=receiver.url(),

@@ -18,12 +18,16 @@ run_gate() {
   case $1 in
     lint) gate "lint (ruff check)" "$bin/ruff" check --no-cache . ;;
     format) gate "format (ruff format --check)" "$bin/ruff" format --no-cache --check . ;;
+    types)
+      gate "types (mypy)" "$bin/mypy"
+      # The in-container agent imports its siblings as top-level modules: typed from its own directory.
+      gate "types (mypy, sandbox agent)" bash -c 'cd sandbox/agent && ../../.venv/bin/mypy --config-file ../../deploy/mypy-agent.ini *.py' ;;
     imports) gate "import contracts (lint-imports)" "$bin/lint-imports" --no-cache ;;
-    *) echo "unknown gate: $1 (lint, format, imports)" >&2; exit 2 ;;
+    *) echo "unknown gate: $1 (lint, format, types, imports)" >&2; exit 2 ;;
   esac
 }
 
-if [ $# -eq 0 ]; then set -- lint format imports; fi
+if [ $# -eq 0 ]; then set -- lint format types imports; fi
 for name in "$@"; do run_gate "$name"; done
 
 if [ ${#failed[@]} -gt 0 ]; then

@@ -20,19 +20,19 @@ from sandbox.protocol import (
 
 __all__ = [
     "WORKSPACE",
+    "DockerSandboxes",
     "ExecResult",
     "FileDiff",
     "FileNotFound",
     "FileStat",
     "GrepMatch",
     "ReadResult",
+    "Reaper",
     "Sandbox",
     "SandboxError",
     "SandboxSpec",
     "SandboxUnavailable",
-    "DockerSandboxes",
     "WarmPool",
-    "Reaper",
 ]
 
 

@@ -43,7 +43,7 @@ def _raw_socket(sock) -> socket.socket:
 
 
 class _Pending:
-    __slots__ = ("done", "reply", "on_frame")
+    __slots__ = ("done", "on_frame", "reply")
 
     def __init__(self, on_frame: Callable[[dict], None] | None) -> None:
         self.done = threading.Event()
@@ -149,7 +149,8 @@ class AgentConnection:
         except ValueError:
             return
         with self._state:
-            call = self._pending.get(msg.get("id")) if isinstance(msg, dict) else None
+            rid = msg.get("id") if isinstance(msg, dict) else None
+            call = self._pending.get(rid) if isinstance(rid, str) else None
         if call is None:
             return  # an error about a line we never sent as such, or a late frame
         if "ev" in msg:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import builtins  # annotations after `def list` in a class body say builtins.list: there `list` is the method
 import threading
 import time
 from collections.abc import Callable
@@ -145,13 +146,13 @@ class DockerSandbox:
         r = self._call("list", {"path": path, "ignore": ignore or []})
         return r["paths"], r["truncated"]
 
-    def glob(self, pattern: str, path: str = WORKSPACE) -> tuple[list[str], bool]:
+    def glob(self, pattern: str, path: str = WORKSPACE) -> tuple[builtins.list[str], bool]:
         r = self._call("glob", {"pattern": pattern, "path": path})
         return r["paths"], r["truncated"]
 
     def grep(
         self, pattern: str, path: str = WORKSPACE, *, include: str | None = None
-    ) -> tuple[list[GrepMatch], bool]:
+    ) -> tuple[builtins.list[GrepMatch], bool]:
         r = self._call("grep", {"pattern": pattern, "path": path, "include": include})
         return [GrepMatch(m["path"], m["line"], m["text"]) for m in r["matches"]], r["truncated"]
 
@@ -169,7 +170,7 @@ class DockerSandbox:
     def snapshot_track(self) -> str:
         return self._call("snapshot_track", timeout=600)["hash"]
 
-    def snapshot_track_changed(self, base: str | None) -> tuple[str, list[str]]:
+    def snapshot_track_changed(self, base: str | None) -> tuple[str, builtins.list[str]]:
         try:
             r = self._call("snapshot_track_changed", {"base": base}, timeout=600)
         except SandboxError as exc:
@@ -180,20 +181,20 @@ class DockerSandbox:
             return tree, (self.snapshot_changed(base, tree) if base and base != tree else [])
         return r["hash"], list(r["paths"])
 
-    def snapshot_diff(self, from_hash: str, to_hash: str | None = None) -> list[FileDiff]:
+    def snapshot_diff(self, from_hash: str, to_hash: str | None = None) -> builtins.list[FileDiff]:
         r = self._call("snapshot_diff", {"from": from_hash, "to": to_hash}, timeout=600)
         return [
             FileDiff(f["path"], f["before"], f["after"], f["additions"], f["deletions"], f["status"])
             for f in r["files"]
         ]
 
-    def snapshot_changed(self, from_hash: str, to_hash: str) -> list[str]:
+    def snapshot_changed(self, from_hash: str, to_hash: str) -> builtins.list[str]:
         return list(self._call("snapshot_changed", {"from": from_hash, "to": to_hash}, timeout=600)["paths"])
 
     def snapshot_restore(self, tree_hash: str) -> None:
         self._call("snapshot_restore", {"hash": tree_hash}, timeout=600)
 
-    def snapshot_revert(self, tree_hash: str, paths: list[str]) -> None:
+    def snapshot_revert(self, tree_hash: str, paths: builtins.list[str]) -> None:
         self._call("snapshot_revert", {"hash": tree_hash, "paths": paths}, timeout=600)
 
     def snapshot_gc(self) -> None:

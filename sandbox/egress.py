@@ -25,6 +25,7 @@ import json
 import os
 import subprocess
 import time
+from collections.abc import Sequence
 
 import docker
 import docker.errors
@@ -73,7 +74,9 @@ def sandbox_env() -> dict[str, str]:
     }
 
 
-def validate_allowlist(entries: list[str], operator: list[str] = (), deny: list[str] = ()) -> list[str]:
+def validate_allowlist(
+    entries: list[str], operator: Sequence[str] = (), deny: Sequence[str] = ()
+) -> list[str]:
     """Normalised entries; SandboxError names the first bad one (`allowlist[i]`) and why."""
     ranges = [ipaddress.ip_network(r, strict=False) for r in operator]
     denied = [ipaddress.ip_network(d, strict=False) for d in deny]

@@ -32,6 +32,7 @@ import tempfile
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from sandbox import volumes
@@ -138,7 +139,7 @@ def check_url(url: str, *, allow_private: bool = False, username: str = "", toke
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as exc:
         raise GitError(f"Cannot resolve {host}: {exc}.", kind="unreachable") from None
-    addresses = sorted({info[4][0] for info in infos})
+    addresses = sorted({str(info[4][0]) for info in infos})
     if not allow_private:
         bad = [a for a in addresses if _forbidden(a)]
         if bad:
@@ -196,7 +197,7 @@ def git(
     flags = [part for item in HARDENING for part in ("-c", item)]
     with tempfile.TemporaryDirectory(prefix="hangar-git-home-") as home:
         os.chmod(home, 0o755)
-        kwargs = {}
+        kwargs: dict[str, Any] = {}
         if as_sandbox_user and os.getuid() == 0:
             kwargs = {"user": volumes.SANDBOX_UID, "group": volumes.SANDBOX_UID, "extra_groups": []}
         try:

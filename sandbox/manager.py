@@ -168,7 +168,7 @@ class DockerSandboxes:
         record = volumes.lookup(key)
         name = containers.session_container_name(session_id)
         hint = volumes.container_hint(key) if record is not None else None
-        if hint is not None and volumes.process_start(hint[1], hint[0]) == hint[2]:
+        if record is not None and hint is not None and volumes.process_start(hint[1], hint[0]) == hint[2]:
             box = self._attach_running(record, spec, session_id, name, hint[0])
             if box is not None:
                 return box
@@ -306,4 +306,6 @@ class DockerSandboxes:
             raise SandboxUnavailable(f"cannot bring back sandbox for {box.session_id}: {exc}") from exc
         if fresh is None:
             raise SandboxUnavailable(f"sandbox for {box.session_id} was destroyed")
+        if fresh._conn is None:
+            raise SandboxUnavailable(f"sandbox for {box.session_id} has no connection")
         return fresh._conn

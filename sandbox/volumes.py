@@ -114,9 +114,8 @@ def unmount(volume_id: str) -> None:
     """Unmount (a hibernated or destroyed volume): mount's loop device is set to clear itself, so the
     loop device goes too. Idempotent."""
     mnt = mount_point(volume_id)
-    if os.path.ismount(mnt):
-        if _run("umount", str(mnt)).returncode != 0:
-            _run("umount", "-l", str(mnt))  # still busy (a dying container): detach lazily
+    if os.path.ismount(mnt) and _run("umount", str(mnt)).returncode != 0:
+        _run("umount", "-l", str(mnt))  # still busy (a dying container): detach lazily
     try:
         mnt.rmdir()
     except OSError:

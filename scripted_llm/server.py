@@ -187,44 +187,11 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             chunk({"role": "assistant", "content": ""})
             for action in turn:
-                if "reasoning" in action:
-                    for piece in _pieces(action["reasoning"]):
-                        chunk({"reasoning_content": piece})
-                    produced += len(action["reasoning"])
-                if "text" in action:
-                    every = float(action.get("every", 0))
-                    for piece in _pieces(action["text"]) if not every else action["text"].split(" "):
-                        chunk({"content": piece if not every else piece + " "})
-                        if every:
-                            time.sleep(every)
-                    produced += len(action["text"])
-                if "stamps" in action:  # N words `t<send time, epoch µs>` (bench/web_stream.py)
-                    every = float(action.get("every", 0))
-                    for _ in range(int(action["stamps"])):
-                        chunk({"content": f"t{int(time.time() * 1e6)} "})
-                        produced += 18
-                        if every:
-                            time.sleep(every)
+                produced += self._play_text(action, chunk)
                 if "pause" in action:  # mid-answer: the text so far is already out
                     time.sleep(float(action["pause"]))
                 for call in action.get("tool_calls", []):
-                    arguments = tool_call_arguments(call)
-                    call_id = call.get("id") or f"call_{uuid.uuid4().hex[:12]}"
-                    chunk(
-                        {
-                            "tool_calls": [
-                                {
-                                    "index": tool_index,
-                                    "id": call_id,
-                                    "type": "function",
-                                    "function": {"name": call["name"], "arguments": ""},
-                                }
-                            ]
-                        }
-                    )
-                    for piece in _pieces(arguments, 4):
-                        chunk({"tool_calls": [{"index": tool_index, "function": {"arguments": piece}}]})
-                    produced += len(arguments)
+                    produced += self._play_tool_call(call, tool_index, chunk)
                     tool_index += 1
                 if "flood" in action:
                     produced += self._flood(chunk, action["flood"])
@@ -274,6 +241,50 @@ class _Handler(BaseHTTPRequestHandler):
                 chunk({"reasoning_content" if kind == "reasoning" else "content": filler})
             sent += piece
         return sent
+
+    @staticmethod
+    def _play_text(action: dict, chunk) -> int:
+        """Stream an action's reasoning, text and timestamp words; the characters produced."""
+        produced = 0
+        if "reasoning" in action:
+            for piece in _pieces(action["reasoning"]):
+                chunk({"reasoning_content": piece})
+            produced += len(action["reasoning"])
+        every = float(action.get("every", 0))
+        if "text" in action:
+            for piece in _pieces(action["text"]) if not every else action["text"].split(" "):
+                chunk({"content": piece if not every else piece + " "})
+                if every:
+                    time.sleep(every)
+            produced += len(action["text"])
+        if "stamps" in action:  # N words `t<send time, epoch µs>` (bench/web_stream.py)
+            for _ in range(int(action["stamps"])):
+                chunk({"content": f"t{int(time.time() * 1e6)} "})
+                produced += 18
+                if every:
+                    time.sleep(every)
+        return produced
+
+    @staticmethod
+    def _play_tool_call(call: dict, index: int, chunk) -> int:
+        """Stream one tool call: its name first, then its arguments in pieces; the characters produced."""
+        arguments = tool_call_arguments(call)
+        call_id = call.get("id") or f"call_{uuid.uuid4().hex[:12]}"
+        chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": index,
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": call["name"], "arguments": ""},
+                    }
+                ]
+            }
+        )
+        for piece in _pieces(arguments, 4):
+            chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+        return len(arguments)
 
 
 class _Server(ThreadingHTTPServer):

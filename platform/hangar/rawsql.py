@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from functools import cache
+from typing import Any
 
 import psycopg
 from django.db import connection, models
@@ -61,10 +62,12 @@ def _converters(model: type[models.Model]) -> tuple:
     return tuple(out)
 
 
-def instances(tables, row) -> list[models.Model | None]:
+def instances(tables, row) -> list[Any]:
     """One instance per (model, alias) of `tables` from the row's consecutive columns (selected with
-    `select_list`); None for a LEFT JOIN that missed."""
-    out, start = [], 0
+    `select_list`); None for a LEFT JOIN that missed. Typed Any: each position is an instance of the model
+    the caller put there, or None."""
+    out: list[Any] = []
+    start = 0
     for model, _ in tables:
         names = _fields(model)
         values = list(row[start : start + len(names)])

@@ -29,6 +29,7 @@ import select
 import socket
 import sys
 import threading
+from collections.abc import Sequence
 
 import netpolicy
 import tlssni
@@ -41,8 +42,8 @@ CONNECT_TIMEOUT_S = 10
 
 
 class Rules:
-    def __init__(self, allow: list[str], deny: list[str], private: list[str] = ()) -> None:
-        self.names: list[tuple[str, tuple[int, ...] | None]] = []  # (pattern, ports)
+    def __init__(self, allow: list[str], deny: list[str], private: Sequence[str] = ()) -> None:
+        self.names: list[tuple[str, tuple[int, ...]]] = []  # (pattern, ports)
         self.nets: list[tuple[ipaddress._BaseNetwork, tuple[int, ...]]] = []
         for raw in allow:
             try:
@@ -93,7 +94,7 @@ class Rules:
             return []
         found = []
         for info in infos:
-            ip = ipaddress.ip_address(info[4][0].split("%")[0])
+            ip = ipaddress.ip_address(str(info[4][0]).split("%")[0])
             if ip not in found and self.address_ok(ip, port):
                 found.append(ip)
         return found
@@ -175,7 +176,7 @@ class Handler:
                 rest, sni = self.tunnel_start(upstream, rest)
                 if sni not in (tlssni.NOT_TLS, None) and sni != host.lower().strip("[]").rstrip("."):
                     log("deny-sni", method, host, port)
-                    return
+                    return None
             else:
                 headers = [
                     h for h in lines[1:] if not h.lower().startswith(("proxy-", "connection:", "keep-alive:"))
@@ -185,6 +186,7 @@ class Handler:
             if rest:
                 upstream.sendall(rest)
             self.pump(upstream)
+        return None
 
     def tunnel_start(self, upstream: socket.socket, rest: bytes) -> tuple[bytes, str | None]:
         """The tunnel's first client bytes and their SNI verdict (tlssni). A server that speaks first

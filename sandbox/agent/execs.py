@@ -175,7 +175,7 @@ class ExecRunner:
             start_new_session=True,
             close_fds=True,
         )
-        fd = proc.stdout.fileno()
+        fd = proc.stdout.fileno()  # type: ignore[union-attr]  # started with stdout PIPE
         os.set_blocking(fd, False)
         capture = _Capture(cap)
         streamed = 0
@@ -215,7 +215,7 @@ class ExecRunner:
                     if time.monotonic() - exited_at > 0.2:
                         break
         finally:
-            proc.stdout.close()
+            proc.stdout.close()  # type: ignore[union-attr]
         code = proc.wait()
         return {
             "status": status,

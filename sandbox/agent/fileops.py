@@ -115,7 +115,8 @@ def read(args: dict) -> dict:
         lines = f.read().decode("utf-8", "replace").split("\n")
     if lines and lines[-1] == "":
         lines.pop()  # a trailing newline does not start another line
-    window, size = [], 0
+    window: list[str] = []
+    size = 0
     for line in lines[offset : offset + limit]:
         if len(line) > MAX_LINE_CHARS:
             line = line[:MAX_LINE_CHARS] + "..."
@@ -247,7 +248,7 @@ def grep(args: dict) -> dict:
     target = root if os.path.isfile(root) else "."
     cwd = os.path.dirname(root) if os.path.isfile(root) else _existing_dir(root)
     matches = []
-    for line in _rg(rg_args + [target], cwd):
+    for line in _rg([*rg_args, target], cwd):
         try:
             event = json.loads(line)
         except ValueError:

@@ -87,8 +87,14 @@ class GlobalRules:
         if not any(CONFIG_KEYS.search(_read(p) or b"") for p in self.config_files):
             return self.defaults
         proc = subprocess.run(
-            self.git_argv
-            + ["config", "-z", "--type=path", "--get-regexp", r"^core\.(excludesfile|attributesfile)$"],
+            [
+                *self.git_argv,
+                "config",
+                "-z",
+                "--type=path",
+                "--get-regexp",
+                r"^core\.(excludesfile|attributesfile)$",
+            ],
             capture_output=True,
             timeout=60,
         )

@@ -12,17 +12,17 @@ FULL, TRACKED, NESTED = 0, 1, 2  # listed with ignore rules / only what it holds
 
 class Dir:
     __slots__ = (
-        "files",
-        "dirs",
-        "others",
-        "tree",
-        "sig",
-        "mode",
-        "patterns",
-        "ignore_sig",
-        "ignore_raw",
         "attrs_sig",
         "decided",
+        "dirs",
+        "files",
+        "ignore_raw",
+        "ignore_sig",
+        "mode",
+        "others",
+        "patterns",
+        "sig",
+        "tree",
     )
 
     def __init__(self, mode: int = FULL) -> None:

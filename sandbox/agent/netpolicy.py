@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Sequence
 
 Net = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -77,7 +78,7 @@ def _unmapped(net: Net) -> Net:
     return net
 
 
-def refusal(net: Net, operator: list[Net], deny: list[Net] = ()) -> str | None:
+def refusal(net: Net, operator: list[Net], deny: Sequence[Net] = ()) -> str | None:
     """Why an IP or CIDR allowlist entry (or a resolved address, as a /32 or /128) must not be reached, or
     None when it may be."""
     net = _unmapped(net)
@@ -94,7 +95,7 @@ def refusal(net: Net, operator: list[Net], deny: list[Net] = ()) -> str | None:
     return None
 
 
-def address_ok(ip, operator: list[Net], deny: list[Net] = ()) -> bool:
+def address_ok(ip, operator: list[Net], deny: Sequence[Net] = ()) -> bool:
     return refusal(ipaddress.ip_network(ip), operator, deny) is None
 
 
@@ -115,7 +116,7 @@ def split_port(entry: str) -> tuple[str, int | None]:
     return entry, None
 
 
-def check_entry(raw: str, operator: list[Net], deny: list[Net] = ()) -> str:
+def check_entry(raw: str, operator: list[Net], deny: Sequence[Net] = ()) -> str:
     """The normalised allowlist entry, or ValueError saying what is wrong with it."""
     entry = str(raw).strip().lower().rstrip(".")
     try:

@@ -89,16 +89,16 @@ class GitHasher:
         exits, and the next call starts it again)."""
         if self.proc is None:
             self.proc = subprocess.Popen(
-                self.argv + ["hash-object", "-w", "--stdin-paths"],
+                [*self.argv, "hash-object", "-w", "--stdin-paths"],
                 cwd=self.cwd,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
             )
-        try:
-            self.proc.stdin.write(c_quote(rel) + b"\n")
-            self.proc.stdin.flush()
-            line = self.proc.stdout.readline().strip()
+        try:  # both pipes exist: the process was started with stdin and stdout PIPE
+            self.proc.stdin.write(c_quote(rel) + b"\n")  # type: ignore[union-attr]
+            self.proc.stdin.flush()  # type: ignore[union-attr]
+            line = self.proc.stdout.readline().strip()  # type: ignore[union-attr]
         except OSError:
             line = b""
         if len(line) == 40:
@@ -110,7 +110,7 @@ class GitHasher:
         proc, self.proc = self.proc, None
         if proc is not None:
             try:
-                proc.stdin.close()
+                proc.stdin.close()  # type: ignore[union-attr]  # started with stdin PIPE
             except OSError:
                 pass
             proc.kill()

@@ -82,26 +82,10 @@ class Worktree:
         """Scan one directory (open as `fd`); True if anything it holds changed."""
         changed = False
         if node.mode == FULL:
-            st = os.fstat(fd)
-            relist = force or node.sig is None or node.sig != _sig(st)
-            if (
-                relist
-                and prefix
-                and not node.holds()
-                and gitrules.is_nested_repo(self.root + b"/" + prefix[:-1])
-            ):
-                # A `.git` appeared in it (creating one changes this directory, not its parent): like
-                # git, which decides on every walk, leave out a repository of its own that holds nothing.
-                node.mode, node.dirs, node.others, node.sig, node.tree = NESTED, {}, set(), None, b""
-                node.decided = {}
+            relisted = self._relist(node, prefix, fd, lists, force)
+            if relisted is None:
                 return False
-            if self._read_ignore(node, prefix, fd, relist):
-                force = relist = True  # its rules changed: every decision below it is re-made
-            if node.patterns:
-                lists = [node.patterns, *lists]
-            if relist:
-                changed = self._list(node, prefix, fd, lists + self.global_lists, force)
-                node.sig = self._trusted(st)
+            changed, lists, force = relisted
         if node.attrs_sig is not None or node.mode == TRACKED:
             attrs = self._check_attrs(node, fd) or attrs
         lstat = os.lstat
@@ -124,6 +108,35 @@ class Worktree:
             changed = self._check_file(node, prefix, fd, name, attrs) or changed
         for name in list(node.others):
             changed = self._check_file(node, prefix, fd, name, attrs) or changed
+        changed = self._scan_dirs(node, prefix, fd, lists, force, attrs) or changed
+        if changed:
+            node.tree = None
+        return changed
+
+    def _relist(self, node: Dir, prefix: bytes, fd: int, lists: list, force: bool) -> tuple | None:
+        """A FULL directory: list its entries again if it changed (or its ignore rules did). Returns
+        (changed, the rule lists for below it, force), or None if it became a repository of its own."""
+        st = os.fstat(fd)
+        relist = force or node.sig is None or node.sig != _sig(st)
+        if relist and prefix and not node.holds() and gitrules.is_nested_repo(self.root + b"/" + prefix[:-1]):
+            # A `.git` appeared in it (creating one changes this directory, not its parent): like
+            # git, which decides on every walk, leave out a repository of its own that holds nothing.
+            node.mode, node.dirs, node.others, node.sig, node.tree = NESTED, {}, set(), None, b""
+            node.decided = {}
+            return None
+        if self._read_ignore(node, prefix, fd, relist):
+            force = relist = True  # its rules changed: every decision below it is re-made
+        if node.patterns:
+            lists = [node.patterns, *lists]
+        changed = False
+        if relist:
+            changed = self._list(node, prefix, fd, lists + self.global_lists, force)
+            node.sig = self._trusted(st)
+        return changed, lists, force
+
+    def _scan_dirs(self, node: Dir, prefix: bytes, fd: int, lists: list, force: bool, attrs: bool) -> bool:
+        """Scan each directory `node` walks; True if anything below changed."""
+        changed = False
         for name, child in list(node.dirs.items()):
             if child.mode == NESTED:
                 if gitrules.is_nested_repo(self.root + b"/" + prefix + name):
@@ -142,8 +155,6 @@ class Worktree:
                 os.close(child_fd)
             if child.mode == TRACKED and not child.holds():
                 del node.dirs[name]
-        if changed:
-            node.tree = None
         return changed
 
     def _read_ignore(self, node: Dir, prefix: bytes, fd: int, relisting: bool) -> bool:
@@ -159,7 +170,7 @@ class Worktree:
         raw = None
         if st is not None and stat.S_ISREG(st.st_mode):  # git does not follow a symlinked .gitignore
             raw = _read(b".gitignore", fd)
-        node.ignore_sig = self._trusted(st) if raw is not None else None
+        node.ignore_sig = self._trusted(st) if st is not None and raw is not None else None
         if raw == node.ignore_raw:
             return False
         node.ignore_raw = raw
@@ -206,18 +217,9 @@ class Worktree:
                     continue
                 path = prefix + name
                 if is_dir:
-                    child = node.dirs.get(name)
-                    holds = child is not None and child.holds()
-                    if ignored(path, name, True):
-                        if holds:  # git still updates what it holds there, and adds nothing new
-                            retrack(child)
-                            dirs[name] = child
-                    elif holds:  # held content keeps it walked, even as a repository of its own
-                        dirs[name] = walked(child)
-                    elif gitrules.is_nested_repo(self.root + b"/" + path):
-                        dirs[name] = Dir(NESTED)
-                    else:
-                        dirs[name] = walked(child or Dir())
+                    child = self._listed_dir(node.dirs.get(name), path, ignored(path, name, True))
+                    if child is not None:
+                        dirs[name] = child
                 elif name not in node.files and not ignored(path, name, False):
                     others.add(name)
         for name, child in node.dirs.items():
@@ -231,6 +233,20 @@ class Worktree:
             node.attrs_sig = None
         return changed
 
+    def _listed_dir(self, child: Dir | None, path: bytes, ignored: bool) -> Dir | None:
+        """What a directory entry becomes once listed (`child`: what it was): walked, a repository of its
+        own, kept for what it holds though ignored, or left out (None)."""
+        if child is not None and child.holds():
+            if ignored:  # git still updates what it holds there, and adds nothing new
+                retrack(child)
+                return child
+            return walked(child)  # held content keeps it walked, even as a repository of its own
+        if ignored:
+            return None
+        if gitrules.is_nested_repo(self.root + b"/" + path):
+            return Dir(NESTED)
+        return walked(child or Dir())
+
     def _check_file(self, node: Dir, prefix: bytes, fd: int, name: bytes, attrs: bool) -> bool:
         held = node.files.get(name)
         try:
@@ -241,14 +257,14 @@ class Worktree:
             return False  # cannot see it now: keep it as it is
         if st is not None and held is not None and held[2] == _sig(st):
             return False  # the common case: untouched since it was read
-        kind = st.st_mode if st is not None else 0
-        if not (stat.S_ISREG(kind) or stat.S_ISLNK(kind)):
+        if st is None or not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
             node.others.discard(name)
             if held is None:
                 return False
             del node.files[name]
             self._note(prefix + name, held[:2], None)
             return True
+        kind = st.st_mode
         is_link = stat.S_ISLNK(kind)
         mode = LINK_MODE if is_link else (0o100755 if kind & 0o100 else 0o100644)
         blob = self._blob(prefix + name, name, fd, is_link, attrs) if st.st_size <= MAX_FILE_BYTES else None
@@ -311,9 +327,10 @@ class Worktree:
         *parents, name = path.split(b"/")
         node = self.top
         for part in parents:
-            node = node.dirs.get(part)
-            if node is None:
+            child = node.dirs.get(part)
+            if child is None:
                 return None
+            node = child
         return node.files.get(name)
 
     def reset(self, entries) -> None:

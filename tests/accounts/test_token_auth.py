@@ -77,7 +77,7 @@ def test_use_stamps_last_used_at(api, alice):
 def test_a_token_signed_with_an_older_pepper_still_verifies_after_rotation(api, alice, settings):
     settings.TOKEN_PEPPERS = ["old-pepper"]
     used, used_raw = token_create(actor=alice.actor, org=alice.org, user=alice.user, name="used")
-    idle, idle_raw = token_create(actor=alice.actor, org=alice.org, user=alice.user, name="idle")
+    _idle, idle_raw = token_create(actor=alice.actor, org=alice.org, user=alice.user, name="idle")
     # Rotation: the new pepper goes first; the old one still verifies.
     settings.TOKEN_PEPPERS = ["new-pepper", "old-pepper"]
     assert api().get("/api/me", HTTP_AUTHORIZATION=f"Bearer {used_raw}").status_code == 200

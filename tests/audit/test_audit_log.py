@@ -141,9 +141,12 @@ def test_the_orm_refuses_to_update_or_delete_audit_rows(row):
     ],
 )
 def test_the_database_refuses_raw_update_and_delete(row, sql):
-    with pytest.raises(DatabaseError, match="append-only"):
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(sql, [row.pk])
+    with (
+        pytest.raises(DatabaseError, match="append-only"),
+        transaction.atomic(),
+        connection.cursor() as cursor,
+    ):
+        cursor.execute(sql, [row.pk])
     assert AuditEvent.objects.get(pk=row.pk).action == "test.event"
 
 

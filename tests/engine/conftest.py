@@ -90,7 +90,8 @@ class Worker:
         ]
         if beat:
             cmd += ["-B", "--schedule", f"/tmp/{QUEUE}-{uuid.uuid4().hex[:4]}-beat"]
-        self.log = open(f"/tmp/{QUEUE}-worker-{uuid.uuid4().hex[:4]}.log", "w")
+        # Held open for the worker's life (its stdout), closed in kill().
+        self.log = open(f"/tmp/{QUEUE}-worker-{uuid.uuid4().hex[:4]}.log", "w")  # noqa: SIM115
         self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT)
 
     def kill(self, sig=signal.SIGKILL) -> None:

@@ -217,7 +217,7 @@ def test_the_plan_agent_is_refused_an_edit_outside_plans_but_may_write_a_plan(
     refused, allowed = tool_parts(session)
     assert refused["state"]["status"] == "error" and "prevents you" in refused["state"]["error"]
     assert allowed["state"]["status"] == "completed"
-    first = [r for r in script.requests(script_id) if r.get("stream")][0]
+    first = next(r for r in script.requests(script_id) if r.get("stream"))
     assert "Plan mode is active" in first["messages"][-1]["content"]
 
 

@@ -122,7 +122,7 @@ def test_an_org_deny_wins_over_any_later_allow_and_a_fully_denied_tool_is_not_of
     assert perm.decide("bash", ["ls", "curl y"], ruleset=allow_all, org_policy=policy) == "deny"
     assert perm.decide("bash", ["ls"], ruleset=allow_all, org_policy=policy) == "allow"
     assert perm.disabled_tools(
-        ["bash", "write", "read"], allow_all + [{"permission": "edit", "pattern": "*", "action": "deny"}], []
+        ["bash", "write", "read"], [*allow_all, {"permission": "edit", "pattern": "*", "action": "deny"}], []
     ) == {"write"}
     assert perm.from_config({"edit": "deny", "bash": {"git *": "allow"}}) == [
         {"permission": "edit", "pattern": "*", "action": "deny"},

@@ -64,7 +64,7 @@ async def open_stream(persona, project_persona):
 
 
 async def test_it_starts_with_server_connected_then_carries_published_events(alice):
-    response, stream = await open_stream(alice, alice)
+    _response, stream = await open_stream(alice, alice)
     try:
         [connected] = await read_events(stream, 1)
         assert connected["type"] == "server.connected" and connected["properties"] == {}

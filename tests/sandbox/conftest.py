@@ -110,4 +110,4 @@ def host_gateway_ip() -> str:
     return out.stdout.strip() or "172.17.0.1"
 
 
-__all__ = ["containers", "host_gateway_ip", "TEST_LABEL", "RUN_ID"]
+__all__ = ["RUN_ID", "TEST_LABEL", "containers", "host_gateway_ip"]

@@ -70,7 +70,7 @@ def _probe(box, target: str) -> str:
     return box.exec(f'python3 -c "{code}" 2>&1; getent hosts example.com || echo nodns', timeout_s=10).output
 
 
-@pytest.mark.parametrize("target", NET_TARGETS + ["GATEWAY:5432", "GATEWAY:6379", "NEIGHBOUR"])
+@pytest.mark.parametrize("target", [*NET_TARGETS, "GATEWAY:5432", "GATEWAY:6379", "NEIGHBOUR"])
 def test_network_is_unreachable(box, neighbour, docker_client, target):
     if target.startswith("GATEWAY"):
         target = host_gateway_ip() + target[len("GATEWAY") :]

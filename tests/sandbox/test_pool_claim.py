@@ -71,7 +71,7 @@ def test_a_new_session_claims_an_own_container_without_listing_inspecting_or_att
     assert box.exec(f"git --git-dir {STATE} ls-files | wc -l").output.strip() == "0"
     objects = box.exec(f"cd {STATE}/objects && find . -type f").output.split()
     assert objects in ([], ["./4b/825dc642cb6eb9a060e54bf8d69288fbee4904"])
-    base, paths = box.snapshot_track_changed(None)
+    base, _paths = box.snapshot_track_changed(None)
     box.write("a.txt", "a\n")
     assert box.snapshot_track_changed(base)[1] == ["a.txt"]
 
@@ -118,7 +118,7 @@ def test_a_container_claimed_elsewhere_is_attached_and_its_pool_lets_go_of_it_at
 def test_a_container_removed_behind_the_pools_back_is_skipped(make_pool, docker_client, new_session_id):
     pool = make_pool(2)
     pool.fill()
-    first, second = pool.available()
+    first, _second = pool.available()
     removed = docker_client.api.inspect_container(first)
     docker_client.api.remove_container(removed["Id"], force=True)
     try:

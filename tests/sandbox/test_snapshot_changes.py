@@ -100,7 +100,7 @@ def test_after_a_restore_or_revert_changes_are_still_exact(box):
 def test_a_nested_repository_without_a_commit_does_not_break_tracking(box):
     base = box.snapshot_track()
     box.exec("mkdir -p crate && git -C crate init -q && echo fn > crate/main.rs && echo top > top.txt")
-    tree, paths = box.snapshot_track_changed(base)
+    _tree, paths = box.snapshot_track_changed(base)
     assert paths == ["top.txt"]
 
 

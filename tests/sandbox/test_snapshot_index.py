@@ -251,7 +251,7 @@ def test_a_nested_repository_that_holds_tracked_files_stays_tracked(box):
     box.write("lib/a.rs", "a\n")
     base = box.snapshot_track()
     box.exec("git -C lib init -q && echo b > lib/b.rs && git init -q other && echo c > other/c.rs")
-    tree, paths = box.snapshot_track_changed(base)
+    _tree, paths = box.snapshot_track_changed(base)
     assert paths == ["lib/b.rs"]  # as git: a directory it holds files in is walked; `other` is left out
 
 
@@ -263,7 +263,7 @@ def test_a_directory_holding_nothing_that_becomes_a_repository_is_left_out(box):
     box.exec(
         "git init -q empty && echo x > empty/x.txt && git init -q logs && echo y > logs/y.txt && echo z > z.txt"
     )
-    tree, paths = box.snapshot_track_changed(base)
+    _tree, paths = box.snapshot_track_changed(base)
     assert paths == ["z.txt"]  # as `git ls-files -o` lists `empty/` and `logs/`: repositories of their own
 
 
@@ -369,7 +369,7 @@ def test_a_tree_thousands_of_levels_deep_is_tracked(box):
     # git handles paths up to PATH_MAX; the scan recurses once per level, on one of the agent's threads
     deep = "/".join(["d"] * 1800)
     assert box.exec(f"mkdir -p {deep} && touch {deep}/leaf").exit_code == 0
-    tree, paths = box.snapshot_track_changed(box.snapshot_track())
+    tree, _paths = box.snapshot_track_changed(box.snapshot_track())
     listed = box.exec(f"git --git-dir {STATE} ls-tree -r --name-only {tree}").output.split()
     assert listed == [deep + "/leaf"]
 

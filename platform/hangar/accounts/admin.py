@@ -20,7 +20,7 @@ class UserAdmin(BaseUserAdmin):
         ("Dates", {"fields": ["last_login", "date_joined"]}),
     ]
     add_fieldsets = [(None, {"classes": ["wide"], "fields": ["email", "password1", "password2"]})]
-    filter_horizontal: list = []
+    filter_horizontal = ()
 
     def has_module_permission(self, request):
         return request.user.is_superuser
@@ -49,8 +49,16 @@ class ApiTokenAdmin(TenantScopedAdmin):
     """Tokens are created through the API (the raw token is shown once there); the digest never shows."""
 
     list_display = ["prefix", "name", "user", "org", "created_at", "last_used_at", "expires_at", "revoked_at"]
-    fields = ["prefix", "name", "user", "org", "created_at", "last_used_at", "expires_at", "revoked_at"]
-    readonly_fields = fields
+    fields = readonly_fields = (
+        "prefix",
+        "name",
+        "user",
+        "org",
+        "created_at",
+        "last_used_at",
+        "expires_at",
+        "revoked_at",
+    )
     search_fields = ["prefix", "name", "user__email"]
 
     def has_add_permission(self, request):

@@ -5,7 +5,7 @@ from django.db import models
 from django.utils import timezone
 
 
-class UserManager(BaseUserManager):
+class UserManager(BaseUserManager["User"]):
     def create_user(self, email: str, password: str | None = None, **extra):
         user = self.model(email=self.normalize_email(email).lower(), **extra)
         user.set_password(password)
@@ -71,6 +71,9 @@ class Membership(models.Model):
 
 class ApiToken(models.Model):
     """A bearer token. Only an HMAC digest is stored; `prefix` (shown in lists) identifies it to people."""
+
+    # Set by the token lookup (token_rows.token_find): the user's membership in the token's org, or None.
+    membership: "Membership | None"
 
     org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="tokens")
     user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="tokens")

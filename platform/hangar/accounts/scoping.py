@@ -55,6 +55,7 @@ class OrgScopedMixin:
     """For APIViews under `orgs/<str:org>/`: `self.scope(request, at_least)` gives the OrgScope."""
 
     min_role: str = Role.VIEWER
+    kwargs: dict  # the URL's keyword arguments, set by the view this is mixed into
 
     def scope(self, request, at_least: str | None = None) -> OrgScope:
         return scope_for(request, self.kwargs["org"], at_least or self.min_role)

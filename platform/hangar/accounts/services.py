@@ -65,7 +65,7 @@ def member_add(*, actor: Actor, org: Org, email: str, role: str = Role.MEMBER, n
     email = User.objects.normalize_email(email).lower()
     user = User.objects.filter(email=email).first()
     created = user is None
-    if created:
+    if user is None:
         user = User.objects.create_user(email, password=None, name=name)  # set_password(None): unusable
     if Membership.objects.filter(org=org, user=user).exists():
         raise ValidationError({"email": ["This user is already a member."]})

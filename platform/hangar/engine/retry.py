@@ -1,5 +1,5 @@
 """Retry delays for provider errors (seed 000 §12.2): retry-after-ms, then retry-after (seconds or an
-HTTP date), else 2 s × 2^(attempt−1) capped at 30 s."""
+HTTP date), else 2 s x 2^(attempt-1) capped at 30 s."""
 
 from __future__ import annotations
 

@@ -86,4 +86,4 @@ async def scope_for_async(request, project_id) -> ProjectScope:
     return await db(_scope_sync)(request, project_id)
 
 
-__all__ = ["AUTHENTICATORS", "ProjectScope", "join_project", "scope_for", "scope_for_async", "authenticate"]
+__all__ = ["AUTHENTICATORS", "ProjectScope", "authenticate", "join_project", "scope_for", "scope_for_async"]

@@ -61,5 +61,5 @@ class TokenAuthMiddleware:
         return await self.inner(scope, receive, send)
 
 
-def WebSocketAuthMiddleware(inner):  # noqa: N802 (named like the Channels stacks it wraps)
+def WebSocketAuthMiddleware(inner):
     return AuthMiddlewareStack(TokenAuthMiddleware(inner))

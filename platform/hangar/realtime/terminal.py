@@ -104,6 +104,7 @@ class TerminalConsumer(AsyncWebsocketConsumer):
             await self.send(text_data="\r\n[the sandbox could not start a shell]\r\n")
             return await self.close(code=CLOSE_SANDBOX_FAILED)
         self.pump = asyncio.ensure_future(self._pump())
+        return None
 
     async def _pump(self) -> None:
         while True:

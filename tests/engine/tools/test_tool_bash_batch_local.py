@@ -1,5 +1,7 @@
 """bash permission patterns, batch, invalid and the todo tools (local sandbox and the real DB)."""
 
+import re
+
 import pytest
 
 from hangar.engine.tools.base import PermissionAsked, ToolError, ToolResult
@@ -137,7 +139,7 @@ def test_todowrite_replaces_the_sessions_list_and_todoread_returns_it(local, ses
 
 
 def test_todowrite_rejects_an_unknown_status(local, session):
-    with pytest.raises(ToolError, match="todos.0.status"):
+    with pytest.raises(ToolError, match=re.escape("todos.0.status")):
         execute_tool(
             ALL["todowrite"],
             {"todos": [{"content": "x", "status": "doing", "priority": "high"}]},

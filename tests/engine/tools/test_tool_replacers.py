@@ -108,10 +108,10 @@ def test_replace_all_changes_every_occurrence():
 
 
 def test_a_missing_old_string_is_reported():
-    with pytest.raises(r.ReplaceError, match="^oldString not found in content$"):
+    with pytest.raises(r.ReplaceError, match=r"^oldString not found in content$"):
         r.replace("a\n", "zzz", "b")
 
 
 def test_identical_strings_are_refused():
-    with pytest.raises(r.ReplaceError, match="^oldString and newString must be different$"):
+    with pytest.raises(r.ReplaceError, match=r"^oldString and newString must be different$"):
         r.replace("a\n", "a", "a")
