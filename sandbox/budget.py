@@ -18,6 +18,7 @@ import fcntl
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import overload
 
 from sandbox import volumes
 from sandbox.protocol import QuotaExceeded
@@ -27,6 +28,10 @@ DEFAULT_HEADROOM_MB = 2048
 DEFAULT_ORG_BUDGET_MB = 50 * 1024
 
 
+@overload
+def _env_mb(name: str, default: int) -> int: ...
+@overload
+def _env_mb(name: str, default: None) -> int | None: ...
 def _env_mb(name: str, default: int | None) -> int | None:
     value = os.environ.get(name, "").strip()
     return int(value) if value else default

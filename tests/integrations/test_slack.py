@@ -254,7 +254,7 @@ def test_a_permission_is_approved_by_a_button_and_refused_for_a_user_who_may_not
     buttons = wait_for(lambda: [m for m in slack.of("chat.postMessage") if m.get("blocks")], what="buttons")[
         0
     ]
-    actions = [b for b in buttons["blocks"] if b["type"] == "actions"][0]["elements"]
+    actions = next(b for b in buttons["blocks"] if b["type"] == "actions")["elements"]
     assert [a["action_id"] for a in actions] == ["perm_once", "perm_always", "perm_reject"]
 
     press("perm_once", request.pk, user="UDAVE")

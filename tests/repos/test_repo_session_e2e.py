@@ -69,8 +69,7 @@ def test_creating_a_session_prepares_its_workspace_before_any_prompt(
     sessions_made.append(session_id)
 
     def ready():
-        row = SessionWorkspace.objects.filter(session_id=session_id, state="ready").first()
-        return row
+        return SessionWorkspace.objects.filter(session_id=session_id, state="ready").first()
 
     row = wait_for(ready, timeout=120, what="the workspace prepared by the worker")
     assert row.setup_exit_code == 0 and "prepared" in row.setup_log

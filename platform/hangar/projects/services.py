@@ -188,7 +188,12 @@ def credential_set(
         ProviderCredential.objects.select_for_update().filter(org=org, user=user, provider=provider).first()
     )
     created = credential is None
-    if not created and api_key is None and api_base != credential.api_base and credential.api_key_encrypted:
+    if (
+        credential is not None
+        and api_key is None
+        and api_base != credential.api_base
+        and credential.api_key_encrypted
+    ):
         raise ValidationError({"api_key": ["Changing api_base needs the key in the same request."]})
     credential = credential or ProviderCredential(org=org, user=user, provider=provider)
     credential.api_base = api_base
