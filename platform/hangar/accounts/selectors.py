@@ -1,11 +1,12 @@
 """Reads about identity and tenancy, scoped to the actor. A non-member is told "not found" (404), never
 "forbidden": an org a caller cannot see must be indistinguishable from one that does not exist."""
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
+from django.utils import timezone
 from rest_framework.exceptions import NotFound, PermissionDenied
 
 from hangar.accounts.actors import Actor
-from hangar.accounts.models import ApiToken, Membership, Org, Role
+from hangar.accounts.models import ApiToken, Membership, Org, Role, User
 
 
 def _active(user) -> bool:
@@ -86,3 +87,18 @@ def token_get(*, org: Org, membership: Membership, token_id: int) -> ApiToken:
 def org_by_slug(slug: str) -> Org | None:
     """An org by slug, unscoped: for system commands (bootstrap) that act before anyone is a member."""
     return Org.objects.filter(slug=slug).first()
+
+
+def user_active(user_id: int) -> User | None:
+    """The user as the database has it now, if still active (a stream re-checks its caller)."""
+    return User.objects.filter(pk=user_id, is_active=True).first()
+
+
+def token_usable(token_id: int) -> ApiToken | None:
+    """The token with its user and org as the database has them now, if neither revoked nor expired."""
+    return (
+        ApiToken.objects.select_related("user", "org")
+        .filter(pk=token_id, revoked_at__isnull=True)
+        .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now()))
+        .first()
+    )

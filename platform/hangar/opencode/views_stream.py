@@ -66,7 +66,7 @@ async def _events(subscription, allowed):
         check_at = time.monotonic() + RECHECK_S
         while True:
             event = await subscription.get(timeout=max(0.0, min(KEEPALIVE_S, check_at - time.monotonic())))
-            if event is not None and event.get("type") == ACCESS_CHANGED or time.monotonic() >= check_at:
+            if (event is not None and event.get("type") == ACCESS_CHANGED) or time.monotonic() >= check_at:
                 if not await allowed():
                     return
                 check_at = time.monotonic() + RECHECK_S

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import os
 
-from django.db.models import Q
 from django.dispatch import receiver
-from django.utils import timezone
 
 from hangar.accounts.models import ApiToken, User
+from hangar.accounts.selectors import token_usable, user_active
 from hangar.accounts.signals import access_changed
 
 ACCESS_CHANGED = "hangar.access.changed"  # event type of the notice; never forwarded to a client
@@ -29,17 +28,12 @@ def access_group(org_id: int, user_id: int) -> str:
 def credentials_now(user, token) -> tuple[User | None, ApiToken | None, int | None]:
     """The caller's user and token as the database has them now, or a close code if either is no longer
     usable (inactive user; revoked or expired token). Sync: call through database_sync_to_async."""
-    fresh_user = User.objects.filter(pk=user.pk, is_active=True).first()
+    fresh_user = user_active(user.pk)
     if fresh_user is None:
         return None, None, CLOSE_UNAUTHENTICATED
     if token is None:
         return fresh_user, None, None
-    fresh_token = (
-        ApiToken.objects.select_related("user", "org")
-        .filter(pk=token.pk, revoked_at__isnull=True)
-        .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now()))
-        .first()
-    )
+    fresh_token = token_usable(token.pk)
     if fresh_token is None:
         return None, None, CLOSE_UNAUTHENTICATED
     return fresh_user, fresh_token, None

@@ -7,10 +7,10 @@ import threading
 import time
 
 import pytest
-from hangar.engine.tools.execute import execute_tool
 
 from hangar.engine.tools import budget
 from hangar.engine.tools.base import ToolError
+from hangar.engine.tools.execute import execute_tool
 from hangar.engine.tools.registry import ALL
 
 
