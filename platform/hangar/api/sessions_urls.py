@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from hangar.api import session_run_views as run
+from hangar.api import session_steer_views as steer
 from hangar.api import sessions_views as v
 from hangar.api import workspace_views as ws
 
@@ -18,13 +18,13 @@ urlpatterns = [
     path(ONE + "messages/", v.MessageCollectionView.as_view(), name="session-messages"),
     path(ONE + "messages/<str:message_id>/", v.MessageDetailView.as_view(), name="session-message"),
     path(ONE + "events/", v.EventCollectionView.as_view(), name="session-events"),
-    path(ONE + "prompt/", run.SessionPromptView.as_view(), name="session-prompt"),
-    path(ONE + "abort/", run.SessionAbortView.as_view(), name="session-abort"),
-    path(ONE + "todos/", run.SessionTodosView.as_view(), name="session-todos"),
-    path(ONE + "permissions/", run.SessionPermissionListView.as_view(), name="session-permissions"),
+    path(ONE + "prompt/", steer.SessionPromptView.as_view(), name="session-prompt"),
+    path(ONE + "abort/", steer.SessionAbortView.as_view(), name="session-abort"),
+    path(ONE + "todos/", steer.SessionTodosView.as_view(), name="session-todos"),
+    path(ONE + "permissions/", steer.SessionPermissionListView.as_view(), name="session-permissions"),
     path(
         ONE + "permissions/<str:request_id>/reply/",
-        run.SessionPermissionReplyView.as_view(),
+        steer.SessionPermissionReplyView.as_view(),
         name="session-permission-reply",
     ),
     path(ONE + "workspace/", ws.WorkspaceView.as_view(), name="session-workspace"),
@@ -32,5 +32,7 @@ urlpatterns = [
     path(ONE + "workspace/pull/", ws.WorkspacePullView.as_view(), name="session-workspace-pull"),
     path(ONE + "workspace/archive/", ws.WorkspaceArchiveView.as_view(), name="session-workspace-archive"),
     path(ONE + "workspace/upload/", ws.WorkspaceUploadView.as_view(), name="session-workspace-upload"),
-    path("orgs/<slug:org>/projects/<int:project_id>/agents/", run.ProjectAgentsView.as_view(), name="agents"),
+    path(
+        "orgs/<slug:org>/projects/<int:project_id>/agents/", steer.ProjectAgentsView.as_view(), name="agents"
+    ),
 ]

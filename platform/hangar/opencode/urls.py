@@ -3,7 +3,7 @@ its TUI and `@opencode-ai/sdk` call, with OpenCode's JSON shapes."""
 
 from django.urls import path
 
-from hangar.opencode import views_meta, views_run, views_session, views_stream
+from hangar.opencode import views_meta, views_session, views_steer, views_stream
 
 urlpatterns = [
     path("event", views_stream.event_stream, name="oc-event"),
@@ -28,15 +28,15 @@ urlpatterns = [
         name="oc-session-message",
     ),
     path("session/<str:session_id>/todo", views_session.SessionTodos.as_view(), name="oc-session-todo"),
-    path("session/<str:session_id>/prompt_async", views_run.PromptAsync.as_view(), name="oc-prompt-async"),
-    path("session/<str:session_id>/abort", views_run.Abort.as_view(), name="oc-abort"),
+    path("session/<str:session_id>/prompt_async", views_steer.PromptAsync.as_view(), name="oc-prompt-async"),
+    path("session/<str:session_id>/abort", views_steer.Abort.as_view(), name="oc-abort"),
     path(
         "session/<str:session_id>/permissions/<str:request_id>",
-        views_run.LegacyPermissionRespond.as_view(),
+        views_steer.LegacyPermissionRespond.as_view(),
         name="oc-permission-respond",
     ),
-    path("permission", views_run.PermissionList.as_view(), name="oc-permissions"),
+    path("permission", views_steer.PermissionList.as_view(), name="oc-permissions"),
     path(
-        "permission/<str:request_id>/reply", views_run.PermissionReply.as_view(), name="oc-permission-reply"
+        "permission/<str:request_id>/reply", views_steer.PermissionReply.as_view(), name="oc-permission-reply"
     ),
 ]

@@ -19,7 +19,7 @@ from hangar.opencode import translate
 from hangar.opencode.db import db
 from hangar.opencode.errors import error_response
 from hangar.opencode.scope import scope_for_async
-from hangar.opencode.views_run import prompt
+from hangar.opencode.views_steer import prompt
 from hangar.realtime.access import ACCESS_CHANGED, RECHECK_S, access_group
 from hangar.realtime.subscribe import subscribe
 

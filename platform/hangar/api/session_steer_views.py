@@ -1,6 +1,6 @@
 """Driving a session from /api: prompt, abort, permission replies, todos, the project's agents.
 
-The same engine services stand behind these and the OpenCode routes (hangar.opencode.views_run):
+The same engine services stand behind these and the OpenCode routes (hangar.opencode.views_steer):
 `session_prompt`, `session_abort`, `permission_reply`. These views only translate: an org-scoped URL,
 Hangar's error envelope and its OpenAPI schema. Reads are open to viewers, the rest needs a member."""
 
