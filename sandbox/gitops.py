@@ -22,20 +22,17 @@ from __future__ import annotations
 import base64
 import fcntl
 import hashlib
-import ipaddress
 import os
 import re
 import shutil
-import socket
 import subprocess
 import tempfile
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
-from sandbox import volumes
+from sandbox import netguard, volumes
 
 HARDENING = (
     "core.hooksPath=/dev/null",
@@ -91,27 +88,24 @@ class Remote:
         return pairs
 
 
-def parse_url(url: str, *, allow_private: bool = False) -> tuple[str, int]:
-    """(host, port) of an acceptable repository URL, else GitError(kind="invalid") saying why. No network."""
+def parse_url(url: str, *, allow_private=False) -> tuple[str, int]:
+    """(host, port) of an acceptable repository URL, else GitError(kind="invalid") saying why. No network.
+    Plain http:// only when the operator opens private hosts (`allow_private`: True or CIDRs)."""
     if not isinstance(url, str) or not url or len(url) > MAX_URL or any(ord(c) < 33 for c in url):
         raise GitError("Must be a URL of at most 500 characters without spaces.", kind="invalid")
     if re.match(r"^[\w.-]+@[\w.-]+:", url) or url.startswith("ssh://"):
         raise GitError("SSH repository URLs are not supported yet: use https://.", kind="invalid")
-    parts = urlsplit(url)
-    schemes = ("https", "http") if allow_private else ("https",)
-    if parts.scheme not in schemes:
-        raise GitError(f"The scheme must be {' or '.join(schemes)}.", kind="invalid")
-    if "@" in parts.netloc:
-        raise GitError("Credentials do not go in the URL: set the repository token instead.", kind="invalid")
+    try:
+        parts, host, port = netguard.split_url(
+            url,
+            ("https", "http") if allow_private else ("https",),
+            credentials_hint=": set the repository token instead",
+        )
+    except ValueError as exc:
+        raise GitError(str(exc), kind="invalid") from None
     if parts.query or parts.fragment or not parts.path.strip("/"):
         raise GitError("Must name a repository path, without query or fragment.", kind="invalid")
-    try:
-        host, port = parts.hostname, parts.port
-    except ValueError as exc:
-        raise GitError(f"Bad host or port: {exc}.", kind="invalid") from None
-    if not host:
-        raise GitError("The URL has no host.", kind="invalid")
-    return host, port or (443 if parts.scheme == "https" else 80)
+    return host, port
 
 
 _REF = re.compile(r"^(?!-)(?!.*\.\.)(?!.*//)(?!.*@\{)(?!/)[A-Za-z0-9._/+-]{1,200}(?<![/.])(?<!\.lock)$")
@@ -122,30 +116,19 @@ def valid_ref_name(name: str) -> bool:
     return isinstance(name, str) and bool(_REF.fullmatch(name)) and "/." not in name
 
 
-def _forbidden(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%")[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
-        ip = ip.ipv4_mapped
-    # Not global: private, loopback, link-local (cloud metadata at 169.254.169.254), CGNAT, reserved...
-    return not ip.is_global or ip.is_multicast
-
-
-def check_url(url: str, *, allow_private: bool = False, username: str = "", token: str = "") -> Remote:
+def check_url(url: str, *, allow_private=False, username: str = "", token: str = "") -> Remote:
     """Validate and resolve: every address the host resolves to must be public unless the operator allows
     private hosts. The checked addresses are pinned for git (http.curloptResolve): a DNS answer that
     changes between this check and the connection cannot move git onto a private address."""
     host, port = parse_url(url, allow_private=allow_private)
+    allowed = netguard.networks(allow_private)
     try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (socket.gaierror, UnicodeError) as exc:
+        infos = netguard.resolve(host, port, allowed, setting="HANGAR_REPO_ALLOW_PRIVATE_HOSTS")
+    except netguard.Refused as exc:
+        raise GitError(f"{exc}.", kind="invalid") from None
+    except (OSError, UnicodeError) as exc:
         raise GitError(f"Cannot resolve {host}: {exc}.", kind="unreachable") from None
     addresses = sorted({str(info[4][0]) for info in infos})
-    if not allow_private:
-        bad = [a for a in addresses if _forbidden(a)]
-        if bad:
-            raise GitError(
-                f"{host} resolves to a private, loopback or link-local address ({bad[0]}).", kind="invalid"
-            )
     return Remote(url=url, host=host, port=port, addresses=addresses, username=username, token=token)
 
 

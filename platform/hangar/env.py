@@ -33,3 +33,12 @@ def csv(name: str, default: str = "") -> list[str]:
 
 def flag(name: str, default: bool = False) -> bool:
     return os.environ.get(name, "1" if default else "0").lower() in {"1", "true", "yes", "on"}
+
+
+def flag_or_csv(name: str) -> bool | list[str]:
+    """An "allow private" setting: 1/true/yes/on opens every address (True), else a list of CIDRs
+    (sandbox.netguard.networks reads both)."""
+    value = os.environ.get(name, "").strip().lower()
+    if value in {"", "0", "false", "no", "off"}:
+        return []
+    return flag(name) or csv(name)

@@ -5,7 +5,7 @@ import os
 
 import dj_database_url
 
-from hangar.env import ROOT, csv, flag, load_dotenv, required
+from hangar.env import ROOT, csv, flag, flag_or_csv, load_dotenv, required
 
 load_dotenv()
 
@@ -202,9 +202,10 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 HANGAR_DIRECT_OPENAI_COMPAT = flag("HANGAR_DIRECT_OPENAI_COMPAT", default=True)
 
 # Sandbox defaults (a project's limits override them).
-# Repository URLs may name private, loopback or link-local hosts (and plain http://): for a development
-# machine or tests whose git server runs on 127.0.0.1. Off in production: a URL is a server-side request.
-HANGAR_REPO_ALLOW_PRIVATE_HOSTS = flag("HANGAR_REPO_ALLOW_PRIVATE_HOSTS")
+# Repository URLs may name private, loopback or link-local hosts (and plain http://): 1 for every address (a
+# development machine or tests whose git server runs on 127.0.0.1), or CIDRs (a git server on 10.1.0.0/16).
+# Off in production: a URL is a server-side request (rule: sandbox/netguard.py).
+HANGAR_REPO_ALLOW_PRIVATE_HOSTS = flag_or_csv("HANGAR_REPO_ALLOW_PRIVATE_HOSTS")
 SANDBOX_POOL_SIZE = int(os.environ.get("HANGAR_SANDBOX_POOL_SIZE", "2"))
 # Private ranges an egress allowlist may reach (comma-separated CIDRs, e.g. a package mirror on 10.0.0.0/8).
 # Loopback, link-local and metadata addresses stay unreachable whatever this says (sandbox/agent/netpolicy.py).
@@ -230,9 +231,10 @@ HANGAR_MODEL_MAX_TOOL_ARGS_CHARS = int(os.environ.get("HANGAR_MODEL_MAX_TOOL_ARG
 HANGAR_MODEL_MAX_PART_CHARS = int(os.environ.get("HANGAR_MODEL_MAX_PART_CHARS", str(4 << 20)))
 
 # Outbound webhooks. Destinations must resolve to public addresses unless the operator allows private ones
-# (an on-premises receiver); retries back off exponentially from the base (with jitter) up to the cap, and an
-# endpoint whose deliveries exhaust their attempts DISABLE_AFTER times in a row is disabled.
-HANGAR_WEBHOOKS_ALLOW_PRIVATE = flag("HANGAR_WEBHOOKS_ALLOW_PRIVATE")
+# (an on-premises receiver: 1 for every address, or CIDRs; rule: sandbox/netguard.py); retries back off
+# exponentially from the base (with jitter) up to the cap, and an endpoint whose deliveries exhaust their
+# attempts DISABLE_AFTER times in a row is disabled.
+HANGAR_WEBHOOKS_ALLOW_PRIVATE = flag_or_csv("HANGAR_WEBHOOKS_ALLOW_PRIVATE")
 HANGAR_WEBHOOK_RETRY_BASE_S = float(os.environ.get("HANGAR_WEBHOOK_RETRY_BASE_S", "10"))
 HANGAR_WEBHOOK_RETRY_CAP_S = float(os.environ.get("HANGAR_WEBHOOK_RETRY_CAP_S", "1800"))
 HANGAR_WEBHOOK_MAX_ATTEMPTS = int(os.environ.get("HANGAR_WEBHOOK_MAX_ATTEMPTS", "8"))
