@@ -5,6 +5,7 @@ the newest sorts first. The per-millisecond counter keeps ids from one process s
 in bursts; across processes the millisecond still orders them.
 """
 
+import re
 import secrets
 import threading
 import time
@@ -66,3 +67,21 @@ def new_part_id() -> str:
 
 def new_permission_id() -> str:
     return ascending("permission")
+
+
+MESSAGE_ID = re.compile(r"^msg_[0-9a-f]{12}[0-9A-Za-z]{14}$")
+CLIENT_CLOCK_SKEW_MS = 60_000
+
+
+def client_message_id_problem(message_id: str, *, last: str | None) -> str | None:
+    """Why a client-chosen message id cannot be used, or None. Ids order a session's messages, so a client
+    id must be OpenCode's format, sort after the session's last message (`last`) and not come from more
+    than a minute in the future (a far-future id would sort after every answer the run writes)."""
+    if not MESSAGE_ID.match(message_id):
+        return "messageID must be OpenCode's format: msg_ + 12 hex digits + 14 base62 characters"
+    if last is not None and message_id <= last:
+        return "messageID must be newer than the session's last message"
+    stamp = int(message_id[4:16], 16)
+    if stamp > ((int(time.time() * 1000) + CLIENT_CLOCK_SKEW_MS) * 0x1000) & 0xFFFFFFFFFFFF:
+        return "messageID is from the future"
+    return None

@@ -20,12 +20,12 @@ boundary is one round trip to Postgres and, after commit, one to Redis.
 clients can tell them apart; losing one is harmless because the part's final text is persisted.
 """
 
-import json
 from typing import Protocol
 
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 
+from hangar.conversations import jsonsafe
 from hangar.conversations.fence import LeaseLost, lease_lost, owner_for
 from hangar.conversations.models import Event, Session
 from hangar.rawsql import run as sql_run
@@ -148,7 +148,7 @@ def publish_many(
     the session row set by the same UPDATE that bumps its seq."""
     n = len(events)
     types = [t for t, _ in events]
-    payloads = [json.dumps(p) for _, p in events]
+    payloads = [jsonsafe.dumps(p) for _, p in events]
     owner = owner_for(session.pk)
     sql, write_params, set_params = _statement(list(with_writes), session_set, owner is not None)
     fence_params = [owner] if owner is not None else []

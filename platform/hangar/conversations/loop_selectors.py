@@ -171,12 +171,17 @@ def grants_in_force(session: Session) -> list[tuple[str, str]]:
 
 
 def permission_request_for_call(
-    session_id: str, *, call_id: str, permission: str, patterns: list[str]
+    session_id: str, *, message_id: str, call_id: str, permission: str, patterns: list[str]
 ) -> PermissionRequest | None:
-    """The latest request this call made for `permission` on `patterns` (answered or not)."""
+    """The latest request this call (of this message: call ids repeat across messages, `call_0` when a
+    provider sends none) made for `permission` on `patterns` (answered or not)."""
     return (
         PermissionRequest.objects.filter(
-            session_id=session_id, call_id=call_id, permission=permission, patterns=patterns
+            session_id=session_id,
+            message_id=message_id,
+            call_id=call_id,
+            permission=permission,
+            patterns=patterns,
         )
         .order_by("-id")
         .first()

@@ -70,6 +70,11 @@ def session_children(actor: Actor, session: Session) -> list[Session]:
     return list(visible_sessions(actor).filter(parent_id=session.pk).order_by("id"))
 
 
+def last_message_id(session: Session) -> str | None:
+    """The newest message's id (ids sort by time): a client-chosen id must sort after it."""
+    return Message.objects.filter(session_id=session.pk).order_by("-id").values_list("id", flat=True).first()
+
+
 def message_with_parts(message: Message) -> dict:
     """OpenCode's `{info, parts}` shape."""
     return {"info": message.data, "parts": [part.data for part in message.parts.all()]}

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from hangar.accounts.actors import Actor
 from hangar.audit.services import audit_record
-from hangar.conversations import schemas
+from hangar.conversations import jsonsafe, schemas
 from hangar.conversations.events import publish, publish_many
 from hangar.conversations.models import Message, Part, PermissionRequest, Session, Todo
 from hangar.ids import new_part_id
@@ -61,7 +61,11 @@ def _part_write(message: Message, data: dict) -> tuple[dict, tuple[str, list]]:
     if not data.get("id"):
         data["id"] = new_part_id()
     data = schemas.validate_part(data)
-    return data, (_PART_UPSERT, [data["id"], message.session_id, message.pk, data["type"], json.dumps(data)])
+    text = json.dumps(data)
+    if jsonsafe.suspect(text):  # a NUL or lone surrogate: jsonb refuses it; stored (and sent on) as U+FFFD
+        data = jsonsafe.clean(data)
+        text = json.dumps(data)
+    return data, (_PART_UPSERT, [data["id"], message.session_id, message.pk, data["type"], text])
 
 
 def message_create(*, session: Session, data: dict, parts: list[dict] = ()) -> Message:
@@ -70,7 +74,7 @@ def message_create(*, session: Session, data: dict, parts: list[dict] = ()) -> M
     message = Message(session=session)
     data = {**data, "id": data.get("id") or message.id, "sessionID": session.pk}
     message.id = data["id"]
-    data = schemas.validate_message(data)
+    data = jsonsafe.clean(schemas.validate_message(data))
     message.role = data["role"]
     message.data = data
     written = [_part_write(message, part) for part in parts]
@@ -110,8 +114,8 @@ def parts_upsert(
     events = [("message.part.updated", {"part": p}) for p, _ in written]
     writes = [w for _, w in written]
     if message_data is not None:
-        message_data = schemas.validate_message(
-            {**message_data, "id": message.pk, "sessionID": message.session_id}
+        message_data = jsonsafe.clean(
+            schemas.validate_message({**message_data, "id": message.pk, "sessionID": message.session_id})
         )
         events.append(("message.updated", {"info": message_data}))
         writes.append((_MESSAGE_UPDATE, [json.dumps(message_data), message.pk]))

@@ -16,12 +16,16 @@ from hangar.audit.services import audit_record
 from hangar.conversations import services as store
 from hangar.conversations.events import publish
 from hangar.conversations.models import GrantScope, PermissionGrant, PermissionRequest, Session
+from hangar.conversations.selectors import last_message_id
 from hangar.engine.agents import agent_get
 from hangar.engine.enqueue import enqueue_run
+from hangar.ids import client_message_id_problem
 
 
 class PromptRejected(ValueError):
-    pass
+    def __init__(self, message: str, *, field: str = "parts"):
+        super().__init__(message)
+        self.field = field  # the request field the edges name in their 400
 
 
 def _require_member(actor: Actor, session: Session) -> None:
@@ -58,6 +62,10 @@ def session_prompt(
     _require_member(actor, session)
     if not parts:
         raise PromptRejected("a prompt needs at least one part")
+    if message_id is not None:
+        problem = client_message_id_problem(message_id, last=last_message_id(session))
+        if problem:
+            raise PromptRejected(problem, field="messageID")
     agent_name = agent_get(agent or session.agent).name
     model = model or session.model
     if not (model or {}).get("modelID"):

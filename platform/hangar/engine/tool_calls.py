@@ -124,8 +124,12 @@ class ToolCalls:
                     f"The user has specified a rule which prevents you from using this specific tool call "
                     f"({permission} {', '.join(patterns)}). Do not retry it; try another approach."
                 )
-            asked = reads.permission_request_for_call(
-                self.scope.session.pk, call_id=call_id, permission=permission, patterns=patterns
+            asked = reads.permission_request_for_call(  # the exact request: call ids repeat across messages
+                self.scope.session.pk,
+                message_id=self.message.pk,
+                call_id=call_id,
+                permission=permission,
+                patterns=patterns,
             )
             if asked is not None and asked.status in ("once", "always"):
                 return

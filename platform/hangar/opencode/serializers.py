@@ -4,6 +4,7 @@ Unknown keys are rejected like OpenCode's `additionalProperties: false`."""
 from rest_framework import serializers
 
 from hangar.accounts.permission_rules import ACTIONS
+from hangar.ids import MESSAGE_ID
 
 
 class StrictSerializer(serializers.Serializer):
@@ -16,25 +17,25 @@ class StrictSerializer(serializers.Serializer):
 
 
 class PermissionRuleIn(StrictSerializer):
-    permission = serializers.CharField()
-    pattern = serializers.CharField()
+    permission = serializers.CharField(max_length=64)
+    pattern = serializers.CharField(max_length=500)
     action = serializers.ChoiceField(choices=ACTIONS)
 
 
 class SessionModelIn(StrictSerializer):
-    id = serializers.CharField()
-    providerID = serializers.CharField()
-    variant = serializers.CharField(required=False)
+    id = serializers.CharField(max_length=200)
+    providerID = serializers.CharField(max_length=64)
+    variant = serializers.CharField(required=False, max_length=64)
 
 
 class SessionCreateIn(StrictSerializer):
     parentID = serializers.RegexField(r"^ses", required=False)
-    title = serializers.CharField(required=False, allow_blank=True)
-    agent = serializers.CharField(required=False)
+    title = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    agent = serializers.CharField(required=False, max_length=64)
     model = SessionModelIn(required=False)
     metadata = serializers.DictField(required=False)
     permission = PermissionRuleIn(many=True, required=False)
-    workspaceID = serializers.CharField(required=False)
+    workspaceID = serializers.CharField(required=False, max_length=200)
 
 
 class SessionTimeIn(StrictSerializer):
@@ -42,15 +43,15 @@ class SessionTimeIn(StrictSerializer):
 
 
 class SessionUpdateIn(StrictSerializer):
-    title = serializers.CharField(required=False, allow_blank=True)
+    title = serializers.CharField(required=False, allow_blank=True, max_length=200)
     metadata = serializers.DictField(required=False)
     permission = PermissionRuleIn(many=True, required=False)
     time = SessionTimeIn(required=False)
 
 
 class PromptModelIn(StrictSerializer):
-    providerID = serializers.CharField()
-    modelID = serializers.CharField()
+    providerID = serializers.CharField(max_length=64)
+    modelID = serializers.CharField(max_length=200)
 
 
 PART_FIELDS = {
@@ -80,9 +81,9 @@ class PartInField(serializers.DictField):
 
 
 class PromptIn(StrictSerializer):
-    messageID = serializers.RegexField(r"^msg", required=False)
+    messageID = serializers.RegexField(MESSAGE_ID.pattern, required=False)
     model = PromptModelIn(required=False)
-    agent = serializers.CharField(required=False)
+    agent = serializers.CharField(required=False, max_length=64)
     noReply = serializers.BooleanField(required=False)
     tools = serializers.DictField(child=serializers.BooleanField(), required=False)
     format = serializers.DictField(required=False)
@@ -93,7 +94,7 @@ class PromptIn(StrictSerializer):
 
 class PermissionReplyIn(StrictSerializer):
     reply = serializers.ChoiceField(choices=["once", "always", "reject"])
-    message = serializers.CharField(required=False, allow_blank=True)
+    message = serializers.CharField(required=False, allow_blank=True, max_length=10_000)
 
 
 class LegacyPermissionIn(StrictSerializer):

@@ -43,7 +43,7 @@ def prompt(actor, session, data: dict):
     try:
         return services.session_prompt(actor=actor, session=session, **prompt_kwargs(data))
     except services.PromptRejected as exc:
-        raise ValidationError({"parts": [str(exc)]}) from None
+        raise ValidationError({exc.field: [str(exc)]}) from None
 
 
 class PromptAsync(OpenCodeView):
