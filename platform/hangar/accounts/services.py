@@ -132,11 +132,17 @@ def member_remove(*, actor: Actor, membership: Membership) -> None:
     ApiToken.objects.filter(
         org_id=membership.org_id, user_id=membership.user_id, revoked_at__isnull=True
     ).update(revoked_at=timezone.now())
+    # Their personal provider keys for this org go too: no run may spend a former member's key.
+    from hangar.projects.models import ProviderCredential
+
+    revoked = ProviderCredential.objects.filter(
+        org_id=membership.org_id, user_id=membership.user_id
+    ).delete()[0]
     audit_record(
         actor=actor,
         action="member.remove",
         target=membership,
-        data={"email": membership.user.email, "role": membership.role},
+        data={"email": membership.user.email, "role": membership.role, "credentials_revoked": revoked},
     )
     membership.delete()
     announce_access_changed(org_id=membership.org_id, user_id=membership.user_id)

@@ -23,6 +23,10 @@ class Session(models.Model):
     org = models.ForeignKey("accounts.Org", on_delete=models.CASCADE, related_name="sessions")
     project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="sessions")
     creator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    # Whose personal provider credential the run spends: the last person to prompt (None: the org's).
+    prompter = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
     parent = models.ForeignKey(
         "self", on_delete=models.CASCADE, null=True, blank=True, related_name="children"
     )

@@ -294,7 +294,7 @@ class Loop:
         if self._model_key != key:
             try:
                 self.model = self._resolve_model(
-                    org_id=session.org_id, user_id=session.creator_id, provider_id=key[0], model_id=key[1]
+                    org_id=session.org_id, user_id=session.prompter_id, provider_id=key[0], model_id=key[1]
                 )
             except ProviderError as exc:  # e.g. no credential for the provider: the user can act on this
                 raise ModelUnavailable({"name": exc.name, "data": {"message": exc.message}}) from exc

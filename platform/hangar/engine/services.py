@@ -97,7 +97,9 @@ def session_prompt(
         )
         if session.status == "idle":
             store.session_status_set(session=session, status="busy")
-        changes = {}  # the prompt's agent and model become the session's, in _request_run's UPDATE
+        # The prompt's agent and model become the session's, and the prompter's credential the run's,
+        # in _request_run's UPDATE.
+        changes = {} if session.prompter_id == actor.user_id else {"prompter_id": actor.user_id}
         if agent_name != session.agent:
             changes["agent"] = agent_name
         if model != session.model:

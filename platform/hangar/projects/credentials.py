@@ -7,11 +7,13 @@ from hangar.projects import crypto
 from hangar.projects.models import ProviderCredential
 from hangar.rawsql import instances, run, select_list
 
-# The personal credential (user set) sorts before the org's (NULLs last). A prepared statement: every
-# run of every session resolves its credential when it starts.
+# The personal credential (user set) sorts before the org's (NULLs last), and counts only while its
+# owner is still a member of the org. A prepared statement: every run of every session resolves its
+# credential when it starts.
 _FIND = (
     f"SELECT {select_list(ProviderCredential, 'c')} FROM projects_providercredential c"
-    " WHERE c.org_id = %s AND c.provider = %s AND (c.user_id IS NULL OR c.user_id = %s)"
+    " WHERE c.org_id = %s AND c.provider = %s AND (c.user_id IS NULL OR (c.user_id = %s AND EXISTS"
+    " (SELECT 1 FROM accounts_membership m WHERE m.org_id = c.org_id AND m.user_id = c.user_id)))"
     " ORDER BY c.user_id ASC NULLS LAST, c.id ASC LIMIT 1"
 )
 
