@@ -275,7 +275,7 @@ class Loop:
             perm.DEFAULTS
             + self.agent.permission
             + perm.from_config(session.project.permission_rules)
-            + perm.from_config(session.permission)
+            + perm.narrowing(perm.from_config(session.permission))  # members' rules only narrow
         )
         tools = get_tools(self.agent.name, self.model_ref["modelID"])
         off = perm.disabled_tools(list(tools), ruleset, self.org_policy)

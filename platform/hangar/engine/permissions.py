@@ -5,6 +5,11 @@ Layers, merged in order: built-in defaults, the agent's rules, the project's
 (`Project.permission_rules`), the session's (`Session.permission`), then stored "always" grants
 (project scope, then session scope). The org policy (`Org.permission_policy`, see `org_policy_for`) is
 evaluated on its own first: if it denies, nothing below can allow.
+
+Session rules are set by any member, project rules by admins: session rules may only narrow. They are
+marked (`narrowing`), and a request's action is the stricter of the last match over every rule and the
+last match over the rules that are not marked, so a session `allow` never loosens what the layers
+around it say.
 """
 
 from __future__ import annotations
@@ -12,12 +17,17 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from hangar.engine.tools.truncate import OUTPUT_GLOB
+
 ALLOW, ASK, DENY = "allow", "ask", "deny"
+_STRICTNESS = {ALLOW: 0, ASK: 1, DENY: 2}
+NARROW = "narrow"  # a rule key: this rule may make a decision stricter, never looser
 
 DEFAULTS: list[dict] = [
     {"permission": "*", "pattern": "*", "action": ALLOW},
     {"permission": "doom_loop", "pattern": "*", "action": ASK},
     {"permission": "external_directory", "pattern": "*", "action": ASK},
+    {"permission": "external_directory", "pattern": OUTPUT_GLOB, "action": ALLOW},  # truncated outputs
     {"permission": "question", "pattern": "*", "action": DENY},
     {"permission": "plan_enter", "pattern": "*", "action": DENY},
     {"permission": "plan_exit", "pattern": "*", "action": DENY},
@@ -53,12 +63,23 @@ def from_config(config: dict | list | None) -> list[dict]:
     return rules
 
 
+def narrowing(rules: list[dict]) -> list[dict]:
+    """`rules` marked so that they can only make a decision stricter (the session's)."""
+    return [{**rule, NARROW: True} for rule in rules]
+
+
+def stricter(a: str, b: str) -> str:
+    return a if _STRICTNESS.get(a, 1) >= _STRICTNESS.get(b, 1) else b
+
+
 def evaluate(permission: str, pattern: str, ruleset: list[dict]) -> str:
-    action = ASK
+    action = unmarked = ASK
     for rule in ruleset:
         if match(rule["permission"], permission) and match(rule["pattern"], pattern):
             action = rule["action"]
-    return action
+            if not rule.get(NARROW):
+                unmarked = action
+    return stricter(action, unmarked)
 
 
 def org_denies(permission: str, pattern: str, policy: list[dict]) -> bool:
@@ -89,13 +110,14 @@ def disabled_tools(tool_names: list[str], ruleset: list[dict], org_policy: list[
     out = set()
     for name in tool_names:
         permission = permission_for_tool(name)
-        last = None
+        last = last_unmarked = None
         for rule in ruleset:
             if match(rule["permission"], permission):
                 last = rule
-        if (last and last["pattern"] == "*" and last["action"] == DENY) or org_denies(
-            permission, "*", org_policy
-        ):
+                if not rule.get(NARROW):
+                    last_unmarked = rule
+        denied = [r for r in (last, last_unmarked) if r and r["pattern"] == "*" and r["action"] == DENY]
+        if denied or org_denies(permission, "*", org_policy):
             out.add(name)
     return out
 

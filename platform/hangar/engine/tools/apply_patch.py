@@ -9,7 +9,15 @@ from contextlib import ExitStack
 from pydantic import BaseModel, Field
 
 from hangar.engine.tools.base import ToolContext, ToolError, ToolResult
-from hangar.engine.tools.common import description, file_lock, filediff, relative, resolve, unified_diff
+from hangar.engine.tools.common import (
+    ask_external,
+    description,
+    file_lock,
+    filediff,
+    relative,
+    resolve,
+    unified_diff,
+)
 from hangar.engine.tools.patch import BEGIN, END, PatchError, apply_chunks, parse_patch
 from sandbox.protocol import FileNotFound
 
@@ -39,6 +47,8 @@ class ApplyPatchTool:
         paths = sorted(
             {resolve(h.path) for h in hunks} | {resolve(h.move_path) for h in hunks if h.move_path}
         )
+        for path in paths:
+            ask_external(ctx, path)
         with ExitStack() as held:
             for path in paths:  # sorted: two patches locking overlapping files cannot deadlock
                 held.enter_context(file_lock(ctx.session_id, path))

@@ -43,6 +43,16 @@ DIFF_CONTEXT = 3
 DIFF_MAX_CELLS = 4_000_000  # changed lines before x after: beyond, one hunk replaces the changed region
 
 
+def ask_external(ctx, path: str, *, is_dir: bool = False) -> None:
+    """A path outside the workspace needs `external_directory` (OpenCode asks it of every file tool),
+    for its folder: `<folder>/*` is both the pattern and what "always" remembers."""
+    if path == WORKSPACE or path.startswith(WORKSPACE + "/"):
+        return
+    folder = path if is_dir else posixpath.dirname(path)
+    glob = posixpath.join(folder, "*")
+    ctx.ask("external_directory", [glob], [glob], {"filepath": path, "parentDir": folder})
+
+
 def unified_diff(path: str, before: str, after: str) -> str:
     """difflib's unified diff, bounded: the lines both sides share at the start and end are set aside
     first (an edit changes a small region of a large file: only that region is compared), and a changed

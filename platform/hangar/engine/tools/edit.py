@@ -9,7 +9,15 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from hangar.engine.tools.base import ToolContext, ToolError, ToolResult
-from hangar.engine.tools.common import description, file_lock, filediff, relative, resolve, unified_diff
+from hangar.engine.tools.common import (
+    ask_external,
+    description,
+    file_lock,
+    filediff,
+    relative,
+    resolve,
+    unified_diff,
+)
 from hangar.engine.tools.replacers import IDENTICAL, ReplaceError, replace_with
 from hangar.engine.tools.write import read_text, require_read
 
@@ -37,6 +45,7 @@ class EditTool:
         if args.oldString == args.newString:
             raise ToolError(IDENTICAL)
         path = resolve(args.filePath)
+        ask_external(ctx, path)
         with file_lock(ctx.session_id, path):
             return self._edit(path, args, ctx)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from hangar.engine.tools.base import ToolContext, ToolError, ToolResult
-from hangar.engine.tools.common import description, relative, resolve
+from hangar.engine.tools.common import ask_external, description, relative, resolve
 from hangar.engine.tools.ls import TRUNCATED_NOTE
 from sandbox.protocol import FileNotFound, SandboxError
 
@@ -27,6 +27,7 @@ class GlobTool:
 
     def execute(self, args: GlobParams, ctx: ToolContext) -> ToolResult:
         path = resolve(args.path)
+        ask_external(ctx, path, is_dir=True)
         ctx.ask("glob", [args.pattern], ["*"], {"pattern": args.pattern, "path": path})
         try:
             files, truncated = ctx.sandbox.glob(args.pattern, path)

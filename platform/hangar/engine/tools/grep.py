@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from hangar.engine.tools.base import ToolContext, ToolError, ToolResult
-from hangar.engine.tools.common import description, resolve
+from hangar.engine.tools.common import ask_external, description, resolve
 from hangar.engine.tools.ls import TRUNCATED_NOTE
 from sandbox.protocol import FileNotFound, SandboxError
 
@@ -33,6 +33,7 @@ class GrepTool:
         if not args.pattern:
             raise ToolError("pattern is required")
         path = resolve(args.path)
+        ask_external(ctx, path, is_dir=True)
         ctx.ask(
             "grep", [args.pattern], ["*"], {"pattern": args.pattern, "path": path, "include": args.include}
         )

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from hangar.engine.tools.base import ToolContext, ToolError, ToolResult
-from hangar.engine.tools.common import description, relative, resolve
+from hangar.engine.tools.common import ask_external, description, relative, resolve
 from sandbox.protocol import FileNotFound
 
 TRUNCATED_NOTE = "(Results are truncated. Consider using a more specific path or pattern.)"
@@ -52,6 +52,7 @@ class ListTool:
 
     def execute(self, args: ListParams, ctx: ToolContext) -> ToolResult:
         path = resolve(args.path)
+        ask_external(ctx, path, is_dir=True)
         ctx.ask("list", [path], ["*"], {"path": path})
         try:
             paths, truncated = ctx.sandbox.list(path, ignore=args.ignore or [])

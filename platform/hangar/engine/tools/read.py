@@ -15,7 +15,7 @@ import mimetypes
 from pydantic import BaseModel, Field
 
 from hangar.engine.tools.base import ToolContext, ToolError, ToolResult
-from hangar.engine.tools.common import description, relative, resolve
+from hangar.engine.tools.common import ask_external, description, relative, resolve
 from sandbox.protocol import FileNotFound, SandboxError
 
 DEFAULT_LIMIT = 2000
@@ -42,6 +42,7 @@ class ReadTool:
         if args.limit is not None and args.limit < 1:
             raise ToolError("limit must be greater than or equal to 1")
         path = resolve(args.filePath)
+        ask_external(ctx, path)
         ctx.ask("read", [path], ["*"], {})
         stat = ctx.sandbox.stat(path)
         if stat is None:

@@ -5,7 +5,15 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from hangar.engine.tools.base import ToolContext, ToolError, ToolResult
-from hangar.engine.tools.common import description, file_lock, filediff, relative, resolve, unified_diff
+from hangar.engine.tools.common import (
+    ask_external,
+    description,
+    file_lock,
+    filediff,
+    relative,
+    resolve,
+    unified_diff,
+)
 from sandbox.protocol import FileNotFound
 
 
@@ -35,6 +43,7 @@ class WriteTool:
 
     def execute(self, args: WriteParams, ctx: ToolContext) -> ToolResult:
         path = resolve(args.filePath)
+        ask_external(ctx, path)
         with file_lock(ctx.session_id, path):
             return self._write(path, args, ctx)
 
