@@ -149,3 +149,11 @@ def test_a_bounded_diff_is_a_correct_patch_and_difflibs_own_when_nothing_repeats
                 )
             )
             assert diff == expected
+
+
+def test_the_per_file_locks_do_not_outlive_their_writes(local):
+    from hangar.engine.tools import common
+
+    for i in range(200):
+        execute_tool(ALL["write"], {"filePath": f"f{i}.txt", "content": "x"}, local.ctx())
+    assert common._locks == {}

@@ -7,6 +7,8 @@ from __future__ import annotations
 import difflib
 import posixpath
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
@@ -123,13 +125,34 @@ def filediff(path: str, before: str, after: str, status: str = "modified", patch
     }
 
 
-_locks: dict[tuple[str, str], threading.Lock] = {}
+class _PathLock:
+    __slots__ = ("lock", "users")
+
+    def __init__(self) -> None:
+        self.lock, self.users = threading.Lock(), 0
+
+
+_locks: dict[tuple[str, str], _PathLock] = {}
 _locks_guard = threading.Lock()
 
 
-def file_lock(session_id: str, path: str) -> threading.Lock:
+@contextmanager
+def file_lock(session_id: str, path: str) -> Iterator[None]:
     """One writer per file per session: batch may run two edits of the same file at once, and
     read-modify-write must not interleave (OpenCode's FileTime.withLock). One runner per session
-    means a process-local lock is enough."""
+    means a process-local lock is enough. An entry lives only while someone holds or waits for it:
+    a worker serving many sessions and paths does not keep a lock for every file ever written."""
+    key = (session_id, path)
     with _locks_guard:
-        return _locks.setdefault((session_id, path), threading.Lock())
+        entry = _locks.get(key)
+        if entry is None:
+            entry = _locks[key] = _PathLock()
+        entry.users += 1
+    try:
+        with entry.lock:
+            yield
+    finally:
+        with _locks_guard:
+            entry.users -= 1
+            if not entry.users:
+                del _locks[key]
