@@ -6,7 +6,7 @@ import pytest
 from hangar.engine import permissions as perm
 from hangar.engine.tools.base import PermissionAsked
 from hangar.engine.tools.registry import ALL
-from hangar.engine.tools.runner import execute_tool
+from hangar.engine.tools.execute import execute_tool
 
 
 @pytest.mark.parametrize(
