@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("conversations", "0002_lean_indexes"),
+        ("conversations", "0003_lease_fence"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
