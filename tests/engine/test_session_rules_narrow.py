@@ -67,5 +67,5 @@ def test_rule_layers_session_only_narrows_defaults_and_project():
     narrowed = ruleset + perm.narrowing([{"permission": "bash", "pattern": "git push*", "action": "deny"}])
     assert perm.evaluate("bash", "git push origin", narrowed) == perm.DENY
     # the tool stays offered (only some calls are denied); a project-wide deny is not undone by a session
-    denied = perm.DEFAULTS + [{"permission": "bash", "pattern": "*", "action": "deny"}] + session
+    denied = [*perm.DEFAULTS, {"permission": "bash", "pattern": "*", "action": "deny"}, *session]
     assert perm.disabled_tools(["bash"], denied, []) == {"bash"}

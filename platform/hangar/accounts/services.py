@@ -3,6 +3,7 @@ transaction. Role rules: admins and owners manage members and others' tokens; on
 changes or removes the owner role; an org never loses its last owner."""
 
 from datetime import datetime
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -14,7 +15,7 @@ from hangar.accounts.actors import Actor
 from hangar.accounts.models import ApiToken, Membership, Org, Role, User
 from hangar.accounts.permission_rules import clean_permission_rules
 from hangar.accounts.selectors import require_role
-from hangar.accounts.signals import announce_access_changed
+from hangar.accounts.signals import announce_access_changed, member_leaving
 from hangar.audit.services import audit_record
 
 
@@ -132,12 +133,12 @@ def member_remove(*, actor: Actor, membership: Membership) -> None:
     ApiToken.objects.filter(
         org_id=membership.org_id, user_id=membership.user_id, revoked_at__isnull=True
     ).update(revoked_at=timezone.now())
-    # Their personal provider keys for this org go too: no run may spend a former member's key.
-    from hangar.projects.models import ProviderCredential
-
-    revoked = ProviderCredential.objects.filter(
-        org_id=membership.org_id, user_id=membership.user_id
-    ).delete()[0]
+    # Their personal provider keys for this org go too, in this transaction: no run may spend a former
+    # member's key. The layers below accounts' callers own those (projects), so they answer a signal.
+    replies: list[tuple[Any, Any]] = member_leaving.send(
+        sender=None, org_id=membership.org_id, user_id=membership.user_id
+    )
+    revoked = sum(int(count) for _receiver, count in replies)
     audit_record(
         actor=actor,
         action="member.remove",

@@ -4,3 +4,9 @@ from django.apps import AppConfig
 class ProjectsConfig(AppConfig):
     name = "hangar.projects"
     label = "projects"
+
+    def ready(self) -> None:
+        from hangar.accounts.signals import member_leaving
+        from hangar.projects.services import credentials_revoke_for_leaving_member
+
+        member_leaving.connect(credentials_revoke_for_leaving_member, dispatch_uid="projects.credentials")

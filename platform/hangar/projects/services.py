@@ -253,3 +253,9 @@ def encryption_keys_rotate(*, actor: Actor) -> dict:
         counts["repo_tokens"] += 1
     audit_record(actor=actor, action="encryption_keys.rotate", data=counts, org_id=None)
     return counts
+
+
+def credentials_revoke_for_leaving_member(*, org_id: int, user_id: int, **_signal) -> int:
+    """A member leaving an org takes their personal provider keys for it with them (called inside
+    member_remove's transaction through accounts.signals.member_leaving). Returns how many went."""
+    return ProviderCredential.objects.filter(org_id=org_id, user_id=user_id).delete()[0]

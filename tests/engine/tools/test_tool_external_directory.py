@@ -5,8 +5,8 @@ import pytest
 
 from hangar.engine import permissions as perm
 from hangar.engine.tools.base import PermissionAsked
-from hangar.engine.tools.registry import ALL
 from hangar.engine.tools.execute import execute_tool
+from hangar.engine.tools.registry import ALL
 
 
 @pytest.mark.parametrize(
