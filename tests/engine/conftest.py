@@ -3,6 +3,7 @@ on a queue of their own, pointed at pytest's test database, the real Docker sand
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -40,9 +41,12 @@ class Script:
 
     def load(self, turns: list, title: str = "Scripted title", loop: bool = False) -> str:
         script_id = f"s-{uuid.uuid4().hex[:10]}"
+        # json.dumps escapes to ASCII, so a script may hold text UTF-8 cannot carry (a lone surrogate), as a
+        # model's JSON-escaped stream can.
         httpx.post(
             f"http://127.0.0.1:{self.server.port}/_scripts",
-            json={"id": script_id, "turns": turns, "title": title, "loop": loop},
+            content=json.dumps({"id": script_id, "turns": turns, "title": title, "loop": loop}),
+            headers={"content-type": "application/json"},
         ).raise_for_status()
         return script_id
 
