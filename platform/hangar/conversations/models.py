@@ -31,6 +31,9 @@ class Session(models.Model):
         "self", on_delete=models.CASCADE, null=True, blank=True, related_name="children"
     )
     title = models.CharField(max_length=200, blank=True)
+    # Where the session was started from (slack, webhook; empty: the web app, API or an OpenCode client).
+    # Integrations read it from the row they already hold when events are published: no query per step.
+    source = models.CharField(max_length=16, blank=True, default="")
     slug = models.CharField(max_length=100, blank=True)
     agent = models.CharField(max_length=64, default="build")
     model = models.JSONField(default=dict, blank=True, help_text='{"providerID": ..., "modelID": ...}')

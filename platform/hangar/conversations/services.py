@@ -232,6 +232,7 @@ def session_create(
     agent: str | None = None,
     model: dict | None = None,
     permission: list | None = None,
+    source: str = "",
 ) -> Session:
     if parent is not None and parent.project_id != project.pk:
         raise ValueError("a child session belongs to its parent's project")
@@ -245,6 +246,7 @@ def session_create(
             agent=agent or project.default_agent,
             model=model or _project_model(project),
             permission=permission or [],
+            source=source,
         )
         session.save(force_insert=True)
         audit_record(actor=actor, action="session.create", target=session, data={"project": project.pk})

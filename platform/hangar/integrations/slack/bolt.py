@@ -11,7 +11,7 @@ from rest_framework.exceptions import APIException
 from slack_bolt import App
 from slack_bolt.authorization import AuthorizeResult
 
-from hangar.integrations.slack import progress, selectors, services
+from hangar.integrations.slack import selectors, services
 from hangar.integrations.slack.client import web_client
 from hangar.integrations.slack.models import SlackPermissionMessage
 from hangar.integrations.slack.options import parse
@@ -71,7 +71,6 @@ def handle_text(*, team_id: str, channel: str, user: str, text: str, ts: str, th
         thread = services.thread_start(
             install=install, channel_id=channel, thread_ts=thread_ts or ts, slack_user_id=user, ask=ask
         )
-        progress.mark_known(thread.session_id)
         status_show(thread, thread.session)
     except services.NotLinked:
         _tell(install, channel, user, link_message(install, user), thread_ts or ts)

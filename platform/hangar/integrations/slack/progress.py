@@ -3,11 +3,9 @@
 that mentions the requester when the run ends; permission requests as buttons.
 
 `on_events` is the store's event sink: it runs in the agent step, so for sessions that are not Slack
-threads it costs a dictionary lookup (a thread row lookup once a minute per session and process), and
-for Slack threads a Redis SETNX that lets through one status task per window; the Slack calls happen in
-Celery tasks (tasks.py)."""
-
-import time
+threads it costs a look at the session row the step already holds (`source`), and for Slack threads a
+Redis SETNX that lets through one status task per window; the Slack calls happen in Celery tasks
+(tasks.py)."""
 
 from django.conf import settings
 from django.core.cache import cache
@@ -17,24 +15,6 @@ from hangar.conversations.models import Event, Message, Part, Session, Todo
 from hangar.integrations.slack.models import SlackThread
 
 THROTTLE_S = 2  # seconds (whole: a Redis expiry); Slack allows about one chat.update per second per channel
-KNOWN_TTL_S = 60.0
-_known: dict[str, tuple[bool, float]] = {}
-
-
-def mark_known(session_id: str) -> None:
-    _known[session_id] = (True, time.monotonic() + KNOWN_TTL_S)
-
-
-def _is_slack(session_id: str) -> bool:
-    now = time.monotonic()
-    hit = _known.get(session_id)
-    if hit is not None and hit[1] > now:
-        return hit[0]
-    if len(_known) > 10_000:
-        _known.clear()
-    found = SlackThread.objects.filter(session_id=session_id).exists()
-    _known[session_id] = (found, now + KNOWN_TTL_S)
-    return found
 
 
 def _progress(event: Event) -> bool:
@@ -45,7 +25,7 @@ def _progress(event: Event) -> bool:
 
 def on_events(session: Session, events: list[Event]) -> None:
     kinds = [e for e in events if e.type in ("session.idle", "permission.asked") or _progress(e)]
-    if not kinds or not _is_slack(session.pk):
+    if not kinds or session.source != "slack":
         return
     from hangar.integrations.slack import tasks
 

@@ -167,6 +167,7 @@ def thread_start(
             title=ask.text[:80] or "Slack",
             agent=ask.options.get("agent"),
             model=_model(ask),
+            source="slack",
         )
         thread = SlackThread.objects.create(
             install=install,

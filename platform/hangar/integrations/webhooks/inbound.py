@@ -89,6 +89,7 @@ def trigger_receive(*, trigger: WebhookTrigger, body: bytes, headers: dict, acto
                     title=trigger.name[:200],
                     agent=trigger.agent or None,
                     model=model,
+                    source="webhook",
                 )
             session_prompt(actor=actor, session=session, parts=[{"type": "text", "text": prompt}])
             WebhookReceipt.objects.filter(pk=receipt.pk).update(session_id=session.pk)
