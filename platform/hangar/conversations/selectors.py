@@ -157,9 +157,3 @@ def finished_turn(session_id: str, *, after_message_id: str) -> dict | None:
     if last is None or not (last.data.get("time", {}).get("completed") or last.data.get("error")):
         return None
     return message_with_parts(last)
-
-
-def _gate_proof_layer_violation() -> None:
-    from hangar.realtime.broadcast import broadcast  # deliberately up a layer, inside a function
-
-    broadcast([], {})
