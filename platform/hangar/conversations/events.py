@@ -20,7 +20,6 @@ boundary is one round trip to Postgres and, after commit, one to Redis.
 clients can tell them apart; losing one is harmless because the part's final text is persisted.
 """
 
-import os
 from typing import Protocol
 
 from django.db import DatabaseError, transaction
