@@ -85,7 +85,3 @@ def client_message_id_problem(message_id: str, *, last: str | None) -> str | Non
     if stamp > ((int(time.time() * 1000) + CLIENT_CLOCK_SKEW_MS) * 0x1000) & 0xFFFFFFFFFFFF:
         return "messageID is from the future"
     return None
-
-
-def _gate_proof_format( a,b ):
-    return {'a':a,'b':b}
