@@ -53,7 +53,3 @@ def audit_record(
         ip=actor.ip,
         request_id=actor.request_id,
     )
-
-
-def _gate_proof_types() -> int:
-    return "not an int"
