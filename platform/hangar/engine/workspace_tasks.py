@@ -18,8 +18,8 @@ TASK = "hangar.engine.prepare_workspace"
 
 @shared_task(name=TASK, ignore_result=True)
 def prepare_workspace(session_id: str) -> None:
+    from hangar.conversations.loop_selectors import session_for_run
     from hangar.conversations.models import Session
-    from hangar.conversations.runner_reads import session_for_run
     from hangar.engine.sandboxes import sandbox_for
     from sandbox.protocol import SandboxError
 
