@@ -32,6 +32,13 @@ FORGED = [
 
 @pytest.fixture
 def strict(settings):
+    """The operator allows no private network. The direct adapter's keep-alive connections of this thread
+    were opened (and checked) under the tests' loopback allowance: they go, so each call connects anew."""
+    from hangar.engine.providers import http as direct_http
+
+    for conn in direct_http._connections().values():
+        conn.close()
+    direct_http._connections().clear()
     settings.HANGAR_MODEL_ALLOWED_NETWORKS = []
     return settings
 
