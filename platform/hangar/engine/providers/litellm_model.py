@@ -39,10 +39,11 @@ from typing import Any
 from hangar import netguard
 from hangar.engine.providers import ambient
 from hangar.engine.providers.assemble import StreamAssembler, openai_sse_events
-from hangar.engine.providers.base import ProviderError, StreamEvent, Usage, is_retryable
+from hangar.engine.providers.base import ProviderError, StreamEvent, is_retryable
 from hangar.engine.providers.guard import guarded
 from hangar.engine.providers.limits import bounded_lines, cap
 from hangar.engine.providers.redact import redact
+from hangar.engine.providers.wire import usage_of, wire_messages
 
 _litellm = None
 _lock = threading.Lock()
@@ -178,31 +179,6 @@ def _plain_tool(tool: Any) -> bool:
     return True
 
 
-def _messages(system: list[str], messages: list[dict]) -> list[dict]:
-    return [{"role": "system", "content": text} for text in system if text] + messages
-
-
-def _usage_of(raw: Any) -> Usage:
-    if raw is None:
-        return Usage()
-    get = raw.get if isinstance(raw, dict) else lambda k, d=None: getattr(raw, k, d)
-    details = get("completion_tokens_details") or {}
-    prompt_details = get("prompt_tokens_details") or {}
-    dget = details.get if isinstance(details, dict) else lambda k, d=None: getattr(details, k, d)
-    pget = (
-        prompt_details.get
-        if isinstance(prompt_details, dict)
-        else lambda k, d=None: getattr(prompt_details, k, d)
-    )
-    cached = pget("cached_tokens") or 0
-    return Usage(
-        input=max(0, (get("prompt_tokens") or 0) - cached),
-        output=get("completion_tokens") or 0,
-        reasoning=dget("reasoning_tokens") or 0,
-        cache_read=cached,
-    )
-
-
 def _root_cause(exc: BaseException) -> ProviderError | None:
     """A refusal of ours (an endpoint netguard blocks, a response over a cap) that LiteLLM or the OpenAI
     SDK wrapped in an error of their own ("Connection error.", a 500): said as itself, not retried."""
@@ -275,7 +251,9 @@ class LiteLLMModel:
     def complete(self, *, system: list[str], messages: list[dict], temperature: float | None = None) -> str:
         litellm = litellm_module()
         try:
-            response = litellm.completion(messages=_messages(system, messages), **self._kwargs(temperature))
+            response = litellm.completion(
+                messages=wire_messages(system, messages), **self._kwargs(temperature)
+            )
         except Exception as exc:
             raise self._error(exc) from exc
         finally:
@@ -300,7 +278,7 @@ class LiteLLMModel:
         _last.response = None
         try:
             response = litellm.completion(
-                messages=_messages(system, messages),
+                messages=wire_messages(system, messages),
                 stream=True,
                 stream_options={"include_usage": True},
                 **kwargs,
@@ -320,7 +298,7 @@ class LiteLLMModel:
                 max_line=cap("HANGAR_MODEL_MAX_EVENT_BYTES"),
                 max_total=cap("HANGAR_MODEL_MAX_RESPONSE_BYTES"),
             )
-            events = openai_sse_events(lines, abort, _usage_of)
+            events = openai_sse_events(lines, abort, usage_of)
             yield from guarded(events, abort=abort, close=lambda: _close(http), to_error=_error)
         else:
             yield from self._events(response, abort)
@@ -377,7 +355,7 @@ class LiteLLMModel:
                 break
         if not abort.is_set():
             usage = usage or wrapper._hangar_usage.get("usage")
-        yield from assembler.close(_usage_of(usage), aborted=abort.is_set())
+        yield from assembler.close(usage_of(usage), aborted=abort.is_set())
 
 
 def _is_stream_of(http: Any) -> bool:

@@ -21,8 +21,8 @@ from hangar.engine.providers.assemble import openai_sse_events
 from hangar.engine.providers.base import ProviderError, StreamEvent, is_retryable
 from hangar.engine.providers.guard import guarded
 from hangar.engine.providers.limits import TooLarge, cap
-from hangar.engine.providers.litellm_model import _messages, _usage_of
 from hangar.engine.providers.redact import redact
+from hangar.engine.providers.wire import usage_of, wire_messages
 
 USER_AGENT = http.USER_AGENT
 
@@ -96,7 +96,7 @@ class OpenAICompatModel:
         return response
 
     def _body(self, system: list[str], messages: list[dict], temperature: float | None, **extra) -> dict:
-        body = {"model": self.model_id, "messages": _messages(system, messages), **extra}
+        body = {"model": self.model_id, "messages": wire_messages(system, messages), **extra}
         if temperature is not None:
             body["temperature"] = temperature
         return body
@@ -140,5 +140,5 @@ class OpenAICompatModel:
             )
         )
         lines = response.lines(max_total=cap("HANGAR_MODEL_MAX_RESPONSE_BYTES"))
-        events = openai_sse_events(lines, abort, _usage_of)
+        events = openai_sse_events(lines, abort, usage_of)
         yield from guarded(events, abort=abort, close=response.close, to_error=_transport_error)

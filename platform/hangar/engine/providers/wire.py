@@ -1,0 +1,34 @@
+"""OpenAI chat-completions wire helpers shared by the direct adapter and the LiteLLM adapter."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hangar.engine.providers.base import Usage
+
+
+def wire_messages(system: list[str], messages: list[dict]) -> list[dict]:
+    """The system texts as leading system messages, then the conversation."""
+    return [{"role": "system", "content": text} for text in system if text] + messages
+
+
+def usage_of(raw: Any) -> Usage:
+    """OpenAI's usage object (dict or SDK object) as ours: cached prompt tokens are not input."""
+    if raw is None:
+        return Usage()
+    get = raw.get if isinstance(raw, dict) else lambda k, d=None: getattr(raw, k, d)
+    details = get("completion_tokens_details") or {}
+    prompt_details = get("prompt_tokens_details") or {}
+    dget = details.get if isinstance(details, dict) else lambda k, d=None: getattr(details, k, d)
+    pget = (
+        prompt_details.get
+        if isinstance(prompt_details, dict)
+        else lambda k, d=None: getattr(prompt_details, k, d)
+    )
+    cached = pget("cached_tokens") or 0
+    return Usage(
+        input=max(0, (get("prompt_tokens") or 0) - cached),
+        output=get("completion_tokens") or 0,
+        reasoning=dget("reasoning_tokens") or 0,
+        cache_read=cached,
+    )
