@@ -16,6 +16,11 @@ ALLOWED_HOSTS = csv("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserve
 CSRF_TRUSTED_ORIGINS = csv("DJANGO_CSRF_TRUSTED_ORIGINS", "http://localhost:8000,http://127.0.0.1:8000")
 # How many reverse proxies in front of Daphne append to X-Forwarded-For (0: trust no forwarded header).
 HANGAR_TRUSTED_PROXY_HOPS = int(os.environ.get("HANGAR_TRUSTED_PROXY_HOPS", "0"))
+# Login attempts (API and admin) allowed per window, per client address and per account named
+# (hangar.accounts.login_throttle).
+HANGAR_LOGIN_WINDOW_S = int(os.environ.get("HANGAR_LOGIN_WINDOW_S", "60"))
+HANGAR_LOGIN_MAX_PER_ADDRESS = int(os.environ.get("HANGAR_LOGIN_MAX_PER_ADDRESS", "20"))
+HANGAR_LOGIN_MAX_PER_ACCOUNT = int(os.environ.get("HANGAR_LOGIN_MAX_PER_ACCOUNT", "20"))
 PUBLIC_URL = os.environ.get("HANGAR_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
 
 # API tokens are stored as HMAC digests; the first pepper signs new tokens, the rest still verify old ones.
@@ -158,7 +163,9 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "hangar.api.errors.exception_handler",
-    "DEFAULT_THROTTLE_RATES": {"auth": "20/min", "tokens": "30/min"},
+    "DEFAULT_THROTTLE_RATES": {"tokens": "30/min"},
+    # DRF's throttles read X-Forwarded-For only behind this many declared proxies (None would trust any).
+    "NUM_PROXIES": HANGAR_TRUSTED_PROXY_HOPS,
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 

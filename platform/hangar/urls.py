@@ -3,8 +3,11 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from hangar import webapp
+from hangar.accounts.admin_login import throttled_admin_login
 
 urlpatterns = [
+    # Before the admin's own URLs: its login page shares the API login's throttle.
+    path("admin/login/", throttled_admin_login, name="admin-login"),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),

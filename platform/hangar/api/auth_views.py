@@ -7,12 +7,12 @@ from django.views.decorators.csrf import ensure_csrf_cookie
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.authentication import CSRFCheck
-from rest_framework.exceptions import PermissionDenied
+from rest_framework.exceptions import PermissionDenied, Throttled
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
-from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
+from hangar.accounts.login_throttle import login_wait
 from hangar.accounts.models import ApiToken
 from hangar.accounts.selectors import memberships_for_user
 
@@ -82,12 +82,15 @@ class CsrfView(APIView):
 class LoginView(APIView):
     permission_classes = [AllowAny]
     authentication_classes: list = []
-    throttle_classes = [ScopedRateThrottle]
-    throttle_scope = "auth"
 
     @extend_schema(operation_id="auth_login", request=LoginIn, responses={200: MeOut})
     def post(self, request):
         enforce_csrf(request._request)
+        # Per account and per real client address (hangar.accounts.login_throttle), before any password check.
+        email = request.data.get("email", "") if isinstance(request.data, dict) else ""
+        wait = login_wait(request._request, email if isinstance(email, str) else "")
+        if wait:
+            raise Throttled(wait=wait)
         body = LoginIn(data=request.data)
         body.is_valid(raise_exception=True)
         user = authenticate(

@@ -1,0 +1,76 @@
+"""M2: the login throttle counts per account and per real client address, trusts X-Forwarded-For only
+behind the proxies the operator declares (HANGAR_TRUSTED_PROXY_HOPS), and covers /admin/login/ too."""
+
+from django.test import Client
+from rest_framework.test import APIClient
+
+from hangar.accounts.models import User
+
+
+def api_login(client, email="alice@acme.test", password="wrong", **headers):
+    return client.post("/api/auth/login", {"email": email, "password": password}, format="json", **headers)
+
+
+def test_m2_a_forged_forwarded_for_does_not_reset_the_login_throttle(alice, settings):
+    settings.HANGAR_TRUSTED_PROXY_HOPS = 0
+    client = APIClient(REMOTE_ADDR="10.77.0.1")
+    statuses = [
+        api_login(client, email=f"nobody{i}@acme.test", HTTP_X_FORWARDED_FOR=f"6.6.{i}.6").status_code
+        for i in range(21)
+    ]
+    assert statuses[:20] == [401] * 20 and statuses[20] == 429
+
+
+def test_m2_behind_a_trusted_proxy_the_real_client_address_is_throttled(alice, settings):
+    settings.HANGAR_TRUSTED_PROXY_HOPS = 1
+    proxy = APIClient(REMOTE_ADDR="10.77.0.2")
+    # The client forges the left part; the proxy appends the address it saw (203.0.113.5).
+    statuses = [
+        api_login(
+            proxy, email=f"nobody{i}@acme.test", HTTP_X_FORWARDED_FOR=f"6.6.{i}.6, 203.0.113.5"
+        ).status_code
+        for i in range(21)
+    ]
+    assert statuses[:20] == [401] * 20 and statuses[20] == 429
+    # Another client behind the same proxy has its own budget.
+    other = api_login(proxy, email="nobody@acme.test", HTTP_X_FORWARDED_FOR="203.0.113.6")
+    assert other.status_code == 401
+
+
+def test_m2_one_account_is_throttled_whatever_the_address(alice):
+    statuses = [api_login(APIClient(REMOTE_ADDR=f"10.78.0.{i + 1}")).status_code for i in range(21)]
+    assert statuses[:20] == [401] * 20 and statuses[20] == 429
+    # Even the right password waits for the window; the email's case does not open a new budget.
+    right = api_login(
+        APIClient(REMOTE_ADDR="10.78.1.1"), email="Alice@Acme.test", password="pw-alice@acme.test"
+    )
+    assert right.status_code == 429 and int(right["Retry-After"]) > 0
+
+
+def test_m2_the_admin_login_is_throttled(db):
+    User.objects.create_superuser("root@hangar.test", "pw-root")
+    client = Client(REMOTE_ADDR="10.79.0.1")
+    statuses = [
+        client.post("/admin/login/", {"username": "root@hangar.test", "password": "wrong"}).status_code
+        for _ in range(21)
+    ]
+    assert statuses[:20] == [200] * 20 and statuses[20] == 429
+    refused = client.post("/admin/login/", {"username": "root@hangar.test", "password": "pw-root"})
+    assert refused.status_code == 429 and "_auth_user_id" not in client.session
+
+
+def test_m2_admin_and_api_logins_share_one_account_budget(alice):
+    for i in range(20):
+        Client(REMOTE_ADDR=f"10.80.0.{i + 1}").post(
+            "/admin/login/", {"username": "alice@acme.test", "password": "wrong"}
+        )
+    assert api_login(APIClient(REMOTE_ADDR="10.80.1.1")).status_code == 429
+
+
+def test_m2_the_admin_login_page_still_signs_a_superuser_in(db):
+    User.objects.create_superuser("root@hangar.test", "pw-root")
+    client = Client(REMOTE_ADDR="10.81.0.1")
+    response = client.post(
+        "/admin/login/?next=/admin/", {"username": "root@hangar.test", "password": "pw-root"}
+    )
+    assert response.status_code == 302 and client.get("/admin/").status_code == 200
