@@ -36,7 +36,8 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> type:
+
     # Lazy: `import sandbox` must stay cheap and must not need the docker SDK for the protocol.
     if name == "DockerSandboxes":
         from sandbox.manager import DockerSandboxes

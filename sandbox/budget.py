@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import overload
@@ -97,7 +98,7 @@ def org_reserved_mb(org_id: str) -> float:
 
 
 @contextmanager
-def reserving():
+def reserving() -> Iterator[None]:
     """Hold the host-wide budget lock while checking and creating a volume."""
     lock = volumes.ROOT / "locks" / "budget.lock"
     lock.parent.mkdir(parents=True, exist_ok=True)

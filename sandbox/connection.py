@@ -27,6 +27,7 @@ import socket
 import threading
 import uuid
 from collections.abc import Callable
+from typing import Any
 
 import docker.errors
 
@@ -37,22 +38,25 @@ RELAY_CMD = ["python3", "-S", "-u", "/opt/hangar/agent/main.py", "--relay"]
 MAX_FRAME = 32 << 20
 
 
-def _raw_socket(sock) -> socket.socket:
+def _raw_socket(sock: object) -> socket.socket:
     # docker-py returns a SocketIO (unix) or a socket; we want the socket itself for recv/sendall.
-    return getattr(sock, "_sock", sock)
+    raw = getattr(sock, "_sock", sock)
+    if not isinstance(raw, socket.socket):
+        raise SandboxUnavailable(f"docker returned no socket to the agent ({type(raw).__name__})")
+    return raw
 
 
 class _Pending:
     __slots__ = ("done", "on_frame", "reply")
 
-    def __init__(self, on_frame: Callable[[dict], None] | None) -> None:
+    def __init__(self, on_frame: Callable[[dict[str, Any]], None] | None) -> None:
         self.done = threading.Event()
-        self.reply: dict | None = None
+        self.reply: dict[str, Any] | None = None
         self.on_frame = on_frame
 
 
 class AgentConnection:
-    def __init__(self, sock, *, lock_fd: int | None, mode: str) -> None:
+    def __init__(self, sock: object, *, lock_fd: int | None, mode: str) -> None:
         self._keepalive = sock  # docker-py's wrapper owns the HTTP response; keep it alive
         self.sock = _raw_socket(sock)
         self.mode = mode  # "attach" or "relay"
@@ -173,7 +177,7 @@ class AgentConnection:
 
     # --- calling ------------------------------------------------------------------------------
 
-    def send(self, message: dict) -> str:
+    def send(self, message: dict[str, Any]) -> str:
         """Send a request without waiting (e.g. cancel). Returns its id."""
         rid = message.get("id") or f"{self.prefix}:{next(self._ids)}"
         line = json.dumps(message | {"id": rid}, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
@@ -188,14 +192,16 @@ class AgentConnection:
     def call(
         self,
         op: str,
-        args: dict | None = None,
+        args: dict[str, Any] | None = None,
         *,
         timeout: float = 120.0,
-        on_frame: Callable[[dict], None] | None = None,
+        on_frame: Callable[[dict[str, Any]], None] | None = None,
         cancel: threading.Event | None = None,
         on_start: Callable[[str], None] | None = None,
-    ):
-        """Send one request and wait for its reply; returns the reply's result."""
+    ) -> Any:
+        """Send one request and wait for its reply; returns the reply's result (decoded JSON, as the
+        agent sent it: each caller reads the fields of its op)."""
+
         rid = f"{self.prefix}:{next(self._ids)}"
         call = _Pending(on_frame)
         with self._state:

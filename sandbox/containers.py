@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from docker.types import LogConfig, Mount
 
 from sandbox import egress, volumes
@@ -19,7 +21,9 @@ def session_container_name(session_id: str) -> str:
     return SESSION_PREFIX + volumes.session_key(session_id)
 
 
-def create_kwargs(spec: SandboxSpec, image: str, name: str, volume_id: str, labels: dict[str, str]) -> dict:
+def create_kwargs(
+    spec: SandboxSpec, image: str, name: str, volume_id: str, labels: dict[str, str]
+) -> dict[str, Any]:
     """docker-py `containers.create` arguments. Every limit is enforced by the kernel via Docker."""
     if spec.network == "allowlist":
         # Only the session's internal network (no route out); the proxy there is the way out.

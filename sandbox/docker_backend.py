@@ -7,6 +7,7 @@ import builtins  # annotations after `def list` in a class body say builtins.lis
 import threading
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from sandbox import volumes
 from sandbox.connection import AgentConnection
@@ -23,6 +24,9 @@ from sandbox.protocol import (
 )
 from sandbox.pty import PtyHandle
 
+if TYPE_CHECKING:
+    from sandbox.manager import DockerSandboxes
+
 TOUCH_EVERY_S = 10.0
 CALL_TIMEOUT_S = 120.0
 EXEC_SLACK_S = 30.0  # beyond the command timeout: kill grace plus transport
@@ -33,7 +37,9 @@ class DockerSandbox:
     SandboxUnavailable and the next call resumes (or recreates) the sandbox via its manager;
     the workspace volume is kept either way."""
 
-    def __init__(self, manager, spec: SandboxSpec, container_name: str, conn: AgentConnection) -> None:
+    def __init__(
+        self, manager: DockerSandboxes, spec: SandboxSpec, container_name: str, conn: AgentConnection
+    ) -> None:
         self.session_id = spec.session_id
         self.spec = spec
         self.container_name = container_name
@@ -54,7 +60,7 @@ class DockerSandbox:
                 self._conn = self._manager._reopen(self)
             return self._conn
 
-    def _call(self, op: str, args: dict | None = None, **kwargs):
+    def _call(self, op: str, args: dict[str, Any] | None = None, **kwargs: Any) -> Any:
         now = time.monotonic()
         if now - self._touched > TOUCH_EVERY_S:
             self._touched = now
@@ -68,8 +74,9 @@ class DockerSandbox:
         if conn:
             conn.close()
 
-    def ping(self) -> dict:
-        return self._call("ping")
+    def ping(self) -> dict[str, Any]:
+        reply: dict[str, Any] = self._call("ping")
+        return reply
 
     # --- commands ---------------------------------------------------------------------------
 
@@ -105,7 +112,8 @@ class DockerSandbox:
 
     def cancel_execs(self) -> int:
         """Kill every command running in the sandbox (those of a runner that died); how many."""
-        return self._call("cancel_all")["cancelled"]
+        cancelled: int = self._call("cancel_all")["cancelled"]
+        return cancelled
 
     def kill_all(self) -> None:
         """Kill every process in the sandbox but the agent (e.g. after a fork bomb)."""
@@ -168,7 +176,8 @@ class DockerSandbox:
     # --- snapshots --------------------------------------------------------------------------
 
     def snapshot_track(self) -> str:
-        return self._call("snapshot_track", timeout=600)["hash"]
+        tree: str = self._call("snapshot_track", timeout=600)["hash"]
+        return tree
 
     def snapshot_track_changed(self, base: str | None) -> tuple[str, builtins.list[str]]:
         try:

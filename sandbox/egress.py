@@ -25,7 +25,8 @@ import json
 import os
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import docker
 import docker.errors
@@ -154,7 +155,8 @@ def _ensure_network(api: docker.APIClient, key: str, labels: dict[str, str], *, 
             api.remove_network(extra["Id"])
         except docker.errors.APIError:
             pass
-    return found[0]["Id"]
+    network_id: str = found[0]["Id"]
+    return network_id
 
 
 def _proxy_kwargs(
@@ -166,7 +168,7 @@ def _proxy_kwargs(
     labels: dict[str, str],
     extra_hosts: dict[str, str] | None,
     config: str,
-) -> dict:
+) -> dict[str, Any]:
     return dict(
         image=image,
         name=proxy_name(key),
@@ -288,7 +290,10 @@ def _remove_network(api: docker.APIClient, name: str) -> None:
 
 
 def sweep_orphans(
-    api: docker.APIClient, is_bound, only_labels: dict[str, str] | None = None, min_age_s: float = 120
+    api: docker.APIClient,
+    is_bound: Callable[[str], bool],
+    only_labels: dict[str, str] | None = None,
+    min_age_s: float = 120,
 ) -> list[str]:
     """Remove proxies/networks whose session key `is_bound(key)` no longer (crash mid-create or
     mid-destroy). Young ones are left alone: their session may be being created right now."""

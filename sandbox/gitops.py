@@ -88,7 +88,7 @@ class Remote:
         return pairs
 
 
-def parse_url(url: str, *, allow_private=False) -> tuple[str, int]:
+def parse_url(url: str, *, allow_private: bool | str | list[str] = False) -> tuple[str, int]:
     """(host, port) of an acceptable repository URL, else GitError(kind="invalid") saying why. No network.
     Plain http:// only when the operator opens private hosts (`allow_private`: True or CIDRs)."""
     if not isinstance(url, str) or not url or len(url) > MAX_URL or any(ord(c) < 33 for c in url):
@@ -116,7 +116,9 @@ def valid_ref_name(name: str) -> bool:
     return isinstance(name, str) and bool(_REF.fullmatch(name)) and "/." not in name
 
 
-def check_url(url: str, *, allow_private=False, username: str = "", token: str = "") -> Remote:
+def check_url(
+    url: str, *, allow_private: bool | str | list[str] = False, username: str = "", token: str = ""
+) -> Remote:
     """Validate and resolve: every address the host resolves to must be public unless the operator allows
     private hosts. The checked addresses are pinned for git (http.curloptResolve): a DNS answer that
     changes between this check and the connection cannot move git onto a private address."""
@@ -176,7 +178,8 @@ def git(
     env: dict[str, str] | None = None,
     timeout: float = GIT_TIMEOUT_S,
     check: bool = True,
-) -> subprocess.CompletedProcess:
+) -> subprocess.CompletedProcess[str]:
+
     flags = [part for item in HARDENING for part in ("-c", item)]
     with tempfile.TemporaryDirectory(prefix="hangar-git-home-") as home:
         os.chmod(home, 0o755)

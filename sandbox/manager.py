@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+from typing import TYPE_CHECKING, Any
 
 import docker
 import docker.errors
@@ -20,6 +21,10 @@ from sandbox.connection import AgentConnection
 from sandbox.docker_backend import DockerSandbox
 from sandbox.image import ensure_image
 from sandbox.protocol import SandboxError, SandboxSpec, SandboxUnavailable
+
+if TYPE_CHECKING:
+    from sandbox.pool import WarmPool
+
 
 STOP_TIMEOUT_S = 2
 
@@ -39,7 +44,7 @@ class DockerSandboxes:
         *,
         image: str | None = None,
         extra_labels: dict[str, str] | None = None,
-        pool=None,
+        pool: WarmPool | None = None,
         egress_extra_hosts: dict[str, str] | None = None,
         egress_allow_private: list[str] | None = None,
         budget_limits: budget.Limits | None = None,
@@ -137,9 +142,9 @@ class DockerSandboxes:
 
     def is_running(self, session_id: str) -> bool:
         try:
-            return self.api.inspect_container(containers.session_container_name(session_id))["State"][
-                "Running"
-            ]
+            info = self.api.inspect_container(containers.session_container_name(session_id))
+            running: bool = info["State"]["Running"]
+            return running
         except docker.errors.NotFound:
             return False
 
@@ -156,7 +161,7 @@ class DockerSandboxes:
         if box:
             box.close()
 
-    def _spec_from_record(self, session_id: str, record: dict) -> SandboxSpec:
+    def _spec_from_record(self, session_id: str, record: dict[str, Any]) -> SandboxSpec:
         fields = {f.name for f in dataclasses.fields(SandboxSpec)}
         return SandboxSpec(
             **{k: v for k, v in (record.get("spec") or {}).items() if k in fields}
@@ -201,7 +206,7 @@ class DockerSandboxes:
         return self._attach(spec, name, info["Id"])
 
     def _attach_running(
-        self, record: dict, spec: SandboxSpec | None, session_id: str, name: str, container_id: str
+        self, record: dict[str, Any], spec: SandboxSpec | None, session_id: str, name: str, container_id: str
     ) -> DockerSandbox | None:
         """Attach by the id the registry remembers, without an inspect. The caller saw the container's
         init alive in /proc (dockerd would accept an attach to a stopped container, then send nothing);
@@ -241,7 +246,8 @@ class DockerSandboxes:
                 return None
             raise
         container.start()
-        return container.id
+        container_id: str = container.id
+        return container_id
 
     def _create_cold(self, spec: SandboxSpec) -> DockerSandbox | None:
         key = volumes.session_key(spec.session_id)
@@ -289,7 +295,7 @@ class DockerSandboxes:
         return box
 
     @staticmethod
-    def _record(spec: SandboxSpec, volume_id: str) -> dict:
+    def _record(spec: SandboxSpec, volume_id: str) -> dict[str, Any]:
         return {
             "session_id": spec.session_id,
             "volume": volume_id,

@@ -17,6 +17,8 @@ from __future__ import annotations
 import functools
 import ipaddress
 import socket
+from collections.abc import Iterable, Sequence
+from typing import TypeAlias
 from urllib.parse import SplitResult, urlsplit
 
 from sandbox.agent import netpolicy
@@ -24,6 +26,14 @@ from sandbox.agent import netpolicy
 Net = ipaddress.IPv4Network | ipaddress.IPv6Network
 EVERYWHERE: tuple[Net, ...] = (ipaddress.ip_network("0.0.0.0/0"), ipaddress.ip_network("::/0"))
 _CGNAT = ipaddress.ip_network("100.64.0.0/10")
+# One getaddrinfo answer: (family, type, proto, canonname, sockaddr).
+AddrInfo: TypeAlias = tuple[
+    socket.AddressFamily,
+    socket.SocketKind,
+    int,
+    str,
+    tuple[str, int] | tuple[str, int, int, int] | tuple[int, bytes],
+]
 
 
 class Refused(OSError):
@@ -40,17 +50,18 @@ def _parse(spec: tuple[str, ...]) -> tuple[Net, ...]:
     return tuple(ipaddress.ip_network(item.strip(), strict=False) for item in spec if item.strip())
 
 
-def networks(spec) -> tuple[Net, ...]:
+def networks(spec: bool | str | Iterable[object] | None) -> tuple[Net, ...]:
     """An operator setting as networks: a list of CIDRs or a comma-separated string of them; True (the
     older boolean settings' "allow private") means every address, False/None/"" none."""
     if spec is True:
         return EVERYWHERE
     if not spec:
         return ()
+
     return _parse(tuple(spec.split(",") if isinstance(spec, str) else (str(item) for item in spec)))
 
 
-def refusal(address, allowed: tuple[Net, ...] = ()) -> str | None:
+def refusal(address: object, allowed: tuple[Net, ...] = ()) -> str | None:
     """Why `address` may not be reached (a short class name: "loopback", "link-local"...), or None."""
     ip = ipaddress.ip_address(str(address).split("%", 1)[0])  # a scope id (fe80::1%eth0) is not the address
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
@@ -77,11 +88,12 @@ def refusal(address, allowed: tuple[Net, ...] = ()) -> str | None:
 
 def resolve(
     host: str, port: int, allowed: tuple[Net, ...] = (), *, setting: str, what: str = ""
-) -> list[tuple]:
+) -> Sequence[AddrInfo]:
     """getaddrinfo's answers for host:port, every one of them checked; Refused names the first that is not
     allowed and the operator `setting` that would allow it. A name that does not resolve raises
     socket.gaierror (or UnicodeError for a name IDNA rejects)."""
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+
     for info in infos:
         address = str(info[4][0])
         reason = refusal(address, allowed)
@@ -96,7 +108,9 @@ def resolve(
     return infos
 
 
-def connect(infos: list[tuple], timeout: float | None = None, source_address=None) -> socket.socket:
+def connect(
+    infos: Sequence[AddrInfo], timeout: float | None = None, source_address: tuple[str, int] | None = None
+) -> socket.socket:
     """A socket connected to the first of `resolve`'s checked answers that accepts."""
     error: OSError | None = None
     for family, kind, proto, _name, sockaddr in infos:
@@ -115,7 +129,7 @@ def connect(infos: list[tuple], timeout: float | None = None, source_address=Non
 
 
 def split_url(
-    url: str, schemes=("https", "http"), *, credentials_hint: str = ""
+    url: str, schemes: tuple[str, ...] = ("https", "http"), *, credentials_hint: str = ""
 ) -> tuple[SplitResult, str, int]:
     """(parts, host, port) of a URL with an allowed scheme, a host, no user info and a valid port (the
     scheme's default when absent); ValueError saying which of those is wrong. No network."""

@@ -34,7 +34,7 @@ from sandbox import budget, containers, volumes
 from sandbox.connection import AgentConnection
 from sandbox.docker_backend import DockerSandbox
 from sandbox.image import ensure_image
-from sandbox.manager import local_api
+from sandbox.manager import DockerSandboxes, local_api
 from sandbox.protocol import SandboxSpec
 
 log = logging.getLogger(__name__)
@@ -248,7 +248,7 @@ class WarmPool:
                 self._warm[container_id] = (name, conn)
                 self._warm.move_to_end(container_id, last=False)
 
-    def claim(self, manager, spec: SandboxSpec) -> DockerSandbox | None:
+    def claim(self, manager: DockerSandboxes, spec: SandboxSpec) -> DockerSandbox | None:
         """Bind a pooled container to `spec.session_id`, or None (no fit, none left, or the session
         got a sandbox meanwhile: the caller then reconnects to it)."""
         if not self.fits(spec):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import Any
 
 from sandbox.connection import AgentConnection
 from sandbox.protocol import SandboxError
@@ -36,7 +37,7 @@ class PtyHandle:
     def _started_as(self, rid: str) -> None:
         self.id = rid
 
-    def _frame(self, msg: dict) -> None:
+    def _frame(self, msg: dict[str, Any]) -> None:
         if msg.get("ev") == "pty_out":
             self._on_output(msg.get("data", ""))
         elif msg.get("ev") == "pty_ready":

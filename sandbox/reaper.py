@@ -21,12 +21,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 import docker.errors
 
 from sandbox import containers, egress, volumes
 from sandbox.connection import AgentConnection
 from sandbox.protocol import SandboxError
+
+if TYPE_CHECKING:
+    from sandbox.manager import DockerSandboxes
+
 
 BUSY_GRACE_S = 3600
 
@@ -38,7 +43,7 @@ class ReapReport:
     errors: list[str] = field(default_factory=list)
 
 
-def _started_at(info: dict) -> float:
+def _started_at(info: dict[str, Any]) -> float:
     stamp = info["State"].get("StartedAt", "")[:26].rstrip("Z")  # docker: nanoseconds, Z suffix
     try:
         return datetime.fromisoformat(stamp + "+00:00").timestamp()
@@ -49,7 +54,7 @@ def _started_at(info: dict) -> float:
 class Reaper:
     def __init__(
         self,
-        manager,
+        manager: DockerSandboxes,
         is_session_alive: Callable[[str], bool],
         *,
         is_session_archived: Callable[[str], bool] | None = None,

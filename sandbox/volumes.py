@@ -29,6 +29,7 @@ import subprocess
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(os.environ.get("HANGAR_SANDBOX_ROOT", "/var/lib/hangar"))
 SANDBOX_UID = 1000
@@ -71,7 +72,7 @@ def claim_marker(volume_id: str) -> Path:
     return images / f"{volume_id}.claimed"
 
 
-def _run(*cmd: str) -> subprocess.CompletedProcess:
+def _run(*cmd: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, capture_output=True, text=True)
 
 
@@ -142,7 +143,7 @@ def _record_path(key: str) -> Path:
     return _dirs()[2] / f"{key}.json"
 
 
-def register(key: str, record: dict) -> bool:
+def register(key: str, record: dict[str, Any]) -> bool:
     """Create the session's record atomically; False if the session is already registered."""
     sessions = _dirs()[2]
     sessions.mkdir(parents=True, exist_ok=True)
@@ -157,9 +158,9 @@ def register(key: str, record: dict) -> bool:
         tmp.unlink(missing_ok=True)
 
 
-def lookup(key: str) -> dict | None:
+def lookup(key: str) -> dict[str, Any] | None:
     try:
-        record = json.loads(_record_path(key).read_text())
+        record: dict[str, Any] = json.loads(_record_path(key).read_text())
         record["last_active"] = _record_path(key).stat().st_mtime
         return record
     except (FileNotFoundError, ValueError):

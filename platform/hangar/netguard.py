@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import socket
 import urllib.parse
+from collections.abc import Sequence
 
 from django.conf import settings
 
@@ -29,7 +30,7 @@ def _operator_endpoint() -> tuple[str, int] | None:
     return (parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80))
 
 
-def resolve(host: str, port: int) -> list[tuple]:
+def resolve(host: str, port: int) -> Sequence[netguard.AddrInfo]:
     """getaddrinfo's answers for host:port, every one of them checked (BlockedAddress names the first that
     is not allowed). The operator's own local model endpoint is exempt."""
     if _operator_endpoint() == (host, port):
@@ -40,7 +41,9 @@ def resolve(host: str, port: int) -> list[tuple]:
     )
 
 
-def connect(address: tuple[str, int], timeout: float | None = None, source_address=None) -> socket.socket:
+def connect(
+    address: tuple[str, int], timeout: float | None = None, source_address: tuple[str, int] | None = None
+) -> socket.socket:
     """socket.create_connection, on an address `resolve` checked: the name is resolved once, here, and
     the socket goes to that answer (http.client's `_create_connection` seam)."""
     return netguard.connect(resolve(*address), timeout, source_address)
