@@ -90,6 +90,7 @@ class DockerSandbox:
         on_output: Callable[[str], None] | None = None,
         cancel: threading.Event | None = None,
         max_output: int | None = None,
+        full_output_path: str | None = None,
     ) -> ExecResult:
         timeout_s = timeout_s or self.spec.command_timeout_s
         args = {
@@ -99,6 +100,7 @@ class DockerSandbox:
             "timeout": timeout_s,
             "stream": on_output is not None,
             "max_output": max_output,
+            "full_output_path": full_output_path,
         }
         on_frame = (lambda msg: on_output(msg.get("data", ""))) if on_output else None
         result = self._call(
@@ -108,7 +110,15 @@ class DockerSandbox:
             on_frame=on_frame,
             cancel=cancel,
         )
-        return ExecResult(result["status"], result["exit_code"], result["output"], result["dropped_bytes"])
+        return ExecResult(
+            result["status"],
+            result["exit_code"],
+            result["output"],
+            result["dropped_bytes"],
+            total_bytes=result.get("total_bytes"),
+            total_lines=result.get("total_lines"),
+            full_output_path=result.get("full_output_path"),
+        )
 
     def cancel_execs(self) -> int:
         """Kill every command running in the sandbox (those of a runner that died); how many."""

@@ -40,6 +40,12 @@ class ExecResult:
     exit_code: int | None
     output: str  # stdout+stderr interleaved, head and tail kept when over the cap
     dropped_bytes: int = 0
+    # The complete stream's size (bytes, lines), whatever was dropped from `output`.
+    total_bytes: int | None = None
+    total_lines: int | None = None
+    # Where the sandbox kept the complete output when it outgrew the cap (asked for with
+    # `full_output_path`); None when nothing was dropped or it could not be kept.
+    full_output_path: str | None = None
 
 
 @dataclass(frozen=True)
@@ -108,6 +114,7 @@ class Sandbox(Protocol):
         timeout_s: float | None = None,
         on_output: Callable[[str], None] | None = None,
         cancel: threading.Event | None = None,
+        full_output_path: str | None = None,
     ) -> ExecResult: ...
 
     def cancel_execs(self) -> int: ...

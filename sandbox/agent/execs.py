@@ -10,11 +10,14 @@ import signal
 import subprocess
 import threading
 import time
+from typing import BinaryIO
 
 from wire import BadRequest, OpError, arg
 
 WORKSPACE = "/workspace"
 DEFAULT_CAP = 256 * 1024  # bytes of output kept (half head, half tail)
+# Where a command's complete output may be kept when it outgrows the cap (the tool-output folder).
+SPILL_DIR = "/tmp/hangar/tool-output"
 STREAM_CHUNK = 64 * 1024
 KILL_GRACE_S = 2.0
 # Let the kernel's OOM killer prefer the command over the agent: unprivileged processes may
@@ -37,15 +40,30 @@ BASE_ENV.update({k: os.environ[k] for k in PROXY_VARS if k in os.environ})
 
 
 class _Capture:
-    """Keeps the first and last `cap/2` bytes of a stream and counts what falls in between."""
+    """Keeps the first and last `cap/2` bytes of a stream and counts what falls in between.
 
-    def __init__(self, cap: int) -> None:
+    With a `spill` path, the complete stream is also kept in that file once it outgrows the cap (so
+    the caller can point at the whole output): the file is started the first time bytes would be
+    dropped, from the head and the not-yet-trimmed tail, which together are everything so far. Small
+    outputs never touch the disk. A write that fails (the tmpfs is full) abandons the file."""
+
+    def __init__(self, cap: int, spill: str | None = None) -> None:
+        self.cap = cap
         self.half = max(cap // 2, 1)
         self.head = bytearray()
         self.tail = bytearray()
         self.dropped = 0
+        self.total_bytes = 0
+        self.newlines = 0
+        self.spill_path = spill
+        self.spill_file: BinaryIO | None = None
+        self.spill_failed = False
 
     def add(self, data: bytes) -> None:
+        self.total_bytes += len(data)
+        self.newlines += data.count(b"\n")
+        if self.spill_file is not None:
+            self._spill(data)
         room = self.half - len(self.head)
         if room > 0:
             self.head += data[:room]
@@ -54,8 +72,45 @@ class _Capture:
             self.tail += data
             excess = len(self.tail) - self.half
             if excess > 0:
+                if self.spill_path and self.spill_file is None and not self.spill_failed:
+                    self._start_spill(self.spill_path)
                 del self.tail[:excess]
                 self.dropped += excess
+
+    def _start_spill(self, path: str) -> None:
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            self.spill_file = open(path, "wb")  # noqa: SIM115  # closed by close_spill
+        except OSError:
+            self.spill_failed = True
+            return
+        self._spill(bytes(self.head) + bytes(self.tail))
+
+    def _spill(self, data: bytes) -> None:
+        if self.spill_file is None:
+            return
+        try:
+            self.spill_file.write(data)
+        except OSError:
+            self.spill_failed = True
+            self.close_spill()
+
+    def close_spill(self) -> str | None:
+        """The spill file's path if it holds the complete output, else None (and no file is left)."""
+        if self.spill_file is None:
+            return None
+        try:
+            self.spill_file.close()
+        except OSError:
+            self.spill_failed = True
+        self.spill_file = None
+        if self.spill_failed and self.spill_path:
+            try:
+                os.unlink(self.spill_path)
+            except OSError:
+                pass
+            return None
+        return self.spill_path
 
     def text(self) -> str:
         if not self.dropped:
@@ -149,6 +204,11 @@ class ExecRunner:
         cwd = arg(args, "cwd", str, WORKSPACE)
         timeout = arg(args, "timeout", float, None)
         cap = arg(args, "max_output", int, DEFAULT_CAP)
+        spill = arg(args, "full_output_path", str, None)
+        if spill is not None:
+            spill = os.path.normpath(spill)
+            if os.path.dirname(spill) != SPILL_DIR:
+                raise BadRequest(f"full_output_path must be a file under {SPILL_DIR}")
         stream = arg(args, "stream", bool, False)
         env = self.environment(arg(args, "env", dict, None))
         if not cwd.startswith("/"):
@@ -159,12 +219,14 @@ class ExecRunner:
         with self.lock:
             self.cancels[rid] = cancel
         try:
-            return self._run(args["_out"], rid, command, cwd, env, timeout, cap, stream, cancel)
+            return self._run(
+                args["_out"], rid, command, cwd, env, timeout, _Capture(cap, spill), stream, cancel
+            )
         finally:
             with self.lock:
                 self.cancels.pop(rid, None)
 
-    def _run(self, writer, rid, command, cwd, env, timeout, cap, stream, cancel) -> dict:
+    def _run(self, writer, rid, command, cwd, env, timeout, capture, stream, cancel) -> dict:
         proc = subprocess.Popen(
             ["/bin/bash", "-c", OOM_PREFIX + command],
             cwd=cwd,
@@ -177,7 +239,7 @@ class ExecRunner:
         )
         fd = proc.stdout.fileno()  # type: ignore[union-attr]  # started with stdout PIPE
         os.set_blocking(fd, False)
-        capture = _Capture(cap)
+        cap = capture.cap
         streamed = 0
         decoder = codecs.getincrementaldecoder("utf-8")("replace")  # chunks may split a character
         deadline = time.monotonic() + timeout if timeout else None
@@ -216,12 +278,16 @@ class ExecRunner:
                         break
         finally:
             proc.stdout.close()  # type: ignore[union-attr]
+            full_output_path = capture.close_spill()
         code = proc.wait()
         return {
             "status": status,
             "exit_code": code if status == "exited" else None,
             "output": capture.text(),
             "dropped_bytes": capture.dropped,
+            "total_bytes": capture.total_bytes,
+            "total_lines": capture.newlines + 1,
+            "full_output_path": full_output_path,
         }
 
 

@@ -137,7 +137,17 @@ def test_agent_survives_garbage_and_answers_every_malformed_request(shared_box):
             replies.append({"ok": conn.call(op, args)})
         except SandboxError as exc:
             replies.append({"error": str(exc)})
-    assert replies[0] == {"ok": {"status": "exited", "exit_code": 0, "output": "alive\n", "dropped_bytes": 0}}
+    assert replies[0] == {
+        "ok": {
+            "status": "exited",
+            "exit_code": 0,
+            "output": "alive\n",
+            "dropped_bytes": 0,
+            "total_bytes": 6,
+            "total_lines": 2,
+            "full_output_path": None,
+        }
+    }
     assert all("error" in r for r in replies[1:])
     assert shared_box.exec("echo still alive").output == "still alive\n"
     json.dumps(replies)

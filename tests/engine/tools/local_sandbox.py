@@ -49,7 +49,18 @@ class LocalSandbox:
     def container(self, host_path: Path | str) -> str:
         return "/" + str(Path(host_path).relative_to(self.root))
 
-    def exec(self, command, *, cwd=None, env=None, timeout_s=None, on_output=None, cancel=None) -> ExecResult:
+    def exec(
+        self,
+        command,
+        *,
+        cwd=None,
+        env=None,
+        timeout_s=None,
+        on_output=None,
+        cancel=None,
+        full_output_path=None,
+    ) -> ExecResult:
+        # Keeps the whole output (no cap), so it never needs `full_output_path`.
         proc = subprocess.Popen(
             ["bash", "-c", command],
             cwd=self.host(cwd or WORKSPACE),

@@ -132,6 +132,38 @@ def test_glob_caps_at_100_and_says_so(d):
     assert result.output.endswith("(Results are truncated. Consider using a more specific path or pattern.)")
 
 
+def test_bash_keeps_the_tail_of_a_huge_output_and_its_file_holds_every_byte(d):
+    # 300,000 lines (about 2 MB): over the sandbox's capture cap, which drops the middle before the
+    # worker sees it; the sandbox keeps the complete output in the file the model is pointed at.
+    result = run(d, "bash", call_id="call_huge", command="seq 1 300000", description="Count far")
+    assert result.metadata["truncated"] is True
+    assert result.output.startswith("...298001 lines truncated...\n\n298002\n")
+    assert "\n300000\n" in result.output and "dropped" not in result.output
+    assert f"Full output saved to: {result.metadata['outputPath']}" in result.output
+    whole = d.sandbox.read_bytes(result.metadata["outputPath"])
+    assert whole == "".join(f"{i}\n" for i in range(1, 300001)).encode()
+
+
+def test_bash_says_no_output_when_a_command_prints_nothing(d):
+    result = run(d, "bash", command="true", description="Nothing")
+    assert result.output == "(no output)" and result.metadata["truncated"] is False
+
+
+def test_bash_commands_stop_at_the_projects_command_timeout(d):
+    from types import SimpleNamespace
+
+    session = SimpleNamespace(project=SimpleNamespace(command_timeout_s=1))
+    started = time.monotonic()
+    result = execute_tool(
+        ALL["bash"],
+        {"command": "sleep 20", "timeout": 60_000, "description": "Sleep long"},
+        d.ctx(session=session),
+    )
+    assert "terminated command after exceeding timeout 1000 ms" in result.output
+    assert result.metadata["status"] == "timeout"
+    assert time.monotonic() - started < 15  # the model's 60 s was capped by the project's 1 s
+
+
 def test_batch_runs_sub_calls_in_parallel_in_the_container(d):
     d.sandbox.write(f"{d.dir}/one.txt", "first\n")
     started = time.monotonic()

@@ -10,15 +10,39 @@ def test_small_output_is_left_alone(local):
     assert (result.content, result.truncated) == ("short", False)
 
 
-def test_too_many_lines_keep_the_first_2000_and_save_the_rest(local):
+def test_too_many_lines_keep_the_first_and_last_1000_and_save_the_whole(local):
     text = "\n".join(f"line {i}" for i in range(5000))
     result = truncate_output(text, call_id="call_many", sandbox=local.sandbox)
     assert result.truncated and result.output_path == f"{OUTPUT_DIR}/call_many.txt"
-    assert result.content.startswith("line 0\n") and "line 1999\n" in result.content
-    assert "line 2000\n" not in result.content
-    assert "...3000 lines truncated..." in result.content
+    head, rest = result.content.split("\n\n...3000 lines truncated...\n\n")
+    assert head.split("\n") == [f"line {i}" for i in range(1000)]
+    assert rest.split("\n\n")[0].split("\n") == [f"line {i}" for i in range(4000, 5000)]
     assert f"Full output saved to: {OUTPUT_DIR}/call_many.txt" in result.content
     assert local.sandbox.read_bytes(result.output_path).decode() == text
+
+
+def test_tail_truncation_keeps_the_last_2000_lines_after_the_count(local):
+    text = "\n".join(f"line {i}" for i in range(5000))
+    result = truncate_output(text, call_id="call_tail", sandbox=local.sandbox, direction="tail")
+    assert result.content.startswith("...3000 lines truncated...\n\nline 3000\n")
+    assert "line 4999\n\nThe tool call succeeded but the output was truncated." in result.content
+    assert "line 2999\n" not in result.content
+
+
+def test_a_cut_output_is_counted_against_its_complete_size_and_its_saved_file_is_kept(local):
+    local.sandbox.write(f"{OUTPUT_DIR}/spilled.txt", "the whole thing")
+    cut = "\n".join(f"l{i}" for i in range(3000))  # what reached the worker of a 9,000-line output
+    result = truncate_output(
+        cut,
+        call_id="call_cut",
+        sandbox=local.sandbox,
+        direction="tail",
+        total=(90_000, 9000),
+        saved_path=f"{OUTPUT_DIR}/spilled.txt",
+    )
+    assert result.content.startswith("...7000 lines truncated...\n\nl1000\n")
+    assert result.output_path == f"{OUTPUT_DIR}/spilled.txt"
+    assert local.sandbox.read_bytes(result.output_path) == b"the whole thing"  # not overwritten
 
 
 def test_too_many_bytes_are_cut_at_50_kb(local):

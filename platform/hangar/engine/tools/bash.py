@@ -10,12 +10,13 @@ import shlex
 
 from pydantic import BaseModel, Field
 
-from hangar.engine.tools.base import ToolContext, ToolError, ToolResult
+from hangar.engine.tools.base import EXTRA_SESSION, ToolContext, ToolError, ToolResult
 from hangar.engine.tools.common import description, resolve
+from hangar.engine.tools.truncate import output_path, truncate_output
 from sandbox.protocol import WORKSPACE
 
-DEFAULT_TIMEOUT_MS = 120_000
-MAX_TIMEOUT_MS = 600_000
+DEFAULT_TIMEOUT_MS = 120_000  # a command the model gives no timeout (OpenCode's default)
+DEFAULT_LIMIT_MS = 600_000  # the longest any command may run, when no project says otherwise
 METADATA_CHARS = 30_000  # the running part shows the tail of the output, as OpenCode's card does
 OPERATORS = {";", "&&", "||", "|", "&", "|&", ";;", "(", ")"}
 # Commands whose second word is a subcommand worth keeping in the `always` prefix.
@@ -121,6 +122,14 @@ def permission_patterns(command: str) -> tuple[list[str], list[str]]:
     return patterns, always
 
 
+def command_limit_ms(ctx: ToolContext) -> int:
+    """The longest a command may run: the project's `command_timeout_s` (the loop passes the session)."""
+    session = ctx.extra.get(EXTRA_SESSION)
+    if session is None:  # a tool run outside a session (tests of the tool alone)
+        return DEFAULT_LIMIT_MS
+    return int(session.project.command_timeout_s) * 1000
+
+
 class BashTool:
     name = "bash"
     description = description("bash")
@@ -129,7 +138,8 @@ class BashTool:
     def execute(self, args: BashParams, ctx: ToolContext) -> ToolResult:
         if args.timeout is not None and args.timeout < 0:
             raise ToolError(f"Invalid timeout value: {args.timeout}. Timeout must be a positive number.")
-        timeout_ms = min(args.timeout or DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS)
+        limit_ms = command_limit_ms(ctx)
+        timeout_ms = min(args.timeout or DEFAULT_TIMEOUT_MS, limit_ms)
         cwd = resolve(args.workdir)
         patterns, always = permission_patterns(args.command)
         if patterns:
@@ -157,22 +167,36 @@ class BashTool:
             timeout_s=timeout_ms / 1000,
             on_output=on_output,
             cancel=ctx.abort,
+            full_output_path=output_path(ctx.call_id),
         )
-        output = result.output
+        output = result.output or "(no output)"
         notes = []
         if result.status == "timeout":
             notes.append(f"bash tool terminated command after exceeding timeout {timeout_ms} ms")
         elif result.status == "cancelled":
             notes.append("User aborted the command")
+        metadata: dict = {
+            "output": result.output[-METADATA_CHARS:],
+            "exit": result.exit_code,
+            "description": args.description,
+            "status": result.status,
+        }
+        # Bounded here, keeping the tail (OpenCode's bash does; the end is where a command says what
+        # went wrong), and counted against the complete output, which the sandbox kept when it had to
+        # drop the middle: the file the model is pointed at holds every byte.
+        total = (result.total_bytes, result.total_lines) if result.full_output_path else None
+        bounded = truncate_output(
+            output,
+            call_id=ctx.call_id,
+            sandbox=ctx.sandbox,
+            direction="tail",
+            total=total if total and None not in total else None,
+            saved_path=result.full_output_path,
+        )
+        metadata["truncated"] = bounded.truncated
+        if bounded.truncated:
+            metadata["outputPath"] = bounded.output_path
+        output = bounded.content
         if notes:
             output += "\n\n<bash_metadata>\n" + "\n".join(notes) + "\n</bash_metadata>"
-        return ToolResult(
-            title=args.description,
-            output=output,
-            metadata={
-                "output": output[-METADATA_CHARS:],
-                "exit": result.exit_code,
-                "description": args.description,
-                "status": result.status,
-            },
-        )
+        return ToolResult(title=args.description, output=output, metadata=metadata)
