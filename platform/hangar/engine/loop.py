@@ -145,6 +145,7 @@ class Loop:
             instructions=self.sandbox.instructions(),
             skills=self.sandbox.skills(),
             user_system=user.data.get("system"),
+            is_git=self.sandbox.is_git(),
         )
         stored = self.reader.history(state)
         history = to_model_messages(stored) + self._reminders(state.messages, last_step)

@@ -80,9 +80,10 @@ class StreamProcessor:
             self.result.produced = True
 
     def _tool_call(self, event: StreamEvent) -> None:
-        from hangar.engine.tools.registry import repair_tool_name
+        from hangar.engine.tools.registry import offered_names, repair_tool_name
 
-        name = repair_tool_name(event.name, self.tools)
+        offered = offered_names(self.tools)
+        name = repair_tool_name(event.name, offered)
         try:
             args = json.loads(event.arguments or "{}")
             error = None if isinstance(args, dict) else "arguments must be a JSON object"
@@ -91,7 +92,7 @@ class StreamProcessor:
         if name is None or error:
             reason = (
                 error
-                or f"Model tried to call unavailable tool '{event.name}'. Available tools: {', '.join(self.tools)}."
+                or f"Model tried to call unavailable tool '{event.name}'. Available tools: {', '.join(offered)}."
             )
             args = {"tool": event.name, "error": reason}
             name = "invalid"

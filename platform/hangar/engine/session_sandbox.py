@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from hangar.engine.dbconn import release_connection
-from hangar.engine.system import INSTRUCTION_FILES, read_instructions, read_skills
+from hangar.engine.system import INSTRUCTION_FILES, read_instructions, read_skills, workspace_is_git
 from hangar.engine.tools.registry import READ_ONLY_TOOLS
 from hangar.logging import get_logger
 from sandbox.protocol import Sandbox, SandboxError
@@ -28,6 +28,7 @@ class SessionSandbox:
         self._last_hash: str | None = None
         self._instructions: list[str] | None = None
         self._skills: str | None = None
+        self._is_git: bool | None = None
 
     def attach(self) -> Sandbox:
         if self._sandbox is None:
@@ -71,3 +72,9 @@ class SessionSandbox:
         if self._skills is None:
             self._skills = read_skills(self.attach())
         return self._skills
+
+    def is_git(self) -> bool:
+        """Whether the workspace is a git repository (a project's clone is): once per run."""
+        if self._is_git is None:
+            self._is_git = workspace_is_git(self.attach())
+        return self._is_git

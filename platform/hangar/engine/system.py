@@ -64,6 +64,13 @@ def read_skills(sandbox: Sandbox) -> str:
     return f"<available_skills>\n{items}</available_skills>"
 
 
+def workspace_is_git(sandbox: Sandbox) -> bool:
+    try:
+        return sandbox.stat("/workspace/.git") is not None
+    except SandboxError:
+        return False
+
+
 def build_system(
     *,
     agent_prompt: str | None,

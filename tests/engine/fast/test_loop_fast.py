@@ -192,3 +192,31 @@ def test_three_identical_calls_in_a_row_ask_doom_loop(rig):
     request = PermissionRequest.objects.get(session=rig.session, status="pending")
     assert request.permission == "doom_loop" and request.call_id == "c2"
     assert [t["state"]["status"] for t in rig.parts("tool")] == ["completed", "completed", "running"]
+
+
+def _system_text(request: dict) -> str:
+    return "\n".join(request["system"])
+
+
+@pytest.mark.parametrize("clone", [False, True])
+def test_the_environment_block_says_whether_the_workspace_is_a_git_repository(rig, clone):
+    if clone:
+        (rig.sandbox.root / "workspace/.git").mkdir()
+    rig.prompt("where am I")
+    model = ScriptedModel([[{"text": "here"}]])
+    rig.run(model)
+
+    expected = "yes" if clone else "no"
+    assert f"Is directory a git repo: {expected}" in _system_text(model.requests[0])
+
+
+def test_the_model_is_offered_the_agents_tools_without_the_internal_invalid_tool(rig):
+    rig.prompt("hello")
+    model = ScriptedModel([[call("Frobnicate", "c1")], [{"text": "ok"}]])
+    rig.run(model)
+
+    offered = {tool["function"]["name"] for tool in model.requests[0]["tools"]}
+    assert "invalid" not in offered and {"bash", "read", "edit", "write"} <= offered
+    (routed,) = rig.parts("tool")
+    assert routed["tool"] == "invalid" and "Available tools: bash," in routed["state"]["output"]
+    assert "invalid" not in routed["state"]["output"].split("Available tools:")[1]

@@ -1,6 +1,13 @@
 """Which tools a step offers, their schemas, and tool-name repair."""
 
-from hangar.engine.tools.registry import ALL, get_tools, prefers_apply_patch, repair_tool_name, tool_schemas
+from hangar.engine.tools.registry import (
+    ALL,
+    get_tools,
+    offered_names,
+    prefers_apply_patch,
+    repair_tool_name,
+    tool_schemas,
+)
 
 
 def test_build_on_a_claude_model_gets_edit_and_write_not_apply_patch():
@@ -61,7 +68,6 @@ def test_schemas_use_opencodes_parameter_names_and_our_descriptions():
         "todowrite": {"todos"},
         "todoread": set(),
         "batch": {"tool_calls"},
-        "invalid": {"tool", "error"},
         "apply_patch": {"patchText"},
     }
     assert schemas["edit"]["parameters"]["required"] == ["filePath", "oldString", "newString"]
@@ -70,3 +76,10 @@ def test_schemas_use_opencodes_parameter_names_and_our_descriptions():
     assert set(todo["properties"]) == {"content", "status", "priority"} and "$ref" not in str(schemas)
     assert all(f["description"] and "{workspace}" not in f["description"] for f in schemas.values())
     assert "/workspace" in schemas["bash"]["description"]
+
+
+def test_the_internal_invalid_tool_runs_but_is_never_offered_to_the_model():
+    tools = get_tools("build", "claude")
+    assert "invalid" in tools  # the loop routes an unroutable call to it
+    assert "invalid" not in {s["function"]["name"] for s in tool_schemas(tools)}
+    assert repair_tool_name("Invalid", offered_names(tools)) is None

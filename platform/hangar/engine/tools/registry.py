@@ -42,6 +42,8 @@ ALL: dict[str, Tool] = {
     )
 }
 HIDDEN_AGENTS = {"title", "summary", "compaction"}
+# Run by the loop for a call it could not route (unknown tool, bad JSON), never offered to the model.
+INTERNAL_TOOLS = frozenset({"invalid"})
 # Tools that cannot change the workspace: a step that used only these needs no closing snapshot. bash and
 # batch are not among them (a command, or a batched write, may change anything).
 READ_ONLY_TOOLS = frozenset({"read", "glob", "grep", "list", "todoread", "todowrite", "invalid"})
@@ -131,4 +133,9 @@ def tool_schema(tool: Tool) -> dict[str, Any]:
 def tool_schemas(tools: dict[str, Tool]) -> list[dict[str, Any]]:
     """OpenAI function-calling schemas for LiteLLM's `tools=` (the loop sends them every step).
     The dicts are shared between calls: callers must not mutate them."""
-    return [tool_schema(tool) for tool in tools.values()]
+    return [tool_schema(tool) for name, tool in tools.items() if name not in INTERNAL_TOOLS]
+
+
+def offered_names(tools: dict[str, Tool]) -> list[str]:
+    """The tool names the model is told about (what `tool_schemas` sends)."""
+    return [name for name in tools if name not in INTERNAL_TOOLS]
