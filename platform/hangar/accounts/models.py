@@ -77,6 +77,11 @@ class ApiToken(models.Model):
 
     org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="tokens")
     user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="tokens")
+    # The token that minted this one (None: minted by a signed-in person). Revoking a token revokes every
+    # token minted through it, so a leaked token cannot outlive its revocation through its children.
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children"
+    )
     name = models.CharField(max_length=100)
     prefix = models.CharField(max_length=24, db_index=True)
     digest = models.CharField(max_length=128, unique=True)

@@ -51,6 +51,7 @@ def _owner_count(org_id: int) -> int:
     return Membership.objects.filter(org_id=org_id, role=Role.OWNER).count()
 
 
+
 def _guard_owner_change(acting: Membership, target_role: str, new_role: str | None) -> None:
     """Only an owner touches the owner role (granting it, or changing/removing an owner)."""
     if Role.OWNER in (target_role, new_role) and acting.role != Role.OWNER:
@@ -157,7 +158,14 @@ def token_create(
     require_role(Actor(type=actor.type, org_id=org.pk, user=user), org.pk, Role.VIEWER)
     if expires_at is not None and expires_at <= timezone.now():
         raise ValidationError({"expires_at": ["Must be in the future."]})
-    parent_expiry = getattr(actor.token, "expires_at", None)
+    parent = None
+    if actor.token is not None:
+        # Locked against a concurrent revocation: a child is either minted before it (and revoked with its
+        # parent) or refused.
+        parent = ApiToken.objects.select_for_update().get(pk=actor.token.pk)
+        if parent.revoked_at is not None:
+            raise PermissionDenied("The calling token has been revoked.")
+    parent_expiry = getattr(parent, "expires_at", None)
     if parent_expiry is not None and (expires_at is None or expires_at > parent_expiry):
         # A token cannot mint a token that outlives it (a leaked expiring token must not become permanent).
         raise ValidationError(
@@ -171,6 +179,7 @@ def token_create(
     token = ApiToken.objects.create(
         org=org,
         user=user,
+        parent=parent,
         name=name,
         prefix=prefix,
         digest=tokens.digest(raw, 0),
@@ -201,14 +210,28 @@ def token_revoke(*, actor: Actor, token: ApiToken) -> ApiToken:
     if token.revoked_at is None:
         token.revoked_at = timezone.now()
         token.save(update_fields=["revoked_at"])
+        descendants = _revoke_descendants(token)
         audit_record(
             actor=actor,
             action="token.revoke",
             target=token,
-            data={"prefix": token.prefix, "user": token.user.email},
+            data={"prefix": token.prefix, "user": token.user.email, "descendants_revoked": descendants},
         )
         announce_access_changed(org_id=token.org_id, user_id=token.user_id)
     return token
+
+
+def _revoke_descendants(token: ApiToken) -> int:
+    """Revoke every token minted through `token`, level by level; how many were still live. Children
+    minted while the parent was live are committed before its row lock was granted, so none escapes."""
+    level, revoked = [token.pk], 0
+    while level:
+        children = list(ApiToken.objects.filter(parent_id__in=level).values_list("pk", flat=True))
+        revoked += ApiToken.objects.filter(pk__in=children, revoked_at__isnull=True).update(
+            revoked_at=token.revoked_at
+        )
+        level = children
+    return revoked
 
 
 def token_record_use(*, token: ApiToken, raw: str, signed_with_current: bool) -> None:
