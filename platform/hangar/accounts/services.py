@@ -51,6 +51,12 @@ def _owner_count(org_id: int) -> int:
     return Membership.objects.filter(org_id=org_id, role=Role.OWNER).count()
 
 
+def _lock_org_roles(org_id: int) -> None:
+    """Serialise the changes that may take away an owner (remove, leave, demote) per org: each counts the
+    owners and then writes, so two running at once would each see the other owner and leave none. The org
+    row's lock is held until commit; the second change counts after the first has committed."""
+    Org.objects.select_for_update().filter(pk=org_id).values_list("pk", flat=True).first()
+
 
 def _guard_owner_change(acting: Membership, target_role: str, new_role: str | None) -> None:
     """Only an owner touches the owner role (granting it, or changing/removing an owner)."""
@@ -101,6 +107,7 @@ def member_ensure(*, actor: Actor, org: Org, user: User, role: str = Role.MEMBER
 
 @transaction.atomic
 def member_role_change(*, actor: Actor, membership: Membership, role: str) -> Membership:
+    _lock_org_roles(membership.org_id)
     acting = require_role(actor, membership.org_id, Role.ADMIN)
     _valid_role(role)
     membership = Membership.objects.select_for_update().get(pk=membership.pk)
@@ -124,6 +131,7 @@ def member_role_change(*, actor: Actor, membership: Membership, role: str) -> Me
 def member_remove(*, actor: Actor, membership: Membership) -> None:
     """Admins remove members; anyone may leave. The last owner can do neither."""
     leaving = actor.user is not None and actor.user.pk == membership.user_id
+    _lock_org_roles(membership.org_id)
     acting = require_role(actor, membership.org_id, Role.VIEWER if leaving else Role.ADMIN)
     membership = Membership.objects.select_for_update().get(pk=membership.pk)
     if not leaving:
