@@ -23,6 +23,19 @@ HANGAR_LOGIN_MAX_PER_ADDRESS = int(os.environ.get("HANGAR_LOGIN_MAX_PER_ADDRESS"
 HANGAR_LOGIN_MAX_PER_ACCOUNT = int(os.environ.get("HANGAR_LOGIN_MAX_PER_ACCOUNT", "20"))
 PUBLIC_URL = os.environ.get("HANGAR_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
 
+# Transport security follows the public URL: a site served over https sends its session and CSRF cookies only
+# over TLS and asks browsers for HSTS (a year unless HANGAR_HSTS_SECONDS says otherwise; 0 turns it off).
+# A plain-http development URL keeps both off, or the browser would drop the cookies. X-Forwarded-Proto is
+# client-controlled: it marks a request secure only behind the proxies the operator declares, as
+# X-Forwarded-For does (hangar.accounts.actors.client_ip).
+_SERVED_OVER_HTTPS = PUBLIC_URL.startswith("https://")
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = flag("HANGAR_SECURE_COOKIES", default=_SERVED_OVER_HTTPS)
+SESSION_COOKIE_HTTPONLY = True
+SECURE_HSTS_SECONDS = int(os.environ.get("HANGAR_HSTS_SECONDS", "31536000" if _SERVED_OVER_HTTPS else "0"))
+SECURE_HSTS_INCLUDE_SUBDOMAINS = flag("HANGAR_HSTS_INCLUDE_SUBDOMAINS")
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if HANGAR_TRUSTED_PROXY_HOPS else None
+SECURE_SSL_REDIRECT = flag("HANGAR_SSL_REDIRECT")
+
 # API tokens are stored as HMAC digests; the first pepper signs new tokens, the rest still verify old ones.
 TOKEN_PEPPERS = csv("HANGAR_TOKEN_PEPPERS") or [required("HANGAR_TOKEN_PEPPERS")]
 # Provider keys are encrypted with MultiFernet; the first key encrypts, all decrypt (rotation).
