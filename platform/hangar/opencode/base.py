@@ -8,6 +8,7 @@ from rest_framework.views import APIView
 from hangar.accounts.models import Role
 from hangar.conversations import selectors as conversation_selectors
 from hangar.conversations.models import Session
+from hangar.opencode.cross_site import cross_site_refusal
 from hangar.opencode.errors import error_response
 from hangar.opencode.scope import AUTHENTICATORS, ProjectScope, join_project, scope_for
 
@@ -20,6 +21,9 @@ class OpenCodeView(APIView):
     default_min_role = Role.MEMBER
 
     def initial(self, request, *args, **kwargs):
+        refusal = cross_site_refusal(request._request)  # before anything reads the body or acts
+        if refusal is not None:
+            raise refusal
         join_project(request, kwargs["project_id"])  # authentication (in super().initial) loads the project
         super().initial(request, *args, **kwargs)
         self.oc = scope_for(request, kwargs["project_id"])

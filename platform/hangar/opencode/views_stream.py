@@ -16,6 +16,7 @@ from hangar.conversations.events import project_group, session_group
 from hangar.conversations.models import Session
 from hangar.opencode import serializers as s
 from hangar.opencode import translate
+from hangar.opencode.cross_site import cross_site_refusal
 from hangar.opencode.db import db
 from hangar.opencode.errors import error_response
 from hangar.opencode.scope import scope_for_async
@@ -95,6 +96,9 @@ async def session_message(request, project_id, session_id):
             return JsonResponse(rows, safe=False)
         if request.method != "POST":
             raise MethodNotAllowed(request.method)
+        refusal = cross_site_refusal(request)
+        if refusal is not None:
+            raise refusal
         scope.require(Role.MEMBER)
         body = s.PromptIn(data=_json(request))
         body.is_valid(raise_exception=True)
