@@ -214,7 +214,11 @@ def bench_tenant(api_base: str, project_slug: str) -> tuple[Any, Any]:
     from hangar.projects import crypto
     from hangar.projects.models import Project, ProviderCredential
 
-    org, _ = Org.objects.get_or_create(slug="bench", defaults={"name": "Bench"})
+    # The bench is the only tenant: its fair shares (hangar.engine.fairness) must not cap what it measures.
+    org, _ = Org.objects.update_or_create(
+        slug="bench",
+        defaults={"name": "Bench", "max_concurrent_runs": 100_000, "max_live_sandboxes": 100_000},
+    )
     user = User.objects.filter(email="bench@bench.test").first() or User.objects.create_user(
         "bench@bench.test"
     )

@@ -91,6 +91,12 @@ class DockerSandboxes:
                 return self._remember(box)
         raise SandboxUnavailable(f"could not create a sandbox for session {spec.session_id}")
 
+    def is_open(self, session_id: str) -> bool:
+        """This process holds a live connection to the session's sandbox (so its container runs)."""
+        with self._lock:
+            box = self._open.get(session_id)
+        return box is not None and box._conn is not None and not box._conn.dead
+
     def connect(self, session_id: str) -> DockerSandbox:
         """Reconnect to an existing session sandbox from any process. Raises SandboxError if the
         session has no sandbox at all."""

@@ -227,6 +227,10 @@ HANGAR_DIRECT_OPENAI_COMPAT = flag("HANGAR_DIRECT_OPENAI_COMPAT", default=True)
 # Off in production: a URL is a server-side request (rule: sandbox/netguard.py).
 HANGAR_REPO_ALLOW_PRIVATE_HOSTS = flag_or_csv("HANGAR_REPO_ALLOW_PRIVATE_HOSTS")
 SANDBOX_POOL_SIZE = int(os.environ.get("HANGAR_SANDBOX_POOL_SIZE", "2"))
+# Per-org fair shares (hangar.engine.fairness) where the org sets none (Org.max_concurrent_runs, ...):
+# a share of a worker's threads (HANGAR_WORKER_CONCURRENCY, default 100) and of a host's sandboxes.
+HANGAR_ORG_MAX_RUNS = int(os.environ.get("HANGAR_ORG_MAX_RUNS", "32"))
+HANGAR_ORG_MAX_SANDBOXES = int(os.environ.get("HANGAR_ORG_MAX_SANDBOXES", "64"))
 # Private ranges an egress allowlist may reach (comma-separated CIDRs, e.g. a package mirror on 10.0.0.0/8).
 # Loopback, link-local and metadata addresses stay unreachable whatever this says (sandbox/agent/netpolicy.py).
 HANGAR_EGRESS_ALLOW_PRIVATE = os.environ.get("HANGAR_EGRESS_ALLOW_PRIVATE", "")

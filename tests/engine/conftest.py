@@ -113,8 +113,8 @@ def start_worker(django_db_setup):
     started: list[Worker] = []
     db_name = settings.DATABASES["default"]["NAME"]
 
-    def start(beat: bool = False, env: dict | None = None) -> Worker:
-        worker = Worker(db_name, beat=beat, env=env)
+    def start(beat: bool = False, env: dict | None = None, concurrency: int = 20) -> Worker:
+        worker = Worker(db_name, beat=beat, env=env, concurrency=concurrency)
         started.append(worker)
         return worker
 

@@ -39,7 +39,14 @@ class Org(models.Model):
     # Org-wide permission rules, evaluated on their own before every project/session layer so that an
     # org deny always wins (hangar.engine.permissions). [{permission, pattern, action}]
     permission_policy = models.JSONField(default=list, blank=True)
+    # Fair shares of the shared workers and hosts (hangar.engine.fairness), set by a platform operator
+    # (superuser admin or `manage.py org_limits`), never by the org's own admins. None: the platform's
+    # default (settings.HANGAR_ORG_MAX_RUNS / HANGAR_ORG_MAX_SANDBOXES).
+    max_concurrent_runs = models.PositiveIntegerField(null=True, blank=True)
+    max_live_sandboxes = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Moves with every save: a running session compares it to notice a changed org policy (M11).
+    updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:
         return self.slug

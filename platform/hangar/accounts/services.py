@@ -16,6 +16,7 @@ from hangar.accounts.models import ApiToken, Membership, Org, Role, User
 from hangar.accounts.permission_rules import clean_permission_rules
 from hangar.accounts.selectors import require_role
 from hangar.accounts.signals import announce_access_changed, member_leaving
+from hangar.audit.models import ActorType
 from hangar.audit.services import audit_record
 
 
@@ -283,13 +284,37 @@ def user_ensure_staff(
 @transaction.atomic
 def org_permission_policy_set(*, actor: Actor, org: Org, rules: list) -> Org:
     """Replace the org-wide permission policy (admins and owners). Its denies beat every project,
-    session and "always" allow; it is read by the engine at the start of each run."""
+    session and "always" allow; running sessions apply it at their next tool call (hangar.engine.live_policy)."""
     require_role(actor, org.pk, Role.ADMIN)
     cleaned = clean_permission_rules(rules, field="rules")
     org = Org.objects.select_for_update().get(pk=org.pk)
     before, org.permission_policy = org.permission_policy, cleaned
-    org.save(update_fields=["permission_policy"])
+    org.save(update_fields=["permission_policy", "updated_at"])  # the stamp running sessions compare
     audit_record(
         actor=actor, action="org.permission_policy.set", target=org, data={"from": before, "to": cleaned}
     )
+    return org
+
+
+@transaction.atomic
+def org_limits_set(
+    *, actor: Actor, org: Org, max_concurrent_runs: int | None, max_live_sandboxes: int | None
+) -> Org:
+    """Set the org's fair shares of the shared workers and hosts (hangar.engine.fairness); None: the
+    platform's default. An org's own owners and admins may not: the caps protect the other tenants."""
+    operator = actor.type == ActorType.SYSTEM or bool(actor.user is not None and actor.user.is_superuser)
+    if not operator:
+        raise PermissionDenied("only the platform operator sets an organisation's limits")
+    for field, value in (
+        ("max_concurrent_runs", max_concurrent_runs),
+        ("max_live_sandboxes", max_live_sandboxes),
+    ):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+            raise ValidationError({field: ["Must be a positive integer, or null for the platform default."]})
+    org = Org.objects.select_for_update().get(pk=org.pk)
+    before = {"max_concurrent_runs": org.max_concurrent_runs, "max_live_sandboxes": org.max_live_sandboxes}
+    org.max_concurrent_runs, org.max_live_sandboxes = max_concurrent_runs, max_live_sandboxes
+    org.save(update_fields=["max_concurrent_runs", "max_live_sandboxes", "updated_at"])
+    after = {"max_concurrent_runs": max_concurrent_runs, "max_live_sandboxes": max_live_sandboxes}
+    audit_record(actor=actor, action="org.limits.set", target=org, data={"from": before, "to": after})
     return org

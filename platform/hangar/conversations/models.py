@@ -59,7 +59,17 @@ class Session(models.Model):
 
     class Meta:
         ordering = ["id"]  # descending ids: newest first
-        indexes = [models.Index(fields=["org", "project", "archived_at"])]
+        indexes = [
+            models.Index(fields=["org", "project", "archived_at"]),
+            # The runs an org has waiting for a slot (hangar.engine.fairness): few rows, read at every release.
+            models.Index(
+                fields=["org", "updated_at"],
+                condition=models.Q(run_requested=True),
+                name="session_waiting_idx",
+            ),
+            # The runs an org holds now (hangar.engine.fairness counts them as a run starts).
+            models.Index(fields=["org"], condition=~models.Q(lease_owner=""), name="session_leased_idx"),
+        ]
 
 
 # Every agent step inserts or updates message, part and event rows, and Postgres maintains every index of

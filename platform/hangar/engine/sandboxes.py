@@ -72,9 +72,11 @@ def spec_for(session) -> SandboxSpec:
 
 
 def _docker_sandbox(session) -> Sandbox:
+    from hangar.engine.sandbox_share import make_room
     from hangar.engine.workspace import mirror_prefetch, workspace_ensure
 
     prefetch = mirror_prefetch(session)  # the mirror's fetch overlaps the sandbox's creation or claim
+    make_room(session, manager())  # the org's cap on live sandboxes
     box = manager().get_or_create(spec_for(session))
     workspace_ensure(
         session, box, prefetch

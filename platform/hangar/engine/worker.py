@@ -15,7 +15,8 @@ from hangar.conversations.loop_selectors import session_for_run
 from hangar.conversations.loop_services import session_abort_clear
 from hangar.engine.dbconn import release_connection
 from hangar.engine.enqueue import enqueue_run
-from hangar.engine.leases import keeper, lease_acquire, lease_release, new_owner
+from hangar.engine.fairness import Capped, lease_acquire_fair, wake_waiting
+from hangar.engine.leases import keeper, lease_release, new_owner
 from hangar.engine.loop import Loop
 from hangar.logging import get_logger
 
@@ -26,7 +27,11 @@ def run_session_once(session_id: str) -> bool:
     """Returns True if this call ran the loop (False: another runner holds the session)."""
     close_old_connections()
     owner = new_owner()
-    previous = lease_acquire(session_id, owner)
+    try:
+        previous, org_id = lease_acquire_fair(session_id, owner)
+    except Capped:  # the org holds its share of runs: the session waits for a slot (engine/fairness.py)
+        log.info("run_waits_for_org_slot", session=session_id)
+        return False
     if previous is None:
         return False
     abort = threading.Event()
@@ -51,6 +56,8 @@ def run_session_once(session_id: str) -> bool:
         release_connection(keeper.active())
     if requeue:
         enqueue_run(session_id)
+    if org_id is not None:
+        wake_waiting(org_id, ended=session_id)
     return True
 
 

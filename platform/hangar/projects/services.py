@@ -2,6 +2,7 @@
 credentials; any member may keep a personal credential. Audit rows never carry secret values or keys."""
 
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 from django.utils.text import slugify
 from rest_framework.exceptions import PermissionDenied, ValidationError
 
@@ -106,6 +107,12 @@ def project_delete(*, actor: Actor, project: Project) -> None:
     project.delete()
 
 
+def _policy_changed(project: Project) -> None:
+    """Move the project's stamp: a running session compares it at its next tool call and re-reads the
+    sandbox's env and limits (hangar.engine.live_policy)."""
+    Project.objects.filter(pk=project.pk).update(updated_at=timezone.now())
+
+
 @transaction.atomic
 def env_var_set(
     *, actor: Actor, project: Project, name: str, value: str, secret: bool = True
@@ -120,6 +127,7 @@ def env_var_set(
         name=name,
         defaults={"value_encrypted": crypto.encrypt(value), "secret": bool(secret)},
     )
+    _policy_changed(project)
     audit_record(
         actor=actor,
         action="project.env_set",
@@ -142,6 +150,7 @@ def env_var_delete(*, actor: Actor, var: ProjectEnvVar) -> None:
         data={"project": project.pk, "name": var.name},
     )
     var.delete()
+    _policy_changed(project)
 
 
 def _credential_role(actor: Actor, org_id: int, user_id: int | None, *, edit: bool = False) -> None:

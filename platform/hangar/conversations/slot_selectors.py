@@ -1,0 +1,32 @@
+"""Reads of per-org fairness (hangar.engine.fairness): who waits for a run slot, whose session is running.
+Not actor-scoped: the runner and the engine's own bookkeeping ask, never a person."""
+
+from __future__ import annotations
+
+from django.db import connection
+
+# Oldest first: a slot goes to the run that has waited longest (served by session_waiting_idx).
+_WAITING = (
+    "SELECT id FROM conversations_session WHERE org_id = %s AND run_requested AND lease_owner = ''"
+    " AND id <> %s ORDER BY updated_at LIMIT %s"
+)
+
+
+def sessions_waiting_for_slot(*, org_id: int, exclude: str, limit: int) -> list[str]:
+    """Sessions of the org with work requested and no runner (capped, or their task not taken yet)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_WAITING, [org_id, exclude, limit])
+        return [row[0] for row in cursor.fetchall()]
+
+
+def sessions_running(session_ids: list[str]) -> set[str]:
+    """Those of `session_ids` a runner holds now (a live lease), or whose run is waiting to start."""
+    if not session_ids:
+        return set()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT id FROM conversations_session WHERE id = ANY(%s)"
+            " AND ((lease_owner <> '' AND lease_expires_at >= now()) OR run_requested)",
+            [session_ids],
+        )
+        return {row[0] for row in cursor.fetchall()}
