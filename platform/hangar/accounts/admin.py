@@ -1,13 +1,44 @@
 from django.contrib import admin
+from django.contrib.auth.admin import GroupAdmin as BaseGroupAdmin
 from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
+from django.contrib.auth.models import Group
 
 from hangar.accounts.admin_scoping import TenantScopedAdmin
 from hangar.accounts.models import ApiToken, Membership, Org, User
 from hangar.audit.models import AuditEvent
 
 
+class SuperuserOnly:
+    """Every permission is the platform superuser's alone. Django's ModelAdmin would otherwise fall back to
+    model permissions (`change_user` granted directly or through a group), which know nothing of orgs: a
+    staff user holding one could edit any user, themselves into a superuser."""
+
+    def has_module_permission(self, request):
+        return request.user.is_active and request.user.is_superuser
+
+    def has_view_permission(self, request, obj=None):
+        return request.user.is_active and request.user.is_superuser
+
+    def has_add_permission(self, request):
+        return request.user.is_active and request.user.is_superuser
+
+    def has_change_permission(self, request, obj=None):
+        return request.user.is_active and request.user.is_superuser
+
+    def has_delete_permission(self, request, obj=None):
+        return request.user.is_active and request.user.is_superuser
+
+
+admin.site.unregister(Group)
+
+
+@admin.register(Group)
+class GroupAdmin(SuperuserOnly, BaseGroupAdmin):
+    """Groups only carry model permissions, which the tenant-scoped admin ignores; superusers only."""
+
+
 @admin.register(User)
-class UserAdmin(BaseUserAdmin):
+class UserAdmin(SuperuserOnly, BaseUserAdmin):
     """Users span orgs, so only superusers manage them here."""
 
     ordering = ["email"]
@@ -21,12 +52,6 @@ class UserAdmin(BaseUserAdmin):
     ]
     add_fieldsets = [(None, {"classes": ["wide"], "fields": ["email", "password1", "password2"]})]
     filter_horizontal = ()
-
-    def has_module_permission(self, request):
-        return request.user.is_superuser
-
-    def has_view_permission(self, request, obj=None):
-        return request.user.is_superuser
 
 
 @admin.register(Org)
