@@ -93,19 +93,22 @@ def validate_allowlist(
 _host_addresses: tuple[float, list[str]] | None = None
 
 
+def interface_addresses() -> list[str]:
+    """The addresses of this machine's own network interfaces (`ip addr`); [] when unreadable."""
+    try:
+        out = subprocess.run(["ip", "-o", "addr", "show"], capture_output=True, text=True, timeout=5).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    found = {line.split()[3].split("/")[0] for line in out.splitlines() if len(line.split()) > 3}
+    return sorted(a for a in found if _is_ip(a))
+
+
 def host_addresses(api: docker.APIClient) -> list[str]:
     """The host's own addresses (interfaces, Docker gateways) and Docker's subnets: never reachable unless
     the operator opened them, even where they are public. Cached briefly: networks come and go."""
     global _host_addresses
     if _host_addresses is None or time.monotonic() - _host_addresses[0] > HOST_CACHE_S:
-        found = set()
-        try:
-            out = subprocess.run(
-                ["ip", "-o", "addr", "show"], capture_output=True, text=True, timeout=5
-            ).stdout
-            found |= {line.split()[3].split("/")[0] for line in out.splitlines() if len(line.split()) > 3}
-        except (OSError, subprocess.SubprocessError):
-            pass
+        found = set(interface_addresses())
         for net in api.networks():
             for cfg in (net.get("IPAM") or {}).get("Config") or []:
                 found |= {cfg[k] for k in ("Gateway", "Subnet") if cfg.get(k)}

@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import socket
 from collections.abc import Sequence
 
 Net = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+DEFAULT_PORTS = (80, 443)  # what an allowlist entry without a port allows
 
 NEVER = [
     ipaddress.ip_network(n)
@@ -135,3 +138,65 @@ def check_entry(raw: str, operator: list[Net], deny: Sequence[Net] = ()) -> str:
     if why:
         raise ValueError(why)
     return entry
+
+
+class Rules:
+    """An allowlist as the egress proxy (and the worker's webfetch) applies it: which host:port pairs
+    may be reached, and at which of their addresses (`resolve`: [] when refused)."""
+
+    def __init__(self, allow: list[str], deny: list[str], private: Sequence[str] = ()) -> None:
+        self.names: list[tuple[str, tuple[int, ...]]] = []  # (pattern, ports)
+        self.nets: list[tuple[ipaddress._BaseNetwork, tuple[int, ...]]] = []
+        for raw in allow:
+            try:
+                host, port = split_port(str(raw).strip().lower().rstrip("."))
+            except ValueError:
+                continue  # unparsable entry: allows nothing
+            ports = (port,) if port else DEFAULT_PORTS
+            try:
+                self.nets.append((ipaddress.ip_network(host, strict=False), ports))
+            except ValueError:
+                if host:
+                    self.names.append((host, ports))
+        self.deny = [ipaddress.ip_network(d, strict=False) for d in deny]
+        self.private = [ipaddress.ip_network(p, strict=False) for p in private]
+
+    def name_allowed(self, host: str, port: int) -> bool:
+        for pattern, ports in self.names:
+            if port not in ports:
+                continue
+            if pattern.startswith("*.") and host.endswith(pattern[1:]) and len(host) > len(pattern) - 1:
+                return True
+            if host == pattern:
+                return True
+        return False
+
+    def explicit(self, ip, port: int) -> bool:
+        return any(ip.version == net.version and ip in net and port in ports for net, ports in self.nets)
+
+    def address_ok(self, ip, port: int) -> bool:
+        """May we connect to this (already resolved, or literal) address? The same answer whether a
+        name or an IP/CIDR entry let it through."""
+        return address_ok(ip, self.private, self.deny)
+
+    def resolve(self, host: str, port: int) -> list:
+        """Addresses to try for host:port, or [] when the request is refused."""
+        host = host.lower().rstrip(".")
+        try:
+            literal = ipaddress.ip_address(host.strip("[]"))
+        except ValueError:
+            literal = None
+        if literal is not None:  # an IP literal must be covered by an IP/CIDR entry
+            return [literal] if self.explicit(literal, port) and self.address_ok(literal, port) else []
+        if not self.name_allowed(host, port):
+            return []
+        try:
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except OSError:
+            return []
+        found = []
+        for info in infos:
+            ip = ipaddress.ip_address(str(info[4][0]).split("%")[0])
+            if ip not in found and self.address_ok(ip, port):
+                found.append(ip)
+        return found

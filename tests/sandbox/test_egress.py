@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import http.server
 import importlib
+import ipaddress
 import threading
 import uuid
 
@@ -350,7 +351,7 @@ def test_the_proxy_itself_refuses_explicit_entries_for_metadata_loopback_and_the
         ("10.1.2.3", 80),
         ("::ffff:127.0.0.1", 443),
     ]:
-        expected = [egress_proxy.ipaddress.ip_address(host)] if host == "8.8.8.8" else []
+        expected = [ipaddress.ip_address(host)] if host == "8.8.8.8" else []
         assert rules.resolve(host, port) == expected, host
     opened = egress_proxy.Rules(
         ["10.0.0.0/8:80", "169.254.169.254"], deny=[], private=["10.0.0.0/8", "169.254.0.0/16"]

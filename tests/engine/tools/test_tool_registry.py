@@ -24,6 +24,7 @@ def test_build_on_a_claude_model_gets_edit_and_write_not_apply_patch():
         "todowrite",
         "todoread",
         "batch",
+        "webfetch",
         "invalid",
     }
 
@@ -42,7 +43,16 @@ def test_a_project_setting_overrides_the_model_family():
 
 def test_hidden_agents_get_no_tools_and_explore_is_read_only():
     assert get_tools("title", "gpt-5") == {}
-    assert set(get_tools("explore", "claude")) == {"bash", "read", "glob", "grep", "list", "batch", "invalid"}
+    assert set(get_tools("explore", "claude")) == {
+        "bash",
+        "read",
+        "glob",
+        "grep",
+        "list",
+        "batch",
+        "webfetch",
+        "invalid",
+    }
     assert "todowrite" not in get_tools("general", "claude")
 
 
@@ -68,6 +78,7 @@ def test_schemas_use_opencodes_parameter_names_and_our_descriptions():
         "todowrite": {"todos"},
         "todoread": set(),
         "batch": {"tool_calls"},
+        "webfetch": {"url", "format", "timeout"},
         "apply_patch": {"patchText"},
     }
     assert schemas["edit"]["parameters"]["required"] == ["filePath", "oldString", "newString"]

@@ -175,7 +175,7 @@ class BashTool:
             notes.append(f"bash tool terminated command after exceeding timeout {timeout_ms} ms")
         elif result.status == "cancelled":
             notes.append("User aborted the command")
-        metadata: dict = {
+        metadata: dict[str, object] = {
             "output": result.output[-METADATA_CHARS:],
             "exit": result.exit_code,
             "description": args.description,
@@ -184,14 +184,16 @@ class BashTool:
         # Bounded here, keeping the tail (OpenCode's bash does; the end is where a command says what
         # went wrong), and counted against the complete output, which the sandbox kept when it had to
         # drop the middle: the file the model is pointed at holds every byte.
-        total = (result.total_bytes, result.total_lines) if result.full_output_path else None
+        spilled = (
+            result.full_output_path and result.total_bytes is not None and result.total_lines is not None
+        )
         bounded = truncate_output(
             output,
             call_id=ctx.call_id,
             sandbox=ctx.sandbox,
             direction="tail",
-            total=total if total and None not in total else None,
-            saved_path=result.full_output_path,
+            total=(result.total_bytes or 0, result.total_lines or 0) if spilled else None,
+            saved_path=result.full_output_path if spilled else None,
         )
         metadata["truncated"] = bounded.truncated
         if bounded.truncated:

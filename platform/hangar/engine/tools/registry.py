@@ -22,6 +22,7 @@ from hangar.engine.tools.invalid import InvalidTool
 from hangar.engine.tools.ls import ListTool
 from hangar.engine.tools.read import ReadTool
 from hangar.engine.tools.todo import TodoReadTool, TodoWriteTool
+from hangar.engine.tools.webfetch import WebFetchTool
 from hangar.engine.tools.write import WriteTool
 
 ALL: dict[str, Tool] = {
@@ -38,6 +39,7 @@ ALL: dict[str, Tool] = {
         TodoWriteTool(),
         TodoReadTool(),
         BatchTool(),
+        WebFetchTool(),
         InvalidTool(),
     )
 }
@@ -46,10 +48,10 @@ HIDDEN_AGENTS = {"title", "summary", "compaction"}
 INTERNAL_TOOLS = frozenset({"invalid"})
 # Tools that cannot change the workspace: a step that used only these needs no closing snapshot. bash and
 # batch are not among them (a command, or a batched write, may change anything).
-READ_ONLY_TOOLS = frozenset({"read", "glob", "grep", "list", "todoread", "todowrite", "invalid"})
+READ_ONLY_TOOLS = frozenset({"read", "glob", "grep", "list", "todoread", "todowrite", "webfetch", "invalid"})
 # What the explore agent is offered: looking around, commands included (OpenCode's explore may run bash),
 # so not read-only in the sense above; its permission rules deny edits.
-EXPLORE_TOOLS = frozenset({"bash", "read", "glob", "grep", "list", "batch", "invalid"})
+EXPLORE_TOOLS = frozenset({"bash", "read", "glob", "grep", "list", "batch", "webfetch", "invalid"})
 NO_TODOS = {"todowrite", "todoread"}
 PATCH_ONLY = {"apply_patch"}
 EDIT_WRITE = {"edit", "write"}
