@@ -1,0 +1,17 @@
+"""Fault suite rig: the engine's real worker processes and scripted LLM (tests/engine/conftest.py), plus
+private Redis and Postgres instances that a test may restart (tests/private_services.py); the machine's
+shared services are never touched."""
+
+import pytest
+from asgiref.sync import SyncToAsync
+from django.db import connections
+
+from tests.engine.conftest import make_session, script, scripted, start_worker, worker  # noqa: F401
+
+
+@pytest.fixture(autouse=True)
+def close_async_db_connections():
+    """The stream checks reach the database from asgiref's shared sync thread: close its connections after
+    each test so the test database can be dropped at the end."""
+    yield
+    SyncToAsync.single_thread_executor.submit(connections.close_all).result()
