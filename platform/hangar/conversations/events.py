@@ -28,7 +28,10 @@ from django.utils import timezone
 from hangar.conversations import jsonsafe
 from hangar.conversations.fence import LeaseLost, lease_lost, owner_for
 from hangar.conversations.models import Event, Session
+from hangar.logging import get_logger
 from hangar.rawsql import run as sql_run
+
+log = get_logger(__name__)
 
 SESSION_GROUP = "session.{id}"
 PROJECT_GROUP = "project.{id}"  # every event of the project's sessions (OpenCode's /event stream)
@@ -96,7 +99,8 @@ def set_sink(sink: EventSink) -> None:
 
 # Integrations (outbound webhooks, Slack status) listen to stored events too, without the store importing
 # them. A listener is called inside the publishing transaction with (session, events) and must only
-# filter by type and schedule its work on commit: it runs in the agent step.
+# filter by type and schedule its work on commit (robust: the broker may be down): it runs in the agent
+# step, and what it raises is logged, never passed to the step.
 _listeners: list = []
 
 
@@ -178,8 +182,23 @@ def publish_many(
     sink = _sink
     transaction.on_commit(lambda: sink.broadcast_many(groups, messages))
     for listener in _listeners:
-        listener(session, out)
+        _notify(listener, session, out)
     return out
+
+
+def _notify(listener, session: Session, events: list[Event]) -> None:
+    """A listener's own failure (its broker or cache is down: Redis restarting) must not fail the write
+    whose events are already stored: raised into the agent step it crashed a run that had finished, and the
+    crash report stored a second idle (tests/faults/test_redis_restart.py). Logged; the log stays whole."""
+    try:
+        listener(session, events)
+    except Exception:
+        log.warning(
+            "event_listener_failed",
+            session=session.pk,
+            listener=getattr(listener, "__module__", ""),
+            exc_info=True,
+        )
 
 
 def publish_ephemeral(session: Session, type: str, payload: dict) -> None:

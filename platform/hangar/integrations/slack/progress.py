@@ -31,13 +31,13 @@ def on_events(session: Session, events: list[Event]) -> None:
 
     for event in kinds:
         if event.type == "session.idle":
-            transaction.on_commit(lambda: tasks.slack_finish.delay(session.pk))
+            transaction.on_commit(lambda: tasks.slack_finish.delay(session.pk), robust=True)
         elif event.type == "permission.asked":
             request_id = event.payload["id"]
-            transaction.on_commit(lambda r=request_id: tasks.slack_permission.delay(r))
+            transaction.on_commit(lambda r=request_id: tasks.slack_permission.delay(r), robust=True)
         elif cache.add(f"slack:status:{session.pk}", 1, timeout=THROTTLE_S):
             transaction.on_commit(
-                lambda: tasks.slack_status.apply_async(args=[session.pk], countdown=THROTTLE_S)
+                lambda: tasks.slack_status.apply_async(args=[session.pk], countdown=THROTTLE_S), robust=True
             )
 
 

@@ -53,7 +53,7 @@ def on_events(session: Session, events: list[Event]) -> None:
     if ids:
         from hangar.integrations.webhooks.tasks import enqueue_fanout
 
-        transaction.on_commit(lambda: enqueue_fanout(session.pk, ids))
+        transaction.on_commit(lambda: enqueue_fanout(session.pk, ids), robust=True)
 
 
 def event_body(event: Event, session: Session) -> str:
