@@ -181,3 +181,15 @@ def through_outage(predicate, timeout: float = 60.0):
             return value
         time.sleep(0.2)
     raise AssertionError(f"timed out after {timeout}s")
+
+
+def wait_workers_ready(count: int, timeout: float = 90.0) -> None:
+    """Until `count` workers answer a control ping (a worker answers once it takes tasks): a fault
+    injected before the worker that must recover is up would time the machine's load, not the recovery."""
+    from hangar.celery import app
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if len(app.control.ping(timeout=1.0)) >= count:
+            return
+    raise AssertionError(f"fewer than {count} workers answered within {timeout}s")

@@ -6,7 +6,14 @@ import pytest
 from hangar.conversations.models import Session
 from hangar.engine.services import session_prompt
 from tests.engine.conftest import text_of, text_prompt, tool_parts, wait_for, wait_idle
-from tests.faults.checks import assert_nothing_busy, assert_sound_log, assert_stream_resumes, bash, seq_now
+from tests.faults.checks import (
+    assert_nothing_busy,
+    assert_sound_log,
+    assert_stream_resumes,
+    bash,
+    seq_now,
+    wait_workers_ready,
+)
 
 pytestmark = [pytest.mark.faults, pytest.mark.django_db(transaction=True)]
 
@@ -24,6 +31,7 @@ def test_a_worker_sigkilled_mid_step_hands_the_session_over_with_a_sound_log(
     assert f":{first.proc.pid}:" in owner
     start_worker(beat=True)  # starts while the command runs; its beat recovers expired leases every 5 s
     wait_for(lambda: any(p["state"]["status"] == "running" for p in tool_parts(session)), what="bash running")
+    wait_workers_ready(2)
 
     killed_at = seq_now(session)
     first.kill()  # SIGKILL mid-step: no cleanup, the lease just stops being renewed
