@@ -22,7 +22,7 @@ def test_a_worker_sigkilled_mid_step_hands_the_session_over_with_a_sound_log(
     alice, script, make_session, start_worker
 ):
     script_id = script.load(
-        [[{"text": "Running it."}, bash("c1", "sleep 30")], [{"text": "resumed and finished"}]]
+        [[{"text": "Running it."}, bash("c1", "sleep 120")], [{"text": "resumed and finished"}]]
     )
     first = start_worker()
     session = make_session(alice, script_id)
@@ -32,6 +32,7 @@ def test_a_worker_sigkilled_mid_step_hands_the_session_over_with_a_sound_log(
     start_worker(beat=True)  # starts while the command runs; its beat recovers expired leases every 5 s
     wait_for(lambda: any(p["state"]["status"] == "running" for p in tool_parts(session)), what="bash running")
     wait_workers_ready(2)
+    assert tool_parts(session)[0]["state"]["status"] == "running"  # the kill lands mid-command
 
     killed_at = seq_now(session)
     first.kill()  # SIGKILL mid-step: no cleanup, the lease just stops being renewed
