@@ -56,6 +56,7 @@ INSTALLED_APPS = [
     "hangar.accounts",
     "hangar.projects",
     "hangar.audit",
+    "hangar.usage",
     "hangar.conversations",
     "hangar.repos",
     "hangar.engine",

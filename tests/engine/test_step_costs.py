@@ -18,7 +18,7 @@ def call(name, call_id, **arguments):
     return {"tool_calls": [{"name": name, "id": call_id, "arguments": arguments}]}
 
 
-def test_a_tool_step_is_one_read_and_three_writes(alice, script, make_session):
+def test_a_tool_step_is_two_reads_and_three_writes(alice, script, make_session):
     script_id = script.load(
         [
             [call("write", "c1", filePath="/workspace/a.txt", content="a\n")],
@@ -36,7 +36,10 @@ def test_a_tool_step_is_one_read_and_three_writes(alice, script, make_session):
     # A step: the assistant message with its step-start; the call running; its outcome with the step's
     # closing parts. The first step also reads what a run reads once (credential, sandbox env).
     first_step, second_step = sql[starts[0] + 1 : starts[1]], sql[starts[1] + 1 : starts[2]]
-    assert len(second_step) == 3, second_step
+    # Before the call, the usage gate's one read (allow-list and budgets: hangar.usage.gate).
+    assert len(second_step) == 4, second_step
+    assert second_step[0].startswith("SELECT (SELECT a.allowed FROM usage_modelallowlist")
+    second_step = second_step[1:]
     for step in (first_step[-3:], second_step):
         assert step[0].startswith("WITH w0 AS (INSERT INTO conversations_message")
         assert all(s.startswith("WITH w0 AS (INSERT INTO conversations_part") for s in step[1:])

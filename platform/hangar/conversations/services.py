@@ -106,10 +106,13 @@ def parts_upsert(
     parts: list[dict],
     message_data: dict | None = None,
     usage: tuple[float, dict] | None = None,
+    ledger: list[tuple[str, list]] | tuple = (),
 ) -> tuple[list[dict], Message]:
     """Create or replace several parts of `message`, then optionally replace the message's data and set
     the session's usage totals (`usage` = (cost to add, new token totals)): one statement, one event per
-    row, in that order (a step's closing parts, then its completed message). Returns the parts as stored."""
+    row, in that order (a step's closing parts, then its completed message). `ledger` = the model call's
+    ledger writes (hangar.usage.ledger_services.ledger_writes), so the call is recorded in the statement
+    that adds its cost to the session. Returns the parts as stored."""
     written = [_part_write(message, part) for part in parts]
     events = [("message.part.updated", {"part": p}) for p, _ in written]
     writes = [w for _, w in written]
@@ -119,6 +122,7 @@ def parts_upsert(
         )
         events.append(("message.updated", {"info": message_data}))
         writes.append((_MESSAGE_UPDATE, [json.dumps(message_data), message.pk]))
+    writes.extend(ledger)
     session_set = (
         ("cost = cost + %s, tokens = %s::jsonb", [usage[0], json.dumps(usage[1])]) if usage else None
     )

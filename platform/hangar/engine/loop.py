@@ -18,6 +18,7 @@ session shows.
 from __future__ import annotations
 
 import threading
+import time
 
 from hangar.conversations import loop_selectors as reads
 from hangar.conversations import services as store
@@ -32,6 +33,7 @@ from hangar.engine.dbconn import release_connection
 from hangar.engine.history import to_model_messages
 from hangar.engine.outcomes import (
     Aborted,
+    BudgetBlocked,
     Finished,
     MaxSteps,
     ModelUnavailable,
@@ -41,18 +43,20 @@ from hangar.engine.outcomes import (
     TurnEnded,
 )
 from hangar.engine.processor import StepResult, StreamProcessor
-from hangar.engine.providers.base import ProviderError
+from hangar.engine.providers.base import ProviderError, Usage
 from hangar.engine.providers.cost import step_cost
 from hangar.engine.providers.resolve import model_for
 from hangar.engine.retry import MAX_ATTEMPTS, retry_delay
 from hangar.engine.sandboxes import sandbox_for
 from hangar.engine.session_sandbox import SessionSandbox
+from hangar.engine.spend import check_before_call, model_call, step_call
 from hangar.engine.system import build_system, prompt_text
 from hangar.engine.titles import title_maybe
 from hangar.engine.tool_calls import CallScope, ToolCalls
 from hangar.engine.tools.base import PermissionAsked
 from hangar.engine.tools.registry import get_tools, tool_schemas
 from hangar.logging import get_logger
+from hangar.usage.ledger_services import ledger_writes, usage_record
 
 log = get_logger(__name__)
 CONTINUES = ("tool-calls", "unknown")  # finish reasons after which the turn goes on
@@ -80,6 +84,7 @@ class Loop:
         self.model, self._model_key = None, None  # resolved once per run (the credential is decrypted then)
         self.org_policy: list[dict] | None = None  # read once per run
         self.steps = 0
+        self._latency: dict[str, int] = {}  # ms of each step's model call, by message, until it closes
 
     def run(self) -> None:
         session = self.session = session_for_run(self.session_id)
@@ -89,6 +94,7 @@ class Loop:
             self.abort.set()
         if session.status != "busy":
             store.session_status_set(session=session, status="busy")
+        blocked = None
         try:
             while True:
                 self.step()
@@ -96,6 +102,8 @@ class Loop:
             return  # parked: the reply re-enqueues the run
         except (ModelUnavailable, ProviderFailed) as failed:
             publish(session, "session.error", {"sessionID": self.session_id, "error": failed.args[0]})
+        except BudgetBlocked as exc:  # told and audited by the check: the session shows it stays blocked
+            blocked = exc.detail
         except TurnEnded:
             pass  # Finished, Stopped, Aborted, MaxSteps, NothingToAnswer: the session goes idle
         if self.lost.is_set():
@@ -104,8 +112,8 @@ class Loop:
         aborted = self.abort.is_set()
         if aborted:
             finish_aborted_turn(session, self.abort)
-        store.session_status_set(session=session, status="idle")
-        if not aborted:
+        store.session_status_set(session=session, status="idle", detail=blocked)
+        if not aborted and blocked is None:
             title_maybe(self)  # after idle, as OpenCode does it: off the turn's critical path
 
     # --- one step ------------------------------------------------------------------------------------
@@ -132,6 +140,9 @@ class Loop:
         if self.agent.steps and self.steps > self.agent.steps:
             raise MaxSteps()
         last_step = bool(self.agent.steps and self.steps == self.agent.steps)
+        # The next call is estimated at what the session's last one cost (kept across runs: its message).
+        estimate = (assistant.data.get("cost") or 0.0) if assistant is not None else 0.0
+        check_before_call(self.session, *self._model_key, estimate=estimate)
         start = self.sandbox.step_start()
         message = store.message_create(
             session=self.session,
@@ -150,7 +161,9 @@ class Loop:
         stored = self.reader.history(state)
         history = to_model_messages(stored) + self._reminders(state.messages, last_step)
         prior_tools = [p for _info, parts in stored for p in parts if p["type"] == "tool"]
+        began = time.monotonic()
         result = self.stream(message, system, history, [] if last_step else tool_schemas(self.tools))
+        self._latency[message.pk] = int((time.monotonic() - began) * 1000)
         # Kept on the instance; written to the row only if the step parks (else once, as it closes).
         message.data = {**message.data, **self._usage_data(result)}
         try:
@@ -199,12 +212,15 @@ class Loop:
             }
         )
         finish = "stop" if stopped else data["finish"]
-        # The step's closing parts, its completed message and the session's usage: one statement.
+        # The step's closing parts, its completed message, the session's usage and the call's ledger row:
+        # one statement.
+        call = step_call(self.session, data, self._latency.pop(message.pk, None))
         store.parts_upsert(
             message=message,
             parts=calls.take_unsaved() + closing,
             usage=self._usage_after(data),
             message_data={**data, "finish": finish, "time": {**data["time"], "completed": now_ms()}},
+            ledger=ledger_writes(call),
         )
         if stopped:
             raise stopped
@@ -235,6 +251,7 @@ class Loop:
                     store.session_status_set(session=self.session, status="busy")
                 return result
             except ProviderError as exc:
+                self._record_failed_call()
                 if self.abort.is_set():
                     raise Aborted() from exc
                 attempt += 1
@@ -323,6 +340,22 @@ class Loop:
         if last_step:
             out.append(prompt_text("max_steps"))
         return [{"role": "user", "content": "\n".join(out)}] if out else []
+
+    def _record_failed_call(self) -> None:
+        """A failed attempt is a call too: the ledger shows it (nothing was billed for it)."""
+        provider, model = self.model_ref["providerID"], self.model_ref["modelID"]
+        usage_record(
+            model_call(
+                self.session,
+                kind="step",
+                provider=provider,
+                model=model,
+                usage=Usage(),
+                cost=0.0,
+                latency_ms=None,
+                outcome="error",
+            )
+        )
 
     def _usage_data(self, result: StepResult) -> dict:
         u = result.usage

@@ -46,3 +46,18 @@ class ProviderFailed(TurnEnded):
 class ModelUnavailable(TurnEnded):
     """The model could not be resolved (e.g. no credential for its provider): the person can act on it;
     `session.error` was published. No message was created."""
+
+
+class BudgetBlocked(TurnEnded):
+    """A hard budget leaves no room for the next model call (hangar.usage.gate): the call is not made,
+    `session.error` (BudgetExceededError) was published and audited; the session ends idle, its status
+    saying `{"blocked": "budget"}`."""
+
+    def __init__(self, detail: dict):
+        super().__init__(detail)
+        self.detail = detail
+
+
+class ModelRefused(TurnEnded):
+    """The org's allow-list refuses the model: `session.error` (ModelNotAllowedError) was published and
+    audited before any call."""

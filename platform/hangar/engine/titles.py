@@ -3,13 +3,18 @@ call turns the first user message into a title of at most 50 characters."""
 
 from __future__ import annotations
 
+import time
+
 from hangar.conversations.loop_selectors import title_and_parent
 from hangar.conversations.services import DEFAULT_TITLE_PREFIX
 from hangar.conversations.session_services import session_title_generated
 from hangar.engine.agents import agent_get
-from hangar.engine.providers.base import ProviderError
+from hangar.engine.providers.base import ProviderError, Usage
+from hangar.engine.providers.cost import step_cost
+from hangar.engine.spend import model_call, quiet_check
 from hangar.engine.system import prompt_text
 from hangar.logging import get_logger
+from hangar.usage.ledger_services import usage_record
 
 log = get_logger(__name__)
 MAX_CHARS = 50
@@ -35,15 +40,37 @@ def title_maybe(run) -> None:
     if first is None or not (run.steps or any(m.role == "assistant" for m in messages)):
         return
     text = "\n".join(p["text"] for p in run.reader.parts_of(first) if p["type"] == "text")
+    provider, model = run.model.provider_id, run.model.model_id
+    if not quiet_check(run.session, provider, model):
+        return
+    began, outcome = time.monotonic(), "error"
     try:
         answer = run.model.complete(
             system=[prompt_text("title")],
             temperature=agent_get("title").temperature,
             messages=[{"role": "user", "content": f"Generate a title for this conversation:\n{text[:4000]}"}],
         )
+        outcome = "ok"
     except ProviderError:
         log.info("title_failed", session=run.session_id, exc_info=True)
         return
+    finally:
+        # The call's usage as the provider reported it (a model that keeps none: zero).
+        usage = getattr(run.model, "last_usage", None) or Usage()
+        cost = step_cost(provider, model, usage) if outcome == "ok" else 0.0
+        latency = int((time.monotonic() - began) * 1000)
+        usage_record(
+            model_call(
+                run.session,
+                kind="title",
+                provider=provider,
+                model=model,
+                usage=usage,
+                cost=cost,
+                latency_ms=latency,
+                outcome=outcome,
+            )
+        )
     title = clean_title(answer)
     if not title:
         return

@@ -39,7 +39,7 @@ from typing import Any
 from hangar import netguard
 from hangar.engine.providers import ambient
 from hangar.engine.providers.assemble import StreamAssembler, openai_sse_events
-from hangar.engine.providers.base import ProviderError, StreamEvent, is_retryable
+from hangar.engine.providers.base import ProviderError, StreamEvent, Usage, is_retryable
 from hangar.engine.providers.guard import guarded
 from hangar.engine.providers.limits import bounded_lines, cap
 from hangar.engine.providers.redact import redact
@@ -226,6 +226,7 @@ class LiteLLMModel:
         self._api_base, self._api_key, self._timeout = api_base or None, api_key or KEYLESS, timeout_s
         # Any OpenAI-compatible api_base: talk OpenAI wire format to it; else let LiteLLM route.
         self._model = f"openai/{model_id}" if api_base else f"{provider_id}/{model_id}"
+        self.last_usage: Usage | None = None  # of the last `complete` (the title call's ledger row)
 
     def _kwargs(self, temperature: float | None) -> dict:
         kwargs = {
@@ -258,6 +259,7 @@ class LiteLLMModel:
             raise self._error(exc) from exc
         finally:
             _last.response = None
+        self.last_usage = usage_of(getattr(response, "usage", None))
         return response.choices[0].message.content or ""
 
     def stream(

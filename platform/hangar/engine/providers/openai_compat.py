@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 from hangar.engine.providers import http
 from hangar.engine.providers.assemble import openai_sse_events
-from hangar.engine.providers.base import ProviderError, StreamEvent, is_retryable
+from hangar.engine.providers.base import ProviderError, StreamEvent, Usage, is_retryable
 from hangar.engine.providers.guard import guarded
 from hangar.engine.providers.limits import TooLarge, cap
 from hangar.engine.providers.redact import redact
@@ -77,6 +77,7 @@ class OpenAICompatModel:
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._key = api_key
         self._timeout = timeout_s
+        self.last_usage: Usage | None = None  # of the last `complete` (the title call's ledger row)
 
     def _post(self, body: dict) -> http.Response:
         try:
@@ -118,6 +119,7 @@ class OpenAICompatModel:
             raise ProviderError(
                 f"the provider's answer is not JSON: {raw[:200]!r}", name="APIError"
             ) from None
+        self.last_usage = usage_of(body.get("usage") if isinstance(body, dict) else None)
         return _answer_text(body)
 
     def stream(

@@ -1,0 +1,108 @@
+"""The check before every model call: is the model on the org's allow-list, and does every budget that
+covers the call (the org's, its project's, its prompter's) leave room for it?
+
+One prepared statement, indexed: the org's allow-list row, its budgets covering (project, member), and each
+budget's spend so far this period summed from the daily rollup (never the ledger). An org with neither
+budgets nor a list reads two index probes that find nothing.
+
+A hard limit stops the call when the period's spend has reached it, or when the spend plus the caller's
+estimate of the call (what the session's previous call cost) would pass it: the call that
+would exceed the limit is not made.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+
+from django.utils import timezone
+
+from hangar.rawsql import run
+
+_GATE = (
+    "SELECT (SELECT a.allowed FROM usage_modelallowlist a WHERE a.org_id = %s),"
+    " (SELECT coalesce(json_agg(json_build_array(b.id, b.scope, b.period, b.hard_limit, b.soft_limit,"
+    "  b.alerted_for, b.project_id, b.user_id,"
+    "  (SELECT coalesce(sum(d.cost), 0) FROM usage_usagedaily d WHERE d.org_id = b.org_id"
+    "   AND d.day >= CASE WHEN b.period = 'day' THEN %s::date ELSE %s::date END"
+    "   AND (b.project_id IS NULL OR d.project_id = b.project_id)"
+    "   AND (b.user_id IS NULL OR d.user_id = b.user_id))) ORDER BY b.id), '[]')"
+    "  FROM usage_budget b WHERE b.org_id = %s"
+    "  AND (b.project_id IS NULL OR b.project_id = %s) AND (b.user_id IS NULL OR b.user_id = %s))"
+)
+
+
+@dataclass(frozen=True)
+class BudgetState:
+    id: int
+    scope: str
+    period: str
+    hard_limit: float | None
+    soft_limit: float | None
+    alerted_for: str | None
+    project_id: int | None
+    user_id: int | None
+    spent: float
+    period_start: dt.date
+
+    def view(self) -> dict:
+        """What the session's error event and the audit row say of the budget."""
+        return {
+            "id": self.id,
+            "scope": self.scope,
+            "period": self.period,
+            "hard_limit": self.hard_limit,
+            "soft_limit": self.soft_limit,
+            "spent": round(self.spent, 6),
+            **({"project": self.project_id} if self.project_id else {}),
+            **({"member": self.user_id} if self.user_id else {}),
+        }
+
+
+@dataclass(frozen=True)
+class Verdict:
+    refused_model: str | None  # the model, when the allow-list refuses it
+    blocked: BudgetState | None  # the first budget whose hard limit stops the call
+    alerts: list[BudgetState]  # budgets past their soft limit not yet alerted this period
+
+
+def _allowed(allowed: list[str] | None, provider: str, model: str) -> bool:
+    return not allowed or f"{provider}/{model}" in allowed or model in allowed
+
+
+def usage_gate(
+    *,
+    org_id: int,
+    project_id: int | None,
+    user_id: int | None,
+    provider: str,
+    model: str,
+    estimate: float = 0.0,
+) -> Verdict:
+    today = timezone.now().astimezone(dt.UTC).date()
+    month = today.replace(day=1)
+    row = run(_GATE, [org_id, today, month, org_id, project_id, user_id])[0]
+    allowed = json.loads(row[0]) if isinstance(row[0], str) else row[0]
+    if not _allowed(allowed, provider, model):
+        return Verdict(refused_model=f"{provider}/{model}", blocked=None, alerts=[])
+    budgets = json.loads(row[1]) if isinstance(row[1], str) else row[1]
+    blocked, alerts = None, []
+    for bid, scope, period, hard, soft, alerted, pid, uid, spent in budgets:
+        state = BudgetState(
+            bid,
+            scope,
+            period,
+            hard,
+            soft,
+            alerted,
+            pid,
+            uid,
+            float(spent),
+            today if period == "day" else month,
+        )
+        if hard is not None and blocked is None and (state.spent >= hard or state.spent + estimate > hard):
+            blocked = state
+        if soft is not None and state.spent >= soft and alerted != state.period_start.isoformat():
+            alerts.append(state)
+    return Verdict(refused_model=None, blocked=blocked, alerts=alerts)

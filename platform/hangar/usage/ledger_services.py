@@ -1,0 +1,102 @@
+"""Recording a model call: the one function every caller uses (a step, the title agent, compaction).
+
+A call is two writes: its ledger row and its day's rollup (an upsert adding to the running sums). Both
+are returned as `(sql, params)` statements ending in `RETURNING 1`, so a caller that already writes the
+call's cost in one statement (the step's closing write, hangar.conversations.services.parts_upsert) adds
+them to that statement as CTEs: the session's cost, the ledger and the rollup commit or fail together.
+A caller with nothing else to write runs `usage_record`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hangar.rawsql import run
+
+_LEDGER_INSERT = (
+    "INSERT INTO usage_usagerecord (org_id, project_id, session_id, user_id, kind, source, provider, model,"
+    " input_tokens, output_tokens, reasoning_tokens, cache_read_tokens, cache_write_tokens, cost,"
+    " latency_ms, outcome, created_at)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, now()) RETURNING 1"
+)
+# The day is the transaction's UTC date, as the budget check reads it (hangar.usage.selectors).
+_ROLLUP_UPSERT = (
+    "INSERT INTO usage_usagedaily AS d (org_id, day, project_id, user_id, provider, model, calls, errors,"
+    " input_tokens, output_tokens, reasoning_tokens, cache_read_tokens, cache_write_tokens, cost)"
+    " VALUES (%s, (now() AT TIME ZONE 'UTC')::date, %s, %s, %s, %s, 1, %s, %s, %s, %s, %s, %s, %s)"
+    " ON CONFLICT (org_id, day, project_id, user_id, provider, model) DO UPDATE SET"
+    " calls = d.calls + 1, errors = d.errors + EXCLUDED.errors,"
+    " input_tokens = d.input_tokens + EXCLUDED.input_tokens,"
+    " output_tokens = d.output_tokens + EXCLUDED.output_tokens,"
+    " reasoning_tokens = d.reasoning_tokens + EXCLUDED.reasoning_tokens,"
+    " cache_read_tokens = d.cache_read_tokens + EXCLUDED.cache_read_tokens,"
+    " cache_write_tokens = d.cache_write_tokens + EXCLUDED.cache_write_tokens,"
+    " cost = d.cost + EXCLUDED.cost RETURNING 1"
+)
+_RECORD = f"WITH w0 AS ({_LEDGER_INSERT}), w1 AS ({_ROLLUP_UPSERT}) SELECT 1"
+
+
+@dataclass(frozen=True)
+class ModelCall:
+    """One call to a model, as the ledger keeps it. `outcome`: ok | error | interrupted."""
+
+    org_id: int
+    project_id: int | None
+    session_id: str
+    user_id: int | None
+    kind: str  # hangar.usage.models.CallKind
+    source: str
+    provider: str
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost: float = 0.0
+    latency_ms: int | None = None
+    outcome: str = "ok"
+
+    def tokens(self) -> list[int]:
+        return [
+            self.input_tokens,
+            self.output_tokens,
+            self.reasoning_tokens,
+            self.cache_read_tokens,
+            self.cache_write_tokens,
+        ]
+
+
+def ledger_writes(call: ModelCall) -> list[tuple[str, list]]:
+    """The call's ledger row and rollup upsert, each `(sql, params)` returning one row."""
+    ledger = [
+        call.org_id,
+        call.project_id,
+        call.session_id,
+        call.user_id,
+        call.kind,
+        call.source[:16],
+        call.provider[:100],
+        call.model[:200],
+        *call.tokens(),
+        call.cost,
+        call.latency_ms,
+        call.outcome,
+    ]
+    rollup = [
+        call.org_id,
+        call.project_id or 0,
+        call.user_id or 0,
+        call.provider[:100],
+        call.model[:200],
+        0 if call.outcome == "ok" else 1,
+        *call.tokens(),
+        call.cost,
+    ]
+    return [(_LEDGER_INSERT, ledger), (_ROLLUP_UPSERT, rollup)]
+
+
+def usage_record(call: ModelCall) -> None:
+    """Record a call that has no other write to ride on (a title call): one statement."""
+    (_, ledger), (_, rollup) = ledger_writes(call)
+    run(_RECORD, [*ledger, *rollup])
