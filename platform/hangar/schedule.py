@@ -4,5 +4,7 @@ BEAT_SCHEDULE = {
     # Runs whose lease expired (worker killed) are resumed by another worker.
     "engine-recover-expired-leases": {"task": "hangar.engine.recover_expired_runs", "schedule": 5.0},
     "sandbox-reap": {"task": "hangar.engine.reap_sandboxes", "schedule": 60.0},
+    # Each org's audit rows older than its retention (default 180 days); the purge audits itself.
+    "audit-retention-purge": {"task": "hangar.accounts.purge_audit", "schedule": 3600.0},
     "webhooks-purge-receipts": {"task": "hangar.integrations.webhooks.purge_receipts", "schedule": 300.0},
 }

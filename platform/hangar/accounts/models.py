@@ -44,6 +44,8 @@ class Org(models.Model):
     # default (settings.HANGAR_ORG_MAX_RUNS / HANGAR_ORG_MAX_SANDBOXES).
     max_concurrent_runs = models.PositiveIntegerField(null=True, blank=True)
     max_live_sandboxes = models.PositiveIntegerField(null=True, blank=True)
+    # How long the audit log keeps this org's rows; a scheduled purge (hangar.schedule) removes older ones.
+    audit_retention_days = models.PositiveIntegerField(default=180)
     created_at = models.DateTimeField(auto_now_add=True)
     # Moves with every save: a running session compares it to notice a changed org policy (M11).
     updated_at = models.DateTimeField(auto_now=True)
@@ -57,10 +59,13 @@ class Role(models.TextChoices):
     ADMIN = "admin"
     MEMBER = "member"
     VIEWER = "viewer"
+    # Reads the audit log and usage (hangar.accounts.selectors.check_reader) and nothing else.
+    AUDITOR = "auditor"
 
 
-# Higher rank may do everything a lower rank may.
-ROLE_RANK = {Role.VIEWER: 0, Role.MEMBER: 1, Role.ADMIN: 2, Role.OWNER: 3}
+# Higher rank may do everything a lower rank may. The auditor ranks below every role: no role check lets
+# it through; only the audit and usage reads admit it by name.
+ROLE_RANK = {Role.AUDITOR: -1, Role.VIEWER: 0, Role.MEMBER: 1, Role.ADMIN: 2, Role.OWNER: 3}
 
 
 class Membership(models.Model):

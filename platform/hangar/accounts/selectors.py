@@ -33,6 +33,13 @@ def check_role(membership: Membership, at_least: str) -> None:
         raise PermissionDenied(f"This requires the {Role(at_least).value} role or higher.")
 
 
+def check_reader(membership: Membership) -> None:
+    """PermissionDenied unless the membership may read the org's audit log and usage: admins and owners,
+    and the auditor role, which may read those and nothing else."""
+    if membership.role != Role.AUDITOR and not membership.has_role(Role.ADMIN):
+        raise PermissionDenied("This requires the admin or auditor role.")
+
+
 def require_role(actor: Actor, org_id: int, at_least: str) -> Membership:
     """The actor's membership in `org_id` with at least role `at_least`.
 

@@ -3,6 +3,7 @@
 from django.urls import include, path
 
 from hangar.api import (
+    audit_views,
     auth_views,
     credential_views,
     env_views,
@@ -11,6 +12,7 @@ from hangar.api import (
     org_views,
     project_views,
     token_views,
+    usage_views,
 )
 from hangar.health import HealthView
 
@@ -52,5 +54,13 @@ urlpatterns: list = [
         grant_views.PermissionGrantRevokeView.as_view(),
         name="permission-grant",
     ),
+    path(ORG + "usage", usage_views.UsageView.as_view(), name="usage"),
+    path(ORG + "usage/export.csv", usage_views.UsageExportView.as_view(), name="usage-export"),
+    path(ORG + "budgets/", usage_views.BudgetListSetView.as_view(), name="budgets"),
+    path(ORG + "budgets/<int:budget_id>", usage_views.BudgetDetailView.as_view(), name="budget"),
+    path(ORG + "model-allowlist", usage_views.ModelAllowListView.as_view(), name="model-allowlist"),
+    path(ORG + "audit/", audit_views.AuditListView.as_view(), name="audit"),
+    path(ORG + "audit/export.<str:kind>", audit_views.AuditExportView.as_view(), name="audit-export"),
+    path(ORG + "audit/retention", audit_views.AuditRetentionView.as_view(), name="audit-retention"),
     path("", include("hangar.api.sessions_urls")),  # sessions, messages, events (realtime engineer)
 ]

@@ -40,6 +40,7 @@ class AuditEvent(models.Model):
 
     class Meta:
         ordering = ["-id"]
+        indexes = [models.Index(fields=["org", "-id"], name="audit_org_id_desc")]
 
     def save(self, *args, **kwargs):
         if self.pk is not None:

@@ -2,7 +2,7 @@
 
 from typing import Protocol
 
-from django.db import transaction
+from django.db import connection, transaction
 
 from hangar.audit.models import AuditEvent
 
@@ -53,3 +53,28 @@ def audit_record(
         ip=actor.ip,
         request_id=actor.request_id,
     )
+
+
+def audit_purge(*, actor: AuditActor, org_id: int, before, retention_days: int) -> int:
+    """Delete the org's audit rows older than `before` and record that it did (when it removed any), in one
+    transaction; the database lets this DELETE through only because the transaction says so (migration
+    0003)."""
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL hangar.audit_purge = 'on'")
+            cursor.execute(
+                "DELETE FROM audit_auditevent WHERE org_id = %s AND created_at < %s", [org_id, before]
+            )
+            deleted = cursor.rowcount
+            cursor.execute("SET LOCAL hangar.audit_purge = 'off'")
+        if not deleted:  # a run that removed nothing leaves no row either (it runs daily, per org)
+            return 0
+        audit_record(
+            actor=actor,
+            action="audit.purge",
+            org_id=org_id,
+            target_type="accounts.org",
+            target_id=str(org_id),
+            data={"before": before.isoformat(), "deleted": deleted, "retention_days": retention_days},
+        )
+    return deleted

@@ -10,11 +10,13 @@ from datetime import datetime
 from django.db.models import Prefetch, QuerySet
 
 from hangar.accounts.actors import Actor
+from hangar.accounts.models import Role
 from hangar.conversations.models import Event, Message, Part, PermissionGrant, PermissionRequest, Session
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
 MAX_EVENTS = 1000
+SESSION_ROLES = [role for role in Role.values if role != Role.AUDITOR]
 
 
 def visible_sessions(actor: Actor) -> QuerySet[Session]:
@@ -24,7 +26,10 @@ def visible_sessions(actor: Actor) -> QuerySet[Session]:
     if actor.token is not None and actor.token.org_id != actor.org_id:
         return Session.objects.none()
     if actor.user is not None:
-        sessions = sessions.filter(org__memberships__user=actor.user)
+        # An auditor reads the audit log and usage, not the sessions themselves.
+        sessions = sessions.filter(
+            org__memberships__user=actor.user, org__memberships__role__in=SESSION_ROLES
+        )
     return sessions
 
 

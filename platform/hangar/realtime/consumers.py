@@ -32,7 +32,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from hangar.accounts.actors import Actor
-from hangar.accounts.models import ApiToken, Org
+from hangar.accounts.models import ApiToken, Org, Role
 from hangar.accounts.selectors import membership_in
 from hangar.audit.models import ActorType
 from hangar.conversations import selectors
@@ -79,6 +79,8 @@ def _visible_session(user, token, session_id: str) -> Session | None:
 def _visible_org(user, token, slug: str) -> Org | None:
     membership = membership_in(user, slug)
     if membership is None or (token is not None and token.org_id != membership.org_id):
+        return None
+    if membership.role == Role.AUDITOR:  # reads the audit log and usage only, not the org's sessions
         return None
     return membership.org
 

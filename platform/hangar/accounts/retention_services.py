@@ -1,0 +1,46 @@
+"""How long an org keeps its audit log, and the scheduled purge that enforces it (hangar.schedule)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from django.db import transaction
+from django.utils import timezone
+from rest_framework.exceptions import ValidationError
+
+from hangar.accounts.actors import Actor, system_actor
+from hangar.accounts.models import Org, Role
+from hangar.accounts.selectors import require_role
+from hangar.audit.services import audit_purge, audit_record
+
+MIN_DAYS, MAX_DAYS = 1, 3650
+
+
+@transaction.atomic
+def org_audit_retention_set(*, actor: Actor, org: Org, days) -> Org:
+    require_role(actor, org.pk, Role.ADMIN)
+    if isinstance(days, bool) or not isinstance(days, int) or not MIN_DAYS <= days <= MAX_DAYS:
+        raise ValidationError({"days": [f"A whole number of days from {MIN_DAYS} to {MAX_DAYS}."]})
+    org = Org.objects.select_for_update().get(pk=org.pk)
+    before = org.audit_retention_days
+    org.audit_retention_days = days
+    org.save(update_fields=["audit_retention_days"])
+    audit_record(
+        actor=actor, action="audit.retention.set", target=org, data={"before": before, "after": days}
+    )
+    return org
+
+
+def audit_retention_purge(now: dt.datetime | None = None) -> dict[int, int]:
+    """Purge every org's audit rows older than its retention; {org id: rows deleted} (each org in its own
+    transaction, with its own audit row when it deleted any)."""
+    now = now or timezone.now()
+    deleted = {}
+    for org_id, days in Org.objects.order_by("pk").values_list("pk", "audit_retention_days"):
+        deleted[org_id] = audit_purge(
+            actor=system_actor(org_id, "audit-retention"),
+            org_id=org_id,
+            before=now - dt.timedelta(days=days),
+            retention_days=days,
+        )
+    return deleted

@@ -1,0 +1,165 @@
+"""Usage and spend limits of an org: usage by day, member, project or model (JSON and CSV), budgets and
+the model allow-list. Admins, owners and auditors read; admins and owners write; anyone else in the org
+gets a 403, anyone outside it a 404."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+
+from django.http import HttpResponse
+from django.utils import timezone
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from hangar.accounts.models import Role
+from hangar.accounts.selectors import check_reader
+from hangar.api.scoping import OrgScope, scope_for
+from hangar.usage.selectors import (
+    GROUPS,
+    MAX_DAYS,
+    SUMS,
+    budget_get,
+    budget_list,
+    model_allowlist,
+    usage_report,
+)
+from hangar.usage.services import budget_delete, budget_set, budget_view, model_allowlist_set
+
+
+def reader_scope(request, org: str) -> OrgScope:
+    """The caller's scope if they may read the org's usage and audit log (admin, owner, auditor)."""
+    scope = scope_for(request, org, Role.AUDITOR)
+    check_reader(scope.membership)
+    return scope
+
+
+def _day(request, name: str, default: dt.date) -> dt.date:
+    raw = request.query_params.get(name)
+    if not raw:
+        return default
+    try:
+        return dt.date.fromisoformat(raw)
+    except ValueError:
+        raise ValidationError({name: ["A date as YYYY-MM-DD."]}) from None
+
+
+def _report(request, org: str) -> dict:
+    scope = reader_scope(request, org)
+    today = timezone.now().astimezone(dt.UTC).date()
+    end = _day(request, "to", today)
+    start = _day(request, "from", end - dt.timedelta(days=29))
+    if start > end:
+        raise ValidationError({"from": ["Must not be after 'to'."]})
+    if (end - start).days >= MAX_DAYS:
+        raise ValidationError({"from": [f"A range of at most {MAX_DAYS} days."]})
+    group = request.query_params.get("group_by", "day")
+    if group not in GROUPS:
+        raise ValidationError({"group_by": [f"One of: {', '.join(GROUPS)}."]})
+    return usage_report(org=scope.org, start=start, end=end, group=group)
+
+
+USAGE_PARAMS = [
+    OpenApiParameter("from", str, description="first UTC day, YYYY-MM-DD (default: 29 days before 'to')"),
+    OpenApiParameter("to", str, description="last UTC day, included (default: today)"),
+    OpenApiParameter("group_by", str, enum=list(GROUPS), description="default: day"),
+]
+
+
+class UsageView(APIView):
+    @extend_schema(operation_id="usage_report", parameters=USAGE_PARAMS, responses=dict)
+    def get(self, request, org):
+        return Response(_report(request, org))
+
+
+class UsageExportView(APIView):
+    @extend_schema(
+        operation_id="usage_export_csv", parameters=USAGE_PARAMS, responses={(200, "text/csv"): str}
+    )
+    def get(self, request, org):
+        report = _report(request, org)
+        labels = {"member": ["member"], "project": ["project"]}.get(report["group_by"], [])
+        keys = [*GROUPS[report["group_by"]], *labels]
+        out = io.StringIO()
+        writer = csv.writer(out)
+        writer.writerow([*keys, *SUMS])
+        for row in report["rows"]:
+            writer.writerow([row.get(k, "") for k in keys] + [row[s] for s in SUMS])
+        response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
+        name = f"usage-{org}-{report['group_by']}-{report['from']}-{report['to']}.csv"
+        response["Content-Disposition"] = f'attachment; filename="{name}"'
+        return response
+
+
+class BudgetIn(serializers.Serializer):
+    scope = serializers.CharField()
+    period = serializers.CharField()
+    hard_limit = serializers.FloatField(required=False, allow_null=True, default=None)
+    soft_limit = serializers.FloatField(required=False, allow_null=True, default=None)
+    project = serializers.IntegerField(required=False, allow_null=True, default=None)
+    member = serializers.IntegerField(required=False, allow_null=True, default=None, help_text="user id")
+
+
+def _budget_out(budget) -> dict:
+    return {**(budget_view(budget) or {}), "updated_at": budget.updated_at}
+
+
+class BudgetListSetView(APIView):
+    @extend_schema(operation_id="budgets_list", responses=dict)
+    def get(self, request, org):
+        scope = reader_scope(request, org)
+        return Response([_budget_out(b) for b in budget_list(org=scope.org)])
+
+    @extend_schema(operation_id="budgets_set", request=BudgetIn, responses={200: dict})
+    def post(self, request, org):
+        scope = scope_for(request, org, Role.ADMIN)
+        body = BudgetIn(data=request.data)
+        body.is_valid(raise_exception=True)
+        v = body.validated_data
+        budget = budget_set(
+            actor=scope.actor,
+            org=scope.org,
+            scope=v["scope"],
+            period=v["period"],
+            hard_limit=v["hard_limit"],
+            soft_limit=v["soft_limit"],
+            project_id=v["project"],
+            user_id=v["member"],
+        )
+        return Response(_budget_out(budget))
+
+
+class BudgetDetailView(APIView):
+    @extend_schema(operation_id="budgets_get", responses=dict)
+    def get(self, request, org, budget_id):
+        scope = reader_scope(request, org)
+        return Response(_budget_out(budget_get(org=scope.org, budget_id=budget_id)))
+
+    @extend_schema(operation_id="budgets_delete", responses={204: None})
+    def delete(self, request, org, budget_id):
+        scope = scope_for(request, org, Role.ADMIN)
+        budget_delete(actor=scope.actor, budget=budget_get(org=scope.org, budget_id=budget_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class AllowListIn(serializers.Serializer):
+    models = serializers.ListField(child=serializers.CharField(max_length=300), allow_empty=True)
+
+
+class ModelAllowListView(APIView):
+    @extend_schema(operation_id="model_allowlist_get", responses=dict)
+    def get(self, request, org):
+        scope = reader_scope(request, org)
+        return Response({"models": model_allowlist(org=scope.org)})
+
+    @extend_schema(operation_id="model_allowlist_set", request=AllowListIn, responses=dict)
+    def put(self, request, org):
+        scope = scope_for(request, org, Role.ADMIN)
+        body = AllowListIn(data=request.data)
+        body.is_valid(raise_exception=True)
+        row = model_allowlist_set(actor=scope.actor, org=scope.org, allowed=body.validated_data["models"])
+        return Response({"models": row.allowed})
