@@ -158,6 +158,14 @@ def register(key: str, record: dict[str, Any]) -> bool:
         tmp.unlink(missing_ok=True)
 
 
+def rewrite(key: str, record: dict[str, Any]) -> None:
+    """Replace an existing record whole (atomic: readers see the old or the new one)."""
+    sessions = _dirs()[2]
+    tmp = sessions / f".{key}.{uuid.uuid4().hex}.tmp"
+    tmp.write_text(json.dumps(record))
+    os.replace(tmp, _record_path(key))
+
+
 def lookup(key: str) -> dict[str, Any] | None:
     try:
         record: dict[str, Any] = json.loads(_record_path(key).read_text())

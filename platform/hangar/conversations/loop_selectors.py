@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.db.models import Case, Q, When
 from django.utils import timezone
@@ -28,8 +29,8 @@ _RUN_START = (
     " JOIN accounts_org o ON o.id = s.org_id WHERE s.id = %s"
 )
 
-# What a step needs, in one round trip and one JSON document: the permission layers, every message, and
-# the parts of the messages the caller has not settled (those it holds can no longer change). Each open
+# What a step needs, in one round trip and one JSON document: the permission layers, every message, the
+# parts of the messages the caller has not settled, and the policy stamp (hangar.engine.live_policy) (those it holds can no longer change). Each open
 # message's parts are a subquery of their own on the part's message key: written as a join, the planner
 # could not know the session (a correlated parameter) and hashed the messages against a scan of the whole
 # part table, a read that grew with every session ever stored (tests/conversations/test_loop_selectors.py).
@@ -39,7 +40,8 @@ _STEP_STATE = (
     "  FROM conversations_message m WHERE m.session_id = s.id),"
     " (SELECT coalesce(json_agg(json_build_array(m.id, (SELECT coalesce(json_agg(x.data ORDER BY x.id), '[]')"
     "    FROM conversations_part x WHERE x.message_id = m.id)) ORDER BY m.id), '[]')"
-    "  FROM conversations_message m WHERE m.session_id = s.id AND NOT (m.id = ANY(%b::text[])))"
+    "  FROM conversations_message m WHERE m.session_id = s.id AND NOT (m.id = ANY(%b::text[]))),"
+    " greatest(p.updated_at, (SELECT o.updated_at FROM accounts_org o WHERE o.id = s.org_id))"
     " FROM conversations_session s JOIN projects_project p ON p.id = s.project_id WHERE s.id = %s"
 )
 _PARTS = (
@@ -64,6 +66,7 @@ class StepState:
     project_rules: list | dict
     messages: list[Message]  # oldest first
     parts: dict[str, list[dict]]  # of every message not in `settled`, in part order (possibly empty)
+    policy_stamp: datetime | None = None  # the later of the project's and the org's updated_at
 
 
 def _json(value):
@@ -76,7 +79,7 @@ def step_state(session: Session, settled: list[str]) -> StepState:
     rows = run(_STEP_STATE, [settled, session.pk])
     if not rows:
         raise Session.DoesNotExist(session.pk)
-    session_rules, project_rules, message_rows, part_rows = rows[0]
+    session_rules, project_rules, message_rows, part_rows, policy_stamp = rows[0]
     messages = []
     for message_id, role, data in _json(message_rows):
         message = Message(id=message_id, session=session, role=role, data=data)
@@ -84,7 +87,7 @@ def step_state(session: Session, settled: list[str]) -> StepState:
         messages.append(message)
     # Every message not settled, with its parts in order (an empty list for a message with none).
     parts: dict[str, list[dict]] = dict(_json(part_rows))
-    return StepState(_json(session_rules), _json(project_rules), messages, parts)
+    return StepState(_json(session_rules), _json(project_rules), messages, parts, policy_stamp)
 
 
 def message_parts(session_id: str, message_ids: list[str]) -> dict[str, list[dict]]:

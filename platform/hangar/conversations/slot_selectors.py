@@ -1,5 +1,6 @@
-"""Reads of per-org fairness (hangar.engine.fairness): who waits for a run slot, whose session is running.
-Not actor-scoped: the runner and the engine's own bookkeeping ask, never a person."""
+"""Reads of per-org fairness (hangar.engine.fairness): who waits for a run slot, whose session is running;
+and the policy stamps of running sessions (hangar.engine.live_policy). Not actor-scoped: the runner and the
+engine's own bookkeeping ask, never a person."""
 
 from __future__ import annotations
 
@@ -30,3 +31,16 @@ def sessions_running(session_ids: list[str]) -> set[str]:
             [session_ids],
         )
         return {row[0] for row in cursor.fetchall()}
+
+
+def policy_stamps(session_ids: list[str], *, using=None) -> dict:
+    """{session id: the later of its project's and org's updated_at}. `using`: a psycopg connection of the
+    caller's own (the lease keeper's), else Django's."""
+    with (using or connection).cursor() as cursor:
+        cursor.execute(
+            "SELECT s.id, greatest(p.updated_at, o.updated_at) FROM conversations_session s"
+            " JOIN projects_project p ON p.id = s.project_id JOIN accounts_org o ON o.id = s.org_id"
+            " WHERE s.id = ANY(%s)",
+            [session_ids],
+        )
+        return {row[0]: row[1] for row in cursor.fetchall()}

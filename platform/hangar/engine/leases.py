@@ -28,6 +28,7 @@ from hangar.conversations.loop_services import (
     session_lease_release,
     session_leases_renew,
 )
+from hangar.conversations.slot_selectors import policy_stamps
 from hangar.logging import get_logger
 
 log = get_logger(__name__)
@@ -59,6 +60,7 @@ class _Keeper:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._conn: psycopg.Connection | None = None
+        self._stamps: dict = {}
 
     def hold(self, session_id: str, owner: str, abort: threading.Event) -> threading.Event:
         """Returns a `lost` event, set if the lease was taken away (the runner must stop)."""
@@ -109,10 +111,16 @@ class _Keeper:
                 log.warning("lease_renew_failed", exc_info=True)
                 self._disconnect()  # reconnect on the next tick (e.g. after a Postgres restart)
 
+    def stamp(self, session_id: str):
+        """The session's policy stamp as the keeper last read it (None: not read yet)."""
+        return self._stamps.get(session_id)
+
     def _renew(self, held: dict) -> None:
-        renewed = session_leases_renew(
-            owners={i: held[i][0] for i in held}, ttl_s=LEASE_TTL_S, using=self._connect()
-        )
+        conn = self._connect()
+        renewed = session_leases_renew(owners={i: held[i][0] for i in held}, ttl_s=LEASE_TTL_S, using=conn)
+        # Policy changes reach a run between two tool calls of one step (hangar.engine.live_policy).
+        stamps = policy_stamps(list(held), using=conn)
+        self._stamps = stamps  # replaced whole: a reader sees one tick's map or the next's
         for session_id, (_owner, abort, lost) in held.items():
             if session_id not in renewed:
                 lost.set()

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
+from datetime import datetime
 
 from hangar.conversations import loop_selectors as reads
 from hangar.conversations import services as store
@@ -31,6 +33,7 @@ from hangar.engine.abort import finish_aborted_turn
 from hangar.engine.agents import agent_get
 from hangar.engine.dbconn import release_connection
 from hangar.engine.history import to_model_messages
+from hangar.engine.live_policy import LivePolicy
 from hangar.engine.outcomes import (
     Aborted,
     BudgetBlocked,
@@ -75,12 +78,15 @@ class Loop:
         *,
         resolve_model=model_for,
         sandbox_for=sandbox_for,
+        policy_stamp: Callable[[], datetime | None] = lambda: None,
     ):
         self.session_id, self.abort, self.active_runs = session_id, abort, active_runs
         # Set (with abort) when the lease was taken away: another worker owns the session now, so this
         # run stops without writing anything (no abort bookkeeping, no status change).
         self.lost = lost or threading.Event()
         self._resolve_model, self._sandbox_for = resolve_model, sandbox_for
+        # The policy stamp as the lease keeper last read it: checked before each tool call (live_policy).
+        self._policy_stamp = policy_stamp
         self.model, self._model_key = None, None  # resolved once per run (the credential is decrypted then)
         self.org_policy: list[dict] | None = None  # read once per run
         self.steps = 0
@@ -90,6 +96,7 @@ class Loop:
         session = self.session = session_for_run(self.session_id)
         self.reader = StepReader(session)
         self.sandbox = SessionSandbox(session, self._sandbox_for, self.active_runs)
+        self.live = LivePolicy(session, self.sandbox.attached)
         if session.abort_requested:  # before anything can end the run: the abort still needs finishing
             self.abort.set()
         if session.status != "busy":
@@ -284,6 +291,8 @@ class Loop:
     def configure(self, user: Message, state: StepState) -> None:
         """The step's agent, model, rules and tools, from its user message and the rules just re-read."""
         session = self.session
+        if self.live.observe(state.policy_stamp):  # a policy changed: re-read above, read the org's again
+            self.org_policy = None
         session.permission, session.project.permission_rules = state.session_rules, state.project_rules
         self.agent = agent_get(user.data.get("agent"))
         self.model_ref = user.data["model"]
@@ -307,6 +316,7 @@ class Loop:
             abort=self.abort,
             sandbox=self.sandbox.attach,
             active_runs=self.active_runs,
+            refresh_policy=self._refresh_policy,
         )
         key = (self.model_ref["providerID"], self.model_ref["modelID"])
         if self._model_key != key:
@@ -317,6 +327,14 @@ class Loop:
             except ProviderError as exc:  # e.g. no credential for the provider: the user can act on this
                 raise ModelUnavailable({"name": exc.name, "data": {"message": exc.message}}) from exc
             self._model_key = key
+
+    def _refresh_policy(self) -> list[dict] | None:
+        """Before a tool call: the org policy in force if any policy changed since the step began (the
+        live sandbox is brought up to date meanwhile), else None. No statement unless it changed."""
+        if not self.live.observe(self._policy_stamp()):
+            return None
+        self.org_policy = perm.org_policy_for(self.session.org)
+        return self.org_policy
 
     def _assistant_data(self, user: Message) -> dict:
         return {

@@ -11,7 +11,10 @@ from collections.abc import Callable
 
 from django.conf import settings
 
+from hangar.logging import get_logger
 from sandbox.protocol import Sandbox, SandboxSpec
+
+log = get_logger(__name__)
 
 _manager = None
 _lock = threading.Lock()
@@ -77,11 +80,30 @@ def _docker_sandbox(session) -> Sandbox:
 
     prefetch = mirror_prefetch(session)  # the mirror's fetch overlaps the sandbox's creation or claim
     make_room(session, manager())  # the org's cap on live sandboxes
-    box = manager().get_or_create(spec_for(session))
+    spec = spec_for(session)
+    box = manager().get_or_create(spec)
+    _bring_to(box, spec)  # a policy changed since the container was made (or last brought up to date)
     workspace_ensure(
         session, box, prefetch
     )  # the repository and setup script, once, before the first tool call
     return box
+
+
+def _bring_to(box, spec: SandboxSpec) -> None:
+    from sandbox import live_spec
+
+    done = live_spec.apply(box._manager, box, spec)
+    if done:
+        log.info("sandbox_policy_applied", session=spec.session_id, done=done)
+
+
+def sandbox_refresh(session, box: Sandbox) -> None:
+    """The session's policy changed mid-run (hangar.engine.live_policy): bring its live sandbox to the new
+    spec before the next tool call. A sandbox of another kind (a test's local one) has no spec to change."""
+    from sandbox.docker_backend import DockerSandbox
+
+    if isinstance(box, DockerSandbox):
+        _bring_to(box, spec_for(session))
 
 
 sandbox_factory: Callable[[object], Sandbox] = _docker_sandbox

@@ -35,6 +35,10 @@ class SessionSandbox:
             self._sandbox = self._sandbox_for(self.session)
         return self._sandbox
 
+    def attached(self) -> Sandbox | None:
+        """The sandbox if this run has attached it yet (no attach)."""
+        return self._sandbox
+
     def step_start(self) -> str | None:
         """The tree hash the step starts from (None: the snapshot failed; the step runs without one)."""
         if self._last_hash is not None:

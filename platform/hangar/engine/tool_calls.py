@@ -64,6 +64,8 @@ class CallScope:
     abort: threading.Event
     sandbox: Callable[[], Sandbox]  # attached on first use
     active_runs: Callable[[], int]  # sessions this process runs (whether to give the DB connection back)
+    # Before each call: the org policy in force if a policy changed mid-step, else None (live_policy).
+    refresh_policy: Callable[[], list[dict] | None] = lambda: None
 
 
 class ToolCalls:
@@ -83,6 +85,7 @@ class ToolCalls:
         for the caller's next write (the loop's step closing: one statement fewer per tool step)."""
         self.scope = scope
         self.message = message
+        self.org_policy = scope.org_policy  # replaced when a policy changes between two calls
         self._ruleset: list[dict] | None = None
         self._parts = parts
         self._prior = prior_tools
@@ -110,13 +113,9 @@ class ToolCalls:
         def ask(permission: str, patterns: list[str], always: list[str], metadata: dict[str, Any]) -> None:
             # Grants only append allow rules (last match wins), so a request the base rules already allow
             # stays allowed with them: read the grants only when the answer could change.
-            action = perm.decide(
-                permission, patterns, ruleset=self.scope.ruleset, org_policy=self.scope.org_policy
-            )
+            action = perm.decide(permission, patterns, ruleset=self.scope.ruleset, org_policy=self.org_policy)
             if action != perm.ALLOW:
-                action = perm.decide(
-                    permission, patterns, ruleset=self.ruleset(), org_policy=self.scope.org_policy
-                )
+                action = perm.decide(permission, patterns, ruleset=self.ruleset(), org_policy=self.org_policy)
             if action == perm.ALLOW:
                 return
             if action == perm.DENY:
@@ -263,6 +262,9 @@ class ToolCalls:
 
     def run_one(self, part: dict) -> dict:
         state, call_id = part["state"], part["callID"]
+        fresh = self.scope.refresh_policy()
+        if fresh is not None:
+            self.org_policy = fresh
         start = state.get("time", {}).get("start") or now_ms()
         awaiting = (part.get("metadata") or {}).get("awaiting")
         part = {k: v for k, v in part.items() if k != "metadata"}

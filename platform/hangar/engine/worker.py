@@ -41,7 +41,13 @@ def run_session_once(session_id: str) -> bool:
             if previous:
                 _kill_orphaned_commands(session_id)
             try:
-                Loop(session_id, abort, active_runs=keeper.active, lost=lost).run()
+                Loop(
+                    session_id,
+                    abort,
+                    active_runs=keeper.active,
+                    lost=lost,
+                    policy_stamp=lambda: keeper.stamp(session_id),
+                ).run()
             except LeaseLost:
                 lost.set()
                 abort.set()  # a command still running for this run is killed (the tool's cancel)
