@@ -6,5 +6,7 @@ BEAT_SCHEDULE = {
     "sandbox-reap": {"task": "hangar.engine.reap_sandboxes", "schedule": 60.0},
     # Each org's audit rows older than its retention (default 180 days); the purge audits itself.
     "audit-retention-purge": {"task": "hangar.accounts.purge_audit", "schedule": 3600.0},
+    # Old events of finished sessions, per HANGAR_EVENT_RETENTION_DAYS (hangar.conversations.retention_services).
+    "engine-purge-events": {"task": "hangar.engine.purge_events", "schedule": 3600.0},
     "webhooks-purge-receipts": {"task": "hangar.integrations.webhooks.purge_receipts", "schedule": 300.0},
 }

@@ -243,6 +243,10 @@ HANGAR_EGRESS_ALLOW_PRIVATE = os.environ.get("HANGAR_EGRESS_ALLOW_PRIVATE", "")
 HANGAR_SANDBOX_DELETE_GRACE_S = float(os.environ.get("HANGAR_SANDBOX_DELETE_GRACE_S", "600"))
 HANGAR_SANDBOX_ARCHIVED_IDLE_S = float(os.environ.get("HANGAR_SANDBOX_ARCHIVED_IDLE_S", "60"))
 
+# Events of finished sessions older than this many days are purged hourly (0 keeps them forever). Messages
+# and parts stay; a client resuming from a purged seq is told to reload (hangar.conversations.retention_services).
+HANGAR_EVENT_RETENTION_DAYS = float(os.environ.get("HANGAR_EVENT_RETENTION_DAYS", "30"))
+
 # Engine: per-model price overrides ({"provider/model": {"input": $/tok, "output": $/tok}}), else LiteLLM's
 # local price map, else zero; and the offline local model used when a provider has no credential.
 HANGAR_MODEL_PRICES = __import__("json").loads(os.environ.get("HANGAR_MODEL_PRICES", "{}"))

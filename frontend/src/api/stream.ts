@@ -17,6 +17,7 @@ export class SessionStream {
   private closed = false;
   private attempt = 0;
   private timer: number | undefined;
+  private purged = false;
 
   constructor(
     private sessionId: string,
@@ -39,6 +40,12 @@ export class SessionStream {
     };
     socket.onmessage = (message) => {
       const frame = JSON.parse(message.data) as Frame;
+      // The retention policy deleted events after our cursor: the server closes next (4410), and only a
+      // fresh snapshot (reload) resumes without a gap.
+      if (frame.type === "stream.events_purged") {
+        this.purged = true;
+        return;
+      }
       if (frame.seq !== null && frame.seq !== undefined) {
         if (frame.seq <= this.last) return; // a replay of what we already applied
         this.last = frame.seq;
@@ -48,6 +55,7 @@ export class SessionStream {
     socket.onclose = (event) => {
       if (this.socket !== socket || this.closed) return;
       if (event.code === 4404 || event.code === 4401) return this.onState("denied");
+      if (event.code === 4410 && this.purged) return location.reload();
       if (event.code === 4410) return this.onState("gone");
       this.attempt += 1;
       this.onState("reconnecting");

@@ -220,5 +220,16 @@ class EventCollectionView(ProjectScopedView):
         query = s.EventsQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
         q = query.validated_data
-        events = selectors.events_after(session, q["after"], q["limit"])
+        try:
+            events = selectors.events_after(session, q["after"], q["limit"])
+        except selectors.EventsPurged as purged:
+            # Not a silent gap: the client reloads the session and resumes from last_seq.
+            error = {
+                "code": "events_purged",
+                "message": f"Events up to seq {purged.purged_through} were deleted by the retention policy; "
+                "reload the session and resume from last_seq.",
+                "purged_through": purged.purged_through,
+                "last_seq": purged.last_seq,
+            }
+            return Response({"error": error}, status=status.HTTP_410_GONE)
         return Response({"events": events, "last_seq": session.event_seq})

@@ -51,6 +51,9 @@ class Session(models.Model):
     compacting_at = models.DateTimeField(null=True, blank=True)
     # Last event sequence number handed out; incremented under the row lock by publish().
     event_seq = models.BigIntegerField(default=0)
+    # Every event with seq <= this was deleted by the retention purge (conversations.retention_services): a
+    # reader asking for events after an earlier seq is told so rather than handed a gap.
+    events_purged_seq = models.BigIntegerField(default=0)
     # Run ownership (hangar.engine.leases): one runner per session across all workers.
     run_requested = models.BooleanField(default=False, help_text="work is waiting for a runner")
     lease_owner = models.CharField(max_length=100, blank=True)

@@ -103,16 +103,43 @@ def message_get(session: Session, message_id: str) -> dict:
     return message_with_parts(message)
 
 
+class EventsPurged(Exception):
+    """The events after the asked seq were partly deleted by the retention purge: the reader must reload
+    the session's state (messages, parts) and resume from `last_seq`, not from its own cursor."""
+
+    def __init__(self, purged_through: int, last_seq: int):
+        super().__init__(f"Events up to seq {purged_through} were purged.")
+        self.purged_through, self.last_seq = purged_through, last_seq
+
+
 def events_after(session: Session | str, seq: int, limit: int = MAX_EVENTS) -> list[dict]:
     """Stored events with sequence number > `seq`, ascending, at most `limit` (the gap-fill read).
-    Takes a Session the caller already resolved through `session_get`, or its id."""
+    Takes a Session the caller already resolved through `session_get`, or its id. Raises EventsPurged
+    when some event after `seq` was purged (retention_services)."""
     session_id = session if isinstance(session, str) else session.pk
     limit = max(1, min(limit, MAX_EVENTS))
     rows = Event.objects.filter(session_id=session_id, seq__gt=seq).order_by("seq")[:limit]
-    return [
+    events = [
         {"seq": s, "type": t, "payload": p, "session": session_id}
         for s, t, p in rows.values_list("seq", "type", "payload")
     ]
+    # Seqs are dense, so only a first row past seq + 1 (or none at all) can mean a purge: the mark is
+    # read only then (from the Session the caller holds, or one indexed lookup).
+    if not events or events[0]["seq"] != seq + 1:
+        _raise_if_purged(session, seq)
+    return events
+
+
+def _raise_if_purged(session: Session | str, seq: int) -> None:
+    if isinstance(session, Session):
+        purged, last = session.events_purged_seq, session.event_seq
+    else:
+        row = Session.objects.filter(pk=session).values_list("events_purged_seq", "event_seq").first()
+        if row is None:
+            return
+        purged, last = row
+    if seq < purged:
+        raise EventsPurged(purged, last)
 
 
 def permission_requests(

@@ -70,3 +70,12 @@ def reap_sandboxes() -> dict:
     from hangar.engine.reaping import reap
 
     return reap()
+
+
+@shared_task(name="hangar.engine.purge_events", ignore_result=True)
+def purge_events() -> dict:
+    """Delete old events of finished sessions (HANGAR_EVENT_RETENTION_DAYS; conversations.retention_services)."""
+    from hangar.conversations.retention_services import events_purge
+
+    close_old_connections()
+    return events_purge()

@@ -85,6 +85,10 @@ def _visible_org(user, token, slug: str) -> Org | None:
     return membership.org
 
 
+class _StreamClosed(Exception):
+    """The stream closed itself mid-way (its replay reached purged events): the runner just ends."""
+
+
 class _StreamConsumer(AsyncWebsocketConsumer):
     # We run our own Subscription (barrier + buffering queue) instead of the consumer's built-in channel.
     channel_layer_alias = NO_CHANNEL_LAYER
@@ -184,6 +188,12 @@ class SessionStreamConsumer(_StreamConsumer):
         return await _visible_session(user, token, self.session_id) is not None
 
     async def _run(self) -> None:
+        try:
+            await self._stream()
+        except _StreamClosed:
+            return
+
+    async def _stream(self) -> None:
         await self._fill()
         while True:
             event = await self.subscription.get(timeout=IDLE_RECHECK)
@@ -213,11 +223,19 @@ class SessionStreamConsumer(_StreamConsumer):
             self.last = seq
 
     async def _fill(self) -> None:
-        """Send every stored event after `self.last`, in batches."""
+        """Send every stored event after `self.last`, in batches. If the retention purge deleted some of
+        them, the client is told (a `stream.events_purged` frame) and the stream closes with CLOSE_GONE:
+        it must reload the session and reconnect from `last_seq`, never continue over a gap."""
         while True:
-            events = await database_sync_to_async(selectors.events_after)(
-                self.session_id, self.last, REPLAY_BATCH
-            )
+            try:
+                events = await database_sync_to_async(selectors.events_after)(
+                    self.session_id, self.last, REPLAY_BATCH
+                )
+            except selectors.EventsPurged as purged:
+                payload = {"purged_through": purged.purged_through, "last_seq": purged.last_seq}
+                await self.send_frame({"type": "stream.events_purged", "payload": payload})
+                await self.close(code=CLOSE_GONE)
+                raise _StreamClosed from None
             for event in events:
                 await self.send_frame(event)
                 self.last = event["seq"]
