@@ -16,6 +16,7 @@ _PREFIXES = {
     "message": "msg",
     "part": "prt",
     "permission": "per",
+    "question": "que",
     "event": "evt",
     "user": "usr",
 }
@@ -67,6 +68,10 @@ def new_part_id() -> str:
 
 def new_permission_id() -> str:
     return ascending("permission")
+
+
+def new_question_id() -> str:
+    return ascending("question")
 
 
 MESSAGE_ID = re.compile(r"^msg_[0-9a-f]{12}[0-9A-Za-z]{14}$")

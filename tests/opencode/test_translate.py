@@ -64,3 +64,19 @@ def test_status_idle_permission_and_todo_events_pass_through():
 
 def test_event_types_opencode_does_not_know_are_dropped():
     assert translated("hangar.internal", {"x": 1}) == []
+
+
+def test_question_events_fit_opencodes_schemas():
+    asked = {
+        "id": "que_1",
+        "sessionID": SES,
+        "questions": [
+            {"question": "Ship?", "header": "Ship", "options": [{"label": "Yes", "description": ""}]}
+        ],
+        "tool": {"messageID": MSG, "callID": "call_1"},
+    }
+    assert translated("question.asked", asked)[0]["properties"] == asked
+    replied = {"sessionID": SES, "requestID": "que_1", "answers": [["Yes"]]}
+    assert translated("question.replied", replied)[0]["properties"] == replied
+    rejected = translated("question.rejected", {"sessionID": SES, "requestID": "que_1"})
+    assert rejected[0]["type"] == "question.rejected"

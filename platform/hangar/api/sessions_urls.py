@@ -2,6 +2,7 @@
 
 from django.urls import path
 
+from hangar.api import question_views as questions
 from hangar.api import session_steer_views as steer
 from hangar.api import sessions_views as v
 from hangar.api import workspace_views as ws
@@ -26,6 +27,17 @@ urlpatterns = [
         ONE + "permissions/<str:request_id>/reply/",
         steer.SessionPermissionReplyView.as_view(),
         name="session-permission-reply",
+    ),
+    path(ONE + "questions/", questions.SessionQuestionListView.as_view(), name="session-questions"),
+    path(
+        ONE + "questions/<str:request_id>/reply/",
+        questions.SessionQuestionReplyView.as_view(),
+        name="session-question-reply",
+    ),
+    path(
+        ONE + "questions/<str:request_id>/reject/",
+        questions.SessionQuestionRejectView.as_view(),
+        name="session-question-reject",
     ),
     path(ONE + "workspace/", ws.WorkspaceView.as_view(), name="session-workspace"),
     path(ONE + "workspace/push/", ws.WorkspacePushView.as_view(), name="session-workspace-push"),

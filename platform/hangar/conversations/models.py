@@ -8,7 +8,7 @@ Message and part payloads live in `data` as OpenCode's JSON shapes, validated by
 from django.conf import settings
 from django.db import models
 
-from hangar.ids import new_message_id, new_part_id, new_permission_id, new_session_id
+from hangar.ids import new_message_id, new_part_id, new_permission_id, new_question_id, new_session_id
 
 
 class SessionStatus(models.TextChoices):
@@ -140,6 +140,31 @@ class PermissionRequest(models.Model):
 
     class Meta:
         ordering = ["id"]
+
+
+class QuestionRequest(models.Model):
+    """The `question` tool's questions to a person (OpenCode's QuestionRequest). Like a permission request
+    it parks the run; the reply (answers, one list of chosen labels per question) or the rejection
+    re-enqueues it, and the waiting call finds this row by its call id."""
+
+    id = models.CharField(primary_key=True, max_length=40, default=new_question_id, editable=False)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="question_requests")
+    questions = models.JSONField()
+    message_id = models.CharField(max_length=40)
+    call_id = models.CharField(max_length=200)
+    status = models.CharField(max_length=16, default="pending")  # pending | answered | rejected
+    answers = models.JSONField(null=True, blank=True)
+    replied_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    replied_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "call_id"], name="one_question_per_call"),
+        ]
 
 
 class GrantScope(models.TextChoices):

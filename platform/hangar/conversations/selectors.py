@@ -11,7 +11,15 @@ from django.db.models import Prefetch, QuerySet
 
 from hangar.accounts.actors import Actor
 from hangar.accounts.models import Role
-from hangar.conversations.models import Event, Message, Part, PermissionGrant, PermissionRequest, Session
+from hangar.conversations.models import (
+    Event,
+    Message,
+    Part,
+    PermissionGrant,
+    PermissionRequest,
+    QuestionRequest,
+    Session,
+)
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
@@ -153,6 +161,24 @@ def permission_requests(
     if pending_only:
         requests = requests.filter(status="pending")
     return requests.select_related("session").order_by("id")
+
+
+def question_requests(
+    *, org_id: int, project_id: int, session_id: str | None = None, pending_only: bool = False
+) -> QuerySet[QuestionRequest]:
+    """The `question` tool's requests of one project of one org (the caller has proven it may see that
+    project), oldest first; narrowed to a session and/or to those still waiting for an answer."""
+    requests = QuestionRequest.objects.filter(session__org_id=org_id, session__project_id=project_id)
+    if session_id is not None:
+        requests = requests.filter(session_id=session_id)
+    if pending_only:
+        requests = requests.filter(status="pending")
+    return requests.select_related("session").order_by("id")
+
+
+def question_for_call(session_id: str, call_id: str) -> QuestionRequest | None:
+    """The request a waiting `question` call made (the loop asks again when the run resumes)."""
+    return QuestionRequest.objects.filter(session_id=session_id, call_id=call_id).first()
 
 
 def todos_list(session: Session) -> list[dict]:

@@ -1,5 +1,5 @@
 """What an aborted turn leaves behind: unfinished tool parts end "Tool execution aborted", pending
-permission requests are rejected (audited), each open message ends with MessageAbortedError, and the
+permission requests and questions are rejected (audited), each open message ends with MessageAbortedError, and the
 abort flag is cleared. All of it or none: a crash half-way must not leave half-rejected state."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from hangar.conversations import loop_selectors as reads
 from hangar.conversations import services as store
 from hangar.conversations.loop_services import permission_requests_reject_pending, session_abort_clear
 from hangar.conversations.models import Session
+from hangar.conversations.question_services import questions_reject_pending
 from hangar.conversations.services import now_ms
 from hangar.engine.tool_calls import CallScope, ToolCalls
 
@@ -30,6 +31,7 @@ def finish_aborted_turn(session: Session, abort: threading.Event) -> None:
     )
     with transaction.atomic():
         permission_requests_reject_pending(session=session)
+        questions_reject_pending(session=session)
         for message in reads.open_assistant_messages(session):
             ToolCalls(scope, message).run_all()
             data = reads.message_data(message)

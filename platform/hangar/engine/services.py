@@ -1,4 +1,4 @@
-"""Services that start or steer a run: prompt, abort, permission reply, and permission grants.
+"""Services that start or steer a run: prompt, abort, permission and question replies, permission grants.
 
 Each is atomic, audits, and enqueues the run on commit (hangar.engine.enqueue).
 """
@@ -15,7 +15,14 @@ from hangar.accounts.models import Role
 from hangar.audit.services import audit_record
 from hangar.conversations import services as store
 from hangar.conversations.events import publish
-from hangar.conversations.models import GrantScope, PermissionGrant, PermissionRequest, Session
+from hangar.conversations.models import (
+    GrantScope,
+    PermissionGrant,
+    PermissionRequest,
+    QuestionRequest,
+    Session,
+)
+from hangar.conversations.question_services import question_settle
 from hangar.conversations.selectors import last_message_id
 from hangar.engine.agents import agent_get
 from hangar.engine.enqueue import enqueue_run
@@ -202,12 +209,59 @@ def permission_grant_revoke(*, actor: Actor, grant: PermissionGrant) -> Permissi
     return grant
 
 
+class AnswersRejected(ValueError):
+    """Answers that do not fit the questions asked: the edges answer 400 naming `answers`."""
+
+
+def _check_answers(questions: list[dict], answers: object) -> list[list[str]]:
+    if not isinstance(answers, list) or len(answers) != len(questions):
+        raise AnswersRejected(
+            f"Give one answer (a list of labels) for each of the {len(questions)} questions."
+        )
+    for index, (question, answer) in enumerate(zip(questions, answers, strict=True)):
+        if not isinstance(answer, list) or not all(
+            isinstance(a, str) and 0 < len(a) <= 10_000 for a in answer
+        ):
+            raise AnswersRejected(f"answers[{index}] must be a list of non-empty strings.")
+        if not answer or (len(answer) > 1 and not question.get("multiple")):
+            raise AnswersRejected(
+                f"answers[{index}] must hold exactly one choice (the question is not multiple)."
+            )
+    return answers  # type: ignore[return-value]  # checked element by element above
+
+
+def question_reply(*, actor: Actor, request: QuestionRequest, answers: object) -> QuestionRequest:
+    """A person's answers (one list of chosen labels, or their own text, per question): the waiting
+    `question` call returns them to the model and the run goes on."""
+    session = request.session
+    _require_member(actor, session)
+    checked = _check_answers(request.questions, answers)
+    with transaction.atomic():
+        settled = question_settle(actor=actor, request=request, answers=checked)
+        _request_run(session)
+    return settled
+
+
+def question_reject(*, actor: Actor, request: QuestionRequest) -> QuestionRequest:
+    """A person dismisses the questions: the waiting call fails and the turn stops, as a rejected
+    permission does."""
+    session = request.session
+    _require_member(actor, session)
+    with transaction.atomic():
+        settled = question_settle(actor=actor, request=request, answers=None)
+        _request_run(session)
+    return settled
+
+
 def wait_idle(session_id: str, timeout_s: float = 600.0, poll_s: float = 0.05) -> Session:
     """Block until the session is idle with no run pending (the OpenCode blocking prompt uses this)."""
     deadline = time.monotonic() + timeout_s
     while True:
         session = Session.objects.get(pk=session_id)
-        waiting = PermissionRequest.objects.filter(session_id=session_id, status="pending").exists()
+        waiting = (
+            PermissionRequest.objects.filter(session_id=session_id, status="pending").exists()
+            or QuestionRequest.objects.filter(session_id=session_id, status="pending").exists()
+        )
         if (session.status == "idle" and not session.run_requested and not session.lease_owner) or waiting:
             return session
         if time.monotonic() > deadline:

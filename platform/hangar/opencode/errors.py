@@ -13,9 +13,17 @@ class PermissionNotFound(exceptions.NotFound):
         self.request_id = request_id
 
 
+class QuestionNotFound(exceptions.NotFound):
+    def __init__(self, request_id: str):
+        super().__init__(f"Question request not found: {request_id}")
+        self.request_id = request_id
+
+
 def error_body(exc: Exception) -> tuple[int, dict]:
     if isinstance(exc, ObjectDoesNotExist):  # any missing row is OpenCode's NotFoundError, never a 500
         exc = exceptions.NotFound(f"{type(exc).__qualname__.split('.')[0]} not found")
+    if isinstance(exc, QuestionNotFound):
+        return 404, {"_tag": "QuestionNotFoundError", "requestID": exc.request_id, "message": str(exc.detail)}
     if isinstance(exc, PermissionNotFound):
         return 404, {
             "_tag": "PermissionNotFoundError",

@@ -97,5 +97,12 @@ class PermissionReplyIn(StrictSerializer):
     message = serializers.CharField(required=False, allow_blank=True, max_length=10_000)
 
 
+class QuestionReplyIn(StrictSerializer):
+    answers = serializers.ListField(
+        child=serializers.ListField(child=serializers.CharField(max_length=10_000), max_length=50),
+        max_length=10,
+    )
+
+
 class LegacyPermissionIn(StrictSerializer):
     response = serializers.ChoiceField(choices=["once", "always", "reject"])

@@ -31,6 +31,9 @@ ALLOWED = {
     "message.part.delta": {"sessionID", "messageID", "partID", "field", "delta"},
     "permission.asked": {"id", "sessionID", "permission", "patterns", "metadata", "always", "tool"},
     "permission.replied": {"sessionID", "requestID", "reply"},
+    "question.asked": {"id", "sessionID", "questions", "tool"},
+    "question.replied": {"sessionID", "requestID", "answers"},
+    "question.rejected": {"sessionID", "requestID"},
     "todo.updated": {"sessionID", "todos"},
 }
 

@@ -3,7 +3,7 @@ its TUI and `@opencode-ai/sdk` call, with OpenCode's JSON shapes."""
 
 from django.urls import path
 
-from hangar.opencode import views_meta, views_session, views_steer, views_stream
+from hangar.opencode import views_meta, views_question, views_session, views_steer, views_stream
 
 urlpatterns = [
     path("event", views_stream.event_stream, name="oc-event"),
@@ -38,5 +38,10 @@ urlpatterns = [
     path("permission", views_steer.PermissionList.as_view(), name="oc-permissions"),
     path(
         "permission/<str:request_id>/reply", views_steer.PermissionReply.as_view(), name="oc-permission-reply"
+    ),
+    path("question", views_question.QuestionList.as_view(), name="oc-questions"),
+    path("question/<str:request_id>/reply", views_question.QuestionReply.as_view(), name="oc-question-reply"),
+    path(
+        "question/<str:request_id>/reject", views_question.QuestionReject.as_view(), name="oc-question-reject"
     ),
 ]

@@ -25,6 +25,7 @@ def test_build_on_a_claude_model_gets_edit_and_write_not_apply_patch():
         "todoread",
         "batch",
         "webfetch",
+        "question",
         "invalid",
     }
 
@@ -79,6 +80,7 @@ def test_schemas_use_opencodes_parameter_names_and_our_descriptions():
         "todoread": set(),
         "batch": {"tool_calls"},
         "webfetch": {"url", "format", "timeout"},
+        "question": {"questions"},
         "apply_patch": {"patchText"},
     }
     assert schemas["edit"]["parameters"]["required"] == ["filePath", "oldString", "newString"]

@@ -20,6 +20,7 @@ from hangar.engine.tools.glob import GlobTool
 from hangar.engine.tools.grep import GrepTool
 from hangar.engine.tools.invalid import InvalidTool
 from hangar.engine.tools.ls import ListTool
+from hangar.engine.tools.question import QuestionTool
 from hangar.engine.tools.read import ReadTool
 from hangar.engine.tools.todo import TodoReadTool, TodoWriteTool
 from hangar.engine.tools.webfetch import WebFetchTool
@@ -40,6 +41,7 @@ ALL: dict[str, Tool] = {
         TodoReadTool(),
         BatchTool(),
         WebFetchTool(),
+        QuestionTool(),
         InvalidTool(),
     )
 }

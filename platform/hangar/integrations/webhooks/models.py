@@ -17,7 +17,7 @@ class EventType(models.TextChoices):
     SESSION_IDLE = "session.idle"
     SESSION_ERROR = "session.error"
     PERMISSION_ASKED = "permission.asked"
-    QUESTION_ASKED = "question.asked"  # defined; emitted once the engine has the question tool
+    QUESTION_ASKED = "question.asked"  # the question tool (hangar.engine.tools.question)
     PUSH_DONE = "push.done"  # from the store's workspace.pushed
     BUDGET_REACHED = "budget.reached"  # defined; emitted once budgets are enforced
 

@@ -1,0 +1,97 @@
+"""The `question` tool in the loop (fast tier): asking parks the run without holding a worker, an answer
+resumes the waiting call with the answers for the model, a rejection stops the turn, an abort rejects it."""
+
+from __future__ import annotations
+
+import pytest
+
+from hangar.conversations.models import Event, QuestionRequest
+from hangar.engine.services import question_reject, question_reply, session_abort
+from tests.engine.fast.scripted_model import ScriptedModel, call
+
+pytestmark = [pytest.mark.fast, pytest.mark.django_db]
+ASK = {
+    "questions": [
+        {
+            "question": "Which database should the service use?",
+            "header": "Database",
+            "options": [
+                {"label": "Postgres (Recommended)", "description": "what the team runs"},
+                {"label": "SQLite", "description": "no server"},
+            ],
+        }
+    ]
+}
+
+
+def asked_turn(rig) -> tuple[ScriptedModel, QuestionRequest]:
+    rig.prompt("set up storage")
+    model = ScriptedModel([[call("question", "c1", **ASK)], [{"text": "going with it"}]])
+    rig.run(model)
+    return model, QuestionRequest.objects.get(session=rig.session)
+
+
+def test_a_question_parks_the_run_and_announces_itself_in_opencodes_shape(rig):
+    _, request = asked_turn(rig)
+    assert request.status == "pending" and request.call_id == "c1"
+    assert rig.state().status == "busy"
+    part = rig.parts("tool")[0]
+    assert part["state"]["status"] == "running" and part["metadata"]["awaiting"] == request.pk
+    (event,) = Event.objects.filter(session_id=rig.session.pk, type="question.asked")
+    assert event.payload == {
+        "id": request.pk,
+        "sessionID": rig.session.pk,
+        "questions": ASK["questions"],
+        "tool": {"messageID": part["messageID"], "callID": "c1"},
+    }
+
+
+def test_an_answer_resumes_the_waiting_call_with_the_answers_for_the_model(rig, alice):
+    model, request = asked_turn(rig)
+    question_reply(actor=alice.actor, request=request, answers=[["Postgres (Recommended)"]])
+    rig.run(model)
+
+    part = rig.parts("tool")[0]
+    assert part["state"]["status"] == "completed"
+    assert part["state"]["output"] == (
+        'User has answered your questions: "Which database should the service use?"="Postgres (Recommended)". '
+        "You can now continue with the user's answers in mind."
+    )
+    assert part["state"]["metadata"] == {"answers": [["Postgres (Recommended)"]]}
+    assert rig.state().status == "idle" and len(model.requests) == 2
+    replied = Event.objects.get(session_id=rig.session.pk, type="question.replied").payload
+    assert replied == {
+        "sessionID": rig.session.pk,
+        "requestID": request.pk,
+        "answers": [["Postgres (Recommended)"]],
+    }
+
+
+def test_a_rejected_question_fails_the_call_and_stops_the_turn(rig, alice):
+    model, request = asked_turn(rig)
+    question_reject(actor=alice.actor, request=request)
+    rig.run(model)
+
+    part = rig.parts("tool")[0]
+    assert part["state"]["status"] == "error" and "rejected" in part["state"]["error"]
+    assert rig.state().status == "idle" and len(model.requests) == 1
+    assert Event.objects.filter(session_id=rig.session.pk, type="question.rejected").count() == 1
+
+
+def test_answers_that_do_not_fit_the_questions_are_refused_and_change_nothing(rig, alice):
+    from hangar.engine.services import AnswersRejected
+
+    _, request = asked_turn(rig)
+    for bad in ([], [["a"], ["b"]], [["Postgres", "SQLite"]], [[""]], "Postgres"):
+        with pytest.raises(AnswersRejected):
+            question_reply(actor=alice.actor, request=request, answers=bad)
+    request.refresh_from_db()
+    assert request.status == "pending" and request.answers is None
+
+
+def test_an_abort_rejects_the_pending_question(rig, alice):
+    model, request = asked_turn(rig)
+    session_abort(actor=alice.actor, session=rig.session)
+    rig.run(model)
+    request.refresh_from_db()
+    assert request.status == "rejected" and rig.state().status == "idle"
