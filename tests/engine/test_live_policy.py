@@ -98,18 +98,23 @@ def test_network_mode_then_allowlist_changes_reach_the_next_step_on_the_same_wor
     assert "FETCH 403" not in seen["c3"] and "FETCH" in seen["c3"], seen["c3"]  # listed now: the proxy tries
 
 
-def test_an_org_policy_deny_set_mid_step_stops_the_next_call(alice, script, make_session, worker):
+@pytest.mark.parametrize("layer", ["org", "project"])
+def test_a_deny_set_mid_step_by_the_org_or_the_project_stops_the_next_call(
+    layer, alice, script, make_session, worker
+):
     script_id = script.load(
         [step(bash("c1", "sleep 4"), bash("c2", "echo should-not-run")), [{"text": "done"}]]
     )
     session = make_session(alice, script_id)
-    session_prompt(actor=alice.actor, session=session, parts=text_prompt("deny"))
+    session_prompt(actor=alice.actor, session=session, parts=text_prompt(f"deny {layer}"))
     wait_for(lambda: running(session, "c1"), what="the first command running")
-    org_permission_policy_set(
-        actor=alice.actor,
-        org=alice.org,
-        rules=[{"permission": "bash", "pattern": "echo *", "action": "deny"}],
-    )
+    deny = [{"permission": "bash", "pattern": "echo *", "action": "deny"}]
+    if layer == "org":
+        org_permission_policy_set(actor=alice.actor, org=alice.org, rules=deny)
+    else:
+        project_update(
+            actor=alice.actor, project=Project.objects.get(pk=alice.project.pk), permission_rules=deny
+        )
     wait_idle(session)
 
     parts = {p["callID"]: p["state"] for p in tool_parts(session)}

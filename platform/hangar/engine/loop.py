@@ -298,12 +298,7 @@ class Loop:
         self.model_ref = user.data["model"]
         if self.org_policy is None:
             self.org_policy = perm.org_policy_for(session.org)
-        ruleset = (
-            perm.DEFAULTS
-            + self.agent.permission
-            + perm.from_config(session.project.permission_rules)
-            + perm.narrowing(perm.from_config(session.permission))  # members' rules only narrow
-        )
+        ruleset = self._ruleset()
         tools = get_tools(self.agent.name, self.model_ref["modelID"])
         off = perm.disabled_tools(list(tools), ruleset, self.org_policy)
         self.tools = {name: tool for name, tool in tools.items() if name not in off}
@@ -328,13 +323,21 @@ class Loop:
                 raise ModelUnavailable({"name": exc.name, "data": {"message": exc.message}}) from exc
             self._model_key = key
 
-    def _refresh_policy(self) -> list[dict] | None:
-        """Before a tool call: the org policy in force if any policy changed since the step began (the
-        live sandbox is brought up to date meanwhile), else None. No statement unless it changed."""
+    def _ruleset(self) -> list[dict]:
+        return (
+            perm.DEFAULTS
+            + self.agent.permission
+            + perm.from_config(self.session.project.permission_rules)
+            + perm.narrowing(perm.from_config(self.session.permission))  # members' rules only narrow
+        )
+
+    def _refresh_policy(self) -> tuple[list[dict], list[dict]] | None:
+        """Before a tool call: (ruleset, org policy) in force if a policy changed since the step began
+        (the live sandbox is brought up to date meanwhile), else None. No statement unless it changed."""
         if not self.live.observe(self._policy_stamp()):
             return None
         self.org_policy = perm.org_policy_for(self.session.org)
-        return self.org_policy
+        return self._ruleset(), self.org_policy
 
     def _assistant_data(self, user: Message) -> dict:
         return {

@@ -64,8 +64,8 @@ class CallScope:
     abort: threading.Event
     sandbox: Callable[[], Sandbox]  # attached on first use
     active_runs: Callable[[], int]  # sessions this process runs (whether to give the DB connection back)
-    # Before each call: the org policy in force if a policy changed mid-step, else None (live_policy).
-    refresh_policy: Callable[[], list[dict] | None] = lambda: None
+    # Before each call: (ruleset, org policy) in force if a policy changed mid-step, else None (live_policy).
+    refresh_policy: Callable[[], tuple[list[dict], list[dict]] | None] = lambda: None
 
 
 class ToolCalls:
@@ -85,7 +85,8 @@ class ToolCalls:
         for the caller's next write (the loop's step closing: one statement fewer per tool step)."""
         self.scope = scope
         self.message = message
-        self.org_policy = scope.org_policy  # replaced when a policy changes between two calls
+        # Replaced when a policy changes between two calls of the step (hangar.engine.live_policy).
+        self.base_ruleset, self.org_policy = scope.ruleset, scope.org_policy
         self._ruleset: list[dict] | None = None
         self._parts = parts
         self._prior = prior_tools
@@ -105,7 +106,7 @@ class ToolCalls:
 
     def _load_ruleset(self) -> list[dict]:
         grants = reads.grants_in_force(self.scope.session)
-        return self.scope.ruleset + [
+        return self.base_ruleset + [
             {"permission": p, "pattern": pat, "action": perm.ALLOW} for p, pat in grants
         ]
 
@@ -113,7 +114,7 @@ class ToolCalls:
         def ask(permission: str, patterns: list[str], always: list[str], metadata: dict[str, Any]) -> None:
             # Grants only append allow rules (last match wins), so a request the base rules already allow
             # stays allowed with them: read the grants only when the answer could change.
-            action = perm.decide(permission, patterns, ruleset=self.scope.ruleset, org_policy=self.org_policy)
+            action = perm.decide(permission, patterns, ruleset=self.base_ruleset, org_policy=self.org_policy)
             if action != perm.ALLOW:
                 action = perm.decide(permission, patterns, ruleset=self.ruleset(), org_policy=self.org_policy)
             if action == perm.ALLOW:
@@ -264,7 +265,7 @@ class ToolCalls:
         state, call_id = part["state"], part["callID"]
         fresh = self.scope.refresh_policy()
         if fresh is not None:
-            self.org_policy = fresh
+            (self.base_ruleset, self.org_policy), self._ruleset = fresh, None
         start = state.get("time", {}).get("start") or now_ms()
         awaiting = (part.get("metadata") or {}).get("awaiting")
         part = {k: v for k, v in part.items() if k != "metadata"}
