@@ -9,7 +9,7 @@ import hangar.ids
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("conversations", "0006_session_fair_share_idx"),
+        ("conversations", "0007_session_events_purged_seq"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
