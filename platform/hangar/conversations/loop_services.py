@@ -14,6 +14,7 @@ from hangar.accounts.actors import system_actor
 from hangar.audit.services import audit_record
 from hangar.conversations.events import publish_many
 from hangar.conversations.models import PermissionRequest, Session
+from hangar.conversations.services import message_create, now_ms
 
 RUNNER_LABEL = "runner"
 
@@ -94,3 +95,13 @@ def permission_requests_reject_pending(*, session: Session) -> list[str]:
             ],
         )
     return [r.pk for r in pending]
+
+
+def synthetic_user_message(*, session: Session, agent: str, text: str) -> None:
+    """A user message the runner writes on the person's behalf after they approved an agent switch
+    (plan_exit / plan_enter): the next step runs as `agent`, and the session's agent becomes it."""
+    with transaction.atomic():
+        data = {"role": "user", "time": {"created": now_ms()}, "agent": agent, "model": dict(session.model)}
+        message_create(session=session, data=data, parts=[{"type": "text", "text": text, "synthetic": True}])
+        Session.objects.filter(pk=session.pk).update(agent=agent)
+        session.agent = agent

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from hangar.conversations.models import Event, QuestionRequest
+from hangar.conversations.models import Event, Message, Part, QuestionRequest, Session
 from hangar.engine.services import question_reject, question_reply, session_abort
 from tests.engine.fast.scripted_model import ScriptedModel, call
 
@@ -95,3 +95,46 @@ def test_an_abort_rejects_the_pending_question(rig, alice):
     rig.run(model)
     request.refresh_from_db()
     assert request.status == "rejected" and rig.state().status == "idle"
+
+
+def _plan_turn(rig, alice, tool: str, agent: str) -> tuple[ScriptedModel, QuestionRequest]:
+    rig.prompt("design the storage layer")
+    Session.objects.filter(pk=rig.session.pk).update(agent=agent)
+    Message.objects.filter(session=rig.session, role="user").update(data={**_user(rig), "agent": agent})
+    model = ScriptedModel([[call(tool, "c1")], [{"text": "on it"}]])
+    rig.run(model)
+    return model, QuestionRequest.objects.get(session=rig.session)
+
+
+def _user(rig) -> dict:
+    return Message.objects.get(session=rig.session, role="user").data
+
+
+@pytest.mark.parametrize(
+    ("tool", "start", "target"), [("plan_exit", "plan", "build"), ("plan_enter", "build", "plan")]
+)
+def test_an_approved_switch_continues_the_turn_as_the_other_agent(rig, alice, tool, start, target):
+    (rig.sandbox.root / "workspace/.opencode/plans").mkdir(parents=True)
+    (rig.sandbox.root / "workspace/.opencode/plans/storage.md").write_text("# Plan\n")
+    model, request = _plan_turn(rig, alice, tool, start)
+    assert request.questions[0]["options"][0]["label"] == "Yes"
+
+    question_reply(actor=alice.actor, request=request, answers=[["Yes"]])
+    rig.run(model)
+    users = list(Message.objects.filter(session=rig.session, role="user").order_by("id"))
+    assert [u.data["agent"] for u in users] == [start, target]
+    synthetic = Part.objects.get(message=users[1]).data
+    assert synthetic["synthetic"] is True
+    if tool == "plan_exit":
+        assert "/workspace/.opencode/plans/storage.md has been approved" in synthetic["text"]
+    assert [m["agent"] for m in rig.assistants()] == [start, target]
+    assert rig.state().agent == target and rig.state().status == "idle"
+
+
+def test_a_declined_switch_stops_the_turn_and_keeps_the_agent(rig, alice):
+    model, request = _plan_turn(rig, alice, "plan_exit", "plan")
+    question_reply(actor=alice.actor, request=request, answers=[["No"]])
+    rig.run(model)
+    assert rig.parts("tool")[0]["state"]["status"] == "error"
+    assert Message.objects.filter(session=rig.session, role="user").count() == 1
+    assert rig.state().agent == "plan" and len(model.requests) == 1

@@ -26,6 +26,8 @@ def test_build_on_a_claude_model_gets_edit_and_write_not_apply_patch():
         "batch",
         "webfetch",
         "question",
+        "plan_exit",
+        "plan_enter",
         "invalid",
     }
 
@@ -81,6 +83,8 @@ def test_schemas_use_opencodes_parameter_names_and_our_descriptions():
         "batch": {"tool_calls"},
         "webfetch": {"url", "format", "timeout"},
         "question": {"questions"},
+        "plan_exit": set(),
+        "plan_enter": set(),
         "apply_patch": {"patchText"},
     }
     assert schemas["edit"]["parameters"]["required"] == ["filePath", "oldString", "newString"]

@@ -47,32 +47,39 @@ def answered_output(questions: list[dict], answers: list[list[str]]) -> str:
     return f"User has answered your questions: {pairs}. You can now continue with the user's answers in mind."
 
 
+def ask_person(ctx: ToolContext, questions: list[dict]) -> list[list[str]]:
+    """The person's answers to `questions`, once given: the first call records the request and parks the
+    run (PermissionAsked), a call after the reply returns the answers, or raises PermissionRejected when
+    the person dismissed them. Used by `question` and the plan tools."""
+    from hangar.conversations.question_services import question_request_create  # the store, at use
+    from hangar.conversations.selectors import question_for_call
+
+    session = ctx.extra.get(EXTRA_SESSION)
+    if session is None:
+        raise ToolError("this tool asks the person, so it runs only in a session")
+    request = question_for_call(session.pk, ctx.call_id)
+    if request is None:
+        request = question_request_create(
+            session=session, questions=questions, message_id=ctx.message_id, call_id=ctx.call_id
+        )
+    if request.status == "pending":
+        raise PermissionAsked(request.pk)
+    if request.status == "rejected":
+        raise PermissionRejected(REJECTED)
+    return request.answers or []
+
+
 class QuestionTool:
     name = "question"
     description = description("question")
     parameters = QuestionParams
 
     def execute(self, args: QuestionParams, ctx: ToolContext) -> ToolResult:
-        from hangar.conversations.question_services import question_request_create  # the store, at use
-        from hangar.conversations.selectors import question_for_call
-
-        session = ctx.extra.get(EXTRA_SESSION)
-        if session is None:
-            raise ToolError("question runs only in a session")
-        request = question_for_call(session.pk, ctx.call_id)
-        if request is None:
-            questions = [q.model_dump(exclude_none=True) for q in args.questions]
-            request = question_request_create(
-                session=session, questions=questions, message_id=ctx.message_id, call_id=ctx.call_id
-            )
-        if request.status == "pending":
-            raise PermissionAsked(request.pk)
-        if request.status == "rejected":
-            raise PermissionRejected(REJECTED)
-        answers = request.answers or []
-        count = len(request.questions)
+        questions = [q.model_dump(exclude_none=True) for q in args.questions]
+        answers = ask_person(ctx, questions)
+        count = len(questions)
         return ToolResult(
             title=f"Asked {count} question{'s' if count != 1 else ''}",
-            output=answered_output(request.questions, answers),
+            output=answered_output(questions, answers),
             metadata={"answers": answers},
         )

@@ -20,6 +20,7 @@ from hangar.engine.tools.glob import GlobTool
 from hangar.engine.tools.grep import GrepTool
 from hangar.engine.tools.invalid import InvalidTool
 from hangar.engine.tools.ls import ListTool
+from hangar.engine.tools.plan import PlanEnterTool, PlanExitTool
 from hangar.engine.tools.question import QuestionTool
 from hangar.engine.tools.read import ReadTool
 from hangar.engine.tools.todo import TodoReadTool, TodoWriteTool
@@ -42,6 +43,8 @@ ALL: dict[str, Tool] = {
         BatchTool(),
         WebFetchTool(),
         QuestionTool(),
+        PlanExitTool(),
+        PlanEnterTool(),
         InvalidTool(),
     )
 }
