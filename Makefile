@@ -1,5 +1,5 @@
 # The same gates CI runs (.ci/run -> deploy/test.sh -> deploy/check.sh), one at a time.
-#   make lint       ruff check, ruff format --check, import contracts
+#   make lint       ruff check, ruff format --check, import contracts, migrations
 #   make typecheck  mypy (django-stubs; the files listed in pyproject.toml [tool.mypy])
 #   make check      all static gates
 #   make test-fast  static gates, then the tests that need neither Docker nor a model server
@@ -10,7 +10,7 @@
 FAST_TESTS ?= tests/accounts tests/audit tests/projects tests/conversations tests/api tests/test_layering.py
 
 lint:
-	./deploy/check.sh lint format imports
+	./deploy/check.sh lint format imports migrations
 
 typecheck:
 	./deploy/check.sh types

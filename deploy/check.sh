@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The static gates, run before any test: lint (ruff), format (ruff format --check), types (mypy), import
-# contracts (lint-imports, .importlinter). Any failure fails the whole check. Called by deploy/test.sh
-# (and so by CI) and by the Makefile; `deploy/check.sh lint` (or types, imports, format) runs one gate.
+# contracts (lint-imports, .importlinter), migrations (makemigrations --check). Any failure fails the
+# whole check. Called by deploy/test.sh (and so by CI) and by the Makefile; `deploy/check.sh lint` (or
+# types, imports, format, migrations) runs one gate.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH=platform:.
@@ -23,11 +24,14 @@ run_gate() {
       # The in-container agent imports its siblings as top-level modules: typed from its own directory.
       gate "types (mypy, sandbox agent)" bash -c 'cd sandbox/agent && ../../.venv/bin/mypy --config-file ../../deploy/mypy-agent.ini *.py' ;;
     imports) gate "import contracts (lint-imports)" "$bin/lint-imports" --no-cache ;;
-    *) echo "unknown gate: $1 (lint, format, types, imports)" >&2; exit 2 ;;
+    # One leaf per app and no model change without its migration (two branches that each add an app's
+    # next migration both land cleanly in git, and only `migrate` would notice).
+    migrations) gate "migrations (makemigrations --check)" "$bin/python" manage.py makemigrations --check --dry-run ;;
+    *) echo "unknown gate: $1 (lint, format, types, imports, migrations)" >&2; exit 2 ;;
   esac
 }
 
-if [ $# -eq 0 ]; then set -- lint format types imports; fi
+if [ $# -eq 0 ]; then set -- lint format types imports migrations; fi
 for name in "$@"; do run_gate "$name"; done
 
 if [ ${#failed[@]} -gt 0 ]; then
