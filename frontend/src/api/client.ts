@@ -73,6 +73,22 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
 }
 
 export const get = <T>(path: string) => api<T>("GET", path);
+
+// Every item of a paged list (the server names the older page in X-Next-Cursor), oldest first: each
+// request stays one bounded page, however long the list.
+export async function getAll<T>(path: string): Promise<T[]> {
+  let items: T[] = [];
+  let url = path;
+  for (;;) {
+    const response = await fetch(url, { headers: { Accept: "application/json" }, credentials: "same-origin" });
+    const data = await response.json().catch(() => null);
+    if (!response.ok) throw new ApiError(response.status, data);
+    items = [...(data as T[]), ...items];
+    const next = response.headers.get("X-Next-Cursor");
+    if (!next) return items;
+    url = `${path}${path.includes("?") ? "&" : "?"}before=${encodeURIComponent(next)}`;
+  }
+}
 export const post = <T>(path: string, body?: unknown) => api<T>("POST", path, body);
 
 export function projectPath(org: string, project: number | string): string {

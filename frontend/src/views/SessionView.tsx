@@ -1,6 +1,6 @@
 import { lazy, Suspense, useEffect, useMemo, useRef, useState, useSyncExternalStore } from "react";
 import {
-  ApiError, get, sessionPath,
+  ApiError, get, getAll, sessionPath,
   type Agent, type EventPage, type MessageOut, type PermissionRequest, type Project, type Session, type Todo,
 } from "../api/client";
 import { Conversation } from "../api/conversation";
@@ -36,7 +36,7 @@ export function SessionView(props: { org: string; project: number; sessionId: st
           get<EventPage>(`${base}events/?after=999999999999&limit=1`),
         ]);
         const [messages, todos, permissions] = await Promise.all([
-          get<MessageOut[]>(`${base}messages/`),
+          getAll<MessageOut>(`${base}messages/`),
           get<Todo[]>(`${base}todos/`),
           get<PermissionRequest[]>(`${base}permissions/`),
         ]);

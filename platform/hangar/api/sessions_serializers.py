@@ -70,8 +70,19 @@ class EventsQuery(serializers.Serializer):
     limit = serializers.IntegerField(min_value=1, max_value=1000, required=False, default=1000)
 
 
+# The most messages one page of /messages/ holds (the default page): a long session is read in pages.
+MESSAGES_PAGE_MAX = 200
+
+
 class MessagesQuery(serializers.Serializer):
-    limit = serializers.IntegerField(min_value=1, max_value=10000, required=False, help_text="most recent N")
+    limit = serializers.IntegerField(
+        min_value=1, max_value=MESSAGES_PAGE_MAX, default=MESSAGES_PAGE_MAX, help_text="most recent N"
+    )
+    before = serializers.CharField(
+        max_length=40,
+        required=False,
+        help_text="the X-Next-Cursor of the previous page: messages older than it",
+    )
 
 
 # --- outputs ------------------------------------------------------------------------------------

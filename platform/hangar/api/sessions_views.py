@@ -195,7 +195,20 @@ class MessageCollectionView(ProjectScopedView):
         _, session = self.session(request)
         query = s.MessagesQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
-        return Response(selectors.messages_list(session, limit=query.validated_data.get("limit")))
+        limit = query.validated_data["limit"]
+        rows, cursor = selectors.messages_page(
+            session, limit=limit, before=query.validated_data.get("before")
+        )
+        response = Response(rows)
+        if cursor:
+            # As OpenCode pages its message list: the cursor, and the next page's URL.
+            params = request.query_params.copy()
+            params["limit"], params["before"] = str(limit), cursor
+            response["X-Next-Cursor"] = cursor
+            response["Link"] = (
+                f'<{request.build_absolute_uri(request.path)}?{params.urlencode()}>; rel="next"'
+            )
+        return response
 
 
 class MessageDetailView(ProjectScopedView):

@@ -102,6 +102,25 @@ def messages_list(session: Session, *, limit: int | None = None) -> list[dict]:
     return [message_with_parts(message) for message in rows]
 
 
+def messages_page(
+    session: Session, *, limit: int, before: str | None = None
+) -> tuple[list[dict], str | None]:
+    """The `limit` most recent messages older than message `before` (all, if None), oldest first, and the
+    cursor for the page before them (the oldest id returned), None when nothing older is left. Message ids
+    sort in creation order, so the cursor is a plain id bound."""
+    messages = Message.objects.filter(session=session)
+    if before:
+        messages = messages.filter(pk__lt=before)
+    rows = list(
+        messages.prefetch_related(Prefetch("parts", queryset=Part.objects.order_by("id"))).order_by("-id")[
+            : limit + 1
+        ]
+    )
+    more = len(rows) > limit
+    rows = rows[:limit][::-1]
+    return [message_with_parts(message) for message in rows], (rows[0].pk if more and rows else None)
+
+
 def message_get(session: Session, message_id: str) -> dict:
     message = (
         Message.objects.filter(session=session, pk=message_id)

@@ -89,11 +89,7 @@ async def session_message(request, project_id, session_id):
         scope = await scope_for_async(request, project_id)
         session = await _session(scope, session_id)
         if request.method == "GET":
-            limit = request.GET.get("limit", "")
-            rows = await db(conversation_selectors.messages_list)(
-                session, limit=int(limit) if limit.isdigit() else None
-            )
-            return JsonResponse(rows, safe=False)
+            return await _messages(request, session)
         if request.method != "POST":
             raise MethodNotAllowed(request.method)
         refusal = cross_site_refusal(request)
@@ -105,6 +101,28 @@ async def session_message(request, project_id, session_id):
         return await _prompt_and_wait(scope, session, body.validated_data)
     except APIException as exc:
         return error_response(exc)
+
+
+async def _messages(request, session: Session) -> JsonResponse:
+    """As OpenCode 1.18.33 pages its messages: no limit (or 0) lists all; `limit` the most recent N,
+    `before` (which needs a limit) those older than a cursor; more left → X-Next-Cursor and Link."""
+    raw_limit, before = request.GET.get("limit"), request.GET.get("before") or None
+    if raw_limit is not None and not raw_limit.isdigit():
+        raise ValidationError({"limit": ["Must be a non-negative integer."]})
+    limit = int(raw_limit) if raw_limit else 0
+    if before is not None and not limit:
+        raise ValidationError({"before": ["before requires limit"]})
+    if not limit:
+        return JsonResponse(await db(conversation_selectors.messages_list)(session), safe=False)
+    rows, cursor = await db(conversation_selectors.messages_page)(session, limit=limit, before=before)
+    response = JsonResponse(rows, safe=False)
+    if cursor:
+        params = request.GET.copy()
+        params["limit"], params["before"] = str(limit), cursor
+        response["Access-Control-Expose-Headers"] = "Link, X-Next-Cursor"
+        response["Link"] = f'<{request.build_absolute_uri(request.path)}?{params.urlencode()}>; rel="next"'
+        response["X-Next-Cursor"] = cursor
+    return response
 
 
 async def _session(scope, session_id) -> Session:
