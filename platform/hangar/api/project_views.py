@@ -36,6 +36,10 @@ class ProjectOut(serializers.Serializer):
     command_timeout_s = serializers.IntegerField()
     network_policy = serializers.CharField()
     network_allowlist = serializers.ListField(child=serializers.CharField())
+    model_limits = serializers.DictField(
+        child=serializers.DictField(child=serializers.IntegerField()),
+        help_text='per-model token limits: {"provider/model": {"context": N, "output": N, "input": N}}',
+    )
     repo_url = serializers.CharField()
     repo_default_branch = serializers.CharField()
     repo_username = serializers.CharField()
@@ -68,6 +72,7 @@ class ProjectIn(serializers.Serializer):
     command_timeout_s = serializers.IntegerField(required=False)
     network_policy = serializers.ChoiceField(choices=NetworkPolicy.choices, required=False)
     network_allowlist = serializers.ListField(child=serializers.CharField(), required=False)
+    model_limits = serializers.JSONField(required=False)
     repo_url = serializers.CharField(max_length=500, required=False, allow_blank=True)
     repo_default_branch = serializers.CharField(max_length=250, required=False, allow_blank=True)
     repo_username = serializers.CharField(max_length=100, required=False, allow_blank=True)

@@ -58,6 +58,19 @@ def project_info(project: Project) -> dict:
     }
 
 
+def _limit(project: Project, provider_id: str, model_id: str) -> dict:
+    """The project's override, else the catalogue's stated default: the web process never imports LiteLLM
+    (the worker, which does, may know the model better; see hangar.engine.providers.catalogue)."""
+    from hangar.engine.providers.catalogue import limits_for
+
+    limits = limits_for(project.model_limits, provider_id, model_id, litellm=False)
+    return {
+        "context": limits.context,
+        "output": limits.output,
+        **({"input": limits.input} if limits.input else {}),
+    }
+
+
 def providers(project: Project) -> tuple[list[dict], dict]:
     """The project's default model as the one provider/model OpenCode clients need to name it."""
     provider_id, _, model_id = (project.default_model or "").partition("/")
@@ -78,7 +91,7 @@ def providers(project: Project) -> tuple[list[dict], dict]:
             "interleaved": False,
         },
         "cost": {"input": 0, "output": 0, "cache": {"read": 0, "write": 0}},
-        "limit": {"context": 128000, "output": 32000},
+        "limit": _limit(project, provider_id, model_id),
         "status": "active",
         "options": {},
         "headers": {},

@@ -30,6 +30,9 @@ class Project(models.Model):
         max_length=16, choices=NetworkPolicy.choices, default=NetworkPolicy.NONE
     )
     network_allowlist = models.JSONField(default=list, blank=True)
+    # Per-model context limits that win over LiteLLM's map (hangar.engine.providers.catalogue), e.g. a
+    # self-hosted model LiteLLM does not know: {"provider/model": {"context": N, "output": N, "input": N?}}.
+    model_limits = models.JSONField(default=dict, blank=True)
     # The repository a session's workspace is cloned from (hangar.repos); empty: sessions start empty.
     repo_url = models.CharField(max_length=500, blank=True)
     repo_default_branch = models.CharField(max_length=250, blank=True, help_text="empty: the remote's HEAD")

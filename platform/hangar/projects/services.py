@@ -30,6 +30,7 @@ PROJECT_FIELDS = (
     "command_timeout_s",
     "network_policy",
     "network_allowlist",
+    "model_limits",
     "repo_url",
     "repo_default_branch",
     "repo_username",

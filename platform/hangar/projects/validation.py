@@ -46,6 +46,39 @@ def clean_allowlist(entries) -> list[str]:
     return cleaned
 
 
+MAX_MODEL_LIMITS = 200
+MAX_TOKENS = 100_000_000
+
+
+def clean_model_limits(value) -> dict:
+    """{"provider/model" or "model": {"context": N, "output": N?, "input": N?}}: positive whole token
+    counts, the answer and the input each within the context."""
+    if not isinstance(value, dict):
+        raise ValidationError({"model_limits": ["Must be an object keyed by provider/model."]})
+    if len(value) > MAX_MODEL_LIMITS:
+        raise ValidationError({"model_limits": [f"At most {MAX_MODEL_LIMITS} models."]})
+    cleaned = {}
+    for key, entry in value.items():
+        where = f"model_limits[{str(key)[:100]!r}]"
+        if not isinstance(key, str) or not key.strip() or len(key) > 200:
+            raise ValidationError({where: ["A model name of 1 to 200 characters, e.g. openai/gpt-4o."]})
+        if not isinstance(entry, dict) or "context" not in entry:
+            raise ValidationError({where: ['Must be an object with at least "context".']})
+        unknown = set(entry) - {"context", "output", "input"}
+        if unknown:
+            raise ValidationError({f"{where}.{sorted(unknown)[0]}": ["Unknown field."]})
+        for name, number in entry.items():
+            if isinstance(number, bool) or not isinstance(number, int) or not 0 < number <= MAX_TOKENS:
+                raise ValidationError(
+                    {f"{where}.{name}": [f"Must be a whole number of tokens, 1 to {MAX_TOKENS}."]}
+                )
+        for name in ("output", "input"):
+            if entry.get(name, 0) > entry["context"]:
+                raise ValidationError({f"{where}.{name}": ["Must not exceed the context."]})
+        cleaned[key.strip()] = dict(entry)
+    return cleaned
+
+
 def clean_limits(values: dict) -> dict:
     for name, (low, high) in LIMITS.items():
         if name in values:
@@ -62,6 +95,8 @@ def clean_project_fields(values: dict) -> dict:
         values["permission_rules"] = clean_permission_rules(values["permission_rules"])
     if "network_allowlist" in values:
         values["network_allowlist"] = clean_allowlist(values["network_allowlist"])
+    if "model_limits" in values:
+        values["model_limits"] = clean_model_limits(values["model_limits"])
     if "network_policy" in values and values["network_policy"] not in NetworkPolicy.values:
         raise ValidationError({"network_policy": [f"Must be one of: {', '.join(NetworkPolicy.values)}."]})
     return clean_repo_fields(clean_limits(values))
