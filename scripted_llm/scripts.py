@@ -1,6 +1,6 @@
 """Scripts and the choice of the next turn.
 
-A script is `{"id": str, "turns": [turn, ...], "title": str?, "loop": bool?}`; a turn is a list of
+A script is `{"id": str, "turns": [turn, ...], "title": str?, "loop": bool?, "shared": bool?}`; a turn is a list of
 actions, played in order:
 
     {"delay": 2.0}                                    sleep before what follows
@@ -11,6 +11,7 @@ actions, played in order:
     {"reasoning": "thinking..."}                      stream reasoning_content deltas
     {"tool_calls": [{"name": "bash", "arguments": {...} | "raw json", "id": "call_1"?}]}
     {"error": 429, "headers": {"retry-after-ms": "50"}, "message": "slow down"}   reply with an error status
+    {"error": 400, "code": "context_length_exceeded", "message": "..."}   ... and an error code of choice
     {"hang": 300}                                     keep the stream open (keepalives) up to N seconds
     {"flood": {"bytes": 200000000, "kind": "text"}}   a hostile answer of that size (server._flood)
     {"usage": {"prompt_tokens": 10, "completion_tokens": 5}}   override reported usage
@@ -20,6 +21,8 @@ Which script: the request's model (`scripted/<id>` or `<id>`), else a `[[script:
 user message, else the default script (a single text answer). Which turn: each conversation (script id
 + the first user message's text) has its own counter, so many sessions share one script concurrently
 and each plays it from the start; a retried request consumes the next turn (so error turns work).
+A `shared` script keeps one counter for all its requests instead: a conversation whose first user message
+changes (a compacted history starts at its summary) goes on with the next turn.
 Requests whose system prompt mentions "title generator" are answered with the script's `title`.
 """
 
@@ -87,7 +90,7 @@ class ScriptBook:
             return [{"text": script.get("title", "Scripted session")}]
         users = [m for m in body.get("messages", []) if m.get("role") == "user"]
         first = _text_of(users[0].get("content")) if users else ""
-        key = script["id"] + "|" + hashlib.sha1(first.encode()).hexdigest()
+        key = script["id"] + "|" + ("" if script.get("shared") else hashlib.sha1(first.encode()).hexdigest())
         with self._lock:
             index = self._counters[key]
             self._counters[key] += 1

@@ -117,7 +117,7 @@ class _Handler(BaseHTTPRequestHandler):
                 message = action.get("message", f"scripted error {status}")
                 self._json(
                     status,
-                    {"error": {"message": message, "type": "scripted", "code": status}},
+                    {"error": {"message": message, "type": "scripted", "code": action.get("code", status)}},
                     headers=action.get("headers"),
                 )
                 return

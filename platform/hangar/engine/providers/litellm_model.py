@@ -42,6 +42,7 @@ from hangar.engine.providers.assemble import StreamAssembler, openai_sse_events
 from hangar.engine.providers.base import ProviderError, StreamEvent, Usage, is_retryable
 from hangar.engine.providers.guard import guarded
 from hangar.engine.providers.limits import bounded_lines, cap
+from hangar.engine.providers.overflow import is_overflow, overflow_error
 from hangar.engine.providers.redact import redact
 from hangar.engine.providers.wire import usage_of, wire_messages
 
@@ -201,6 +202,8 @@ def _error(exc: Exception) -> ProviderError:
         getattr(exc, "response", None), "headers", None
     )
     message = str(getattr(exc, "message", "") or exc)
+    if is_overflow(message=message, status=status, code=getattr(exc, "code", None), name=type(exc).__name__):
+        return overflow_error(message, status=status)
     return ProviderError(
         message,
         status=status,

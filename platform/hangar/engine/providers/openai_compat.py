@@ -21,6 +21,7 @@ from hangar.engine.providers.assemble import openai_sse_events
 from hangar.engine.providers.base import ProviderError, StreamEvent, Usage, is_retryable
 from hangar.engine.providers.guard import guarded
 from hangar.engine.providers.limits import TooLarge, cap
+from hangar.engine.providers.overflow import is_overflow, overflow_error
 from hangar.engine.providers.redact import redact
 from hangar.engine.providers.wire import usage_of, wire_messages
 
@@ -28,16 +29,17 @@ USER_AGENT = http.USER_AGENT
 
 
 def _error_of(response: http.Response) -> ProviderError:
+    code = None
     try:
         body = json.loads(response.read(http.MAX_ERROR_BODY) or b"{}")
-        message = (
-            (body.get("error") or {}).get("message")
-            if isinstance(body.get("error"), dict)
-            else body.get("error")
-        )
+        error = body.get("error")
+        message = error.get("message") if isinstance(error, dict) else error
+        code = error.get("code") if isinstance(error, dict) else None
     except (ValueError, AttributeError, http.HTTPError):
         message = None
     message = str(message or response.reason or f"HTTP {response.status}")
+    if is_overflow(message=message, status=response.status, code=code):
+        return overflow_error(message, status=response.status)
     return ProviderError(
         message,
         status=response.status,
