@@ -39,13 +39,17 @@ class Script:
     def __init__(self, server: ScriptedServer):
         self.server = server
 
-    def load(self, turns: list, title: str = "Scripted title", loop: bool = False) -> str:
+    def load(
+        self, turns: list, title: str = "Scripted title", loop: bool = False, shared: bool = False
+    ) -> str:
         script_id = f"s-{uuid.uuid4().hex[:10]}"
         # json.dumps escapes to ASCII, so a script may hold text UTF-8 cannot carry (a lone surrogate), as a
         # model's JSON-escaped stream can.
         httpx.post(
             f"http://127.0.0.1:{self.server.port}/_scripts",
-            content=json.dumps({"id": script_id, "turns": turns, "title": title, "loop": loop}),
+            content=json.dumps(
+                {"id": script_id, "turns": turns, "title": title, "loop": loop, "shared": shared}
+            ),
             headers={"content-type": "application/json"},
         ).raise_for_status()
         return script_id

@@ -68,6 +68,29 @@ def _assistant(info: dict, parts: list[dict]) -> list[dict]:
     return out
 
 
+def is_summary(info: dict) -> bool:
+    """A completed compaction summary: the boundary of the history a model is sent."""
+    return bool(info.get("summary") and info.get("finish") and not info.get("error"))
+
+
+def boundary(infos: list[dict]) -> int:
+    """Index of the first message the model is sent: the compaction request answered by the latest
+    completed summary (seed 003 "filterCompacted"), else 0. `infos`: message data, oldest first."""
+    summarized: set[str] = set()
+    for index in range(len(infos) - 1, -1, -1):
+        info = infos[index]
+        if info["role"] == "assistant" and is_summary(info):
+            summarized.add(info["parentID"])
+        elif info["role"] == "user" and info["id"] in summarized:
+            return index
+    return 0
+
+
+def since_boundary(history: list[tuple[dict, list[dict]]]) -> list[tuple[dict, list[dict]]]:
+    """The history from the latest compaction on: the compaction request, its summary, and what followed."""
+    return history[boundary([info for info, _parts in history]) :]
+
+
 def to_model_messages(history: list[tuple[dict, list[dict]]]) -> list[dict]:
     """`history`: (message info, its parts) oldest first."""
     out: list[dict] = []

@@ -3,10 +3,14 @@
     while True:
         re-read the session's messages                               (the store: StepReader)
         no user message                                              → NothingToAnswer
+        a compaction asked for?                                      → summarise (compaction) and go on
         an unfinished step (a permission answered, a worker died)?   → close it (below)
         the last step ended with a reason ∉ {tool-calls, unknown}    → Finished
+        the last step's usage fills the context window?              → prune; else ask for a compaction
         new assistant message, its step-start holding the tree's hash (the sandbox: SessionSandbox)
-        system prompt + history → model stream → parts               (processor; retries)  → Aborted, ProviderFailed
+        system prompt + history since the latest summary → model stream → parts
+                                        (processor; retries; a context overflow asks for a compaction)
+                                                                     → Aborted, ProviderFailed
         close the step: run its tool calls (tool_calls), patch + step-finish, completed
                                                                      → PermissionAsked, Stopped, Aborted, Finished
 
@@ -31,12 +35,14 @@ from hangar.conversations.services import now_ms
 from hangar.engine import permissions as perm
 from hangar.engine.abort import finish_aborted_turn
 from hangar.engine.agents import agent_get
+from hangar.engine.compaction import ContextWindow
 from hangar.engine.dbconn import release_connection
-from hangar.engine.history import to_model_messages
+from hangar.engine.history import since_boundary, to_model_messages
 from hangar.engine.live_policy import LivePolicy
 from hangar.engine.outcomes import (
     Aborted,
     BudgetBlocked,
+    ContextOverflow,
     Finished,
     MaxSteps,
     ModelUnavailable,
@@ -48,6 +54,7 @@ from hangar.engine.outcomes import (
 from hangar.engine.processor import StepResult, StreamProcessor
 from hangar.engine.providers.base import ProviderError, Usage
 from hangar.engine.providers.cost import step_cost
+from hangar.engine.providers.overflow import is_overflow_error
 from hangar.engine.providers.resolve import model_for
 from hangar.engine.retry import MAX_ATTEMPTS, retry_delay
 from hangar.engine.sandboxes import sandbox_for
@@ -97,6 +104,7 @@ class Loop:
         self.reader = StepReader(session)
         self.sandbox = SessionSandbox(session, self._sandbox_for, self.active_runs)
         self.live = LivePolicy(session, self.sandbox.attached)
+        self.window = ContextWindow(self)
         if session.abort_requested:  # before anything can end the run: the abort still needs finishing
             self.abort.set()
         if session.status != "busy":
@@ -135,6 +143,8 @@ class Loop:
             raise NothingToAnswer()
         user, last = users[-1], state.messages[-1]
         self.configure(user, state)
+        if self.window.pending(state, user):
+            return self.window.compact(state, user)
         assistant = next((m for m in reversed(state.messages) if m.role == "assistant"), None)
         if assistant is not None and not assistant.data["time"].get("completed"):
             return self.close_step(assistant)  # resumed
@@ -143,6 +153,9 @@ class Loop:
                 raise Finished(assistant.data["finish"])
             if assistant.data.get("error"):
                 raise Finished("error")
+        stored = self.reader.history(state)
+        if self.window.overflowing(state, stored, user):
+            return None  # a compaction was asked for: the next pass runs it
         self.steps += 1
         if self.agent.steps and self.steps > self.agent.steps:
             raise MaxSteps()
@@ -153,7 +166,7 @@ class Loop:
         start = self.sandbox.step_start()
         message = store.message_create(
             session=self.session,
-            data=self._assistant_data(user),
+            data=self.assistant_data(user),
             parts=[{"type": "step-start", **({"snapshot": start} if start else {})}],
         )
         system = build_system(
@@ -165,14 +178,16 @@ class Loop:
             user_system=user.data.get("system"),
             is_git=self.sandbox.is_git(),
         )
-        stored = self.reader.history(state)
-        history = to_model_messages(stored) + self._reminders(state.messages, last_step)
+        history = to_model_messages(since_boundary(stored)) + self._reminders(state.messages, last_step)
         prior_tools = [p for _info, parts in stored for p in parts if p["type"] == "tool"]
         began = time.monotonic()
-        result = self.stream(message, system, history, [] if last_step else tool_schemas(self.tools))
-        self._latency[message.pk] = int((time.monotonic() - began) * 1000)
+        try:
+            result = self.stream(message, system, history, [] if last_step else tool_schemas(self.tools))
+        except ContextOverflow as exc:
+            return self.window.overflowed(state, user, exc.args[0])
+        self.note_latency(message, began)
         # Kept on the instance; written to the row only if the step parks (else once, as it closes).
-        message.data = {**message.data, **self._usage_data(result)}
+        message.data = {**message.data, **self.usage_data(result)}
         try:
             self.close_step(message, fresh=(start, result.tool_parts, prior_tools))
         except PermissionAsked:
@@ -219,20 +234,27 @@ class Loop:
             }
         )
         finish = "stop" if stopped else data["finish"]
-        # The step's closing parts, its completed message, the session's usage and the call's ledger row:
-        # one statement.
-        call = step_call(self.session, data, self._latency.pop(message.pk, None))
-        store.parts_upsert(
-            message=message,
-            parts=calls.take_unsaved() + closing,
-            usage=self._usage_after(data),
-            message_data={**data, "finish": finish, "time": {**data["time"], "completed": now_ms()}},
-            ledger=ledger_writes(call),
-        )
+        self.settle(message, calls.take_unsaved() + closing, {**data, "finish": finish})
         if stopped:
             raise stopped
         if finish not in CONTINUES:
             raise Finished(finish)
+
+    def note_latency(self, message: Message, began: float) -> None:
+        """The model call's time, for its ledger row (written as the call's message is settled)."""
+        self._latency[message.pk] = int((time.monotonic() - began) * 1000)
+
+    def settle(self, message: Message, parts: list[dict], data: dict, kind: str = "step") -> None:
+        """A model call's closing write (a step's, a compaction's): its last parts, its message completed
+        with its cost and tokens, the session's usage totals and the call's ledger row, in one statement."""
+        call = step_call(self.session, data, self._latency.pop(message.pk, None), kind=kind)
+        store.parts_upsert(
+            message=message,
+            parts=parts,
+            usage=self._usage_after(data),
+            message_data={**data, "time": {**data["time"], "completed": now_ms()}},
+            ledger=ledger_writes(call),
+        )
 
     def stream(
         self, message: Message, system: list[str], history: list[dict], tools: list[dict]
@@ -261,17 +283,17 @@ class Loop:
                 self._record_failed_call()
                 if self.abort.is_set():
                     raise Aborted() from exc
+                if is_overflow_error(exc):  # never retried: the loop compacts instead
+                    overflow = {"name": exc.name, "data": {"message": exc.message}}
+                    self._fail(message, overflow)
+                    raise ContextOverflow(overflow) from exc
                 attempt += 1
                 error = {
                     "name": "APIError",
                     "data": {"message": exc.message, "statusCode": exc.status, "isRetryable": exc.retryable},
                 }
                 if not exc.retryable or attempt > MAX_ATTEMPTS or processor.result.produced:
-                    data = reads.message_data(message)
-                    store.message_update(
-                        message=message,
-                        data={**data, "error": error, "time": {**data["time"], "completed": now_ms()}},
-                    )
+                    self._fail(message, error)
                     raise ProviderFailed(error) from exc
                 delay = retry_delay(attempt, exc.headers)
                 store.part_upsert(
@@ -339,15 +361,22 @@ class Loop:
         self.org_policy = perm.org_policy_for(self.session.org)
         return self._ruleset(), self.org_policy
 
-    def _assistant_data(self, user: Message) -> dict:
+    def _fail(self, message: Message, error: dict) -> None:
+        data = reads.message_data(message)
+        store.message_update(
+            message=message, data={**data, "error": error, "time": {**data["time"], "completed": now_ms()}}
+        )
+
+    def assistant_data(self, user: Message, agent: str | None = None) -> dict:
+        """A new assistant message answering `user`, by the step's agent (or `agent`: the compaction's)."""
         return {
             "role": "assistant",
             "time": {"created": now_ms()},
             "parentID": user.pk,
             "modelID": self.model_ref["modelID"],
             "providerID": self.model_ref["providerID"],
-            "mode": self.agent.name,
-            "agent": self.agent.name,
+            "mode": agent or self.agent.name,
+            "agent": agent or self.agent.name,
             "path": {"cwd": "/workspace", "root": "/workspace"},
         }
 
@@ -378,7 +407,7 @@ class Loop:
             )
         )
 
-    def _usage_data(self, result: StepResult) -> dict:
+    def usage_data(self, result: StepResult) -> dict:
         u = result.usage
         return {
             "finish": result.finish,

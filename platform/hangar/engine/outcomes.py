@@ -61,3 +61,16 @@ class BudgetBlocked(TurnEnded):
 class ModelRefused(TurnEnded):
     """The org's allow-list refuses the model: `session.error` (ModelNotAllowedError) was published and
     audited before any call."""
+
+
+class ContextOverflow(ProviderFailed):
+    """The provider refused the step's request as too large for the model's context
+    (hangar.engine.providers.overflow): the step's message carries a ContextOverflowError. Never retried;
+    the loop compacts instead (hangar.engine.compaction). Should it escape, it ends the turn like
+    ProviderFailed."""
+
+
+class CompactionFailed(ProviderFailed):
+    """Compacting cannot make the history fit (the summary is too large, or the context overflows again
+    right after a compaction): the turn ends with a ContextOverflowError the user sees, instead of
+    compacting in a loop."""

@@ -17,6 +17,7 @@ from hangar.conversations import services as store
 from hangar.conversations.events import publish
 from hangar.conversations.models import (
     GrantScope,
+    Message,
     PermissionGrant,
     PermissionRequest,
     QuestionRequest,
@@ -25,6 +26,7 @@ from hangar.conversations.models import (
 from hangar.conversations.question_services import question_settle
 from hangar.conversations.selectors import last_message_id
 from hangar.engine.agents import agent_get
+from hangar.engine.compaction import compaction_request
 from hangar.engine.enqueue import enqueue_run
 from hangar.ids import client_message_id_problem
 
@@ -111,6 +113,38 @@ def session_prompt(
             changes["agent"] = agent_name
         if model != session.model:
             changes["model"] = {"providerID": model["providerID"], "modelID": model["modelID"]}
+        _request_run(session, **changes)
+    return message
+
+
+def session_summarize(
+    *, actor: Actor, session: Session, model: dict | None = None, auto: bool = False
+) -> Message:
+    """Compact the session's history now (OpenCode's `summarize`): a user message holding a `compaction`
+    part, by the session's agent, is stored and the run started (or fed: a busy run compacts at its next
+    step). The compaction agent then summarises the history with `model` (default: the session's); the
+    summary becomes where the history the model is sent starts. `auto` also continues the work afterwards,
+    as an automatic compaction does."""
+    _require_member(actor, session)
+    model = model or session.model
+    if not (model or {}).get("modelID") or not model.get("providerID"):
+        raise PromptRejected("no model: name one, or set one on the session or the project", field="modelID")
+    with transaction.atomic():
+        message = compaction_request(
+            session,
+            agent=agent_get(session.agent).name,
+            model={"providerID": model["providerID"], "modelID": model["modelID"]},
+            auto=auto,
+        )
+        audit_record(
+            actor=actor,
+            action="session.summarize",
+            target=session,
+            data={"message": message.pk, "auto": auto},
+        )
+        if session.status == "idle":
+            store.session_status_set(session=session, status="busy")
+        changes = {} if session.prompter_id == actor.user_id else {"prompter_id": actor.user_id}
         _request_run(session, **changes)
     return message
 

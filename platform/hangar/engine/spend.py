@@ -86,8 +86,8 @@ def model_call(
     )
 
 
-def step_call(session: Session, data: dict, latency_ms: int | None) -> ModelCall:
-    """A step's call from its message data (cost and tokens as the step recorded them)."""
+def step_call(session: Session, data: dict, latency_ms: int | None, kind: str = "step") -> ModelCall:
+    """A step's call (or a compaction's: `kind`) from its message data (cost and tokens as recorded)."""
     tokens = data.get("tokens") or {}
     cache = tokens.get("cache") or {}
     usage = Usage(
@@ -100,7 +100,7 @@ def step_call(session: Session, data: dict, latency_ms: int | None) -> ModelCall
     finished = data.get("finish") not in (None, "unknown") or bool(tokens)
     return model_call(
         session,
-        kind="step",
+        kind=kind,
         provider=data.get("providerID", ""),
         model=data.get("modelID", ""),
         usage=usage,
