@@ -118,6 +118,42 @@ class SessionPromptView(ProjectScopedView):
         return Response({"message": message.pk, "queued": queued}, status=status.HTTP_202_ACCEPTED)
 
 
+class SummarizeInput(serializers.Serializer):
+    model = ModelField(required=False, help_text="the model that summarises (default: the session's)")
+    auto = serializers.BooleanField(
+        required=False, default=False, help_text="continue the work after the summary, as an automatic one does"
+    )
+
+
+class SummarizeOutput(serializers.Serializer):
+    message = serializers.CharField(help_text="the stored compaction request (a user message)")
+    queued = serializers.BooleanField(help_text="true when the session was busy: the running loop compacts next")
+
+
+class SessionSummarizeView(ProjectScopedView):
+    @extend_schema(
+        tags=TAG,
+        operation_id="sessions_summarize",
+        request=SummarizeInput,
+        responses={202: SummarizeOutput},
+        summary="Compact the history now: the compaction agent summarises it; the model is sent the summary on",
+    )
+    def post(self, request, org, project_id, session_id):
+        scope, session = self.session(request, Role.MEMBER)
+        body = SummarizeInput(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        services = engine()
+        queued = session.status != "idle"
+        try:
+            message = services.session_summarize(
+                actor=scope.actor, session=session, model=data.get("model"), auto=data["auto"]
+            )
+        except services.PromptRejected as exc:
+            raise ValidationError({"model": [str(exc)]}) from None
+        return Response({"message": message.pk, "queued": queued}, status=status.HTTP_202_ACCEPTED)
+
+
 class SessionAbortView(ProjectScopedView):
     @extend_schema(
         tags=TAG,

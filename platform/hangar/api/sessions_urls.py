@@ -21,6 +21,7 @@ urlpatterns = [
     path(ONE + "events/", v.EventCollectionView.as_view(), name="session-events"),
     path(ONE + "prompt/", steer.SessionPromptView.as_view(), name="session-prompt"),
     path(ONE + "abort/", steer.SessionAbortView.as_view(), name="session-abort"),
+    path(ONE + "summarize/", steer.SessionSummarizeView.as_view(), name="session-summarize"),
     path(ONE + "todos/", steer.SessionTodosView.as_view(), name="session-todos"),
     path(ONE + "permissions/", steer.SessionPermissionListView.as_view(), name="session-permissions"),
     path(

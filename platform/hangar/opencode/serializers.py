@@ -106,3 +106,9 @@ class QuestionReplyIn(StrictSerializer):
 
 class LegacyPermissionIn(StrictSerializer):
     response = serializers.ChoiceField(choices=["once", "always", "reject"])
+
+
+class SummarizeIn(StrictSerializer):
+    providerID = serializers.CharField(max_length=64)
+    modelID = serializers.CharField(max_length=200)
+    auto = serializers.BooleanField(required=False, default=False)

@@ -30,6 +30,7 @@ urlpatterns = [
     path("session/<str:session_id>/todo", views_session.SessionTodos.as_view(), name="oc-session-todo"),
     path("session/<str:session_id>/prompt_async", views_steer.PromptAsync.as_view(), name="oc-prompt-async"),
     path("session/<str:session_id>/abort", views_steer.Abort.as_view(), name="oc-abort"),
+    path("session/<str:session_id>/summarize", views_steer.Summarize.as_view(), name="oc-summarize"),
     path(
         "session/<str:session_id>/permissions/<str:request_id>",
         views_steer.LegacyPermissionRespond.as_view(),

@@ -56,6 +56,29 @@ class PromptAsync(OpenCodeView):
         return Response(status=204)
 
 
+class Summarize(OpenCodeView):
+    """OpenCode answers once the compaction is done; Hangar answers as it is queued (the run compacts
+    in a worker) and tells the end with `session.compacted`, as OpenCode does too."""
+
+    @extend_schema(tags=OC, operation_id="oc_session_summarize", request=s.SummarizeIn, responses={200: bool})
+    def post(self, request, project_id, session_id):
+        session = self.get_session(session_id)
+        body = s.SummarizeIn(data=request.data or {})
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        services = engine()
+        try:
+            services.session_summarize(
+                actor=self.scope.actor,
+                session=session,
+                model={"providerID": data["providerID"], "modelID": data["modelID"]},
+                auto=data["auto"],
+            )
+        except services.PromptRejected as exc:
+            raise ValidationError({exc.field: [str(exc)]}) from None
+        return Response(True)
+
+
 class Abort(OpenCodeView):
     @extend_schema(tags=OC, operation_id="oc_session_abort", request=None, responses={200: bool})
     def post(self, request, project_id, session_id):
