@@ -123,6 +123,7 @@ SESSION_ROUTES = [
     ("get", "/todo"),
     ("post", "/prompt_async"),
     ("post", "/abort"),
+    ("post", "/summarize"),
     ("get", "/children"),
     ("post", "/permissions/per_x"),
     ("get", "/message/msg_x"),

@@ -121,13 +121,17 @@ class SessionPromptView(ProjectScopedView):
 class SummarizeInput(serializers.Serializer):
     model = ModelField(required=False, help_text="the model that summarises (default: the session's)")
     auto = serializers.BooleanField(
-        required=False, default=False, help_text="continue the work after the summary, as an automatic one does"
+        required=False,
+        default=False,
+        help_text="continue the work after the summary, as an automatic one does",
     )
 
 
 class SummarizeOutput(serializers.Serializer):
     message = serializers.CharField(help_text="the stored compaction request (a user message)")
-    queued = serializers.BooleanField(help_text="true when the session was busy: the running loop compacts next")
+    queued = serializers.BooleanField(
+        help_text="true when the session was busy: the running loop compacts next"
+    )
 
 
 class SessionSummarizeView(ProjectScopedView):
