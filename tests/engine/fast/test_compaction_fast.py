@@ -12,6 +12,7 @@ from hangar.engine.providers.overflow import overflow_error
 from hangar.engine.services import session_summarize
 from hangar.engine.system import prompt_text
 from hangar.projects.models import Project
+from hangar.usage.models import UsageRecord
 from tests.engine.fast.scripted_model import ScriptedModel, call
 
 pytestmark = [pytest.mark.fast, pytest.mark.django_db]
@@ -94,6 +95,9 @@ def test_a_step_whose_usage_fills_the_window_is_followed_by_a_compaction_and_the
     session = rig.state()
     assert session.status == "idle"
     assert session.tokens["output"] == 100 + 300 + 10  # the compaction's tokens count for the session too
+    ledger = UsageRecord.objects.filter(session_id=rig.session.pk).exclude(kind="title").order_by("id")
+    assert [(r.kind, r.output_tokens) for r in ledger] == [("step", 100), ("compaction", 300), ("step", 10)]
+    assert ledger[1].cost == summary["cost"] and ledger[1].outcome == "ok"
 
 
 def big_output_turn(prefix: str, count: int) -> list[dict]:
