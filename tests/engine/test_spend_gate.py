@@ -13,7 +13,7 @@ import pytest
 from hangar.audit.models import AuditEvent
 from hangar.conversations.models import Event, Message, Session
 from hangar.engine.services import session_prompt
-from hangar.usage.models import Budget, ModelAllowList, UsageDaily, UsageRecord
+from hangar.usage.models import Budget, ModelAllowList, UsageRecord, UsageRollup
 from tests.engine.conftest import text_prompt, wait_idle
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -82,9 +82,10 @@ def test_the_ledger_has_a_row_per_call_and_equals_the_sessions_step_costs(
     assert titles.count() == 2 and {t.outcome for t in titles} == {"ok"}
     # The rollup agrees with the ledger, call for call (titles included).
     everything = UsageRecord.objects.filter(org_id=alice.org.pk)
-    daily = UsageDaily.objects.filter(org_id=alice.org.pk)
-    assert sum(d.calls for d in daily) == everything.count() == 6
-    assert sum(d.cost for d in daily) == pytest.approx(sum(r.cost for r in everything))
+    for dim in ("o", "p", "u", "m"):
+        daily = UsageRollup.objects.filter(org_id=alice.org.pk, dim=dim)
+        assert sum(d.calls for d in daily) == everything.count() == 6
+        assert sum(d.cost for d in daily) == pytest.approx(sum(r.cost for r in everything))
 
 
 def test_a_hard_budget_stops_the_session_before_the_call_that_would_pass_it(

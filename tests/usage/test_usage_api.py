@@ -8,7 +8,7 @@ import io
 import pytest
 
 from hangar.audit.models import AuditEvent
-from hangar.usage.models import Budget, UsageDaily, UsageRecord
+from hangar.usage.models import Budget, UsageRecord, UsageRollup
 from hangar.usage.selectors import ledger_totals
 from tests.usage.conftest import record
 
@@ -23,11 +23,15 @@ def test_the_rollup_sums_the_ledger_row_for_row(alice, bob, charlie):
     record(bob, cost=1.0, model="m2")
     record(alice, cost=0.0, outcome="error", input=0, output=0)
     record(charlie, cost=7.0)
-    rows = UsageDaily.objects.filter(org_id=alice.org.pk)
-    assert sum(r.cost for r in rows) == pytest.approx(ledger_totals(org_id=alice.org.pk)["cost"]) == 1.75
-    assert sum(r.calls for r in rows) == UsageRecord.objects.filter(org_id=alice.org.pk).count() == 4
-    alices = rows.get(user_id=alice.user.pk, model="m1")
+    ledger = ledger_totals(org_id=alice.org.pk)
+    calls = UsageRecord.objects.filter(org_id=alice.org.pk).count()
+    for dim in ("o", "p", "u", "m"):  # each dimension's rows add up to the whole ledger
+        rows = UsageRollup.objects.filter(org_id=alice.org.pk, dim=dim)
+        assert sum(r.cost for r in rows) == pytest.approx(ledger["cost"]) == 1.75
+        assert sum(r.calls for r in rows) == calls == 4
+    alices = UsageRollup.objects.get(org_id=alice.org.pk, dim="u", key=str(alice.user.pk))
     assert (alices.calls, alices.errors, alices.input_tokens, alices.output_tokens) == (3, 1, 1010, 101)
+    assert UsageRollup.objects.get(org_id=alice.org.pk, dim="m", key="scripted/m2").cost == 1.0
 
 
 def test_usage_groups_by_day_member_project_and_model(api, alice, bob, charlie):

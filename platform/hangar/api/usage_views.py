@@ -21,6 +21,7 @@ from hangar.accounts.selectors import check_reader
 from hangar.api.scoping import OrgScope, scope_for
 from hangar.usage.selectors import (
     GROUPS,
+    LABELS,
     MAX_DAYS,
     SUMS,
     budget_get,
@@ -82,13 +83,12 @@ class UsageExportView(APIView):
     )
     def get(self, request, org):
         report = _report(request, org)
-        labels = {"member": ["member"], "project": ["project"]}.get(report["group_by"], [])
-        keys = [*GROUPS[report["group_by"]], *labels]
+        keys = LABELS[report["group_by"]]
         out = io.StringIO()
         writer = csv.writer(out)
         writer.writerow([*keys, *SUMS])
         for row in report["rows"]:
-            writer.writerow([row.get(k, "") for k in keys] + [row[s] for s in SUMS])
+            writer.writerow([row.get(k) or "" for k in keys] + [row[s] for s in SUMS])
         response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
         name = f"usage-{org}-{report['group_by']}-{report['from']}-{report['to']}.csv"
         response["Content-Disposition"] = f'attachment; filename="{name}"'

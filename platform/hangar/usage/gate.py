@@ -2,12 +2,13 @@
 covers the call (the org's, its project's, its prompter's) leave room for it?
 
 One prepared statement, indexed: the org's allow-list row, its budgets covering (project, member), and each
-budget's spend so far this period summed from the daily rollup (never the ledger). An org with neither
-budgets nor a list reads two index probes that find nothing.
+budget's spend so far this period summed from the daily rollup's rows of its org, project or member (at
+most 31 rows each, never the ledger). An org with neither budgets nor a list reads two index probes that
+find nothing.
 
 A hard limit stops the call when the period's spend has reached it, or when the spend plus the caller's
-estimate of the call (what the session's previous call cost) would pass it: the call that
-would exceed the limit is not made.
+estimate of the call (what the session's previous call cost) would pass it: the call that would exceed the
+limit is not made.
 """
 
 from __future__ import annotations
@@ -24,10 +25,11 @@ _GATE = (
     "SELECT (SELECT a.allowed FROM usage_modelallowlist a WHERE a.org_id = %s),"
     " (SELECT coalesce(json_agg(json_build_array(b.id, b.scope, b.period, b.hard_limit, b.soft_limit,"
     "  b.alerted_for, b.project_id, b.user_id,"
-    "  (SELECT coalesce(sum(d.cost), 0) FROM usage_usagedaily d WHERE d.org_id = b.org_id"
-    "   AND d.day >= CASE WHEN b.period = 'day' THEN %s::date ELSE %s::date END"
-    "   AND (b.project_id IS NULL OR d.project_id = b.project_id)"
-    "   AND (b.user_id IS NULL OR d.user_id = b.user_id))) ORDER BY b.id), '[]')"
+    "  (SELECT coalesce(sum(r.cost), 0) FROM usage_usagerollup r WHERE r.org_id = b.org_id"
+    "   AND r.dim = CASE b.scope WHEN 'org' THEN 'o' WHEN 'project' THEN 'p' ELSE 'u' END"
+    "   AND r.key = CASE b.scope WHEN 'org' THEN '' WHEN 'project' THEN b.project_id::text"
+    "    ELSE b.user_id::text END"
+    "   AND r.day >= CASE WHEN b.period = 'day' THEN %s::date ELSE %s::date END)) ORDER BY b.id), '[]')"
     "  FROM usage_budget b WHERE b.org_id = %s"
     "  AND (b.project_id IS NULL OR b.project_id = %s) AND (b.user_id IS NULL OR b.user_id = %s))"
 )

@@ -1,6 +1,6 @@
 """Recording a model call: the one function every caller uses (a step, the title agent, compaction).
 
-A call is two writes: its ledger row and its day's rollup (an upsert adding to the running sums). Both
+A call is two writes: its ledger row and its day's rollup rows (an upsert adding to the running sums). Both
 are returned as `(sql, params)` statements ending in `RETURNING 1`, so a caller that already writes the
 call's cost in one statement (the step's closing write, hangar.conversations.services.parts_upsert) adds
 them to that statement as CTEs: the session's cost, the ledger and the rollup commit or fail together.
@@ -19,19 +19,21 @@ _LEDGER_INSERT = (
     " latency_ms, outcome, created_at)"
     " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, now()) RETURNING 1"
 )
-# The day is the transaction's UTC date, as the budget check reads it (hangar.usage.selectors).
+# The day is the transaction's UTC date, as the budget check reads it (hangar.usage.gate). One call adds
+# to four rows (the org's, its project's, its member's, its model's), always in that order.
 _ROLLUP_UPSERT = (
-    "INSERT INTO usage_usagedaily AS d (org_id, day, project_id, user_id, provider, model, calls, errors,"
-    " input_tokens, output_tokens, reasoning_tokens, cache_read_tokens, cache_write_tokens, cost)"
-    " VALUES (%s, (now() AT TIME ZONE 'UTC')::date, %s, %s, %s, %s, 1, %s, %s, %s, %s, %s, %s, %s)"
-    " ON CONFLICT (org_id, day, project_id, user_id, provider, model) DO UPDATE SET"
-    " calls = d.calls + 1, errors = d.errors + EXCLUDED.errors,"
-    " input_tokens = d.input_tokens + EXCLUDED.input_tokens,"
-    " output_tokens = d.output_tokens + EXCLUDED.output_tokens,"
-    " reasoning_tokens = d.reasoning_tokens + EXCLUDED.reasoning_tokens,"
-    " cache_read_tokens = d.cache_read_tokens + EXCLUDED.cache_read_tokens,"
-    " cache_write_tokens = d.cache_write_tokens + EXCLUDED.cache_write_tokens,"
-    " cost = d.cost + EXCLUDED.cost RETURNING 1"
+    "INSERT INTO usage_usagerollup AS r (org_id, day, dim, key, calls, errors, input_tokens, output_tokens,"
+    " reasoning_tokens, cache_read_tokens, cache_write_tokens, cost)"
+    " SELECT %s, (now() AT TIME ZONE 'UTC')::date, d.dim, d.key, 1, %s, %s, %s, %s, %s, %s, %s"
+    " FROM (VALUES ('o', ''), ('p', %s::text), ('u', %s::text), ('m', %s::text)) AS d(dim, key)"
+    " ON CONFLICT (org_id, dim, key, day) DO UPDATE SET"
+    " calls = r.calls + 1, errors = r.errors + EXCLUDED.errors,"
+    " input_tokens = r.input_tokens + EXCLUDED.input_tokens,"
+    " output_tokens = r.output_tokens + EXCLUDED.output_tokens,"
+    " reasoning_tokens = r.reasoning_tokens + EXCLUDED.reasoning_tokens,"
+    " cache_read_tokens = r.cache_read_tokens + EXCLUDED.cache_read_tokens,"
+    " cache_write_tokens = r.cache_write_tokens + EXCLUDED.cache_write_tokens,"
+    " cost = r.cost + EXCLUDED.cost RETURNING 1"
 )
 _RECORD = f"WITH w0 AS ({_LEDGER_INSERT}), w1 AS ({_ROLLUP_UPSERT}) SELECT 1"
 
@@ -67,8 +69,13 @@ class ModelCall:
         ]
 
 
+def model_key(provider: str, model: str) -> str:
+    """The rollup's key of a model: "provider/model" (the allow-list's spelling too)."""
+    return f"{provider}/{model}"[:300]
+
+
 def ledger_writes(call: ModelCall) -> list[tuple[str, list]]:
-    """The call's ledger row and rollup upsert, each `(sql, params)` returning one row."""
+    """The call's ledger insert and rollup upsert, each `(sql, params)` returning a row per row written."""
     ledger = [
         call.org_id,
         call.project_id,
@@ -85,13 +92,12 @@ def ledger_writes(call: ModelCall) -> list[tuple[str, list]]:
     ]
     rollup = [
         call.org_id,
-        call.project_id or 0,
-        call.user_id or 0,
-        call.provider[:100],
-        call.model[:200],
         0 if call.outcome == "ok" else 1,
         *call.tokens(),
         call.cost,
+        str(call.project_id or 0),
+        str(call.user_id or 0),
+        model_key(call.provider, call.model),
     ]
     return [(_LEDGER_INSERT, ledger), (_ROLLUP_UPSERT, rollup)]
 

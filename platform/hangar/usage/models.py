@@ -43,17 +43,24 @@ class UsageRecord(models.Model):
         ]
 
 
-class UsageDaily(models.Model):
-    """The ledger summed per (org, UTC day, project, member, provider, model), kept by the same statement
-    that appends to the ledger (an upsert), so usage reads and budget checks never scan the ledger.
-    `user_id` 0 = no person (an integration's run spending the org's key)."""
+class Dimension(models.TextChoices):
+    ORG = "o"
+    PROJECT = "p"
+    MEMBER = "u"
+    MODEL = "m"
+
+
+class UsageRollup(models.Model):
+    """The ledger summed per org, UTC day and one dimension at a time: the org as a whole (key ""), each
+    project (its id), each member (user id; "0" = no person, an integration's run on the org's key) and
+    each model ("provider/model"). The statement that appends a call to the ledger adds it to its four rows
+    (an upsert), so usage reads and budget checks never scan the ledger: an org's month is at most 31 rows
+    per key, however many calls it made."""
 
     org_id = models.BigIntegerField()
     day = models.DateField()
-    project_id = models.BigIntegerField()
-    user_id = models.BigIntegerField()
-    provider = models.CharField(max_length=100)
-    model = models.CharField(max_length=200)
+    dim = models.CharField(max_length=1, choices=Dimension.choices)
+    key = models.CharField(max_length=300, blank=True)
     calls = models.BigIntegerField(default=0)
     errors = models.BigIntegerField(default=0)
     input_tokens = models.BigIntegerField(default=0)
@@ -65,9 +72,7 @@ class UsageDaily(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(
-                fields=["org_id", "day", "project_id", "user_id", "provider", "model"], name="usage_daily_key"
-            )
+            models.UniqueConstraint(fields=["org_id", "dim", "key", "day"], name="usage_rollup_key")
         ]
 
 

@@ -12,12 +12,20 @@ from rest_framework.exceptions import NotFound
 
 from hangar.accounts.models import Org, User
 from hangar.projects.models import Project
-from hangar.usage.models import Budget, ModelAllowList, UsageDaily, UsageRecord
+from hangar.usage.models import Budget, Dimension, ModelAllowList, UsageRecord, UsageRollup
 
+# Each grouping reads the rollup rows of one dimension: (dimension, the column its rows are grouped by).
 GROUPS = {
+    "day": (Dimension.ORG, "day"),
+    "member": (Dimension.MEMBER, "key"),
+    "project": (Dimension.PROJECT, "key"),
+    "model": (Dimension.MODEL, "key"),
+}
+# The columns each grouping's rows carry besides the sums (the CSV's first columns).
+LABELS = {
     "day": ("day",),
-    "member": ("user_id",),
-    "project": ("project_id",),
+    "member": ("user_id", "member"),
+    "project": ("project_id", "project"),
     "model": ("provider", "model"),
 }
 SUMS = (
@@ -33,33 +41,41 @@ SUMS = (
 MAX_DAYS = 366
 
 
-def _labels(org: Org, group: str, rows: list[dict]) -> None:
-    """Name each member row by email and each project row by slug (one read each)."""
-    if group == "member":
-        ids = {r["user_id"] for r in rows if r["user_id"]}
+def _label(org: Org, group: str, rows: list[dict]) -> None:
+    """Turn each row's rollup key into what it names: a day, a member (id and email), a project (id and
+    slug), a model (provider and model); one read for the emails or slugs."""
+    if group == "day":
+        for r in rows:
+            r["day"] = r["day"].isoformat()
+    elif group == "member":
+        ids = {int(r["key"]) for r in rows}
         emails = dict(User.objects.filter(pk__in=ids).values_list("pk", "email"))
         for r in rows:
-            r["member"] = emails.get(r["user_id"], "") if r["user_id"] else ""
+            r["user_id"] = int(r["key"]) or None
+            r["member"] = emails.get(r["user_id"], "")
     elif group == "project":
-        ids = {r["project_id"] for r in rows}
+        ids = {int(r["key"]) for r in rows}
         slugs = dict(Project.objects.filter(org=org, pk__in=ids).values_list("pk", "slug"))
         for r in rows:
+            r["project_id"] = int(r["key"]) or None
             r["project"] = slugs.get(r["project_id"], "")
+    else:
+        for r in rows:
+            r["provider"], _, r["model"] = r["key"].partition("/")
+    for r in rows:
+        r.pop("key", None)
 
 
 def usage_report(*, org: Org, start: dt.date, end: dt.date, group: str) -> dict:
     """Spend and tokens per `group` key from `start` to `end` (UTC days, both included), with totals."""
-    keys = GROUPS[group]
-    base = UsageDaily.objects.filter(org_id=org.pk, day__gte=start, day__lte=end)
-    sums = {name: Sum(name) for name in SUMS}
-    rows = list(base.values(*keys).annotate(**sums).order_by(*keys))
+    dim, column = GROUPS[group]
+    base = UsageRollup.objects.filter(org_id=org.pk, dim=dim, day__gte=start, day__lte=end)
+    rows = list(base.values(column).annotate(**{name: Sum(name) for name in SUMS}).order_by(column))
+    totals = {name: sum(r[name] or 0 for r in rows) for name in SUMS}
+    totals["cost"] = round(totals["cost"], 6)
     for r in rows:
-        if "day" in r:
-            r["day"] = r["day"].isoformat()
         r["cost"] = round(r["cost"] or 0.0, 6)
-    _labels(org, group, rows)
-    totals = base.aggregate(**sums)
-    totals = {k: (round(v or 0.0, 6) if k == "cost" else v or 0) for k, v in totals.items()}
+    _label(org, group, rows)
     return {
         "from": start.isoformat(),
         "to": end.isoformat(),
