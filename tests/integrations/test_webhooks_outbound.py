@@ -228,3 +228,37 @@ def test_endpoints_and_deliveries_are_tenant_scoped(alice, bob, charlie, api, re
     assert api(bob).post(f"/api/orgs/acme/webhooks/deliveries/{delivery_id}/replay").status_code == 403
     assert api(bob).get("/api/orgs/acme/webhooks/deliveries/").status_code == 200
     assert WebhookEndpoint.objects.get().enabled
+
+
+def test_a_question_and_a_hard_budget_stop_are_delivered(alice, api, receiver, allow_private):
+    import datetime as dt
+
+    from hangar.conversations.budget_services import session_budget_blocked
+    from hangar.conversations.question_services import question_request_create
+    from hangar.integrations.webhooks.outbound import deliveries_create
+    from hangar.usage.gate import BudgetState
+
+    create_endpoint(api, alice, receiver.url, ["question.asked", "budget.reached"])
+    session = session_create(actor=alice.actor, project=alice.project)
+    question = [{"question": "Ship?", "header": "Ship", "options": [{"label": "Yes", "description": ""}]}]
+    asked = question_request_create(session=session, questions=question, message_id="msg_1", call_id="c1")
+    state = BudgetState(
+        id=7,
+        scope="org",
+        period="day",
+        hard_limit=1.0,
+        soft_limit=None,
+        alerted_for=None,
+        project_id=None,
+        user_id=None,
+        spent=1.25,
+        period_start=dt.date.today(),
+    )
+    session_budget_blocked(session=session, state=state)
+
+    for delivery_id in deliveries_create(session.pk, [e.pk for e in session.events.all()]):
+        assert delivery_attempt(delivery_id) is None
+    bodies = {body["type"]: body["data"] for body in (json.loads(r["body"]) for r in receiver.received)}
+    assert set(bodies) == {"question.asked", "budget.reached"}
+    assert bodies["question.asked"]["id"] == asked.pk and bodies["question.asked"]["questions"] == question
+    assert bodies["budget.reached"]["budget"]["spent"] == 1.25

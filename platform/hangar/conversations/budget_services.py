@@ -12,7 +12,7 @@ from django.db import transaction
 
 from hangar.accounts.actors import system_actor
 from hangar.audit.services import audit_record
-from hangar.conversations.events import publish
+from hangar.conversations.events import publish, publish_many
 from hangar.conversations.models import Session
 from hangar.usage.gate import BudgetState
 from hangar.usage.services import budget_alert_claim
@@ -45,7 +45,14 @@ def session_budget_blocked(*, session: Session, state: BudgetState) -> dict:
         target_id=str(state.id),
         data={"session": session.pk, "project": session.project_id, "budget": state.view()},
     )
-    publish(session, "session.error", {"sessionID": session.pk, "error": error})
+    publish_many(
+        session,
+        [
+            ("session.error", {"sessionID": session.pk, "error": error}),
+            # For integrations (the outbound webhooks' budget.reached): the stop, with the budget's state.
+            ("budget.reached", {"sessionID": session.pk, "budget": state.view()}),
+        ],
+    )
     return error
 
 

@@ -19,7 +19,7 @@ class EventType(models.TextChoices):
     PERMISSION_ASKED = "permission.asked"
     QUESTION_ASKED = "question.asked"  # the question tool (hangar.engine.tools.question)
     PUSH_DONE = "push.done"  # from the store's workspace.pushed
-    BUDGET_REACHED = "budget.reached"  # defined; emitted once budgets are enforced
+    BUDGET_REACHED = "budget.reached"  # a hard budget stopped a session (conversations.budget_services)
 
 
 class WebhookTrigger(models.Model):

@@ -42,6 +42,7 @@ OUTBOUND = {
     EventType.PERMISSION_ASKED: EventType.PERMISSION_ASKED,
     EventType.QUESTION_ASKED: EventType.QUESTION_ASKED,
     "workspace.pushed": EventType.PUSH_DONE,
+    EventType.BUDGET_REACHED: EventType.BUDGET_REACHED,
 }
 TIMEOUT_S = 10.0
 MAX_RESPONSE_LOGGED = 2048
