@@ -13,7 +13,12 @@ scoping, the view, the selector, JSON rendering; no socket):
   CSV export by member; --requests requests each after one warm-up;
 - the budget check a model call makes (hangar.usage.gate.usage_gate) with an org, a project and a member
   budget covering the call, and with none;
-- for comparison, the same spend-by-day answer summed from the ledger itself.
+- for comparison, the same spend-by-day answer summed from the ledger itself;
+- the gate's share of an agent step: the real loop (hangar.engine.loop.Loop) in this process, on the same
+  org with its three budgets, against the fast tier's in-process scripted model and a local-directory
+  sandbox (tests/engine/fast: no Docker, no HTTP, so the step is the loop's own cost and the gate is as
+  large a share of it as it can be), five steps a session, --ab-rounds rounds each running one session with
+  the gate and one with it stubbed out (its verdict: nothing to refuse), in alternating order.
 
 The last line printed is one JSON object.
 """
@@ -134,6 +139,79 @@ def timed(fn, n: int) -> list[float]:
     return samples
 
 
+def gate_in_the_loop(org, project, member, rounds: int) -> dict:
+    """Per-step wall time of the loop with the gate and with it stubbed, interleaved (see the docstring)."""
+    import statistics
+    import tempfile
+    import threading
+
+    from django.conf import settings
+
+    from hangar.accounts.actors import Actor
+    from hangar.conversations.services import session_create
+    from hangar.engine import spend
+    from hangar.engine.loop import Loop
+    from hangar.engine.services import session_prompt
+    from hangar.engine.tools.registry import ALL, tool_schemas
+    from hangar.usage.gate import Verdict
+    from hangar.usage.models import Budget
+    from tests.engine.fast.scripted_model import ScriptedModel
+    from tests.engine.tools.local_sandbox import LocalSandbox
+
+    settings.HANGAR_MODEL_PRICES = {"scripted/fast": {"input": 1e-9, "output": 1e-9}}
+    tool_schemas(ALL)
+    budgets = [
+        Budget.objects.create(org=org, scope="org", period="month", hard_limit=1e9, soft_limit=1e9),
+        Budget.objects.create(org=org, scope="project", project_id=project.pk, period="day", hard_limit=1e9),
+        Budget.objects.create(org=org, scope="member", user_id=member.pk, period="month", hard_limit=1e9),
+    ]
+    actor = Actor(type="user", org_id=org.pk, user=member, label=member.email)
+    real_gate = spend.usage_gate
+
+    def stub(**_kw):
+        return Verdict(refused_model=None, blocked=None, alerts=[])
+
+    def one_session(gate) -> float:
+        spend.usage_gate = gate
+        turns = [
+            [{"tool_calls": [{"name": "bash", "id": f"c{i}", "arguments": {"command": f"echo {i}"}}]}]
+            for i in range(4)
+        ] + [[{"text": "done"}]]
+        with tempfile.TemporaryDirectory() as root:
+            session = session_create(
+                actor=actor, project=project, model={"providerID": "scripted", "modelID": "fast"}
+            )
+            session_prompt(actor=actor, session=session, parts=[{"type": "text", "text": "go"}])
+            model = ScriptedModel(turns)
+            loop = Loop(
+                session.pk,
+                threading.Event(),
+                resolve_model=lambda **_: model,
+                sandbox_for=lambda _s: LocalSandbox(Path(root), session.pk),
+            )
+            started = time.perf_counter()
+            loop.run()
+            return (time.perf_counter() - started) * 1000 / 5
+
+    try:
+        one_session(real_gate), one_session(stub)  # warm-up
+        with_gate, without = [], []
+        for i in range(rounds):
+            order = [(with_gate, real_gate), (without, stub)]
+            for samples, gate in order if i % 2 == 0 else reversed(order):
+                samples.append(one_session(gate))
+    finally:
+        spend.usage_gate = real_gate
+        Budget.objects.filter(pk__in=[b.pk for b in budgets]).delete()
+    diffs = [a - b for a, b in zip(with_gate, without, strict=True)]
+    return {
+        "with_gate_step_ms": summary(with_gate, 0.95),
+        "without_gate_step_ms": summary(without, 0.95),
+        "paired_difference_median_ms": round(statistics.median(diffs), 3),
+        "without_gate_stdev_ms": round(statistics.stdev(without), 3),
+    }
+
+
 def main() -> None:
     args = arguments(
         __doc__,
@@ -142,6 +220,7 @@ def main() -> None:
         ("--projects", {"type": int, "default": 10}),
         ("--members", {"type": int, "default": 25}),
         ("--requests", {"type": int, "default": 40}),
+        ("--ab-rounds", {"type": int, "default": 30}),
     )
     open_bench_db(bench_env())
     from django.conf import settings
@@ -208,6 +287,7 @@ def main() -> None:
             cursor.fetchall()
 
     figures["spend_by_day_summed_from_the_ledger"] = summary(timed(from_ledger, 3), 0.95)
+    figures["step_in_process"] = gate_in_the_loop(org, project, member, args.ab_rounds)
     emit({"ledger_rows": ledger_rows, "rollup_rows": rollup_rows, "days": args.days, **figures})
 
 
