@@ -11,7 +11,7 @@ from django.test import Client
 from slack_sdk.signature import SignatureVerifier
 
 from hangar.audit.models import AuditEvent
-from hangar.conversations.models import Message, PermissionRequest, Session
+from hangar.conversations.models import Message, PermissionRequest, QuestionRequest, Session
 from hangar.integrations.slack.models import SlackChannel, SlackInstall, SlackThread, SlackUserLink
 from hangar.projects import crypto
 from hangar.projects.models import Project
@@ -365,3 +365,51 @@ def test_a_forged_and_a_replayed_request_are_refused(alice, installed, slack):
 
     assert first.status_code == 200 and again.status_code == 401
     assert Session.objects.count() == 1
+
+
+def test_the_agents_question_is_answered_by_a_button_and_the_run_goes_on(
+    alice, dave, installed, slack, slack_worker, script, scripted
+):
+    SlackUserLink.objects.create(install=installed, slack_user_id="UDAVE", user=dave.user)  # a viewer
+    ask = {
+        "questions": [
+            {
+                "question": "Which region?",
+                "header": "Region",
+                "options": [{"label": "eu-west", "description": ""}, {"label": "us-east", "description": ""}],
+            }
+        ]
+    }
+    script_id = script.load(
+        [
+            [{"tool_calls": [{"name": "question", "id": "q1", "arguments": ask}]}],
+            [{"text": "deploying to us-east"}],
+        ]
+    )
+    scripted_project(alice, scripted, script_id)
+    mention("deploy it")
+    session = SlackThread.objects.get().session
+    request = wait_for(lambda: QuestionRequest.objects.filter(session=session).first(), what="the question")
+    posted = wait_for(lambda: [m for m in slack.of("chat.postMessage") if m.get("blocks")], what="buttons")[0]
+    actions = next(b for b in posted["blocks"] if b["type"] == "actions")["elements"]
+    assert [(a["action_id"], a["text"]["text"]) for a in actions] == [
+        ("question_answer_0", "eu-west"),
+        ("question_answer_1", "us-east"),
+        ("question_reject", "Dismiss"),
+    ]
+
+    press("question_answer_1", request.pk, user="UDAVE")
+    request.refresh_from_db()
+    assert request.status == "pending"
+
+    press("question_answer_1", request.pk, user="UALICE")
+    request.refresh_from_db()
+    assert request.status == "answered" and request.answers == [["us-east"]]
+    audit = AuditEvent.objects.get(action="question.answered")
+    assert audit.actor_label == "alice@acme.test via slack"
+    assert any(u["text"].startswith("Answered “us-east” by <@UALICE>") for u in slack.of("chat.update"))
+    wait_idle(session)
+    wait_for(
+        lambda: any("deploying to us-east" in m["text"] for m in slack.of("chat.postMessage")),
+        what="the summary",
+    )

@@ -1,7 +1,7 @@
 """The slack-bolt app: every request is verified by Bolt against the signing secret and a timestamp
 within 5 minutes (views.py also refuses a signature seen before); the install's bot token comes from our
 encrypted store. Mentions, DMs and `/hangar` start a session (the thread is the session); replies in a
-session's thread prompt it; `stop` aborts; buttons answer permission requests."""
+session's thread prompt it; `stop` aborts; buttons answer permission requests and the agent's questions."""
 
 import re
 from functools import cache
@@ -180,6 +180,35 @@ def _on_permission_button(ack, body, action, logger):
         )
 
 
+def _on_question_button(ack, body, action, logger):
+    ack()
+    install = selectors.install_by_team((body.get("team") or {}).get("id"))
+    user = (body.get("user") or {}).get("id", "")
+    channel = (body.get("channel") or {}).get("id", "")
+    if install is None:
+        return
+    action_id = action["action_id"]
+    option = None if action_id == "question_reject" else int(action_id.removeprefix("question_answer_"))
+    try:
+        request = services.question_answer(
+            install=install, slack_user_id=user, request_id=action.get("value", ""), option=option
+        )
+    except services.NotLinked:
+        _tell(install, channel, user, link_message(install, user))
+        return
+    except (APIException, ValueError):
+        _tell(install, channel, user, "You may not answer this question.")
+        return
+    held = SlackPermissionMessage.objects.filter(request_id=request.pk).first()
+    if held is not None:
+        said = (
+            "Dismissed" if request.status == "rejected" else f"Answered “{(request.answers or [[]])[0][0]}”"
+        )
+        web_client(install).chat_update(
+            channel=channel, ts=held.message_ts, text=f"{said} by <@{user}>", blocks=[]
+        )
+
+
 def bolt_app() -> App:
     return _bolt_app(settings.SLACK_SIGNING_SECRET, settings.SLACK_API_URL)
 
@@ -197,4 +226,5 @@ def _bolt_app(signing_secret: str, api_url: str) -> App:
     app.event("message")(_on_message)
     app.command("/hangar")(_on_command)
     app.action(re.compile(r"^perm_(once|always|reject)$"))(_on_permission_button)
+    app.action(re.compile(r"^question_(answer_\d{1,2}|reject)$"))(_on_question_button)
     return app

@@ -63,7 +63,8 @@ class SlackThread(models.Model):
 
 
 class SlackPermissionMessage(models.Model):
-    """The message carrying a permission request's buttons (updated once it is answered)."""
+    """The message carrying the buttons of a permission request or of the agent's questions (`request_id`:
+    per_ or que_), updated once it is answered."""
 
     thread = models.ForeignKey(SlackThread, on_delete=models.CASCADE, related_name="+")
     request_id = models.CharField(max_length=40, unique=True)

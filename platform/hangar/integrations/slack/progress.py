@@ -1,6 +1,6 @@
 """What a Slack thread shows of its session's run: ONE status message per run, edited in place
 (chat.update) at most once per THROTTLE_S (current tool, todos, cost, a link to the web app); a summary
-that mentions the requester when the run ends; permission requests as buttons.
+that mentions the requester when the run ends; permission requests and the agent's questions as buttons.
 
 `on_events` is the store's event sink: it runs in the agent step, so for sessions that are not Slack
 threads it costs a look at the session row the step already holds (`source`), and for Slack threads a
@@ -24,7 +24,9 @@ def _progress(event: Event) -> bool:
 
 
 def on_events(session: Session, events: list[Event]) -> None:
-    kinds = [e for e in events if e.type in ("session.idle", "permission.asked") or _progress(e)]
+    kinds = [
+        e for e in events if e.type in ("session.idle", "permission.asked", "question.asked") or _progress(e)
+    ]
     if not kinds or session.source != "slack":
         return
     from hangar.integrations.slack import tasks
@@ -35,6 +37,9 @@ def on_events(session: Session, events: list[Event]) -> None:
         elif event.type == "permission.asked":
             request_id = event.payload["id"]
             transaction.on_commit(lambda r=request_id: tasks.slack_permission.delay(r), robust=True)
+        elif event.type == "question.asked":
+            request_id = event.payload["id"]
+            transaction.on_commit(lambda r=request_id: tasks.slack_question.delay(r), robust=True)
         elif cache.add(f"slack:status:{session.pk}", 1, timeout=THROTTLE_S):
             transaction.on_commit(
                 lambda: tasks.slack_status.apply_async(args=[session.pk], countdown=THROTTLE_S), robust=True

@@ -11,7 +11,7 @@ from hangar.accounts.models import Membership, Role
 from hangar.accounts.selectors import require_role
 from hangar.audit.models import ActorType
 from hangar.audit.services import audit_record
-from hangar.conversations.models import PermissionRequest, Session
+from hangar.conversations.models import PermissionRequest, QuestionRequest, Session
 from hangar.conversations.services import session_create
 from hangar.engine import services as engine
 from hangar.integrations.slack import selectors
@@ -217,3 +217,24 @@ def permission_answer(
     if request is None:
         raise NotFound()
     return engine.permission_reply(actor=actor, request=request, reply=reply)
+
+
+def question_answer(
+    *, install: SlackInstall, slack_user_id: str, request_id: str, option: int | None
+) -> QuestionRequest:
+    """A question button: `option` is the chosen option's index (the question's only question), None
+    dismisses. Only a linked member may answer (engine.question_reply checks the role and audits)."""
+    actor = member_actor(install, slack_user_id)
+    request = (
+        QuestionRequest.objects.filter(pk=request_id, session__org_id=install.org_id)
+        .select_related("session")
+        .first()
+    )
+    if request is None:
+        raise NotFound()
+    if option is None:
+        return engine.question_reject(actor=actor, request=request)
+    options = request.questions[0]["options"] if len(request.questions) == 1 else []
+    if not 0 <= option < len(options):
+        raise NotFound()
+    return engine.question_reply(actor=actor, request=request, answers=[[options[option]["label"]]])

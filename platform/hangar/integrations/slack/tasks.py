@@ -3,12 +3,13 @@ summary, permission buttons. Each loads by id and is harmless to run twice."""
 
 from celery import shared_task
 
-from hangar.conversations.models import PermissionRequest, Session
+from hangar.conversations.models import PermissionRequest, QuestionRequest, Session
 from hangar.integrations import queue  # noqa: F401  (routes this module's tasks)
 from hangar.integrations.slack import progress, selectors
 from hangar.integrations.slack.client import web_client
 from hangar.integrations.slack.models import SlackPermissionMessage, SlackThread
 
+MAX_OPTION_BUTTONS = 20  # Slack's limit is 25 elements per actions block; one is Dismiss
 REPLIES = (
     ("once", "Allow once", "primary"),
     ("always", "Always allow", None),
@@ -83,6 +84,59 @@ def slack_permission(request_id: str) -> None:
         thread_ts=thread.thread_ts,
         text=f"Permission asked: {request.permission}",
         blocks=permission_blocks(request),
+    )
+    SlackPermissionMessage.objects.get_or_create(
+        request_id=request_id, defaults={"thread": thread, "message_ts": posted["ts"]}
+    )
+
+
+def question_blocks(request: QuestionRequest, url: str) -> list[dict]:
+    """One question with single-choice options: a button per option. Anything else (several questions,
+    several choices, the person's own text) is answered in the web app; the message links there. Every
+    question message can be dismissed (rejected) from Slack."""
+    asked = "\n".join(f"*{q['header']}*: {q['question']}" for q in request.questions)[:2900]
+    only = request.questions[0] if len(request.questions) == 1 else None
+    buttons = []
+    if only is not None and not only.get("multiple"):
+        buttons = [
+            {
+                "type": "button",
+                "action_id": f"question_answer_{index}",
+                "text": {"type": "plain_text", "text": option["label"][:75]},
+                "value": request.pk,
+            }
+            for index, option in enumerate(only["options"][:MAX_OPTION_BUTTONS])
+        ]
+    else:
+        asked += f"\n<{url}|Answer in Hangar>"
+    dismiss = {
+        "type": "button",
+        "action_id": "question_reject",
+        "text": {"type": "plain_text", "text": "Dismiss"},
+    }
+    return [
+        {"type": "section", "text": {"type": "mrkdwn", "text": f"The agent asks:\n{asked}"}},
+        {
+            "type": "actions",
+            "block_id": f"question:{request.pk}",
+            "elements": [*buttons, {**dismiss, "value": request.pk}],
+        },
+    ]
+
+
+@shared_task(name="hangar.integrations.slack.question", ignore_result=True)
+def slack_question(request_id: str) -> None:
+    request = (
+        QuestionRequest.objects.filter(pk=request_id, status="pending").select_related("session").first()
+    )
+    thread = selectors.thread_for_session(request.session_id) if request else None
+    if thread is None or SlackPermissionMessage.objects.filter(request_id=request_id).exists():
+        return
+    posted = web_client(thread.install).chat_postMessage(
+        channel=thread.channel_id,
+        thread_ts=thread.thread_ts,
+        text=f"The agent asks: {request.questions[0]['question'][:200]}",
+        blocks=question_blocks(request, progress.session_url(request.session)),
     )
     SlackPermissionMessage.objects.get_or_create(
         request_id=request_id, defaults={"thread": thread, "message_ts": posted["ts"]}
