@@ -180,3 +180,11 @@ def test_system_actor_rows_are_readable(api, alice):
         )
     body = api(alice).get(AUDIT.format(org="acme"), {"session": "s1"}).json()
     assert body["results"][0]["actor"] == {"type": "system", "id": "budget", "label": "budget"}
+
+
+def test_an_admin_can_grant_the_auditor_role_audited(api, alice):
+    added = api(alice).post(
+        "/api/orgs/acme/members/", {"email": "ivy@acme.test", "role": "auditor"}, format="json"
+    )
+    assert added.status_code == 201 and added.json()["role"] == "auditor"
+    assert AuditEvent.objects.filter(action="member.add").latest("id").data["role"] == "auditor"
