@@ -6,14 +6,17 @@ import time
 
 import pytest
 from django.core.management import call_command
+from django.utils import timezone
 from rest_framework.exceptions import PermissionDenied, ValidationError
 
 from hangar.accounts.actors import system_actor
 from hangar.accounts.models import Org
 from hangar.accounts.services import org_limits_set
 from hangar.conversations.models import Part, Session
+from hangar.engine.fairness import recoverable
 from hangar.engine.sandboxes import manager
 from hangar.engine.services import session_prompt
+from hangar.engine.tasks import recover_expired_runs
 from hangar.engine.worker import run_session_once
 from tests.engine.conftest import text_of, text_prompt, wait_for, wait_idle
 
@@ -120,3 +123,26 @@ def test_only_the_platform_operator_sets_org_limits(alice, capsys):
     call_command("org_limits", alice.org.slug, "--runs", "default")
     assert Org.objects.get(pk=alice.org.pk).max_concurrent_runs is None
     assert "runs 32 (default), sandboxes 5" in capsys.readouterr().out
+
+
+def test_recovery_sends_an_org_only_as_many_waiting_runs_as_it_has_free_slots(
+    alice, charlie, script, make_session
+):
+    set_limits(alice.org, runs=1)
+    answer = script.load([[{"text": "ok"}]], loop=True)
+    running, *waiting = [make_session(alice, answer) for _ in range(4)]
+    other = make_session(charlie, answer)
+    stale = timezone.now() - timezone.timedelta(minutes=5)
+    Session.objects.filter(pk__in=[s.pk for s in (*waiting, other)]).update(
+        run_requested=True, updated_at=stale
+    )
+    Session.objects.filter(pk=running.pk).update(
+        lease_owner="elsewhere:1:x", lease_expires_at=timezone.now() + timezone.timedelta(minutes=1)
+    )
+    assert sorted(recoverable([s.pk for s in (*waiting, other)])) == [other.pk]  # A is at its cap
+
+    Session.objects.filter(pk=running.pk).update(lease_owner="", lease_expires_at=None)
+    oldest = min(waiting, key=lambda s: s.pk)
+    Session.objects.filter(pk=oldest.pk).update(updated_at=stale - timezone.timedelta(minutes=1))
+    assert sorted(recoverable([s.pk for s in (*waiting, other)])) == sorted([oldest.pk, other.pk])
+    assert recover_expired_runs() == 2

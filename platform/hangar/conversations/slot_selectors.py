@@ -20,6 +20,25 @@ def sessions_waiting_for_slot(*, org_id: int, exclude: str, limit: int) -> list[
         return [row[0] for row in cursor.fetchall()]
 
 
+# Per org, the oldest of the given sessions, as many as the org has free slots.
+_WITHIN_FREE_SLOTS = (
+    "SELECT id FROM (SELECT s.id, row_number() OVER (PARTITION BY s.org_id ORDER BY s.updated_at) AS n,"
+    " coalesce(o.max_concurrent_runs, %s) - (SELECT count(*) FROM conversations_session r"
+    "  WHERE r.org_id = s.org_id AND r.lease_owner <> '' AND r.lease_expires_at >= now()) AS free"
+    " FROM conversations_session s JOIN accounts_org o ON o.id = s.org_id WHERE s.id = ANY(%s)) w"
+    " WHERE n <= free ORDER BY id"
+)
+
+
+def sessions_within_free_slots(session_ids: list[str], *, default_cap: int) -> list[str]:
+    """Of `session_ids`, per org the longest-waiting ones its free run slots could take now."""
+    if not session_ids:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(_WITHIN_FREE_SLOTS, [default_cap, session_ids])
+        return [row[0] for row in cursor.fetchall()]
+
+
 def sessions_running(session_ids: list[str]) -> set[str]:
     """Those of `session_ids` a runner holds now (a live lease), or whose run is waiting to start."""
     if not session_ids:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from hangar.conversations.slot_selectors import sessions_waiting_for_slot
+from hangar.conversations.slot_selectors import sessions_waiting_for_slot, sessions_within_free_slots
 from hangar.conversations.slot_services import CAPPED, session_lease_acquire_within_cap
 from hangar.engine.enqueue import enqueue_run
 from hangar.engine.leases import LEASE_TTL_S
@@ -53,3 +53,10 @@ def wake_waiting(org_id: int, ended: str) -> None:
         return
     for session_id in waiting:
         enqueue_run(session_id)
+
+
+def recoverable(session_ids: list[str]) -> list[str]:
+    """Of the sessions beat's recovery found (a dead runner, a lost or waiting request), those a run slot
+    could take now: an org with a thousand runs queued at its cap is not sent a thousand tasks every
+    recovery tick, only as many as it has free slots."""
+    return sessions_within_free_slots(session_ids, default_cap=settings.HANGAR_ORG_MAX_RUNS)

@@ -57,9 +57,10 @@ def recover_expired_runs() -> int:
     """Sessions whose runner died (lease expired) or whose run request was lost get a new run."""
     from hangar.conversations.loop_selectors import sessions_to_recover
     from hangar.engine.enqueue import enqueue_run
+    from hangar.engine.fairness import recoverable
 
     close_old_connections()
-    sessions = sessions_to_recover()
+    sessions = recoverable(sessions_to_recover())  # within each org's free run slots
     for session_id in sessions:
         enqueue_run(session_id)
     return len(sessions)
