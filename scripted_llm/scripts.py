@@ -23,7 +23,9 @@ user message, else the default script (a single text answer). Which turn: each c
 and each plays it from the start; a retried request consumes the next turn (so error turns work).
 A `shared` script keeps one counter for all its requests instead: a conversation whose first user message
 changes (a compacted history starts at its summary) goes on with the next turn.
-Requests whose system prompt mentions "title generator" are answered with the script's `title`.
+Requests whose system prompt mentions "title generator" are answered with the script's `title`; a script
+with a `summary` answers compaction requests (system prompt "summarizing conversations") with it, without
+using a turn, so a long script's turns stay in step across compactions.
 """
 
 from __future__ import annotations
@@ -85,9 +87,18 @@ class ScriptBook:
         )
         return "title generator" in system.lower()
 
+    @staticmethod
+    def is_summary_request(body: dict) -> bool:
+        system = " ".join(
+            _text_of(m.get("content")) for m in body.get("messages", []) if m.get("role") == "system"
+        )
+        return "summarizing conversations" in system.lower()
+
     def next_turn(self, script: dict, body: dict) -> list[dict]:
         if self.is_title_request(body):
             return [{"text": script.get("title", "Scripted session")}]
+        if script.get("summary") and self.is_summary_request(body):
+            return [{"text": script["summary"]}]
         users = [m for m in body.get("messages", []) if m.get("role") == "user"]
         first = _text_of(users[0].get("content")) if users else ""
         key = script["id"] + "|" + ("" if script.get("shared") else hashlib.sha1(first.encode()).hexdigest())
