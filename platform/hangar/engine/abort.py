@@ -15,6 +15,11 @@ from hangar.conversations.models import Session
 from hangar.conversations.question_services import questions_reject_pending
 from hangar.conversations.services import now_ms
 from hangar.engine.tool_calls import CallScope, ToolCalls
+from sandbox.protocol import Sandbox, SandboxUnavailable
+
+
+def _no_sandbox() -> Sandbox:
+    raise SandboxUnavailable("an aborted turn runs no tool")
 
 
 def finish_aborted_turn(session: Session, abort: threading.Event) -> None:
@@ -24,9 +29,9 @@ def finish_aborted_turn(session: Session, abort: threading.Event) -> None:
         agent="",
         tools={},
         ruleset=[],
-        org_policy=None,
+        org_policy=[],
         abort=abort,
-        sandbox=lambda: None,
+        sandbox=_no_sandbox,
         active_runs=lambda: 1,
     )
     with transaction.atomic():

@@ -5,6 +5,7 @@ general, explore. Hidden: title, compaction, summary (no tools)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from hangar.engine.permissions import ALLOW, DENY
 
@@ -15,13 +16,13 @@ class Agent:
     mode: str  # primary | subagent
     description: str = ""
     hidden: bool = False
-    permission: list[dict] = field(default_factory=list)
+    permission: list[dict[str, Any]] = field(default_factory=list)
     steps: int | None = None  # max agentic steps (None: unlimited)
     temperature: float | None = None
     prompt: str | None = None  # prompt file name in engine/prompts (None: by model family)
 
 
-def _deny_all() -> list[dict]:
+def _deny_all() -> list[dict[str, Any]]:
     return [{"permission": "*", "pattern": "*", "action": DENY}]
 
 
@@ -82,7 +83,7 @@ def agent_list(include_hidden: bool = False) -> list[Agent]:
     return [a for a in AGENTS.values() if include_hidden or not a.hidden]
 
 
-def agent_info(agent: Agent) -> dict:
+def agent_info(agent: Agent) -> dict[str, Any]:
     """OpenCode's Agent JSON shape (GET /agent)."""
     info = {
         "name": agent.name,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.db import close_old_connections
 
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 def subcall_runner(calls: ToolCalls, parent_call: str) -> SubcallRunner:
     lock = threading.Lock()
 
-    def run_subcall(tool: str, parameters: dict, *, index: int) -> ToolResult:
+    def run_subcall(tool: str, parameters: dict[str, Any], *, index: int) -> ToolResult:
         close_old_connections()
         call_id = f"{parent_call}-{index}"
         existing = reads.tool_part_by_call(calls.message, call_id)

@@ -49,7 +49,7 @@ PRUNE_MINIMUM = 20_000  # pruning less than this is not worth losing the outputs
 COMPACTION_BUFFER = 20_000
 PROTECTED_TOOLS = frozenset({"skill"})  # what a skill says stays in context
 
-History = list[tuple[dict, list[dict]]]
+History = list[tuple[dict[str, Any], list[dict[str, Any]]]]
 
 
 def estimate(text: str) -> int:
@@ -62,7 +62,7 @@ def usable(limits: ModelLimits) -> int:
     return (limits.input or limits.context - limits.max_output) - reserved
 
 
-def context_tokens(tokens: dict) -> int:
+def context_tokens(tokens: dict[str, Any]) -> int:
     """What the step's request and answer occupied of the window, from its reported usage."""
     if tokens.get("total"):
         return int(tokens["total"])
@@ -72,18 +72,18 @@ def context_tokens(tokens: dict) -> int:
     )
 
 
-def prompt_tokens(tokens: dict) -> int:
+def prompt_tokens(tokens: dict[str, Any]) -> int:
     cache = tokens.get("cache") or {}
     return int(tokens.get("input", 0) + cache.get("read", 0) + cache.get("write", 0))
 
 
-def prunable(history: History) -> tuple[list[tuple[dict, dict]], int]:
+def prunable(history: History) -> tuple[list[tuple[dict[str, Any], dict[str, Any]]], int]:
     """(message info, tool part) pairs to clear, newest first, and the tokens that frees (seed 000 §4.2
     stage 1, OpenCode's SessionCompaction.prune): walking back from the end, the last two turns are skipped,
     then completed tool outputs beyond the newest PRUNE_PROTECT tokens are chosen, stopping at a summary or
     at an output already cleared. Nothing is chosen unless it frees more than PRUNE_MINIMUM."""
     total = freed = turns = 0
-    chosen: list[tuple[dict, dict]] = []
+    chosen: list[tuple[dict[str, Any], dict[str, Any]]] = []
     for info, parts in reversed(history):
         if info["role"] == "user":
             turns += 1
@@ -106,16 +106,16 @@ def prunable(history: History) -> tuple[list[tuple[dict, dict]], int]:
     return (chosen, freed) if freed > PRUNE_MINIMUM else ([], 0)
 
 
-def overflow_error(message: str) -> dict:
+def overflow_error(message: str) -> dict[str, Any]:
     return {"name": OVERFLOW, "data": {"message": message}}
 
 
 def compaction_request(
-    session: Any, *, agent: str, model: dict, auto: bool, overflow: bool = False
+    session: Any, *, agent: str, model: dict[str, Any], auto: bool, overflow: bool = False
 ) -> Message:
     """The user message that asks for a compaction (OpenCode's SessionCompaction.create): its `compaction`
     part marks where the summarised history will start."""
-    part: dict = {"type": "compaction", "auto": auto, **({"overflow": True} if overflow else {})}
+    part: dict[str, Any] = {"type": "compaction", "auto": auto, **({"overflow": True} if overflow else {})}
     return store.message_create(
         session=session,
         data={"role": "user", "time": {"created": now_ms()}, "agent": agent, "model": model},
@@ -226,7 +226,7 @@ class ContextWindow:
                 store.message_update(message=m, data=data)
 
     @staticmethod
-    def _summary_tokens(message: Message, data: dict) -> int:
+    def _summary_tokens(message: Message, data: dict[str, Any]) -> int:
         """The summary's size: the reported output tokens, else estimated from its text (a server that
         reports no usage)."""
         reported = int((data.get("tokens") or {}).get("output") or 0)
@@ -283,7 +283,7 @@ class ContextWindow:
         if not chosen:
             return 0
         now, by_message = now_ms(), {m.pk: m for m in state.messages}
-        touched: dict[str, list[dict]] = {}
+        touched: dict[str, list[dict[str, Any]]] = {}
         for info, part in chosen:
             part["state"]["time"] = {**part["state"]["time"], "compacted": now}
             touched.setdefault(info["id"], []).append(part)
@@ -294,7 +294,7 @@ class ContextWindow:
 
     # --- 3. the provider said it overflowed --------------------------------------------------------------
 
-    def overflowed(self, state: StepState, user: Message, error: dict) -> None:
+    def overflowed(self, state: StepState, user: Message, error: dict[str, Any]) -> None:
         """A step's call failed with the provider's overflow error: compact, unless the history already
         starts at a compaction with no step finished since (compacting again would loop)."""
         infos = [m.data for m in state.messages]

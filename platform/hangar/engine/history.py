@@ -12,6 +12,7 @@ LLM Format"), in OpenAI's wire format (LiteLLM translates for other providers).
 from __future__ import annotations
 
 import json
+from typing import Any
 
 INTERRUPTED = "[Tool execution was interrupted]"
 CLEARED = "[Old tool result content cleared]"
@@ -21,7 +22,7 @@ def _wrap(text: str) -> str:
     return f"<system-reminder>\nThe user sent the following message:\n{text}\n\nPlease address this message and continue with your tasks.\n</system-reminder>"
 
 
-def _user(parts: list[dict], mid_turn: bool) -> dict | None:
+def _user(parts: list[dict[str, Any]], mid_turn: bool) -> dict[str, Any] | None:
     chunks = []
     for part in parts:
         if part["type"] == "text" and not part.get("ignored"):
@@ -35,23 +36,24 @@ def _user(parts: list[dict], mid_turn: bool) -> dict | None:
     return {"role": "user", "content": "\n\n".join(chunks)} if chunks else None
 
 
-def _tool_output(state: dict) -> str:
+def _tool_output(state: dict[str, Any]) -> str:
     if state["status"] == "completed":
         return CLEARED if (state.get("time") or {}).get("compacted") else state["output"]
     if state["status"] == "error":
-        return state["error"]
+        return str(state["error"])
+
     return INTERRUPTED
 
 
-def _assistant(info: dict, parts: list[dict]) -> list[dict]:
+def _assistant(info: dict[str, Any], parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     error = info.get("error")
     substantive = any(p["type"] in ("text", "tool") for p in parts)
     if error and not (error.get("name") == "MessageAbortedError" and substantive):
         return []
     text = "".join(p["text"] for p in parts if p["type"] == "text")
     tools = [p for p in parts if p["type"] == "tool"]
-    out: list[dict] = []
-    message: dict = {"role": "assistant", "content": text or None}
+    out: list[dict[str, Any]] = []
+    message: dict[str, Any] = {"role": "assistant", "content": text or None}
     if tools:
         message["tool_calls"] = [
             {
@@ -68,12 +70,12 @@ def _assistant(info: dict, parts: list[dict]) -> list[dict]:
     return out
 
 
-def is_summary(info: dict) -> bool:
+def is_summary(info: dict[str, Any]) -> bool:
     """A completed compaction summary: the boundary of the history a model is sent."""
     return bool(info.get("summary") and info.get("finish") and not info.get("error"))
 
 
-def boundary(infos: list[dict]) -> int:
+def boundary(infos: list[dict[str, Any]]) -> int:
     """Index of the first message the model is sent: the compaction request answered by the latest
     completed summary (seed 003 "filterCompacted"), else 0. `infos`: message data, oldest first."""
     summarized: set[str] = set()
@@ -86,14 +88,16 @@ def boundary(infos: list[dict]) -> int:
     return 0
 
 
-def since_boundary(history: list[tuple[dict, list[dict]]]) -> list[tuple[dict, list[dict]]]:
+def since_boundary(
+    history: list[tuple[dict[str, Any], list[dict[str, Any]]]],
+) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
     """The history from the latest compaction on: the compaction request, its summary, and what followed."""
     return history[boundary([info for info, _parts in history]) :]
 
 
-def to_model_messages(history: list[tuple[dict, list[dict]]]) -> list[dict]:
+def to_model_messages(history: list[tuple[dict[str, Any], list[dict[str, Any]]]]) -> list[dict[str, Any]]:
     """`history`: (message info, its parts) oldest first."""
-    out: list[dict] = []
+    out: list[dict[str, Any]] = []
     mid_turn = False
     for info, parts in history:
         if info["role"] == "user":

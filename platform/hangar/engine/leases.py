@@ -19,6 +19,8 @@ import os
 import socket
 import threading
 import uuid
+from datetime import datetime
+from typing import Any
 
 import psycopg
 from django.db import connections
@@ -60,7 +62,7 @@ class _Keeper:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._conn: psycopg.Connection | None = None
-        self._stamps: dict = {}
+        self._stamps: dict[str, Any] = {}
 
     def hold(self, session_id: str, owner: str, abort: threading.Event) -> threading.Event:
         """Returns a `lost` event, set if the lease was taken away (the runner must stop)."""
@@ -111,11 +113,12 @@ class _Keeper:
                 log.warning("lease_renew_failed", exc_info=True)
                 self._disconnect()  # reconnect on the next tick (e.g. after a Postgres restart)
 
-    def stamp(self, session_id: str):
+    def stamp(self, session_id: str) -> datetime | None:
         """The session's policy stamp as the keeper last read it (None: not read yet)."""
         return self._stamps.get(session_id)
 
-    def _renew(self, held: dict) -> None:
+    def _renew(self, held: dict[str, Any]) -> None:
+
         conn = self._connect()
         renewed = session_leases_renew(owners={i: held[i][0] for i in held}, ttl_s=LEASE_TTL_S, using=conn)
         # Policy changes reach a run between two tool calls of one step (hangar.engine.live_policy).

@@ -15,23 +15,29 @@ change it in place; sandbox/live_spec.py says which).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from hangar.conversations.loop_selectors import session_for_run
 from hangar.engine.sandboxes import sandbox_refresh
 from hangar.logging import get_logger
+from sandbox.protocol import Sandbox
+
+if TYPE_CHECKING:
+    from hangar.conversations.models import Session
 
 log = get_logger(__name__)
 
 
-def stamp_of(session) -> datetime:
+def stamp_of(session: Session) -> datetime:
     return max(session.project.updated_at, session.org.updated_at)
 
 
 class LivePolicy:
     """The policy one run last applied, and the check that it is still the one in force."""
 
-    def __init__(self, session, attached):
+    def __init__(self, session: Session, attached: Callable[[], Sandbox | None]) -> None:
         """`attached()`: the run's sandbox if it has attached one yet, else None (attaching applies the
         policy in force then, so there is nothing to bring up to date)."""
         self.session, self._attached = session, attached

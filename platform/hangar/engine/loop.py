@@ -25,12 +25,13 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 from hangar.conversations import loop_selectors as reads
 from hangar.conversations import services as store
 from hangar.conversations.events import publish
 from hangar.conversations.loop_selectors import StepReader, StepState, session_for_run
-from hangar.conversations.models import Message
+from hangar.conversations.models import Message, Session
 from hangar.conversations.services import now_ms
 from hangar.engine import permissions as perm
 from hangar.engine.abort import finish_aborted_turn
@@ -52,10 +53,10 @@ from hangar.engine.outcomes import (
     TurnEnded,
 )
 from hangar.engine.processor import StepResult, StreamProcessor
-from hangar.engine.providers.base import ProviderError, Usage
+from hangar.engine.providers.base import Model, ProviderError, Usage
 from hangar.engine.providers.cost import step_cost
 from hangar.engine.providers.overflow import is_overflow_error
-from hangar.engine.providers.resolve import model_for
+from hangar.engine.providers.resolve import ModelResolver, model_for
 from hangar.engine.retry import MAX_ATTEMPTS, retry_delay
 from hangar.engine.sandboxes import sandbox_for
 from hangar.engine.session_sandbox import SessionSandbox
@@ -67,6 +68,7 @@ from hangar.engine.tools.base import PermissionAsked
 from hangar.engine.tools.registry import get_tools, tool_schemas
 from hangar.logging import get_logger
 from hangar.usage.ledger_services import ledger_writes, usage_record
+from sandbox.protocol import Sandbox
 
 log = get_logger(__name__)
 CONTINUES = ("tool-calls", "unknown")  # finish reasons after which the turn goes on
@@ -80,13 +82,13 @@ class Loop:
         self,
         session_id: str,
         abort: threading.Event,
-        active_runs=lambda: 1,
+        active_runs: Callable[[], int] = lambda: 1,
         lost: threading.Event | None = None,
         *,
-        resolve_model=model_for,
-        sandbox_for=sandbox_for,
+        resolve_model: ModelResolver = model_for,
+        sandbox_for: Callable[[Session], Sandbox] = sandbox_for,
         policy_stamp: Callable[[], datetime | None] = lambda: None,
-    ):
+    ) -> None:
         self.session_id, self.abort, self.active_runs = session_id, abort, active_runs
         # Set (with abort) when the lease was taken away: another worker owns the session now, so this
         # run stops without writing anything (no abort bookkeeping, no status change).
@@ -94,8 +96,10 @@ class Loop:
         self._resolve_model, self._sandbox_for = resolve_model, sandbox_for
         # The policy stamp as the lease keeper last read it: checked before each tool call (live_policy).
         self._policy_stamp = policy_stamp
-        self.model, self._model_key = None, None  # resolved once per run (the credential is decrypted then)
-        self.org_policy: list[dict] | None = None  # read once per run
+        # Resolved once per run (the credential is decrypted then), by `configure` before the first stream.
+        self.model: Model | None = None
+        self._model_key: tuple[str, str] | None = None
+        self.org_policy: list[dict[str, Any]] | None = None  # read once per run
         self.steps = 0
         self._latency: dict[str, int] = {}  # ms of each step's model call, by message, until it closes
 
@@ -162,7 +166,10 @@ class Loop:
         last_step = bool(self.agent.steps and self.steps == self.agent.steps)
         # The next call is estimated at what the session's last one cost (kept across runs: its message).
         estimate = (assistant.data.get("cost") or 0.0) if assistant is not None else 0.0
-        check_before_call(self.session, *self._model_key, estimate=estimate)
+        check_before_call(
+            self.session, self.model_ref["providerID"], self.model_ref["modelID"], estimate=estimate
+        )
+
         start = self.sandbox.step_start()
         message = store.message_create(
             session=self.session,
@@ -194,7 +201,11 @@ class Loop:
             store.message_update(message=message, data=message.data)
             raise
 
-    def close_step(self, message: Message, fresh: tuple | None = None) -> None:
+    def close_step(
+        self,
+        message: Message,
+        fresh: tuple[str | None, list[dict[str, Any]], list[dict[str, Any]]] | None = None,
+    ) -> None:
         """Run the step's tool calls, then close it: patch, step-finish, completed. `fresh` = (step-start
         hash, the tool parts just streamed, earlier tool parts) for a step this run has just streamed: what
         it wrote is known, so nothing is re-read; None = a resumed step."""
@@ -223,7 +234,8 @@ class Loop:
             used = {d["tool"] for t, d in kinds if t == "tool"}
         end, changed = self.sandbox.step_end(start, used)
         files = [f"/workspace/{p.lstrip('/')}" for p in changed]
-        closing = [{"type": "patch", "hash": start, "files": files}] if changed else []
+        closing: list[dict[str, Any]] = [{"type": "patch", "hash": start, "files": files}] if changed else []
+
         closing.append(
             {
                 "type": "step-finish",
@@ -244,7 +256,9 @@ class Loop:
         """The model call's time, for its ledger row (written as the call's message is settled)."""
         self._latency[message.pk] = int((time.monotonic() - began) * 1000)
 
-    def settle(self, message: Message, parts: list[dict], data: dict, kind: str = "step") -> None:
+    def settle(
+        self, message: Message, parts: list[dict[str, Any]], data: dict[str, Any], kind: str = "step"
+    ) -> None:
         """A model call's closing write (a step's, a compaction's): its last parts, its message completed
         with its cost and tokens, the session's usage totals and the call's ledger row, in one statement."""
         call = step_call(self.session, data, self._latency.pop(message.pk, None), kind=kind)
@@ -257,16 +271,18 @@ class Loop:
         )
 
     def stream(
-        self, message: Message, system: list[str], history: list[dict], tools: list[dict]
+        self, message: Message, system: list[str], history: list[dict[str, Any]], tools: list[dict[str, Any]]
     ) -> StepResult:
         """The model's answer as parts of `message`, retried with backoff while the provider's errors are
         retryable and nothing was produced yet (seed 000 §12)."""
+        model = self.model
+        assert model is not None, "configure() resolves the model before a step streams"
         attempt = 0
         while True:
             processor = StreamProcessor(self.session, message, self.tools)
             release_connection(self.active_runs())
             try:
-                events = self.model.stream(
+                events = model.stream(
                     system=system,
                     messages=history,
                     tools=tools,
@@ -345,7 +361,7 @@ class Loop:
                 raise ModelUnavailable({"name": exc.name, "data": {"message": exc.message}}) from exc
             self._model_key = key
 
-    def _ruleset(self) -> list[dict]:
+    def _ruleset(self) -> list[dict[str, Any]]:
         return (
             perm.DEFAULTS
             + self.agent.permission
@@ -353,7 +369,7 @@ class Loop:
             + perm.narrowing(perm.from_config(self.session.permission))  # members' rules only narrow
         )
 
-    def _refresh_policy(self) -> tuple[list[dict], list[dict]] | None:
+    def _refresh_policy(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
         """Before a tool call: (ruleset, org policy) in force if a policy changed since the step began
         (the live sandbox is brought up to date meanwhile), else None. No statement unless it changed."""
         if not self.live.observe(self._policy_stamp()):
@@ -361,13 +377,13 @@ class Loop:
         self.org_policy = perm.org_policy_for(self.session.org)
         return self._ruleset(), self.org_policy
 
-    def _fail(self, message: Message, error: dict) -> None:
+    def _fail(self, message: Message, error: dict[str, Any]) -> None:
         data = reads.message_data(message)
         store.message_update(
             message=message, data={**data, "error": error, "time": {**data["time"], "completed": now_ms()}}
         )
 
-    def assistant_data(self, user: Message, agent: str | None = None) -> dict:
+    def assistant_data(self, user: Message, agent: str | None = None) -> dict[str, Any]:
         """A new assistant message answering `user`, by the step's agent (or `agent`: the compaction's)."""
         return {
             "role": "assistant",
@@ -380,7 +396,7 @@ class Loop:
             "path": {"cwd": "/workspace", "root": "/workspace"},
         }
 
-    def _reminders(self, messages: list[Message], last_step: bool) -> list[dict]:
+    def _reminders(self, messages: list[Message], last_step: bool) -> list[dict[str, Any]]:
         out = []
         previous = next((m for m in reversed(messages) if m.role == "assistant"), None)
         if self.agent.name == "plan":
@@ -407,7 +423,7 @@ class Loop:
             )
         )
 
-    def usage_data(self, result: StepResult) -> dict:
+    def usage_data(self, result: StepResult) -> dict[str, Any]:
         u = result.usage
         return {
             "finish": result.finish,
@@ -420,7 +436,7 @@ class Loop:
             },
         }
 
-    def _usage_after(self, data: dict) -> tuple[float, dict]:
+    def _usage_after(self, data: dict[str, Any]) -> tuple[float, dict[str, Any]]:
         """(cost to add, the session's token totals with this step's), for the step's closing write."""
         tokens = dict(self.session.tokens or {})  # one runner per session: no concurrent writer
         for key in ("input", "output", "reasoning"):

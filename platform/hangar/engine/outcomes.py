@@ -8,6 +8,8 @@ run parks, the session stays busy with a pending request, and the reply re-enque
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class TurnEnded(Exception):
     """Base of every way a turn ends (other than parking on a permission request)."""
@@ -53,7 +55,7 @@ class BudgetBlocked(TurnEnded):
     `session.error` (BudgetExceededError) was published and audited; the session ends idle, its status
     saying `{"blocked": "budget"}`."""
 
-    def __init__(self, detail: dict):
+    def __init__(self, detail: dict[str, Any]):
         super().__init__(detail)
         self.detail = detail
 

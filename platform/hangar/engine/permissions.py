@@ -16,14 +16,19 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
 from hangar.engine.tools.truncate import OUTPUT_GLOB
+
+if TYPE_CHECKING:
+    from hangar.accounts.models import Org
+
 
 ALLOW, ASK, DENY = "allow", "ask", "deny"
 _STRICTNESS = {ALLOW: 0, ASK: 1, DENY: 2}
 NARROW = "narrow"  # a rule key: this rule may make a decision stricter, never looser
 
-DEFAULTS: list[dict] = [
+DEFAULTS: list[dict[str, Any]] = [
     {"permission": "*", "pattern": "*", "action": ALLOW},
     {"permission": "doom_loop", "pattern": "*", "action": ASK},
     {"permission": "external_directory", "pattern": "*", "action": ASK},
@@ -38,7 +43,7 @@ DEFAULTS: list[dict] = [
 
 
 @lru_cache(maxsize=4096)
-def _compile(pattern: str) -> re.Pattern:
+def _compile(pattern: str) -> re.Pattern[str]:
     # OpenCode's Wildcard: `*` matches anything (slashes included), `?` one character.
     out = "".join(".*" if ch == "*" else "." if ch == "?" else re.escape(ch) for ch in pattern)
     return re.compile(f"^{out}$", re.DOTALL)
@@ -48,7 +53,7 @@ def match(pattern: str, value: str) -> bool:
     return bool(_compile(pattern).match(value))
 
 
-def from_config(config: dict | list | None) -> list[dict]:
+def from_config(config: dict[str, Any] | list[dict[str, Any]] | None) -> list[dict[str, Any]]:
     """Accept a ruleset list or OpenCode's config shape `{"edit": "deny", "bash": {"git *": "allow"}}`."""
     if not config:
         return []
@@ -63,7 +68,7 @@ def from_config(config: dict | list | None) -> list[dict]:
     return rules
 
 
-def narrowing(rules: list[dict]) -> list[dict]:
+def narrowing(rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """`rules` marked so that they can only make a decision stricter (the session's)."""
     return [{**rule, NARROW: True} for rule in rules]
 
@@ -72,7 +77,7 @@ def stricter(a: str, b: str) -> str:
     return a if _STRICTNESS.get(a, 1) >= _STRICTNESS.get(b, 1) else b
 
 
-def evaluate(permission: str, pattern: str, ruleset: list[dict]) -> str:
+def evaluate(permission: str, pattern: str, ruleset: list[dict[str, Any]]) -> str:
     action = unmarked = ASK
     for rule in ruleset:
         if match(rule["permission"], permission) and match(rule["pattern"], pattern):
@@ -82,7 +87,7 @@ def evaluate(permission: str, pattern: str, ruleset: list[dict]) -> str:
     return stricter(action, unmarked)
 
 
-def org_denies(permission: str, pattern: str, policy: list[dict]) -> bool:
+def org_denies(permission: str, pattern: str, policy: list[dict[str, Any]]) -> bool:
     """The org policy on its own: a matching deny always wins (no later allow can undo it)."""
     return any(
         rule.get("action") == DENY
@@ -92,7 +97,9 @@ def org_denies(permission: str, pattern: str, policy: list[dict]) -> bool:
     )
 
 
-def decide(permission: str, patterns: list[str], *, ruleset: list[dict], org_policy: list[dict]) -> str:
+def decide(
+    permission: str, patterns: list[str], *, ruleset: list[dict[str, Any]], org_policy: list[dict[str, Any]]
+) -> str:
     """One action for a request over several patterns: any deny → deny; any ask → ask; else allow."""
     actions = set()
     for pattern in patterns or ["*"]:
@@ -104,7 +111,9 @@ def decide(permission: str, patterns: list[str], *, ruleset: list[dict], org_pol
     return ASK if ASK in actions else ALLOW
 
 
-def disabled_tools(tool_names: list[str], ruleset: list[dict], org_policy: list[dict]) -> set[str]:
+def disabled_tools(
+    tool_names: list[str], ruleset: list[dict[str, Any]], org_policy: list[dict[str, Any]]
+) -> set[str]:
     """Tools whose permission is denied for every pattern are not offered to the model at all.
     Edit-family tools share the `edit` permission (OpenCode)."""
     out = set()
@@ -126,6 +135,6 @@ def permission_for_tool(name: str) -> str:
     return "edit" if name in ("write", "edit", "apply_patch", "multiedit") else name
 
 
-def org_policy_for(org) -> list[dict]:
+def org_policy_for(org: Org) -> list[dict[str, Any]]:
     """The org-wide rules (accounts.Org.permission_policy), set by admins through the API."""
     return list(org.permission_policy or [])

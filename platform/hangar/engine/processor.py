@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from hangar.conversations import services as store
 from hangar.conversations.events import publish_ephemeral
-from hangar.conversations.models import Message
+from hangar.conversations.models import Message, Session
 from hangar.conversations.services import now_ms
 from hangar.engine.providers.base import StreamEvent, Usage
+from hangar.engine.tools.base import Tool
 from hangar.ids import new_part_id
 
 FLUSH_S = 0.05
@@ -29,14 +32,14 @@ class StepResult:
     usage: Usage = field(default_factory=Usage)
     tool_calls: int = 0
     produced: bool = False  # any part written (a retry after this would duplicate output)
-    tool_parts: list[dict] = field(default_factory=list)  # pending, not yet stored (see _tool_call)
+    tool_parts: list[dict[str, Any]] = field(default_factory=list)  # pending, not yet stored (see _tool_call)
 
 
 class StreamProcessor:
-    def __init__(self, session, message: Message, tools: dict):
+    def __init__(self, session: Session, message: Message, tools: dict[str, Tool]) -> None:
         self.session, self.message, self.tools = session, message, tools
         self.result = StepResult()
-        self._open: dict | None = None
+        self._open: dict[str, Any] | None = None
         self._pending_delta = ""
         self._last_flush = 0.0
 
@@ -48,8 +51,8 @@ class StreamProcessor:
             self._pending_delta = ""
             self._last_flush = time.monotonic()
 
-    def _start_block(self, kind: str) -> None:
-        self._open = {
+    def _start_block(self, kind: str) -> dict[str, Any]:
+        self._open = block = {
             "id": new_part_id(),
             "sessionID": self.session.pk,
             "messageID": self.message.pk,
@@ -59,11 +62,11 @@ class StreamProcessor:
         }
         self._pending_delta = ""
         self._last_flush = time.monotonic()
+        return block
 
     def _delta(self, text: str) -> None:
-        if self._open is None:
-            self._start_block("text")
-        self._open["text"] += text
+        block = self._open if self._open is not None else self._start_block("text")
+        block["text"] += text
         self._pending_delta += text
         if time.monotonic() - self._last_flush >= FLUSH_S:
             self._flush()
@@ -110,7 +113,7 @@ class StreamProcessor:
         self.result.tool_calls += 1
         self.result.produced = True
 
-    def consume(self, events) -> StepResult:
+    def consume(self, events: Iterable[StreamEvent]) -> StepResult:
         for event in events:
             kind = event.type
             if kind in ("text-start", "reasoning-start"):

@@ -5,10 +5,12 @@ has been idle for HANGAR_SANDBOX_DELETE_GRACE_S."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 
 
-def reap() -> dict:
+def reap() -> dict[str, Any]:
     from hangar.conversations.loop_selectors import session_exists, session_is_archived
     from hangar.engine.sandboxes import manager
     from sandbox.reaper import Reaper

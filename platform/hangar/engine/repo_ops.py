@@ -10,19 +10,24 @@ from __future__ import annotations
 import posixpath
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 
 from hangar.accounts.actors import Actor
+from hangar.conversations.models import Session
 from hangar.engine.services import _require_member
 from hangar.engine.workspace import WorkspaceError, remote_for, session_lock
 from hangar.repos import services as repos
-from hangar.repos.models import PushStatus, RepoPush, WorkspaceState
+from hangar.repos.models import PushStatus, RepoPush, SessionWorkspace, WorkspaceState
 from hangar.repos.selectors import workspace_get
 from sandbox import gitops, volumes
 from sandbox.protocol import WORKSPACE
+
+if TYPE_CHECKING:
+    import docker
 
 ARCHIVE_MAX_BYTES = 512 * 1024 * 1024
 UPLOAD_MAX_BYTES = 25 * 1024 * 1024
@@ -37,7 +42,7 @@ class RepoOpError(Exception):
         self.kind, self.status = kind, status
 
 
-def _ready_workspace(session):
+def _ready_workspace(session: Session) -> SessionWorkspace:
     row = workspace_get(session)
     if row is None or not row.repo_url:
         raise RepoOpError("This session's project has no repository.", kind="no_repository", status=400)
@@ -68,7 +73,7 @@ def _author(actor: Actor, name: str, email: str) -> tuple[str, str]:
 
 
 def workspace_push(
-    *, actor: Actor, session, message: str, author_name: str = "", author_email: str = ""
+    *, actor: Actor, session: Session, message: str, author_name: str = "", author_email: str = ""
 ) -> RepoPush:
     """Commit everything in the workspace (if anything changed) and push the session's branch, never
     forced. The result is recorded either way; a rejection because the remote branch moved is
@@ -131,7 +136,9 @@ class PullResult:
     merged: str  # the remote commit merged in ("" if the remote branch does not exist yet)
 
 
-def workspace_pull(*, actor: Actor, session, author_name: str = "", author_email: str = "") -> PullResult:
+def workspace_pull(
+    *, actor: Actor, session: Session, author_name: str = "", author_email: str = ""
+) -> PullResult:
     """Fetch the session's branch from the remote and merge it into the workspace (work tree included).
     Local changes are committed first so the merge never overwrites them; a conflict changes nothing."""
     _require_member(actor, session)
@@ -157,18 +164,22 @@ def workspace_pull(*, actor: Actor, session, author_name: str = "", author_email
 # --- archive and upload ---------------------------------------------------------------------------
 
 
-def _container(session):
+def _container(session: Session) -> tuple[docker.APIClient, str]:
     from hangar.engine.sandboxes import manager, sandbox_for
+    from sandbox.docker_backend import DockerSandbox
 
     box = sandbox_for(session)  # running (resumed if hibernated), workspace prepared
+    if not isinstance(box, DockerSandbox):  # the archive is read by Docker, from the container's mounts
+        raise WorkspaceError("This session's sandbox cannot be archived.")
     return manager().api, box.container_name
 
 
-def workspace_archive(*, actor, session, max_bytes: int | None = None) -> Iterator[bytes]:
+def workspace_archive(*, actor: Actor, session: Session, max_bytes: int | None = None) -> Iterator[bytes]:
     """A generator of the workspace as tar.gz. Refused up front when the volume already holds more than
     the cap; the stream also stops at the cap (the archive is then cut short, never larger)."""
     _require_member(actor, session)
-    cap = max_bytes or getattr(settings, "HANGAR_WORKSPACE_ARCHIVE_MAX_BYTES", ARCHIVE_MAX_BYTES)
+    cap = max_bytes or int(getattr(settings, "HANGAR_WORKSPACE_ARCHIVE_MAX_BYTES", ARCHIVE_MAX_BYTES))
+
     try:
         used = _used_bytes(session.pk)
     except (OSError, gitops.GitError):
@@ -191,11 +202,13 @@ def _used_bytes(session_id: str) -> int:
     import os
 
     record = volumes.lookup(volumes.session_key(session_id))
+    if record is None:  # no volume yet (or reaped): the archive's sandbox starts from an empty one
+        return 0
     stat = os.statvfs(volumes.ensure_mounted(record["volume"]))
     return (stat.f_blocks - stat.f_bfree) * stat.f_frsize
 
 
-def _gzip(stream, cap: int) -> Iterator[bytes]:
+def _gzip(stream: Iterable[bytes], cap: int) -> Iterator[bytes]:
     packer, sent = zlib.compressobj(6, zlib.DEFLATED, 31), 0
     try:
         for chunk in stream:
@@ -219,7 +232,9 @@ def _clean_path(directory: str, filename: str) -> str:
     return f"{WORKSPACE}/{rel}"
 
 
-def workspace_upload(*, actor, session, files: list[tuple[str, bytes]], directory: str = "") -> list[str]:
+def workspace_upload(
+    *, actor: Actor, session: Session, files: list[tuple[str, bytes]], directory: str = ""
+) -> list[str]:
     """Write (name, content) files under `directory` of the workspace, through the in-container agent."""
     _require_member(actor, session)
     cap = getattr(settings, "HANGAR_WORKSPACE_UPLOAD_MAX_BYTES", UPLOAD_MAX_BYTES)

@@ -27,4 +27,4 @@ def retry_delay(attempt: int, headers: dict[str, str] | None = None) -> float:
                 return min(max(parsedate_to_datetime(value).timestamp() - time.time(), 0.0), HEADER_CAP_S)
             except (TypeError, ValueError):
                 pass
-    return min(BASE_S * 2 ** (attempt - 1), CAP_S)
+    return min(BASE_S * 2.0 ** (attempt - 1), CAP_S)

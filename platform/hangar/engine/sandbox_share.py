@@ -8,6 +8,7 @@ the new one waits briefly for one to end, then fails with a clear error rather t
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 
@@ -16,17 +17,24 @@ from hangar.logging import get_logger
 from sandbox import census
 from sandbox.protocol import SandboxUnavailable
 
+if TYPE_CHECKING:
+    from hangar.accounts.models import Org
+    from hangar.conversations.models import Session
+    from sandbox.manager import DockerSandboxes
+
+
 log = get_logger(__name__)
 
 WAIT_FOR_ROOM_S = 30.0
 POLL_S = 1.0
 
 
-def org_sandbox_cap(org) -> int:
-    return org.max_live_sandboxes or settings.HANGAR_ORG_MAX_SANDBOXES
+def org_sandbox_cap(org: Org) -> int:
+    cap: int = org.max_live_sandboxes or settings.HANGAR_ORG_MAX_SANDBOXES
+    return cap
 
 
-def make_room(session, manager) -> None:
+def make_room(session: Session, manager: DockerSandboxes) -> None:
     """Make room among the org's live sandboxes for `session`'s (a no-op when it is live already)."""
     if manager.is_open(session.pk) or census.is_live(session.pk):
         return
@@ -44,7 +52,7 @@ def make_room(session, manager) -> None:
         time.sleep(POLL_S)
 
 
-def _hibernate_for_room(session, manager, cap: int) -> bool:
+def _hibernate_for_room(session: Session, manager: DockerSandboxes, cap: int) -> bool:
     """True when the org has room for one more live sandbox (after hibernating idle ones if needed)."""
     live = [s for s in census.live_of_org(manager.api, str(session.org_id)) if s.session_id != session.pk]
     excess = len(live) + 1 - cap

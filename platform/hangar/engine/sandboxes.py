@@ -8,15 +8,21 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 
 from hangar.logging import get_logger
 from sandbox.protocol import Sandbox, SandboxSpec
 
+if TYPE_CHECKING:
+    from hangar.conversations.models import Session
+    from sandbox.docker_backend import DockerSandbox
+    from sandbox.manager import DockerSandboxes
+
 log = get_logger(__name__)
 
-_manager = None
+_manager: DockerSandboxes | None = None
 _lock = threading.Lock()
 
 
@@ -36,7 +42,7 @@ def _pool_template() -> SandboxSpec:
     )
 
 
-def manager():
+def manager() -> DockerSandboxes:
     """The process's DockerSandboxes. With a warm pool (settings.SANDBOX_POOL_SIZE > 0, unless
     HANGAR_SANDBOX_POOL=0) a new session claims a started container in milliseconds instead of
     creating one (~200-500 ms) in its first step."""
@@ -54,8 +60,9 @@ def manager():
     return _manager
 
 
-def spec_for(session) -> SandboxSpec:
+def spec_for(session: Session) -> SandboxSpec:
     from hangar.projects.env import env_for_sandbox
+    from hangar.projects.models import NetworkPolicy
 
     project = session.project
     return SandboxSpec(
@@ -68,13 +75,13 @@ def spec_for(session) -> SandboxSpec:
         pids=project.sandbox_pids,
         disk_mb=project.sandbox_disk_mb,
         command_timeout_s=project.command_timeout_s,
-        network=project.network_policy,
+        network="allowlist" if project.network_policy == NetworkPolicy.ALLOWLIST else "none",
         allowlist=list(project.network_allowlist or []),
         env=env_for_sandbox(project),
     )
 
 
-def _docker_sandbox(session) -> Sandbox:
+def _docker_sandbox(session: Session) -> Sandbox:
     from hangar.engine.sandbox_share import make_room
     from hangar.engine.workspace import mirror_prefetch, workspace_ensure
 
@@ -89,7 +96,7 @@ def _docker_sandbox(session) -> Sandbox:
     return box
 
 
-def _bring_to(box, spec: SandboxSpec) -> None:
+def _bring_to(box: DockerSandbox, spec: SandboxSpec) -> None:
     from sandbox import live_spec
 
     done = live_spec.apply(box._manager, box, spec)
@@ -97,7 +104,7 @@ def _bring_to(box, spec: SandboxSpec) -> None:
         log.info("sandbox_policy_applied", session=spec.session_id, done=done)
 
 
-def sandbox_refresh(session, box: Sandbox) -> None:
+def sandbox_refresh(session: Session, box: Sandbox) -> None:
     """The session's policy changed mid-run (hangar.engine.live_policy): bring its live sandbox to the new
     spec before the next tool call. A sandbox of another kind (a test's local one) has no spec to change."""
     from sandbox.docker_backend import DockerSandbox
@@ -106,17 +113,17 @@ def sandbox_refresh(session, box: Sandbox) -> None:
         _bring_to(box, spec_for(session))
 
 
-sandbox_factory: Callable[[object], Sandbox] = _docker_sandbox
+sandbox_factory: Callable[[Session], Sandbox] = _docker_sandbox
 
 
-def sandbox_for(session) -> Sandbox:
+def sandbox_for(session: Session) -> Sandbox:
     return sandbox_factory(session)
 
 
-_plain_manager = None
+_plain_manager: DockerSandboxes | None = None
 
 
-def sandbox_without_pool(spec: SandboxSpec) -> Sandbox:
+def sandbox_without_pool(spec: SandboxSpec) -> DockerSandbox:
     """The session's sandbox for a process that must not keep a warm pool of its own (the web process,
     for a terminal): reconnects to the session's container, or creates it cold. Blocking (Docker)."""
     global _plain_manager

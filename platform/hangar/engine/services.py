@@ -6,6 +6,7 @@ Each is atomic, audits, and enqueues the run on commit (hangar.engine.enqueue).
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -29,6 +30,7 @@ from hangar.engine.agents import agent_get
 from hangar.engine.compaction import compaction_request
 from hangar.engine.enqueue import enqueue_run
 from hangar.ids import client_message_id_problem
+from hangar.projects.models import Project
 
 
 class PromptRejected(ValueError):
@@ -49,7 +51,7 @@ def _require_member(actor: Actor, session: Session) -> None:
         require_role(actor, session.org_id, Role.MEMBER)
 
 
-def _request_run(session: Session, **changes) -> None:
+def _request_run(session: Session, **changes: Any) -> None:
     """Flag the session for its runner and enqueue the run on commit; other column `changes` of the
     caller's ride in the same UPDATE."""
     Session.objects.filter(pk=session.pk).update(run_requested=True, **changes)
@@ -60,12 +62,12 @@ def session_prompt(
     *,
     actor: Actor,
     session: Session,
-    parts: list[dict],
+    parts: list[dict[str, Any]],
     agent: str | None = None,
-    model: dict | None = None,
+    model: dict[str, Any] | None = None,
     message_id: str | None = None,
     system: str | None = None,
-):
+) -> Message:
     """Store the user's message (text and file parts) and start (or feed) the run. A prompt to a busy
     session is read by the running loop at its next step, wrapped in <system-reminder>."""
     _require_member(actor, session)
@@ -108,7 +110,9 @@ def session_prompt(
             store.session_status_set(session=session, status="busy")
         # The prompt's agent and model become the session's, and the prompter's credential the run's,
         # in _request_run's UPDATE.
-        changes = {} if session.prompter_id == actor.user_id else {"prompter_id": actor.user_id}
+        changes: dict[str, Any] = (
+            {} if session.prompter_id == actor.user_id else {"prompter_id": actor.user_id}
+        )
         if agent_name != session.agent:
             changes["agent"] = agent_name
         if model != session.model:
@@ -118,7 +122,7 @@ def session_prompt(
 
 
 def session_summarize(
-    *, actor: Actor, session: Session, model: dict | None = None, auto: bool = False
+    *, actor: Actor, session: Session, model: dict[str, Any] | None = None, auto: bool = False
 ) -> Message:
     """Compact the session's history now (OpenCode's `summarize`): a user message holding a `compaction`
     part, by the session's agent, is stored and the run started (or fed: a busy run compacts at its next
@@ -216,7 +220,7 @@ def permission_reply(
     return locked
 
 
-def permission_grant_list(*, actor: Actor, project) -> list[PermissionGrant]:
+def permission_grant_list(*, actor: Actor, project: Project) -> list[PermissionGrant]:
     if actor.org_id != project.org_id:
         return []
     return list(PermissionGrant.objects.filter(project=project, revoked_at__isnull=True).order_by("id"))
@@ -247,7 +251,7 @@ class AnswersRejected(ValueError):
     """Answers that do not fit the questions asked: the edges answer 400 naming `answers`."""
 
 
-def _check_answers(questions: list[dict], answers: object) -> list[list[str]]:
+def _check_answers(questions: list[dict[str, Any]], answers: object) -> list[list[str]]:
     if not isinstance(answers, list) or len(answers) != len(questions):
         raise AnswersRejected(
             f"Give one answer (a list of labels) for each of the {len(questions)} questions."
@@ -261,7 +265,7 @@ def _check_answers(questions: list[dict], answers: object) -> list[list[str]]:
             raise AnswersRejected(
                 f"answers[{index}] must hold exactly one choice (the question is not multiple)."
             )
-    return answers  # type: ignore[return-value]  # checked element by element above
+    return answers  # checked element by element above
 
 
 def question_reply(*, actor: Actor, request: QuestionRequest, answers: object) -> QuestionRequest:

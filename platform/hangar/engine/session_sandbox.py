@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from hangar.conversations.models import Session
 from hangar.engine.dbconn import release_connection
 from hangar.engine.system import INSTRUCTION_FILES, read_instructions, read_skills, workspace_is_git
 from hangar.engine.tools.registry import READ_ONLY_TOOLS
@@ -22,7 +23,9 @@ log = get_logger(__name__)
 
 
 class SessionSandbox:
-    def __init__(self, session, sandbox_for: Callable[[object], Sandbox], active_runs: Callable[[], int]):
+    def __init__(
+        self, session: Session, sandbox_for: Callable[[Session], Sandbox], active_runs: Callable[[], int]
+    ) -> None:
         self.session, self._sandbox_for, self._active_runs = session, sandbox_for, active_runs
         self._sandbox: Sandbox | None = None
         self._last_hash: str | None = None

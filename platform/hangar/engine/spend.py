@@ -7,6 +7,8 @@ for the ledger, which the step's closing write records (hangar.conversations.ser
 
 from __future__ import annotations
 
+from typing import Any
+
 from hangar.conversations.budget_services import (
     session_budget_alert,
     session_budget_blocked,
@@ -86,7 +88,9 @@ def model_call(
     )
 
 
-def step_call(session: Session, data: dict, latency_ms: int | None, kind: str = "step") -> ModelCall:
+def step_call(
+    session: Session, data: dict[str, Any], latency_ms: int | None, kind: str = "step"
+) -> ModelCall:
     """A step's call (or a compaction's: `kind`) from its message data (cost and tokens as recorded)."""
     tokens = data.get("tokens") or {}
     cache = tokens.get("cache") or {}

@@ -3,6 +3,8 @@ long runs. The queue is `HANGAR_ENGINE_QUEUE` (default "celery"), so tests can i
 
 from __future__ import annotations
 
+from typing import Any
+
 import structlog
 from celery import current_app, shared_task
 from celery.signals import worker_init
@@ -19,7 +21,7 @@ current_app.conf.task_routes = {
 
 
 @worker_init.connect
-def warm_up_worker(**_kwargs) -> None:
+def warm_up_worker(**_kwargs: object) -> None:
     """Load once, before the worker takes tasks, what a first step would otherwise load: LiteLLM (~3.5 s,
     ~170 MB, and what it loads lazily), the engine modules imported at first use, and every tool's JSON
     schema. Done lazily, a burst of sessions right after a start paid for it in every thread at once
@@ -67,14 +69,14 @@ def recover_expired_runs() -> int:
 
 
 @shared_task(name="hangar.engine.reap_sandboxes", ignore_result=True)
-def reap_sandboxes() -> dict:
+def reap_sandboxes() -> dict[str, Any]:
     from hangar.engine.reaping import reap
 
     return reap()
 
 
 @shared_task(name="hangar.engine.purge_events", ignore_result=True)
-def purge_events() -> dict:
+def purge_events() -> dict[str, Any]:
     """Delete old events of finished sessions (HANGAR_EVENT_RETENTION_DAYS; conversations.retention_services)."""
     from hangar.conversations.retention_services import events_purge
 

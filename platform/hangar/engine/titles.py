@@ -4,6 +4,7 @@ call turns the first user message into a title of at most 50 characters."""
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from hangar.conversations.loop_selectors import title_and_parent
 from hangar.conversations.services import DEFAULT_TITLE_PREFIX
@@ -16,6 +17,9 @@ from hangar.engine.system import prompt_text
 from hangar.logging import get_logger
 from hangar.usage.ledger_services import usage_record
 
+if TYPE_CHECKING:
+    from hangar.engine.loop import Loop
+
 log = get_logger(__name__)
 MAX_CHARS = 50
 
@@ -26,7 +30,7 @@ def clean_title(text: str) -> str:
     return line[:MAX_CHARS].rstrip()
 
 
-def title_maybe(run) -> None:
+def title_maybe(run: Loop) -> None:
     """After a run (hangar.engine.loop.Loop): title the session from its first user message if it still
     has the default title. The messages and their parts are the run's own last read (its StepReader);
     only the title is read again, in case a person renamed the session meanwhile."""

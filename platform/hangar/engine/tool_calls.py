@@ -33,6 +33,8 @@ from hangar.engine.tools.base import (
     EXTRA_RUN_SUBCALL,
     EXTRA_SESSION,
     EXTRA_TOOLS,
+    Ask,
+    Metadata,
     PermissionAsked,
     PermissionRejected,
     Tool,
@@ -59,13 +61,15 @@ class CallScope:
     session: Session
     agent: str
     tools: dict[str, Tool]  # offered this step
-    ruleset: list[dict]  # defaults + agent + project + session rules (grants are read when they matter)
-    org_policy: list[dict] | None
+    ruleset: list[
+        dict[str, Any]
+    ]  # defaults + agent + project + session rules (grants are read when they matter)
+    org_policy: list[dict[str, Any]]
     abort: threading.Event
     sandbox: Callable[[], Sandbox]  # attached on first use
     active_runs: Callable[[], int]  # sessions this process runs (whether to give the DB connection back)
     # Before each call: (ruleset, org policy) in force if a policy changed mid-step, else None (live_policy).
-    refresh_policy: Callable[[], tuple[list[dict], list[dict]] | None] = lambda: None
+    refresh_policy: Callable[[], tuple[list[dict[str, Any]], list[dict[str, Any]]] | None] = lambda: None
 
 
 class ToolCalls:
@@ -73,8 +77,8 @@ class ToolCalls:
         self,
         scope: CallScope,
         message: Message,
-        parts: list[dict] | None = None,
-        prior_tools: list[dict] | None = None,
+        parts: list[dict[str, Any]] | None = None,
+        prior_tools: list[dict[str, Any]] | None = None,
         *,
         defer_last: bool = False,
     ):
@@ -87,30 +91,30 @@ class ToolCalls:
         self.message = message
         # Replaced when a policy changes between two calls of the step (hangar.engine.live_policy).
         self.base_ruleset, self.org_policy = scope.ruleset, scope.org_policy
-        self._ruleset: list[dict] | None = None
+        self._ruleset: list[dict[str, Any]] | None = None
         self._parts = parts
         self._prior = prior_tools
         # This message's tool parts as last saved (by id): the in-memory view the doom-loop check and the
         # loop's closing snapshot decision use instead of re-reading the rows this runner just wrote.
-        self.current: dict[str, dict] = {p["id"]: p for p in parts or []}
-        self._unsaved: dict[str, dict] = dict(self.current)
+        self.current: dict[str, dict[str, Any]] = {p["id"]: p for p in parts or []}
+        self._unsaved: dict[str, dict[str, Any]] = dict(self.current)
         self._defer_last = defer_last
         self._deferred_id: str | None = None  # the last call's part (not a batch's sub-calls)
 
     # --- permission ------------------------------------------------------------------------------
 
-    def ruleset(self) -> list[dict]:
+    def ruleset(self) -> list[dict[str, Any]]:
         if self._ruleset is None:  # once per step: grants made by a reply start a new run anyway
             self._ruleset = self._load_ruleset()
         return self._ruleset
 
-    def _load_ruleset(self) -> list[dict]:
+    def _load_ruleset(self) -> list[dict[str, Any]]:
         grants = reads.grants_in_force(self.scope.session)
         return self.base_ruleset + [
             {"permission": p, "pattern": pat, "action": perm.ALLOW} for p, pat in grants
         ]
 
-    def ask_for(self, call_id: str):
+    def ask_for(self, call_id: str) -> Ask:
         def ask(permission: str, patterns: list[str], always: list[str], metadata: dict[str, Any]) -> None:
             # Grants only append allow rules (last match wins), so a request the base rules already allow
             # stays allowed with them: read the grants only when the answer could change.
@@ -151,27 +155,28 @@ class ToolCalls:
 
     # --- parts -------------------------------------------------------------------------------------
 
-    def save(self, part: dict, **state) -> dict:
+    def save(self, part: dict[str, Any], **state: Any) -> dict[str, Any]:
         """Store `part` with `state`, and with it (one statement) the streamed calls not stored yet. The
         last call's outcome (completed or error) waits for the caller's write when deferring."""
         part = {**part, "state": state}
         if part.get("id") == self._deferred_id and state["status"] in ("completed", "error"):
             self.current[part["id"]] = self._unsaved[part["id"]] = part
             return part
-        self._unsaved.pop(part.get("id"), None)
+        self._unsaved.pop(part.get("id", ""), None)
+
         stored, _ = store.parts_upsert(message=self.message, parts=[part, *self._unsaved.values()])
         self._unsaved.clear()
         for saved in stored:
             self.current[saved["id"]] = saved
         return {**part, "id": stored[0]["id"]}
 
-    def fail(self, part: dict, args: dict, start: int, error: str) -> dict:
+    def fail(self, part: dict[str, Any], args: dict[str, Any], start: int, error: str) -> dict[str, Any]:
         """Store `part` as ended in `error` (the model sees it)."""
         return self.save(
             part, status="error", input=args, error=error, time={"start": start, "end": now_ms()}
         )
 
-    def take_unsaved(self) -> list[dict]:
+    def take_unsaved(self) -> list[dict[str, Any]]:
         """The parts this runner has not written (a deferred outcome), for the caller to write; cleared."""
         parts, self._unsaved = list(self._unsaved.values()), {}
         return parts
@@ -182,7 +187,7 @@ class ToolCalls:
         if parts:
             store.parts_upsert(message=self.message, parts=parts)
 
-    def _recent_tools(self, exclude: str) -> list[dict]:
+    def _recent_tools(self, exclude: str) -> list[dict[str, Any]]:
         """The session's latest tool parts other than `exclude`, newest first (as the query would give)."""
         if self._prior is None:
             return reads.recent_tool_parts(
@@ -192,7 +197,7 @@ class ToolCalls:
         known.update(self.current)
         return [known[i] for i in sorted(known, reverse=True) if i != exclude][: DOOM_LOOP_THRESHOLD - 1]
 
-    def _doom_loop(self, part: dict) -> bool:
+    def _doom_loop(self, part: dict[str, Any]) -> bool:
         recent = self._recent_tools(part["id"])
         if len(recent) < DOOM_LOOP_THRESHOLD - 1:
             return False
@@ -202,11 +207,12 @@ class ToolCalls:
             for p in recent
         )
 
-    def context(self, call_id: str, part_ref: dict) -> ToolContext:
+    def context(self, call_id: str, part_ref: dict[str, Any]) -> ToolContext:
         session_id = self.scope.session.pk
         last = [0.0]
 
-        def update_metadata(metadata) -> None:
+        def update_metadata(metadata: Metadata) -> None:
+
             if time.monotonic() - last[0] < METADATA_EVERY_S:
                 return
             last[0] = time.monotonic()
@@ -261,7 +267,7 @@ class ToolCalls:
                 continue
             self.run_one(part)
 
-    def run_one(self, part: dict) -> dict:
+    def run_one(self, part: dict[str, Any]) -> dict[str, Any]:
         state, call_id = part["state"], part["callID"]
         fresh = self.scope.refresh_policy()
         if fresh is not None:
@@ -323,7 +329,9 @@ class ToolCalls:
             **({"attachments": result.attachments} if result.attachments else {}),
         )
 
-    def execute(self, tool_name: str, args: dict, call_id: str, part_ref: dict) -> ToolResult:
+    def execute(
+        self, tool_name: str, args: dict[str, Any], call_id: str, part_ref: dict[str, Any]
+    ) -> ToolResult:
         from hangar.engine.tools.execute import execute_tool
 
         tool = self.scope.tools.get(tool_name)

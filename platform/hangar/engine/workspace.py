@@ -11,6 +11,8 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
 
 from django.conf import settings
 from django.db import close_old_connections, connection
@@ -18,10 +20,11 @@ from django.db import close_old_connections, connection
 from hangar.conversations.models import Session
 from hangar.logging import get_logger
 from hangar.projects import crypto
+from hangar.projects.models import Project
 from hangar.repos import services as repos
 from hangar.repos.models import SessionWorkspace, WorkspaceState
 from sandbox import gitops
-from sandbox.protocol import WORKSPACE, SandboxError
+from sandbox.protocol import WORKSPACE, Sandbox, SandboxError
 
 log = get_logger(__name__)
 OUTPUT_EVERY_S = 0.25
@@ -31,11 +34,11 @@ class WorkspaceError(SandboxError):
     """The workspace could not be prepared; its message is what the user is told."""
 
 
-def needs_workspace(project) -> bool:
+def needs_workspace(project: Project) -> bool:
     return bool(project.repo_url or project.setup_script.strip())
 
 
-def remote_for(project, url: str | None = None) -> gitops.Remote:
+def remote_for(project: Project, url: str | None = None) -> gitops.Remote:
     """The project's repository, checked again now (DNS may have moved since it was saved), with its
     credential decrypted for this one git process."""
     token = crypto.decrypt(project.repo_token_encrypted) if project.repo_token_encrypted else ""
@@ -53,11 +56,11 @@ class _SessionLock:
     def __init__(self, session_id: str):
         self.key = f"hangar.workspace:{session_id}"
 
-    def __enter__(self):
+    def __enter__(self) -> None:
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_lock(hashtext(%s))", [self.key])
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_unlock(hashtext(%s))", [self.key])
 
@@ -69,19 +72,27 @@ def session_lock(session_id: str) -> _SessionLock:
 _fetchers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mirror-fetch")
 
 
-def mirror_prefetch(session: Session) -> Future | None:
+@dataclass(frozen=True)
+class MirrorFetch:
+    """A mirror refresh under way, for the repository at `url`."""
+
+    url: str
+    future: Future[Path]
+
+
+def mirror_prefetch(session: Session) -> MirrorFetch | None:
     """Start refreshing the session's mirror while its sandbox is created or claimed (no database work in
     the thread: the project is already loaded). None when there is nothing to fetch."""
     project = session.project
     if not project.repo_url or gitops.ready_marker(session.pk).exists():
         return None
     url, scope = project.repo_url, str(session.org_id)
-    future = _fetchers.submit(lambda: gitops.mirror_sync(remote_for(project, url), scope=scope))
-    future.url = url
-    return future
+    return MirrorFetch(
+        url, _fetchers.submit(lambda: gitops.mirror_sync(remote_for(project, url), scope=scope))
+    )
 
 
-def workspace_ensure(session: Session, box, prefetch: Future | None = None) -> None:
+def workspace_ensure(session: Session, box: Sandbox, prefetch: MirrorFetch | None = None) -> None:
     """Prepare the session's workspace once (per volume). Raises WorkspaceError if it failed."""
     if not needs_workspace(session.project) or gitops.ready_marker(session.pk).exists():
         return
@@ -95,7 +106,9 @@ def workspace_ensure(session: Session, box, prefetch: Future | None = None) -> N
         _prepare(session, box, row, prefetch)
 
 
-def _prepare(session: Session, box, row: SessionWorkspace, prefetch: Future | None = None) -> None:
+def _prepare(
+    session: Session, box: Sandbox, row: SessionWorkspace, prefetch: MirrorFetch | None = None
+) -> None:
     started = time.monotonic()
     project = session.project
     code, output = None, ""
@@ -103,7 +116,7 @@ def _prepare(session: Session, box, row: SessionWorkspace, prefetch: Future | No
         if row.repo_url:
             repos.workspace_preparing(row=row, phase="clone")
             if prefetch is not None and prefetch.url == row.repo_url:
-                mirror = prefetch.result()
+                mirror = prefetch.future.result()
             else:
                 mirror = gitops.mirror_sync(remote_for(project, row.repo_url), scope=str(session.org_id))
             ref = row.ref or gitops.default_branch(mirror)
@@ -146,7 +159,7 @@ def _git_message(exc: gitops.GitError) -> str:
     }.get(exc.kind, f"Cloning the repository failed: {exc}")
 
 
-def _run_setup(session: Session, box, project) -> tuple[int | None, str]:
+def _run_setup(session: Session, box: Sandbox, project: Project) -> tuple[int | None, str]:
     """Run the setup script in the sandbox (bound env: the project's sandbox-safe vars), streaming its
     output as `workspace.setup.output` events, a batch every OUTPUT_EVERY_S from a thread of its own."""
     pending: list[str] = []

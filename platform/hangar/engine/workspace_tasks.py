@@ -6,11 +6,15 @@ workspace and told to the session, so this task has nothing more to report."""
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from celery import shared_task
 from django.db import connection, transaction
 
 from hangar.logging import get_logger
+
+if TYPE_CHECKING:
+    from hangar.conversations.models import Session
 
 log = get_logger(__name__)
 TASK = "hangar.engine.prepare_workspace"
@@ -33,7 +37,7 @@ def prepare_workspace(session_id: str) -> None:
         connection.close()
 
 
-def workspace_prepare_soon(session) -> None:
+def workspace_prepare_soon(session: Session) -> None:
     """Called by the edges that create sessions: enqueue the preparation if the project has a repository
     or a setup script (after the caller's transaction commits, on the engine's queue)."""
     project = session.project

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 
 _PROVIDER_PREFIX = re.compile(
     r"^(OPENAI|ANTHROPIC|AZURE|AWS|BEDROCK|GEMINI|GOOGLE|VERTEX|VERTEXAI|COHERE|MISTRAL|GROQ|DEEPSEEK|XAI|"
@@ -19,11 +20,10 @@ _SECRET_WORDS = re.compile(r"(API_KEY|APIKEY|ACCESS_KEY|SECRET|TOKEN|CREDENTIALS
 _OURS = ("HANGAR_", "DJANGO_", "LITELLM_LOCAL_MODEL_COST_MAP", "EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER")
 
 
-def ambient_names(environ: dict[str, str] | None = None) -> list[str]:
-    environ = os.environ if environ is None else environ
+def ambient_names(environ: Mapping[str, str] | None = None) -> list[str]:
     return [
         name
-        for name in environ
+        for name in (os.environ if environ is None else environ)
         if not name.startswith(_OURS) and (_PROVIDER_PREFIX.match(name) or _SECRET_WORDS.search(name))
     ]
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 from hangar.engine.providers.base import ProviderError, StreamEvent, Usage, is_retryable
 from hangar.engine.providers.limits import TooLarge, cap
@@ -24,7 +25,7 @@ class StreamAssembler:
     def __init__(self) -> None:
         self.open_block = ""  # "text" | "reasoning" | ""
         self.block_size = 0
-        self.calls: dict[int, dict] = {}
+        self.calls: dict[int, dict[str, Any]] = {}
         self.finish = ""
         self.max_part = cap("HANGAR_MODEL_MAX_PART_CHARS")
         self.max_args = cap("HANGAR_MODEL_MAX_TOOL_ARGS_CHARS")
@@ -47,7 +48,7 @@ class StreamAssembler:
         *,
         reasoning: str | None = None,
         content: str | None = None,
-        tool_calls: list[tuple[int, str | None, str | None, str | None]] = (),
+        tool_calls: Sequence[tuple[int, str | None, str | None, str | None]] = (),
         finish_reason: str | None = None,
     ) -> Iterator[StreamEvent]:
         """One delta. `tool_calls` are (index, id, name, arguments piece) as the provider sent them."""
@@ -146,7 +147,7 @@ def _text(value: object, what: str) -> str | None:
     raise MalformedChunk(f"{what} is {type(value).__name__}, not a string")
 
 
-def chunk_fields(chunk: object) -> tuple[dict | None, dict | None]:
+def chunk_fields(chunk: object) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """(the error or None, usage or None) of one parsed chunk, checking that it is an object."""
     if not isinstance(chunk, dict):
         raise MalformedChunk(f"a chunk is {type(chunk).__name__}, not an object")
@@ -157,7 +158,7 @@ def chunk_fields(chunk: object) -> tuple[dict | None, dict | None]:
     return (error if isinstance(error, dict) else {"message": str(error)}) if error else None, usage
 
 
-def delta_fields(chunk: dict) -> dict | None:
+def delta_fields(chunk: dict[str, Any]) -> dict[str, Any] | None:
     """The first choice's delta as `StreamAssembler.feed` keyword arguments, or None for a chunk without
     choices (the usage chunk). Every field is type-checked: a wrong shape raises MalformedChunk."""
     choices = chunk.get("choices")
@@ -206,7 +207,7 @@ def _malformed(reason: str, data: str) -> ProviderError:
 
 
 def openai_sse_events(
-    lines: Iterable[str], abort: threading.Event, usage_of: Callable[[dict | None], Usage]
+    lines: Iterable[str], abort: threading.Event, usage_of: Callable[[dict[str, Any] | None], Usage]
 ) -> Iterator[StreamEvent]:
     """An OpenAI chat-completion SSE body → StreamEvents. Each event's JSON is type-checked: a malformed
     one is a ProviderError naming what is wrong, a mid-stream `{"error": ...}` one with its status code

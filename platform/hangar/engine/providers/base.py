@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from hangar.engine.providers.redact import redact
 
@@ -63,13 +63,15 @@ class Model(Protocol):
         self,
         *,
         system: list[str],
-        messages: list[dict],
-        tools: list[dict],
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
         abort: threading.Event,
         temperature: float | None = None,
     ) -> Iterator[StreamEvent]: ...
 
-    def complete(self, *, system: list[str], messages: list[dict], temperature: float | None = None) -> str:
+    def complete(
+        self, *, system: list[str], messages: list[dict[str, Any]], temperature: float | None = None
+    ) -> str:
         """One non-streaming answer (the hidden title agent)."""
         ...
 

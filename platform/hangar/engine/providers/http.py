@@ -60,6 +60,10 @@ def _proxy_for(scheme: str, host: str) -> tuple[str, int] | None:
     return parts.hostname or "", parts.port or 80
 
 
+# (scheme, host, port, proxy): the connections one thread keeps alive, by where they go.
+OriginKey = tuple[str, str, int, tuple[str, int] | None]
+
+
 class _Origin:
     """Where a URL's requests go: the connection to open, and the request target to send."""
 
@@ -78,6 +82,7 @@ class _Origin:
 
     def connect(self, read_timeout: float) -> http.client.HTTPConnection:
         host, port = self.proxy or (self.host, self.port)
+        conn: http.client.HTTPConnection
         if self.scheme == "https":
             conn = http.client.HTTPSConnection(host, port, timeout=CONNECT_TIMEOUT_S, context=_tls_context())
             if self.proxy:
@@ -87,7 +92,9 @@ class _Origin:
         if self.proxy:
             netguard.resolve(self.host, self.port)  # the proxy connects; the name is checked as it stands now
         else:
-            conn._create_connection = netguard.connect  # resolved, checked and connected to in one place
+            # Resolved, checked and connected to in one place. http.client's own seam for how its socket
+            # is opened; private, so typeshed does not declare it.
+            conn._create_connection = netguard.connect  # type: ignore[attr-defined]
         conn.connect()
         conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         conn.sock.settimeout(read_timeout)
@@ -100,7 +107,7 @@ class Response:
     abort watcher) it shuts the socket down, which wakes a read blocked on it, and leaves the rest to the
     owner's own close (http.client objects are not safe to close under a reading thread)."""
 
-    def __init__(self, conn: http.client.HTTPConnection, answer: http.client.HTTPResponse, key: tuple):
+    def __init__(self, conn: http.client.HTTPConnection, answer: http.client.HTTPResponse, key: OriginKey):
         self._conn, self._answer, self._key = conn, answer, key
         self._owner, self._pool = threading.current_thread(), _connections()
         self._lock = threading.Lock()
@@ -168,7 +175,7 @@ class Response:
                 pass
 
 
-def _connections() -> dict[tuple, http.client.HTTPConnection]:
+def _connections() -> dict[OriginKey, http.client.HTTPConnection]:
     pool = getattr(_local, "connections", None)
     if pool is None:
         pool = _local.connections = {}
@@ -198,14 +205,15 @@ def post(url: str, body: bytes, headers: dict[str, str], *, read_timeout: float)
         conn = None
     for fresh in (False, True) if conn is not None else (True,):
         try:
-            if fresh:
+            if fresh or conn is None:
                 conn = origin.connect(read_timeout)
             else:
                 conn.sock.settimeout(read_timeout)
             conn.request("POST", origin.target, body=body, headers=headers)
             return Response(conn, conn.getresponse(), origin.key)
         except (ConnectionResetError, BrokenPipeError, http.client.RemoteDisconnected) as exc:
-            conn.close()
+            if conn is not None:  # None: the reset came while connecting
+                conn.close()
             if fresh:
                 raise HTTPError(f"POST {url} failed: {exc!r}") from exc
         except (OSError, http.client.HTTPException) as exc:

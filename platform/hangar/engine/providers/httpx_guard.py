@@ -16,7 +16,14 @@ from hangar.engine.providers.limits import TooLarge, cap
 
 
 class CheckedBackend(httpcore.SyncBackend):
-    def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: typing.Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> httpcore.NetworkStream:
         try:
             infos = netguard.resolve(host, port)
         except OSError as exc:
@@ -24,7 +31,8 @@ class CheckedBackend(httpcore.SyncBackend):
         error: Exception | None = None
         for info in infos:
             try:
-                return super().connect_tcp(info[4][0], port, timeout, local_address, socket_options)
+                return super().connect_tcp(str(info[4][0]), port, timeout, local_address, socket_options)
+
             except httpcore.ConnectError as exc:
                 error = exc
         raise error or httpcore.ConnectError(f"no address for {host}:{port}")

@@ -34,6 +34,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
+from types import ModuleType
 from typing import Any
 
 from hangar import netguard
@@ -50,7 +51,7 @@ _litellm = None
 _lock = threading.Lock()
 _client_lock = threading.Lock()
 _handler = None  # LiteLLM's HTTPHandler around our httpx client (see _transport)
-_sdk_clients: OrderedDict[tuple, Any] = OrderedDict()  # (api_base, api_key) → openai.OpenAI, LRU
+_sdk_clients: OrderedDict[tuple[str, str], Any] = OrderedDict()  # (api_base, api_key) → openai.OpenAI, LRU
 _SDK_CLIENTS_MAX = 256
 _last = threading.local()  # the last HTTP response this thread's client received (event hook)
 _plain_seen: dict[int, tuple[Any, bool]] = {}  # id(tool dict) → (the dict, _plain_tool verdict)
@@ -58,7 +59,7 @@ BASE_HANDLER_FLAG = "EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER"
 KEYLESS = "no-key"
 
 
-def litellm_module():
+def litellm_module() -> ModuleType:
     global _litellm
     if _litellm is None:
         with _lock:
@@ -100,7 +101,7 @@ def _remember(response: Any) -> None:
     _last.response = response
 
 
-def _http_handler():
+def _http_handler() -> Any:  # litellm's HTTPHandler (litellm ships no types)
     """One LiteLLM HTTPHandler per process: its httpx client is built by LiteLLM (SSL, proxy and
     User-Agent settings), pooled across calls, and carries our response hook."""
     global _handler
@@ -145,7 +146,7 @@ def _transport(api_base: str, api_key: str | None) -> Any:
     return client
 
 
-def _plain_tools(tools: list[dict]) -> bool:
+def _plain_tools(tools: list[dict[str, Any]]) -> bool:
     """True when LiteLLM's OpenAI route would send these tools unchanged, so they can skip the SDK's
     transform in `extra_body` (module doc lists what LiteLLM rewrites). The verdict is kept per tool
     dict: the loop's schemas are shared, never-mutated dicts (tools.registry.tool_schemas)."""
@@ -184,12 +185,13 @@ def _root_cause(exc: BaseException) -> ProviderError | None:
     """A refusal of ours (an endpoint netguard blocks, a response over a cap) that LiteLLM or the OpenAI
     SDK wrapped in an error of their own ("Connection error.", a 500): said as itself, not retried."""
     seen = 0
-    while exc is not None and seen < 20:
-        if isinstance(exc, ProviderError):
-            return exc
-        if isinstance(exc, netguard.BlockedAddress):
-            return ProviderError(str(exc), retryable=False, name="APIError")
-        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    link: BaseException | None = exc
+    while link is not None and seen < 20:
+        if isinstance(link, ProviderError):
+            return link
+        if isinstance(link, netguard.BlockedAddress):
+            return ProviderError(str(link), retryable=False, name="APIError")
+        link, seen = link.__cause__ or link.__context__, seen + 1
     return None
 
 
@@ -231,7 +233,7 @@ class LiteLLMModel:
         self._model = f"openai/{model_id}" if api_base else f"{provider_id}/{model_id}"
         self.last_usage: Usage | None = None  # of the last `complete` (the title call's ledger row)
 
-    def _kwargs(self, temperature: float | None) -> dict:
+    def _kwargs(self, temperature: float | None) -> dict[str, Any]:
         kwargs = {
             "model": self._model,
             "api_base": self._api_base,
@@ -252,7 +254,9 @@ class LiteLLMModel:
         error.args = (error.message,)
         return error
 
-    def complete(self, *, system: list[str], messages: list[dict], temperature: float | None = None) -> str:
+    def complete(
+        self, *, system: list[str], messages: list[dict[str, Any]], temperature: float | None = None
+    ) -> str:
         litellm = litellm_module()
         try:
             response = litellm.completion(
@@ -269,8 +273,8 @@ class LiteLLMModel:
         self,
         *,
         system: list[str],
-        messages: list[dict],
-        tools: list[dict],
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
         abort: threading.Event,
         temperature: float | None = None,
     ) -> Iterator[StreamEvent]:
@@ -309,12 +313,13 @@ class LiteLLMModel:
             yield from self._events(response, abort)
 
     def _events(self, response: Any, abort: threading.Event) -> Iterator[StreamEvent]:
-        raw, tapped = getattr(response, "completion_stream", None), {}
+        raw = getattr(response, "completion_stream", None)
+        tapped: dict[str, Any] = {}
         response._hangar_raw, response._hangar_usage = raw, tapped
         if raw is not None and not isinstance(raw, (str, bytes)):
             # LiteLLM only surfaces the provider's usage chunk through its end-of-stream rebuild, which we
             # skip (see _read): read it off the raw provider stream on its way through.
-            def tap():
+            def tap() -> Iterator[Any]:
                 for chunk in raw:
                     if getattr(chunk, "usage", None):
                         tapped["usage"] = chunk.usage

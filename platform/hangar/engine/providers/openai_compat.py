@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 from hangar.engine.providers import http
 from hangar.engine.providers.assemble import openai_sse_events
@@ -81,7 +82,7 @@ class OpenAICompatModel:
         self._timeout = timeout_s
         self.last_usage: Usage | None = None  # of the last `complete` (the title call's ledger row)
 
-    def _post(self, body: dict) -> http.Response:
+    def _post(self, body: dict[str, Any]) -> http.Response:
         try:
             response = http.post(
                 self._url, json.dumps(body).encode(), self._headers, read_timeout=self._timeout
@@ -98,13 +99,18 @@ class OpenAICompatModel:
             raise error
         return response
 
-    def _body(self, system: list[str], messages: list[dict], temperature: float | None, **extra) -> dict:
+    def _body(
+        self, system: list[str], messages: list[dict[str, Any]], temperature: float | None, **extra: Any
+    ) -> dict[str, Any]:
+
         body = {"model": self.model_id, "messages": wire_messages(system, messages), **extra}
         if temperature is not None:
             body["temperature"] = temperature
         return body
 
-    def complete(self, *, system: list[str], messages: list[dict], temperature: float | None = None) -> str:
+    def complete(
+        self, *, system: list[str], messages: list[dict[str, Any]], temperature: float | None = None
+    ) -> str:
         response = self._post(self._body(system, messages, temperature))
         limit = cap("HANGAR_MODEL_MAX_RESPONSE_BYTES")
         try:
@@ -128,8 +134,8 @@ class OpenAICompatModel:
         self,
         *,
         system: list[str],
-        messages: list[dict],
-        tools: list[dict],
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
         abort: threading.Event,
         temperature: float | None = None,
     ) -> Iterator[StreamEvent]:

@@ -16,7 +16,7 @@ the test suite runs a whole multi-step session both ways.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import Protocol
 
 from django.conf import settings
 
@@ -54,7 +54,13 @@ def _litellm_factory(*, org_id: int, user_id: int | None, provider_id: str, mode
     return LiteLLMModel(provider_id=provider_id, model_id=model_id, api_base=api_base, api_key=api_key)
 
 
-model_factory: Callable[..., Model] = _litellm_factory
+class ModelResolver(Protocol):
+    """What gives a run its model: `model_for`, or a test's scripted model."""
+
+    def __call__(self, *, org_id: int, user_id: int | None, provider_id: str, model_id: str) -> Model: ...
+
+
+model_factory: ModelResolver = _litellm_factory
 
 
 def model_for(*, org_id: int, user_id: int | None, provider_id: str, model_id: str) -> Model:

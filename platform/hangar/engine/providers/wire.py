@@ -7,7 +7,7 @@ from typing import Any
 from hangar.engine.providers.base import Usage
 
 
-def wire_messages(system: list[str], messages: list[dict]) -> list[dict]:
+def wire_messages(system: list[str], messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The system texts as leading system messages, then the conversation."""
     return [{"role": "system", "content": text} for text in system if text] + messages
 

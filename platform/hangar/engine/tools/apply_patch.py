@@ -18,7 +18,7 @@ from hangar.engine.tools.common import (
     resolve,
     unified_diff,
 )
-from hangar.engine.tools.patch import BEGIN, END, PatchError, apply_chunks, parse_patch
+from hangar.engine.tools.patch import BEGIN, END, Hunk, PatchError, apply_chunks, parse_patch
 from sandbox.protocol import FileNotFound
 
 
@@ -73,7 +73,7 @@ class ApplyPatchTool:
         )
 
     @staticmethod
-    def _plan(hunks, ctx: ToolContext) -> tuple[list[tuple[str, str, str, str, str]], str]:
+    def _plan(hunks: list[Hunk], ctx: ToolContext) -> tuple[list[tuple[str, str, str, str, str]], str]:
         """(kind, path, target, before, after) per hunk, computed up front so nothing is half-applied.
         A later hunk on a path sees the earlier hunks' result (`current`), not the file on disk."""
         current: dict[str, str | None] = {}  # path -> content as this patch leaves it (None: deleted)

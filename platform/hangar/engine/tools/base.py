@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 
@@ -38,6 +38,12 @@ class PermissionRejected(Exception):
         self.feedback = feedback
 
 
+# ask(permission, patterns, always, metadata): returns if allowed, raises PermissionAsked/Rejected.
+Ask = Callable[[str, list[str], list[str], dict[str, Any]], None]
+# A tool part's progress metadata, or a zero-argument callable building it.
+Metadata = dict[str, Any] | Callable[[], dict[str, Any]]
+
+
 @dataclass
 class ToolResult:
     title: str
@@ -54,11 +60,10 @@ class ToolContext:
     agent: str
     sandbox: Sandbox
     abort: threading.Event
-    # ask(permission, patterns, always, metadata): returns if allowed, raises PermissionAsked/Rejected.
-    ask: Callable[[str, list[str], list[str], dict[str, Any]], None]
+    ask: Ask
     # Stream progress into the running tool part (e.g. bash output so far), throttled by the loop. Takes
     # the metadata dict, or a zero-argument callable returning it, called only when an update is due.
-    update_metadata: Callable[[dict[str, Any] | Callable[[], dict[str, Any]]], None]
+    update_metadata: Callable[[Metadata], None]
     # Read-before-write: the loop persists these per session so any worker sees them.
     was_read: Callable[[str], bool]
     mark_read: Callable[[str], None]
@@ -98,8 +103,15 @@ EXTRA_IN_BATCH = "in_batch"
 
 
 class Tool(Protocol):
-    name: ClassVar[str]
-    description: ClassVar[str]
-    parameters: ClassVar[type[BaseModel]]
+    # Read-only: each tool sets them as class attributes, `parameters` to its own model class.
+    @property
+    def name(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def parameters(self) -> type[BaseModel]: ...
+    def __hash__(self) -> int: ...  # the registry caches a tool's schema by the tool object
 
-    def execute(self, args: BaseModel, ctx: ToolContext) -> ToolResult: ...
+    # `args` is an instance of the tool's own `parameters` (execute_tool validates it first): each tool
+    # names that class in its signature, which a protocol over every tool cannot, so it takes Any here.
+    def execute(self, args: Any, ctx: ToolContext) -> ToolResult: ...

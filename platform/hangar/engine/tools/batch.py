@@ -21,6 +21,7 @@ from hangar.engine.tools.base import (
     EXTRA_TOOLS,
     PermissionAsked,
     PermissionRejected,
+    SubcallRunner,
     ToolContext,
     ToolError,
     ToolResult,
@@ -44,7 +45,7 @@ class BatchParams(BaseModel):
     )
 
 
-def _direct_runner(ctx: ToolContext):
+def _direct_runner(ctx: ToolContext) -> SubcallRunner:
     """Fallback when the loop gives no runner: run the tool with a child context, no parts."""
     tools = ctx.extra.get(EXTRA_TOOLS) or {}
 

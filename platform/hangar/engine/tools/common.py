@@ -7,11 +7,13 @@ from __future__ import annotations
 import difflib
 import posixpath
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
+from typing import Any
 
+from hangar.engine.tools.base import ToolContext
 from sandbox.protocol import WORKSPACE
 
 DESCRIPTIONS = Path(__file__).with_name("descriptions")
@@ -45,7 +47,7 @@ DIFF_CONTEXT = 3
 DIFF_MAX_CELLS = 4_000_000  # changed lines before x after: beyond, one hunk replaces the changed region
 
 
-def ask_external(ctx, path: str, *, is_dir: bool = False) -> None:
+def ask_external(ctx: ToolContext, path: str, *, is_dir: bool = False) -> None:
     """A path outside the workspace needs `external_directory` (OpenCode asks it of every file tool),
     for its folder: `<folder>/*` is both the pattern and what "always" remembers."""
     if path == WORKSPACE or path.startswith(WORKSPACE + "/"):
@@ -79,7 +81,7 @@ def unified_diff(path: str, before: str, after: str) -> str:
     )
 
 
-def _shifted(lines, offset: int):
+def _shifted(lines: Iterable[str], offset: int) -> Iterator[str]:
     """Hunk headers of a diff of a slice starting at line `offset`, renumbered for the whole file."""
     for line in lines:
         if offset and line.startswith("@@ "):
@@ -93,7 +95,9 @@ def _shift(span: str, offset: int) -> str:
     return f"{span[0]}{int(start) + offset}{comma}{length}"
 
 
-def _one_hunk(path: str, a: list[str], b: list[str], prefix: int, suffix: int, lo: int, keep: int):
+def _one_hunk(
+    path: str, a: list[str], b: list[str], prefix: int, suffix: int, lo: int, keep: int
+) -> Iterator[str]:
     yield f"--- {path}\n"
     yield f"+++ {path}\n"
     old_len, new_len = len(a) - lo - keep, len(b) - lo - keep
@@ -111,7 +115,9 @@ def _range(start: int, length: int) -> str:
     return f"{start if length == 0 else start + 1},{length}"
 
 
-def filediff(path: str, before: str, after: str, status: str = "modified", patch: str | None = None) -> dict:
+def filediff(
+    path: str, before: str, after: str, status: str = "modified", patch: str | None = None
+) -> dict[str, Any]:
     """OpenCode's SnapshotFileDiff shape for tool metadata (file, patch, additions, deletions, status).
     Counts come from the unified diff itself (pass `patch` when the caller already made it)."""
     patch = unified_diff(path, before, after) if patch is None else patch

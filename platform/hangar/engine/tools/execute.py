@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from hangar.engine.tools import budget
 from hangar.engine.tools.base import Tool, ToolContext, ToolError, ToolResult
@@ -28,7 +28,8 @@ def format_validation_error(tool: str, error: ValidationError) -> str:
     )
 
 
-def validate_args(tool: Tool, raw: Any):
+def validate_args(tool: Tool, raw: Any) -> BaseModel:
+
     if not isinstance(raw, dict):
         raise ToolError(f"The {tool.name} tool was called with invalid arguments: expected a JSON object")
     try:

@@ -8,6 +8,8 @@ go back to the model; a rejection fails the call and stops the turn (as a reject
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, Field
 
 from hangar.engine.tools.base import (
@@ -39,7 +41,7 @@ class QuestionParams(BaseModel):
     questions: list[QuestionInfo] = Field(min_length=1, max_length=10, description="Questions to ask")
 
 
-def answered_output(questions: list[dict], answers: list[list[str]]) -> str:
+def answered_output(questions: list[dict[str, Any]], answers: list[list[str]]) -> str:
     pairs = ", ".join(
         f'"{q["question"]}"="{", ".join(a) or "Unanswered"}"'
         for q, a in zip(questions, answers, strict=False)
@@ -47,7 +49,7 @@ def answered_output(questions: list[dict], answers: list[list[str]]) -> str:
     return f"User has answered your questions: {pairs}. You can now continue with the user's answers in mind."
 
 
-def ask_person(ctx: ToolContext, questions: list[dict]) -> list[list[str]]:
+def ask_person(ctx: ToolContext, questions: list[dict[str, Any]]) -> list[list[str]]:
     """The person's answers to `questions`, once given: the first call records the request and parks the
     run (PermissionAsked), a call after the reply returns the answers, or raises PermissionRejected when
     the person dismissed them. Used by `question` and the plan tools."""

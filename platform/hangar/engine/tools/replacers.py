@@ -61,13 +61,15 @@ class _Spans:
     """Character offsets of line blocks in "\n".join(lines), from one running sum (built on first use)."""
 
     def __init__(self, lines: list[str]):
-        self.lines, self.starts = lines, None
+        self.lines = lines
+        self.starts: list[int] | None = None
 
     def __call__(self, start: int, end: int) -> tuple[int, int]:
         """Offsets of lines[start..end] (inclusive)."""
-        if self.starts is None:
-            self.starts = [0, *itertools.accumulate(len(line) + 1 for line in self.lines)]
-        return self.starts[start], self.starts[end] + len(self.lines[end])
+        starts = self.starts
+        if starts is None:
+            starts = self.starts = [0, *itertools.accumulate(len(line) + 1 for line in self.lines)]
+        return starts[start], starts[end] + len(self.lines[end])
 
 
 def _drop_trailing_empty(lines: list[str]) -> list[str]:

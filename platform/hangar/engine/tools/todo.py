@@ -7,12 +7,15 @@ Both need the Session row in `ctx.extra["session"]` (the loop puts it there); th
 from __future__ import annotations
 
 import json
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
 from hangar.engine.tools.base import EXTRA_SESSION, ToolContext, ToolError, ToolResult
 from hangar.engine.tools.common import description
+
+if TYPE_CHECKING:
+    from hangar.conversations.models import Session
 
 
 class TodoInfo(BaseModel):
@@ -33,14 +36,14 @@ class TodoReadParams(BaseModel):
     pass
 
 
-def _session(ctx: ToolContext):
-    session = ctx.extra.get(EXTRA_SESSION)
+def _session(ctx: ToolContext) -> Session:
+    session: Session | None = ctx.extra.get(EXTRA_SESSION)
     if session is None:
         raise ToolError("todo tools need the session (ctx.extra['session'] is not set)")
     return session
 
 
-def _result(todos: list[dict]) -> ToolResult:
+def _result(todos: list[dict[str, Any]]) -> ToolResult:
     open_count = sum(1 for t in todos if t["status"] != "completed")
     return ToolResult(
         title=f"{open_count} todos", output=json.dumps(todos, indent=2), metadata={"todos": todos}
