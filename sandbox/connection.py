@@ -1,9 +1,10 @@
 """One multiplexed connection to a sandbox's agent, shared by many threads.
 
 Transport: the owner of a per-sandbox host lock (flock) attaches to the agent's stdin/stdout
-with `docker attach` (~ms to open, ~0.1 ms per round trip). A second process that finds the lock
-taken opens a private stream instead, `docker exec main.py --relay` to the agent's unix socket
-(~50 ms to open, then as fast): docker copies every attacher's stdin into one pipe in 4 KB reads,
+with `docker attach`. A second process that finds the lock taken opens a private stream instead,
+`docker exec main.py --relay` to the agent's unix socket (an exec to open, then as fast per round trip;
+bench/sandbox.py prints both): docker copies every attacher's stdin into one pipe in 4 KB reads,
+
 so two concurrent attachers could interleave bytes inside a request line. The lock is released
 when the connection closes or its process dies, so the next process attaches again.
 

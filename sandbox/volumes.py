@@ -5,7 +5,9 @@ on the host (nosuid,nodev) and bind-mounted into the container. Why: the host ru
 ext4, where `--storage-opt size` is unsupported and project quotas are unavailable; a tmpfs
 volume has a size but does not persist. A loop filesystem is a real, persistent block-level cap
 ("No space left on device" at the quota, nothing spills onto the host disk), it survives
-hibernate (stop/start) and host reboots (remounted on resume), and creating one takes ~15 ms.
+hibernate (stop/start) and host reboots (remounted on resume), and creating one is cheap next to
+creating the container (bench/sandbox.py).
+
 The image is sparse, so an idle 1 GB workspace costs only the blocks actually written.
 
 Layout of a volume filesystem:  workspace/  (-> /workspace)   state/  (-> /home/hangar/.hangar:

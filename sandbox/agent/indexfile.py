@@ -2,7 +2,8 @@
 
 Two files in the git dir: a base (every entry, with the tree it makes) and a log of records appended
 after it, one per track that changed something, holding only what changed. Appending costs what
-changed, not what is held (rewriting 5,000 entries costs ~9 ms); the base is rewritten when the log
+changed, not what is held (a rewrite costs every entry, on every track); the base is rewritten when the log
+
 grows long. Each base has a random generation that its log records carry, so a log left over from
 an older base is ignored, and a torn last record (a crash mid-write) ends the replay. A failed write
 (the volume may be full) makes the next save a whole base: what is on disk is always a consistent,

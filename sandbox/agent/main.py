@@ -10,7 +10,7 @@ kinds of connection:
 Why two: every attacher writes into the same stdin pipe, and dockerd copies each attacher's
 bytes in 4 KB reads, so two processes attached at once could interleave inside a line. The host
 therefore lets only the holder of a per-sandbox lock attach; any other process gets its own
-private stream through the relay (slower to open, ~50 ms, equally fast afterwards).
+private stream through the relay (slower to open: an exec; equally fast afterwards).
 
   request  {"id": "<client>:<n>", "op": "exec", ...args}
   reply    {"id": ..., "ok": true, "result": ...} | {"id": ..., "ok": false, "error": {"type", "message"}}
@@ -73,7 +73,8 @@ class Agent:
             "pty_close": self.ptys.close,
         }
         # Quick, non-blocking ops answered on the reader thread so they never queue behind work, and
-        # without the hand-off to a pool thread (~75 us of CPU a request). `stat` is one lstat (no
+        # without the CPU of a hand-off to a pool thread on each request. `stat` is one lstat (no
+
         # open: a fifo cannot block it); the read/write/edit tools ask for one on every call.
         self.inline = {
             "cancel": self.execs.cancel,

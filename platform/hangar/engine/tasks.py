@@ -22,10 +22,11 @@ current_app.conf.task_routes = {
 
 @worker_init.connect
 def warm_up_worker(**_kwargs: object) -> None:
-    """Load once, before the worker takes tasks, what a first step would otherwise load: LiteLLM (~3.5 s,
-    ~170 MB, and what it loads lazily), the engine modules imported at first use, and every tool's JSON
+    """Load once, before the worker takes tasks, what a first step would otherwise load: LiteLLM (slow to
+    import, and what it loads lazily), the engine modules imported at first use, and every tool's JSON
     schema. Done lazily, a burst of sessions right after a start paid for it in every thread at once
-    (`functools.cache` does not stop 100 threads computing the same schemas). Web processes never
+    (`functools.cache` does not stop many threads computing the same schemas at once). Web processes never
+
     import LiteLLM."""
     from hangar.engine import tool_calls, worker  # noqa: F401  (the loop and everything it imports)
     from hangar.engine.providers import openai_compat, resolve  # noqa: F401

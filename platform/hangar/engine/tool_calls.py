@@ -216,7 +216,7 @@ class ToolCalls:
             if time.monotonic() - last[0] < METADATA_EVERY_S:
                 return
             last[0] = time.monotonic()
-            if callable(metadata):  # built only when it will be sent (bash output can be 60 KB a chunk)
+            if callable(metadata):  # built only when it will be sent (bash output so far can be large)
                 metadata = metadata()
             state = {**part_ref["state"], "metadata": metadata}
             publish_ephemeral(

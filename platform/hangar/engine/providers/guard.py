@@ -3,8 +3,8 @@ always closed at the end.
 
 A stream blocked in a socket read cannot see a flag, but closing its response wakes it. One watcher
 thread per process checks every open stream's abort flag four times a second and closes the streams
-whose run was aborted; a thread per stream (the earlier way) meant 100 threads waking 4x a second in a
-worker carrying 100 sessions."""
+whose run was aborted: the wake-ups stay the same however many sessions a worker carries, where a watcher
+per stream would wake once per session."""
 
 from __future__ import annotations
 

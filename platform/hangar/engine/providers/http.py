@@ -2,9 +2,9 @@
 thread and origin.
 
 Why not httpx: per model call its request and response models, the h11 state machine fed event by event
-and its pool's bookkeeping cost ~2.5 ms of worker CPU, the largest single item of an agent step after
-the database (bench/step_cpu.py --profile), and its shared pool scans every connection under a lock on
-each request and close, which a worker streaming 100 sessions paid for 100 times over. A worker thread
+and its pool's bookkeeping were the largest single item of an agent step's worker CPU after the database
+(bench/step_cpu.py --profile shows the split), and its shared pool scans every connection under a lock on
+each request and close, which a worker streaming many sessions pays for once per session. A worker thread
 runs one session's steps one after another, so a connection per thread and origin is all the pooling a
 worker needs, with nothing shared between threads; http.client parses the status line and headers in C
 and the body is read a network chunk at a time.
@@ -48,7 +48,7 @@ def _tls_context() -> ssl.SSLContext:
     if _tls is None:
         with _tls_lock:
             if _tls is None:
-                _tls = ssl.create_default_context()  # loading the CA store costs ~10 ms: once per process
+                _tls = ssl.create_default_context()  # loads the CA store from disk: once per process
     return _tls
 
 
@@ -186,7 +186,8 @@ _origins: dict[str, _Origin] = {}
 
 
 def _origin(url: str) -> _Origin:
-    """Parsed once per URL: reading the proxy settings walks the whole environment (~0.5 ms a call)."""
+    """Parsed once per URL: reading the proxy settings walks the whole environment on every call."""
+
     origin = _origins.get(url)
     if origin is None:
         if len(_origins) > 1000:

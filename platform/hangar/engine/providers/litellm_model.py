@@ -1,6 +1,7 @@
 """The LiteLLM adapter: `litellm.completion(stream=True, ...)` normalised into StreamEvents.
 
-LiteLLM is imported lazily (3.5 s, ~170 MB): only a worker that runs a step pays for it. LiteLLM builds
+LiteLLM is imported lazily (seconds of import and a large share of a worker's memory): only a worker that
+runs a step pays for it. LiteLLM builds
 and sends every request (auth, api_base, params, message transforms, error mapping); how we read the
 answer depends on the route:
   * an OpenAI-compatible api_base (`openai/<model>`): the provider's SSE bytes, read off the HTTP
@@ -81,8 +82,8 @@ def litellm_module() -> ModuleType:
 def warm_up() -> None:
     """Import LiteLLM and make it load what it loads on a first call (its tokenizer, modules it imports
     inside functions): one streaming request, our way, to a closed local port, which fails at once. A
-    worker that skipped this would load them in its first burst of sessions, in every thread at once
-    (measured: seconds of a 100-session burst's first step)."""
+    worker that skipped this would load them in its first burst of sessions, in every thread at once,
+    delaying every first step of the burst (bench/agent_load.py)."""
     litellm_module()
     model = LiteLLMModel(
         provider_id="warm-up", model_id="warm-up", api_base="http://127.0.0.1:9/v1", api_key="-"
@@ -333,7 +334,8 @@ class LiteLLMModel:
     def _read(self, wrapper: Any, abort: threading.Event) -> Iterator[StreamEvent]:
         """LiteLLM's CustomStreamWrapper yields OpenAI-shaped chunks; it is left at the finish chunk and the
         provider's remaining raw chunks are drained unprocessed, so LiteLLM's end-of-stream rebuild
-        (stream_chunk_builder, cost calculator, deep copies: ~30 % of its cost per call) never runs."""
+        (stream_chunk_builder, cost calculator, deep copies of every chunk) never runs."""
+
         usage, assembler = None, StreamAssembler()
         for chunk in wrapper:
             if abort.is_set():

@@ -4,9 +4,10 @@ StreamEvents.
 
 Why not LiteLLM here: with an explicit api_base LiteLLM only forwards to the OpenAI SDK in OpenAI wire
 format, and per call the SDK's request transform (a recursive TypedDict walk over every message and tool
-schema) plus its per-chunk pydantic models cost ~35 ms of worker CPU under the profiler, ~10 ms without,
-about a third of a whole agent step (measured with bench/agent_step.py's script). This adapter does the
-same request with the same retry/abort contract in well under 1 ms of CPU. Providers without an
+schema) plus its per-chunk pydantic models grow with the session and outweigh the rest of an agent step's
+work in the worker (bench/llm_call.py and bench/step_cpu.py print both transports). This adapter does the
+same request with the same retry/abort contract, parsing plain dicts. Providers without an
+
 api_base (anthropic/..., gemini/...) keep going through LiteLLMModel, which knows their wire formats.
 """
 

@@ -7,10 +7,12 @@ Which adapter: a named provider without a base URL (anthropic/..., gemini/..., o
 LiteLLM (LiteLLMModel), which knows every provider's wire format, auth and errors. A credential with an
 explicit OpenAI-compatible `api_base` is streamed by OpenAICompatModel: the wire format is OpenAI's, which
 both adapters already parse with the same reader (assemble.openai_sse_events), and LiteLLM would add only
-its per-call machinery around the request: ~5 ms of worker CPU a call even after every cut we could make
-through its API (function_setup and its Logging object, get_optional_params, provider resolution, pricing
-the stream wrapper; see litellm_model's docstring and bench/llm_call.py). On 2 cores with 100 sessions that
-is a tenth of the machine. `HANGAR_DIRECT_OPENAI_COMPAT=0` sends those endpoints through LiteLLM as well;
+its per-call machinery around the request, which stays even after every cut we could make through its API
+(function_setup and its Logging object, get_optional_params, provider resolution, pricing the stream
+wrapper; see litellm_model's docstring; bench/llm_call.py prints the cost of each transport). With a worker
+streaming many sessions on few cores, that machinery is a share of the machine, not of one call.
+`HANGAR_DIRECT_OPENAI_COMPAT=0` sends those endpoints through LiteLLM as well;
+
 the test suite runs a whole multi-step session both ways.
 """
 
