@@ -30,16 +30,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from agent_step import Hangar, Scripted, log  # noqa: E402
 
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+from tests.web.chromium import CHROMIUM, FLAGS  # noqa: E402
+
 OBSERVER = """
 window.__lat = []; window.__words = 0; window.__arrive = [];
 // When each WebSocket frame reaches the page: now minus the send time of the newest word it carries.
@@ -101,7 +93,7 @@ def main() -> None:
         hangar.use_script(scripted.load([[{"stamps": args.deltas, "every": args.every}]]))
         base = f"http://127.0.0.1:{hangar.port}"
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=FLAGS)
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
             page = browser.new_page(base_url=base, viewport={"width": 1280, "height": 800})
             page.set_default_timeout(60_000)
             page.add_init_script(OBSERVER)

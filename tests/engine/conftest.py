@@ -132,34 +132,54 @@ def worker(start_worker) -> Worker:
     return start_worker()
 
 
-@pytest.fixture
-def make_session(scripted):
-    made: list[str] = []
+def give_scripted_credential(org, server: ScriptedServer) -> None:
+    """The org can call the scripted LLM server (provider `scripted`)."""
+    ProviderCredential.objects.get_or_create(
+        org=org,
+        user=None,
+        provider="scripted",
+        defaults={"api_base": server.url, "api_key_encrypted": crypto.encrypt("sk-test")},
+    )
 
+
+@pytest.fixture
+def scripted_credential(scripted):
+    """`scripted_credential(persona)`: the persona's org can call the scripted LLM server."""
+    return lambda persona: give_scripted_credential(persona.org, scripted)
+
+
+def destroy_sandboxes(session_ids: list[str]) -> None:
+    from hangar.engine.sandboxes import manager
+
+    for session_id in session_ids:
+        try:
+            manager().destroy(session_id)
+        except Exception:
+            pass  # never made, or gone already: nothing of it is left to remove
+
+
+@pytest.fixture
+def sessions_made():
+    """Session ids whose sandboxes (container, volume, host git dir) are destroyed after the test."""
+    made: list[str] = []
+    yield made
+    destroy_sandboxes(made)
+
+
+@pytest.fixture
+def make_session(scripted, sessions_made):
     def make(persona, script_id: str, **kwargs) -> Session:
-        ProviderCredential.objects.get_or_create(
-            org=persona.org,
-            user=None,
-            provider="scripted",
-            defaults={"api_base": scripted.url, "api_key_encrypted": crypto.encrypt("sk-test")},
-        )
+        give_scripted_credential(persona.org, scripted)
         session = session_create(
             actor=persona.actor,
             project=persona.project,
             model={"providerID": "scripted", "modelID": script_id},
             **kwargs,
         )
-        made.append(session.pk)
+        sessions_made.append(session.pk)
         return session
 
-    yield make
-    from hangar.engine.sandboxes import manager
-
-    for session_id in made:
-        try:
-            manager().destroy(session_id)
-        except Exception:
-            pass
+    return make
 
 
 def wait_for(predicate, timeout: float = 60.0, every: float = 0.1, what: str = "condition"):

@@ -8,9 +8,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from hangar.projects import crypto
-from hangar.projects.models import ProviderCredential
-from tests.engine.conftest import make_session, script, scripted, start_worker  # noqa: F401
+from tests.engine.conftest import (  # noqa: F401  (fixtures)
+    make_session,
+    script,
+    scripted,
+    scripted_credential,
+    sessions_made,
+    start_worker,
+)
 from tests.foundation_fixtures import _fast_password_hashing, _fresh_throttles, dave  # noqa: F401
 
 # What the worker needs to deliver to the receiver on 127.0.0.1 quickly: the operator setting that allows a
@@ -77,16 +82,3 @@ def receiver():
 @pytest.fixture
 def hooks_worker(start_worker):  # noqa: F811
     return start_worker(env=HOOKS_WORKER_ENV)
-
-
-@pytest.fixture
-def scripted_credential(scripted):  # noqa: F811
-    def give(persona) -> None:
-        ProviderCredential.objects.get_or_create(
-            org=persona.org,
-            user=None,
-            provider="scripted",
-            defaults={"api_base": scripted.url, "api_key_encrypted": crypto.encrypt("sk-test")},
-        )
-
-    return give

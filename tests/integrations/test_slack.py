@@ -15,7 +15,7 @@ from hangar.conversations.models import Message, PermissionRequest, QuestionRequ
 from hangar.integrations.slack.models import SlackChannel, SlackInstall, SlackThread, SlackUserLink
 from hangar.projects import crypto
 from hangar.projects.models import Project
-from tests.engine.conftest import wait_for, wait_idle
+from tests.engine.conftest import give_scripted_credential, wait_for, wait_idle
 from tests.integrations.slack_fake import BOT_TOKEN, BOT_USER, TEAM, FakeSlack
 
 SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
@@ -132,14 +132,7 @@ def press(action: str, request_id: str, user: str):
 
 
 def scripted_project(persona, scripted, script_id: str, rules: list | None = None) -> None:
-    from hangar.projects.models import ProviderCredential
-
-    ProviderCredential.objects.get_or_create(
-        org=persona.org,
-        user=None,
-        provider="scripted",
-        defaults={"api_base": scripted.url, "api_key_encrypted": crypto.encrypt("sk-test")},
-    )
+    give_scripted_credential(persona.org, scripted)
     Project.objects.filter(pk=persona.project.pk).update(
         default_model=f"scripted/{script_id}", permission_rules=rules or []
     )

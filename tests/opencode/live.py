@@ -15,9 +15,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from hangar.projects import crypto
-from hangar.projects.models import ProviderCredential
-from tests.engine.conftest import QUEUE, ROOT
+from tests.engine.conftest import QUEUE, ROOT, give_scripted_credential
 
 CLIENT_DIR = ROOT / "tests" / "opencode_client"
 OPENCODE_BIN = CLIENT_DIR / "node_modules" / "opencode-linux-x64" / "bin" / "opencode"
@@ -87,12 +85,7 @@ def scripted_project(scripted, script):
 
     def make(persona, turns: list, title: str = "Scripted title"):
         script_id = script.load(turns, title=title)
-        ProviderCredential.objects.get_or_create(
-            org=persona.org,
-            user=None,
-            provider="scripted",
-            defaults={"api_base": scripted.url, "api_key_encrypted": crypto.encrypt("sk-test")},
-        )
+        give_scripted_credential(persona.org, scripted)
         persona.project.default_model = f"scripted/{script_id}"
         persona.project.save()
         return persona.project

@@ -8,7 +8,13 @@ import os
 
 import pytest
 
-from tests.engine.conftest import make_session, script, scripted, start_worker  # noqa: F401  (fixtures)
+from tests.engine.conftest import (  # noqa: F401  (fixtures)
+    make_session,
+    script,
+    scripted,
+    sessions_made,
+    start_worker,
+)
 from tests.foundation_fixtures import _fast_password_hashing, _fresh_throttles, dave  # noqa: F401
 from tests.repos.gitserver import GitServer
 
@@ -36,20 +42,6 @@ def gitserver(tmp_path_factory):
 def allow_private(settings):
     settings.HANGAR_REPO_ALLOW_PRIVATE_HOSTS = True
     return settings
-
-
-@pytest.fixture
-def sessions_made():
-    """Session ids whose sandboxes (volume, host git dir) are destroyed after the test."""
-    made: list[str] = []
-    yield made
-    from hangar.engine.sandboxes import manager
-
-    for session_id in made:
-        try:
-            manager().destroy(session_id)
-        except Exception:
-            pass
 
 
 @pytest.fixture

@@ -12,26 +12,21 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from hangar.projects import crypto
-from hangar.projects.models import ProviderCredential
-from tests.engine.conftest import ROOT, Worker, script, scripted  # noqa: F401
+from tests.engine.conftest import (  # noqa: F401  (fixtures)
+    ROOT,
+    Worker,
+    script,
+    scripted,
+    scripted_credential,
+    sessions_made,
+)
 from tests.opencode.live import daphne  # noqa: F401
+from tests.web.chromium import CHROMIUM, FLAGS
 
 # Playwright's sync API runs its own event loop in this thread; the ORM calls the tests make between
 # page actions are still plain synchronous code.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
-CHROMIUM = os.environ.get("HANGAR_CHROMIUM", "/usr/bin/chromium")
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 SHOTS = ROOT / "var" / "screenshots"
 AXE = ROOT / "frontend" / "node_modules" / "axe-core" / "axe.min.js"
 DESKTOP = {"width": 1280, "height": 800}
@@ -118,32 +113,3 @@ def live_worker(django_db_setup, django_db_blocker):
     worker = Worker(settings.DATABASES["default"]["NAME"])
     yield worker
     worker.stop()
-
-
-@pytest.fixture
-def scripted_org(scripted):  # noqa: F811
-    """`scripted_org(persona)`: the persona's org can call the scripted LLM server (provider `scripted`)."""
-
-    def make(persona):
-        ProviderCredential.objects.get_or_create(
-            org=persona.org,
-            user=None,
-            provider="scripted",
-            defaults={"api_base": scripted.url, "api_key_encrypted": crypto.encrypt("sk-test")},
-        )
-
-    return make
-
-
-@pytest.fixture
-def sandboxes():
-    """Session ids whose sandboxes the test made; destroyed afterwards."""
-    made: list[str] = []
-    yield made
-    from hangar.engine.sandboxes import manager
-
-    for session_id in made:
-        try:
-            manager().destroy(session_id)
-        except Exception:
-            pass

@@ -25,9 +25,9 @@ new MutationObserver(() => {
 
 
 def test_a_new_user_signs_in_creates_a_project_and_watches_a_session_work(
-    alice, open_app, script, scripted_org, live_worker, sandboxes
+    alice, open_app, script, scripted_credential, live_worker, sessions_made
 ):
-    scripted_org(alice)
+    scripted_credential(alice)
     script_id = script.load(
         [
             [
@@ -77,7 +77,7 @@ def test_a_new_user_signs_in_creates_a_project_and_watches_a_session_work(
     page.get_by_role("button", name="New session").click()
     page.wait_for_url("**/s/ses_*")
     session_id = page.url.rsplit("/s/", 1)[1]
-    sandboxes.append(session_id)
+    sessions_made.append(session_id)
     page.get_by_role("textbox", name="Message").fill("run two commands")
     page.get_by_role("textbox", name="Message").press("Enter")
 
@@ -102,9 +102,9 @@ def test_a_new_user_signs_in_creates_a_project_and_watches_a_session_work(
 
 
 def test_a_reload_mid_stream_shows_the_same_conversation_once(
-    alice, open_app, script, scripted_org, live_worker, sandboxes
+    alice, open_app, script, scripted_credential, live_worker, sessions_made
 ):
-    scripted_org(alice)
+    scripted_credential(alice)
     script_id = script.load(
         [
             [
@@ -123,7 +123,7 @@ def test_a_reload_mid_stream_shows_the_same_conversation_once(
     page.goto(f"/o/acme/p/{alice.project.pk}")
     page.get_by_role("button", name="New session").click()
     page.wait_for_url("**/s/ses_*")
-    sandboxes.append(page.url.rsplit("/s/", 1)[1])
+    sessions_made.append(page.url.rsplit("/s/", 1)[1])
     page.get_by_role("textbox", name="Message").fill("stream please")
     page.get_by_role("button", name="Send").click()
     page.get_by_text("First half,").wait_for()

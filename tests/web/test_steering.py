@@ -18,21 +18,21 @@ def bash(call_id: str, command: str) -> dict:
     }
 
 
-def start_session(app, persona, sandboxes, prompt: str | None = None) -> str:
+def start_session(app, persona, sessions_made, prompt: str | None = None) -> str:
     page = app.page
     page.goto(f"/o/{persona.org.slug}/p/{persona.project.pk}")
     page.get_by_role("button", name="New session").click()
     page.wait_for_url("**/s/ses_*")
     session_id = page.url.rsplit("/s/", 1)[1]
-    sandboxes.append(session_id)
+    sessions_made.append(session_id)
     if prompt:
         page.get_by_role("textbox", name="Message").fill(prompt)
         page.get_by_role("textbox", name="Message").press("Enter")
     return session_id
 
 
-def use_script(persona, script, scripted_org, turns, **project) -> None:
-    scripted_org(persona)
+def use_script(persona, script, scripted_credential, turns, **project) -> None:
+    scripted_credential(persona)
     persona.project.default_model = f"scripted/{script.load(turns)}"
     for name, value in project.items():
         setattr(persona.project, name, value)
@@ -40,18 +40,18 @@ def use_script(persona, script, scripted_org, turns, **project) -> None:
 
 
 def test_alice_approves_one_command_and_rejects_the_next_with_a_message(
-    alice, open_app, script, scripted_org, live_worker, sandboxes
+    alice, open_app, script, scripted_credential, live_worker, sessions_made
 ):
     use_script(
         alice,
         script,
-        scripted_org,
+        scripted_credential,
         [[bash("c1", "echo approved")], [bash("c2", "rm -rf /workspace/src")], [{"text": "Understood."}]],
         permission_rules=[{"permission": "bash", "pattern": "*", "action": "ask"}],
     )
     app = open_app(alice)
     page = app.page
-    session_id = start_session(app, alice, sandboxes, "clean up")
+    session_id = start_session(app, alice, sessions_made, "clean up")
     card = page.get_by_role("alert", name="Permission request: bash")
     card.get_by_text("echo approved").wait_for(timeout=60_000)
     app.shot("permission")
@@ -72,14 +72,17 @@ def test_alice_approves_one_command_and_rejects_the_next_with_a_message(
 
 
 def test_a_message_sent_while_busy_is_queued_and_stop_aborts_the_command(
-    alice, open_app, script, scripted_org, live_worker, sandboxes
+    alice, open_app, script, scripted_credential, live_worker, sessions_made
 ):
     use_script(
-        alice, script, scripted_org, [[bash("c1", "sleep 60")], [{"text": "later"}], [{"text": "later"}]]
+        alice,
+        script,
+        scripted_credential,
+        [[bash("c1", "sleep 60")], [{"text": "later"}], [{"text": "later"}]],
     )
     app = open_app(alice)
     page = app.page
-    session_id = start_session(app, alice, sandboxes, "wait a minute")
+    session_id = start_session(app, alice, sessions_made, "wait a minute")
     page.locator('[data-call-id="c1"][data-state="running"]').wait_for(timeout=60_000)
     page.get_by_role("textbox", name="Message").fill("and then this")
     page.get_by_role("button", name="Queue").click()
@@ -91,10 +94,10 @@ def test_a_message_sent_while_busy_is_queued_and_stop_aborts_the_command(
     assert tool["state"]["status"] == "error" and "abort" in tool["state"]["error"].lower()
 
 
-def test_alice_types_in_the_sessions_terminal_and_sees_the_output(alice, open_app, sandboxes):
+def test_alice_types_in_the_sessions_terminal_and_sees_the_output(alice, open_app, sessions_made):
     app = open_app(alice)
     page = app.page
-    session_id = start_session(app, alice, sandboxes)
+    session_id = start_session(app, alice, sessions_made)
     page.get_by_role("link", name="Terminal").click()
     page.get_by_test_id("terminal-state").filter(has_text="open").wait_for(timeout=60_000)
     page.locator(".xterm-rows", has_text="$").wait_for(timeout=20_000)  # the shell's prompt
@@ -106,12 +109,12 @@ def test_alice_types_in_the_sessions_terminal_and_sees_the_output(alice, open_ap
 
 
 def test_a_dropped_stream_shows_the_banner_and_resumes_without_a_gap(
-    alice, open_app, script, scripted_org, live_worker, sandboxes
+    alice, open_app, script, scripted_credential, live_worker, sessions_made
 ):
     use_script(
         alice,
         script,
-        scripted_org,
+        scripted_credential,
         [
             [
                 {"text": "Before the drop. "},
@@ -132,7 +135,7 @@ def test_a_dropped_stream_shows_the_banner_and_resumes_without_a_gap(
         sockets.append(ws)
 
     page.route_web_socket(re.compile(r"/ws/sessions/[^/]+/\?after="), route)
-    session_id = start_session(app, alice, sandboxes, "go")
+    session_id = start_session(app, alice, sessions_made, "go")
     page.get_by_text("Before the drop.").wait_for(timeout=60_000)
     sockets[0].close(code=4000, reason="test drop")
     page.get_by_test_id("reconnecting").wait_for(timeout=5_000)
@@ -152,7 +155,7 @@ def test_a_dropped_stream_shows_the_banner_and_resumes_without_a_gap(
     assert shown == stored
 
 
-def test_charlie_cannot_open_alices_session_by_url(alice, charlie, open_app, sandboxes):
+def test_charlie_cannot_open_alices_session_by_url(alice, charlie, open_app, sessions_made):
     from hangar.conversations.services import session_create
 
     session = session_create(actor=alice.actor, project=alice.project, title="Acme secret plans")
