@@ -7,6 +7,8 @@ threads it costs a look at the session row the step already holds (`source`), an
 Redis SETNX that lets through one status task per window; the Slack calls happen in Celery tasks
 (tasks.py)."""
 
+from functools import partial
+
 from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
@@ -36,10 +38,10 @@ def on_events(session: Session, events: list[Event]) -> None:
             transaction.on_commit(lambda: tasks.slack_finish.delay(session.pk), robust=True)
         elif event.type == "permission.asked":
             request_id = event.payload["id"]
-            transaction.on_commit(lambda r=request_id: tasks.slack_permission.delay(r), robust=True)
+            transaction.on_commit(partial(tasks.slack_permission.delay, request_id), robust=True)
         elif event.type == "question.asked":
             request_id = event.payload["id"]
-            transaction.on_commit(lambda r=request_id: tasks.slack_question.delay(r), robust=True)
+            transaction.on_commit(partial(tasks.slack_question.delay, request_id), robust=True)
         elif cache.add(f"slack:status:{session.pk}", 1, timeout=THROTTLE_S):
             transaction.on_commit(
                 lambda: tasks.slack_status.apply_async(args=[session.pk], countdown=THROTTLE_S), robust=True

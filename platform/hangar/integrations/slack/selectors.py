@@ -1,6 +1,7 @@
 """Reads for the Slack integration."""
 
-from hangar.integrations.slack.models import SlackInstall, SlackThread, SlackUserLink
+from hangar.conversations.models import PermissionRequest, QuestionRequest
+from hangar.integrations.slack.models import SlackInstall, SlackPermissionMessage, SlackThread, SlackUserLink
 
 
 def install_by_team(team_id: str | None) -> SlackInstall | None:
@@ -30,3 +31,16 @@ def linked_user(install: SlackInstall, slack_user_id: str):
 
 def thread_for_session(session_id: str) -> SlackThread | None:
     return SlackThread.objects.filter(session_id=session_id).select_related("install", "session").first()
+
+
+def pending_request(request_id: str) -> PermissionRequest | None:
+    return PermissionRequest.objects.filter(pk=request_id, status="pending").first()
+
+
+def pending_question(request_id: str) -> QuestionRequest | None:
+    return QuestionRequest.objects.filter(pk=request_id, status="pending").select_related("session").first()
+
+
+def permission_message_posted(request_id: str) -> bool:
+    """Whether a request's buttons were posted (a permission's or a question's: one message each)."""
+    return SlackPermissionMessage.objects.filter(request_id=request_id).exists()

@@ -15,7 +15,13 @@ from hangar.conversations.models import PermissionRequest, QuestionRequest, Sess
 from hangar.conversations.services import session_create
 from hangar.engine import services as engine
 from hangar.integrations.slack import selectors
-from hangar.integrations.slack.models import SlackChannel, SlackInstall, SlackThread, SlackUserLink
+from hangar.integrations.slack.models import (
+    SlackChannel,
+    SlackInstall,
+    SlackPermissionMessage,
+    SlackThread,
+    SlackUserLink,
+)
 from hangar.integrations.slack.options import Ask
 from hangar.projects import crypto
 from hangar.projects.models import Project
@@ -73,7 +79,10 @@ def user_link(*, actor: Actor, token: str) -> SlackUserLink:
 
 def install_state(*, actor: Actor) -> str:
     """The OAuth `state`: who asked to install, for which org (signed, checked at the callback)."""
+    if actor.org_id is None:
+        raise NotFound()
     require_role(actor, actor.org_id, Role.ADMIN)
+
     return signing.dumps({"o": actor.org_id, "u": actor.user_id}, salt=INSTALL_SALT)
 
 
@@ -238,3 +247,19 @@ def question_answer(
     if not 0 <= option < len(options):
         raise NotFound()
     return engine.question_reply(actor=actor, request=request, answers=[[options[option]["label"]]])
+
+
+# --- what the tasks post (tasks.py): the messages later edits and button presses refer to -----------
+
+
+def thread_status_posted(*, thread: SlackThread, ts: str) -> None:
+    """The run's status message is posted: its later edits go to `ts` (the next prompt clears it)."""
+    SlackThread.objects.filter(pk=thread.pk).update(status_ts=ts)
+    thread.status_ts = ts
+
+
+def permission_message_record(*, thread: SlackThread, request_id: str, ts: str) -> None:
+    """The message carrying a request's buttons; the first recorded stays (the task may run twice)."""
+    SlackPermissionMessage.objects.get_or_create(
+        request_id=request_id, defaults={"thread": thread, "message_ts": ts}
+    )

@@ -5,9 +5,9 @@ from celery import shared_task
 
 from hangar.conversations.models import PermissionRequest, QuestionRequest, Session
 from hangar.integrations import queue  # noqa: F401  (routes this module's tasks)
-from hangar.integrations.slack import progress, selectors
+from hangar.integrations.slack import progress, selectors, services
 from hangar.integrations.slack.client import web_client
-from hangar.integrations.slack.models import SlackPermissionMessage, SlackThread
+from hangar.integrations.slack.models import SlackThread
 
 MAX_OPTION_BUTTONS = 20  # Slack's limit is 25 elements per actions block; one is Dismiss
 REPLIES = (
@@ -25,8 +25,7 @@ def status_show(thread: SlackThread, session: Session, done: bool = False) -> No
         client.chat_update(channel=thread.channel_id, ts=thread.status_ts, text=text)
         return
     posted = client.chat_postMessage(channel=thread.channel_id, thread_ts=thread.thread_ts, text=text)
-    SlackThread.objects.filter(pk=thread.pk).update(status_ts=posted["ts"])
-    thread.status_ts = posted["ts"]
+    services.thread_status_posted(thread=thread, ts=posted["ts"])
 
 
 @shared_task(name="hangar.integrations.slack.status", ignore_result=True)
@@ -75,9 +74,9 @@ def permission_blocks(request: PermissionRequest) -> list[dict]:
 
 @shared_task(name="hangar.integrations.slack.permission", ignore_result=True)
 def slack_permission(request_id: str) -> None:
-    request = PermissionRequest.objects.filter(pk=request_id, status="pending").first()
+    request = selectors.pending_request(request_id)
     thread = selectors.thread_for_session(request.session_id) if request else None
-    if thread is None or SlackPermissionMessage.objects.filter(request_id=request_id).exists():
+    if request is None or thread is None or selectors.permission_message_posted(request_id):
         return
     posted = web_client(thread.install).chat_postMessage(
         channel=thread.channel_id,
@@ -85,9 +84,7 @@ def slack_permission(request_id: str) -> None:
         text=f"Permission asked: {request.permission}",
         blocks=permission_blocks(request),
     )
-    SlackPermissionMessage.objects.get_or_create(
-        request_id=request_id, defaults={"thread": thread, "message_ts": posted["ts"]}
-    )
+    services.permission_message_record(thread=thread, request_id=request_id, ts=posted["ts"])
 
 
 def question_blocks(request: QuestionRequest, url: str) -> list[dict]:
@@ -126,11 +123,9 @@ def question_blocks(request: QuestionRequest, url: str) -> list[dict]:
 
 @shared_task(name="hangar.integrations.slack.question", ignore_result=True)
 def slack_question(request_id: str) -> None:
-    request = (
-        QuestionRequest.objects.filter(pk=request_id, status="pending").select_related("session").first()
-    )
+    request = selectors.pending_question(request_id)
     thread = selectors.thread_for_session(request.session_id) if request else None
-    if thread is None or SlackPermissionMessage.objects.filter(request_id=request_id).exists():
+    if request is None or thread is None or selectors.permission_message_posted(request_id):
         return
     posted = web_client(thread.install).chat_postMessage(
         channel=thread.channel_id,
@@ -138,6 +133,4 @@ def slack_question(request_id: str) -> None:
         text=f"The agent asks: {request.questions[0]['question'][:200]}",
         blocks=question_blocks(request, progress.session_url(request.session)),
     )
-    SlackPermissionMessage.objects.get_or_create(
-        request_id=request_id, defaults={"thread": thread, "message_ts": posted["ts"]}
-    )
+    services.permission_message_record(thread=thread, request_id=request_id, ts=posted["ts"])

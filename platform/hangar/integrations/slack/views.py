@@ -89,7 +89,10 @@ def slack_oauth(request):
             code=code,
             redirect_uri=f"{settings.PUBLIC_URL}/hooks/slack/oauth",
         )
+        if not isinstance(answer.data, dict):
+            return HttpResponseBadRequest("Slack's answer was not a JSON object")
         install = services.install_complete(state=state, oauth=answer.data)
+
     except APIException as exc:
         return HttpResponseBadRequest(html.escape(str(exc.detail)))
     except Exception as exc:  # slack_sdk's SlackApiError: Slack said no

@@ -15,7 +15,9 @@ from hangar.audit.services import audit_record
 from hangar.conversations.models import Session
 from hangar.conversations.services import session_create
 from hangar.integrations.webhooks import signing
-from hangar.integrations.webhooks.models import WebhookReceipt, WebhookTrigger
+from hangar.integrations.webhooks.models import WebhookTrigger
+from hangar.integrations.webhooks.selectors import receipt_seen
+from hangar.integrations.webhooks.services import receipt_link, receipt_record
 from hangar.integrations.webhooks.template import template_render
 from hangar.projects import crypto
 
@@ -75,10 +77,11 @@ def trigger_receive(*, trigger: WebhookTrigger, body: bytes, headers: dict, acto
 
     try:
         with transaction.atomic():
-            receipt = WebhookReceipt.objects.create(trigger=trigger, message_id=message_id, session_id="")
+            receipt = receipt_record(trigger=trigger, message_id=message_id)
             prompt = template_render(trigger.prompt_template, payload)
-            session, created = trigger.session, trigger.session is None
-            if created:
+            session = trigger.session
+            created = session is None
+            if session is None:
                 model = None
                 if trigger.model:
                     provider, _, model_id = trigger.model.partition("/")
@@ -92,7 +95,7 @@ def trigger_receive(*, trigger: WebhookTrigger, body: bytes, headers: dict, acto
                     source="webhook",
                 )
             session_prompt(actor=actor, session=session, parts=[{"type": "text", "text": prompt}])
-            WebhookReceipt.objects.filter(pk=receipt.pk).update(session_id=session.pk)
+            receipt_link(receipt=receipt, session_id=session.pk)
             audit_record(
                 actor=actor,
                 action="webhook.trigger.call",
@@ -100,7 +103,7 @@ def trigger_receive(*, trigger: WebhookTrigger, body: bytes, headers: dict, acto
                 data={"message_id": message_id, "session": session.pk, "created": created},
             )
     except IntegrityError:
-        if WebhookReceipt.objects.filter(trigger=trigger, message_id=message_id).exists():
+        if receipt_seen(trigger, message_id):
             raise _refuse(actor, trigger, "replayed message id", message_id) from None
         raise
     return Accepted(session=session, created=created)

@@ -47,7 +47,8 @@ def resolve(url: str) -> Pinned:
         raise DestinationRefused(str(exc)) from None
     except (OSError, UnicodeError) as exc:
         raise DestinationRefused(f"cannot resolve {host}") from exc
-    address = sorted({info[4][0] for info in infos})[0]
+    address = sorted({str(info[4][0]) for info in infos})[0]
+
     literal = f"[{address}]" if ":" in address else address
     netloc = f"{literal}:{parts.port}" if parts.port else literal
     pinned = urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, ""))

@@ -8,24 +8,19 @@ retries with exponential backoff and jitter, and an endpoint whose deliveries ke
 retries is disabled (audited)."""
 
 import json
-import random
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
 
 import httpx
 from django.conf import settings
-from django.db import IntegrityError, transaction
-from django.db.models import F, Q
-from django.utils import timezone
+from django.db import transaction
+from django.db.models import Q
 
-from hangar.accounts.actors import system_actor
-from hangar.audit.services import audit_record
 from hangar.conversations.models import Event, Session
-from hangar.integrations.webhooks import netguard, signing
+from hangar.integrations.webhooks import netguard, services, signing
 from hangar.integrations.webhooks.models import (
     DeliveryStatus,
     EventType,
-    WebhookAttempt,
     WebhookDelivery,
     WebhookEndpoint,
 )
@@ -86,29 +81,18 @@ def deliveries_create(session_id: str, event_ids: list[int]) -> list[int]:
     for event in Event.objects.filter(pk__in=event_ids, session_id=session_id).order_by("seq"):
         public = OUTBOUND.get(event.type)
         for endpoint in endpoints:
-            if public not in endpoint.event_types:
+            if public is None or public not in endpoint.event_types:
                 continue
-            try:
-                with transaction.atomic():
-                    delivery = WebhookDelivery.objects.create(
-                        endpoint=endpoint,
-                        message_id=signing.new_message_id(),
-                        event_type=public,
-                        session_id=session.pk,
-                        source_event_id=event.pk,
-                        body=event_body(event, session),
-                    )
-            except IntegrityError:  # this event was fanned out already (a re-run task)
-                continue
-            created.append(delivery.pk)
+            delivery = services.delivery_create(
+                endpoint=endpoint,
+                event_type=public,
+                session_id=session.pk,
+                source_event_id=event.pk,
+                body=event_body(event, session),
+            )
+            if delivery is not None:
+                created.append(delivery.pk)
     return created
-
-
-def backoff_s(attempt: int) -> float:
-    """Exponential from the base, capped, with jitter (half to full), so failing receivers are not hit in
-    lockstep by every delivery that failed with them."""
-    base = settings.HANGAR_WEBHOOK_RETRY_BASE_S
-    return min(settings.HANGAR_WEBHOOK_RETRY_CAP_S, base * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
 
 
 def _send(endpoint: WebhookEndpoint, delivery: WebhookDelivery, headers: dict) -> dict:
@@ -147,52 +131,10 @@ def delivery_attempt(delivery_id: int, manual: bool = False) -> float | None:
     }
     started = time.perf_counter()
     result = _send(endpoint, delivery, headers)
-    duration_ms = (time.perf_counter() - started) * 1000
-    ok = result.get("status") is not None and 200 <= result["status"] < 300
-    with transaction.atomic():
-        delivery = WebhookDelivery.objects.select_for_update().get(pk=delivery_id)
-        delivery.attempts += 1
-        WebhookAttempt.objects.create(
-            delivery=delivery,
-            number=delivery.attempts,
-            manual=manual,
-            request_headers=headers,
-            response_status=result.get("status"),
-            response_body=result.get("body", ""),
-            error=result.get("error", ""),
-            duration_ms=duration_ms,
-        )
-        delay = None
-        if ok:
-            delivery.status = DeliveryStatus.SUCCEEDED
-            WebhookEndpoint.objects.filter(pk=endpoint.pk).update(failed_in_row=0)
-        elif manual or result.get("final") or delivery.attempts >= settings.HANGAR_WEBHOOK_MAX_ATTEMPTS:
-            delivery.status = DeliveryStatus.FAILED
-            if not manual:
-                _count_failure(endpoint)
-        else:
-            delay = backoff_s(delivery.attempts)
-        delivery.next_attempt_at = timezone.now() + timedelta(seconds=delay) if delay else None
-        delivery.save(update_fields=["attempts", "status", "next_attempt_at"])
-    return delay
-
-
-def _count_failure(endpoint: WebhookEndpoint) -> None:
-    """A delivery exhausted its retries: after HANGAR_WEBHOOK_DISABLE_AFTER in a row, disable the endpoint."""
-    WebhookEndpoint.objects.filter(pk=endpoint.pk).update(failed_in_row=F("failed_in_row") + 1)
-    row = WebhookEndpoint.objects.select_for_update().get(pk=endpoint.pk)
-    if not row.enabled or row.failed_in_row < settings.HANGAR_WEBHOOK_DISABLE_AFTER:
-        return
-    row.enabled = False
-    row.disabled_reason = (
-        f"disabled after {row.failed_in_row} deliveries in a row failed every attempt"
-        f" ({datetime.now(tz=UTC):%Y-%m-%d %H:%M} UTC)"
+    return services.delivery_attempt_record(
+        delivery_id=delivery_id,
+        manual=manual,
+        headers=headers,
+        result=result,
+        duration_ms=(time.perf_counter() - started) * 1000,
     )
-    row.save(update_fields=["enabled", "disabled_reason"])
-    audit_record(
-        actor=system_actor(row.org_id, "webhooks"),
-        action="webhook.endpoint.disabled",
-        target=row,
-        data={"url": row.url, "failed_in_row": row.failed_in_row},
-    )
-    log.warning("webhook_endpoint_disabled", endpoint=row.pk, org=row.org_id, url=row.url)

@@ -5,7 +5,12 @@ from django.db.models import QuerySet
 from rest_framework.exceptions import NotFound
 
 from hangar.accounts.models import Org
-from hangar.integrations.webhooks.models import WebhookDelivery, WebhookEndpoint, WebhookTrigger
+from hangar.integrations.webhooks.models import (
+    WebhookDelivery,
+    WebhookEndpoint,
+    WebhookReceipt,
+    WebhookTrigger,
+)
 
 MAX_DELIVERIES = 200
 
@@ -58,3 +63,8 @@ def delivery_list(*, org: Org, endpoint: WebhookEndpoint | None = None, status: 
 
 def delivery_get(*, org: Org, delivery_id) -> WebhookDelivery:
     return _one(delivery_list(org=org), delivery_id)
+
+
+def receipt_seen(trigger: WebhookTrigger, message_id: str) -> bool:
+    """Whether a call with this message id was already accepted (a replay, when verified again)."""
+    return WebhookReceipt.objects.filter(trigger=trigger, message_id=message_id).exists()

@@ -1,11 +1,19 @@
 """Writes for webhook triggers and endpoints: create (the secret is returned once), update, delete, and a
-delivery's replay by hand. Org admins configure; each write is audited. Inbound calls are in
-`inbound.py`, delivery in `outbound.py`."""
+delivery's replay by hand. Org admins configure; each write is audited. Then the bookkeeping of calls in
+and deliveries out: inbound receipts (`inbound.py` verifies and acts), deliveries and their attempts
+(`outbound.py` decides what to send and sends it)."""
 
-from django.db import transaction
+import random
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
 from rest_framework.exceptions import ValidationError
 
-from hangar.accounts.actors import Actor
+from hangar.accounts.actors import Actor, system_actor
 from hangar.accounts.models import Org, Role
 from hangar.accounts.selectors import require_role
 from hangar.audit.services import audit_record
@@ -13,12 +21,17 @@ from hangar.integrations.webhooks import netguard, signing
 from hangar.integrations.webhooks.models import (
     DeliveryStatus,
     EventType,
+    WebhookAttempt,
     WebhookDelivery,
     WebhookEndpoint,
+    WebhookReceipt,
     WebhookTrigger,
 )
 from hangar.integrations.webhooks.template import TemplateError, template_check
+from hangar.logging import get_logger
 from hangar.projects import crypto
+
+log = get_logger(__name__)
 
 MAX_EVENT_TYPES = len(EventType.values)
 
@@ -193,3 +206,107 @@ def delivery_replay(*, actor: Actor, delivery: WebhookDelivery) -> WebhookDelive
         transaction.on_commit(lambda: enqueue_delivery(delivery.pk, manual=True))
     delivery.status = DeliveryStatus.PENDING
     return delivery
+
+
+# --- inbound receipts (inbound.py, tasks.py) --------------------------------------------------------
+
+
+def receipt_record(*, trigger: WebhookTrigger, message_id: str) -> WebhookReceipt:
+    """A verified call's message id, recorded first in the call's transaction: a second call with the same
+    id fails the unique constraint (IntegrityError), which the caller answers as a replay."""
+    return WebhookReceipt.objects.create(trigger=trigger, message_id=message_id, session_id="")
+
+
+def receipt_link(*, receipt: WebhookReceipt, session_id: str) -> None:
+    WebhookReceipt.objects.filter(pk=receipt.pk).update(session_id=session_id)
+
+
+def receipts_purge(*, received_before: datetime) -> int:
+    """Forget message ids older than the verifier's window (a call that old is refused anyway)."""
+    deleted, _ = WebhookReceipt.objects.filter(received_at__lt=received_before).delete()
+    return deleted
+
+
+# --- outbound deliveries (outbound.py) -------------------------------------------------------------
+
+
+def delivery_create(
+    *, endpoint: WebhookEndpoint, event_type: str, session_id: str, source_event_id: int, body: str
+) -> WebhookDelivery | None:
+    """One pending delivery of an event to an endpoint; None if the event was fanned out to it already (a
+    re-run fan-out task)."""
+    try:
+        with transaction.atomic():
+            return WebhookDelivery.objects.create(
+                endpoint=endpoint,
+                message_id=signing.new_message_id(),
+                event_type=event_type,
+                session_id=session_id,
+                source_event_id=source_event_id,
+                body=body,
+            )
+    except IntegrityError:
+        return None
+
+
+def backoff_s(attempt: int) -> float:
+    """Exponential from the base, capped, with jitter (half to full), so failing receivers are not hit in
+    lockstep by every delivery that failed with them."""
+    base = settings.HANGAR_WEBHOOK_RETRY_BASE_S
+    return min(settings.HANGAR_WEBHOOK_RETRY_CAP_S, base * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
+
+
+def delivery_attempt_record(
+    *, delivery_id: int, manual: bool, headers: dict[str, str], result: dict[str, Any], duration_ms: float
+) -> float | None:
+    """Log one attempt (`result`: the answer's status and body, or an error; `final` when retrying cannot
+    help) and move the delivery on: succeeded; failed (by hand, final, or out of attempts: counted against
+    the endpoint); or pending again after a backoff, whose delay is returned (None: no attempt follows)."""
+    ok = result.get("status") is not None and 200 <= result["status"] < 300
+    with transaction.atomic():
+        delivery = WebhookDelivery.objects.select_for_update().get(pk=delivery_id)
+        delivery.attempts += 1
+        WebhookAttempt.objects.create(
+            delivery=delivery,
+            number=delivery.attempts,
+            manual=manual,
+            request_headers=headers,
+            response_status=result.get("status"),
+            response_body=result.get("body", ""),
+            error=result.get("error", ""),
+            duration_ms=duration_ms,
+        )
+        delay = None
+        if ok:
+            delivery.status = DeliveryStatus.SUCCEEDED
+            WebhookEndpoint.objects.filter(pk=delivery.endpoint_id).update(failed_in_row=0)
+        elif manual or result.get("final") or delivery.attempts >= settings.HANGAR_WEBHOOK_MAX_ATTEMPTS:
+            delivery.status = DeliveryStatus.FAILED
+            if not manual:
+                _count_failure(delivery.endpoint_id)
+        else:
+            delay = backoff_s(delivery.attempts)
+        delivery.next_attempt_at = timezone.now() + timedelta(seconds=delay) if delay else None
+        delivery.save(update_fields=["attempts", "status", "next_attempt_at"])
+    return delay
+
+
+def _count_failure(endpoint_id: int) -> None:
+    """A delivery exhausted its retries: after HANGAR_WEBHOOK_DISABLE_AFTER in a row, disable the endpoint."""
+    WebhookEndpoint.objects.filter(pk=endpoint_id).update(failed_in_row=F("failed_in_row") + 1)
+    row = WebhookEndpoint.objects.select_for_update().get(pk=endpoint_id)
+    if not row.enabled or row.failed_in_row < settings.HANGAR_WEBHOOK_DISABLE_AFTER:
+        return
+    row.enabled = False
+    row.disabled_reason = (
+        f"disabled after {row.failed_in_row} deliveries in a row failed every attempt"
+        f" ({datetime.now(tz=UTC):%Y-%m-%d %H:%M} UTC)"
+    )
+    row.save(update_fields=["enabled", "disabled_reason"])
+    audit_record(
+        actor=system_actor(row.org_id, "webhooks"),
+        action="webhook.endpoint.disabled",
+        target=row,
+        data={"url": row.url, "failed_in_row": row.failed_in_row},
+    )
+    log.warning("webhook_endpoint_disabled", endpoint=row.pk, org=row.org_id, url=row.url)

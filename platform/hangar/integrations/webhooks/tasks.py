@@ -2,6 +2,7 @@
 backoff), and forget old inbound receipts."""
 
 from datetime import timedelta
+from functools import partial
 
 from celery import shared_task
 from django.db import transaction
@@ -27,7 +28,7 @@ def webhooks_fanout(session_id: str, event_ids: list[int]) -> int:
     with transaction.atomic():
         created = deliveries_create(session_id, event_ids)
         for delivery_id in created:
-            transaction.on_commit(lambda d=delivery_id: enqueue_delivery(d))
+            transaction.on_commit(partial(enqueue_delivery, delivery_id))
     return len(created)
 
 
@@ -42,7 +43,6 @@ def webhooks_deliver(delivery_id: int, manual: bool = False) -> None:
 
 @shared_task(name="hangar.integrations.webhooks.purge_receipts", ignore_result=True)
 def webhooks_purge_receipts() -> int:
-    from hangar.integrations.webhooks.models import WebhookReceipt
+    from hangar.integrations.webhooks.services import receipts_purge
 
-    deleted, _ = WebhookReceipt.objects.filter(received_at__lt=timezone.now() - RECEIPT_TTL).delete()
-    return deleted
+    return receipts_purge(received_before=timezone.now() - RECEIPT_TTL)

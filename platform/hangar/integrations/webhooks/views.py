@@ -1,6 +1,8 @@
 """The webhook API (org-scoped, under /api/orgs/<org>/webhooks/) and the inbound receiver
 (/hooks/in/<key>, unauthenticated: the Standard Webhooks signature is the authentication)."""
 
+from typing import Any
+
 from django.http import JsonResponse
 from django.utils.decorators import method_decorator
 from django.views import View
@@ -249,7 +251,8 @@ class DeliveryReplayView(APIView):
 
 
 def _error(code: int, kind: str, message: str, fields: dict | None = None) -> JsonResponse:
-    error = {"code": kind, "message": message}
+    error: dict[str, Any] = {"code": kind, "message": message}
+
     if fields:
         error["fields"] = fields
     return JsonResponse({"error": error}, status=code)
