@@ -42,7 +42,10 @@ class PromptPartInput(serializers.Serializer):
 
 
 class PromptInput(serializers.Serializer):
-    parts = PromptPartInput(many=True, allow_empty=False, max_length=100)
+    # DRF hands max_length to the ListSerializer `many=True` builds (LIST_SERIALIZER_KWARGS); the stubs'
+    # signature of the child serializer does not list it.
+    parts = PromptPartInput(many=True, allow_empty=False, max_length=100)  # type: ignore[call-arg]
+
     agent = serializers.RegexField(r"^[A-Za-z0-9_.-]{1,64}$", required=False)
     model = ModelField(required=False)
 

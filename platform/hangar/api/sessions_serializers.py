@@ -18,6 +18,8 @@ class ModelField(serializers.Field):
     }
 
     def to_internal_value(self, data):
+        provider: object
+        model: object
         if isinstance(data, str):
             provider, _, model = data.partition("/")
         elif isinstance(data, dict):
@@ -38,7 +40,11 @@ class SessionCreateInput(serializers.Serializer):
     model = extend_schema_field({"oneOf": [{"type": "string"}, {"type": "object"}]})(ModelField)(
         required=False
     )
-    parent = serializers.CharField(max_length=40, required=False, help_text="parent session id (subagent)")
+    # A declared field named `parent`: DRF's metaclass moves declared fields off the class, so it never
+    # shadows Field.parent at run time; the stubs see the class attribute.
+    parent = serializers.CharField(  # type: ignore[assignment]
+        max_length=40, required=False, help_text="parent session id (subagent)"
+    )
     ref = serializers.CharField(
         max_length=250, required=False, help_text="branch, tag or commit to clone (default: the project's)"
     )
@@ -53,7 +59,10 @@ class SessionUpdateInput(serializers.Serializer):
 
 class SessionListQuery(serializers.Serializer):
     archived = serializers.ChoiceField(choices=["false", "true", "all"], required=False, default="false")
-    parent = serializers.CharField(max_length=40, required=False, help_text="only children of this session")
+    parent = serializers.CharField(  # type: ignore[assignment]  # as SessionCreateInput.parent
+        max_length=40, required=False, help_text="only children of this session"
+    )
+
     roots = serializers.BooleanField(
         required=False, default=False, help_text="only sessions without a parent"
     )

@@ -7,7 +7,7 @@ from hangar.conversations.session_services import session_admin_update
 
 class MessageInline(admin.TabularInline):
     model = Message
-    fields = ["id", "role", "created_at"]
+    fields = ("id", "role", "created_at")
     readonly_fields = fields
     extra = 0
     can_delete = False
@@ -24,7 +24,7 @@ class SessionAdmin(TenantScopedAdmin):
     list_display = ["id", "title", "org", "project", "status", "created_at", "archived_at"]
     list_filter = ["status"]
     search_fields = ["id", "title", "org__slug", "project__slug"]
-    fields = [
+    fields = (
         "id",
         "org",
         "project",
@@ -40,8 +40,9 @@ class SessionAdmin(TenantScopedAdmin):
         "created_at",
         "updated_at",
         "archived_at",
-    ]
-    readonly_fields = [f for f in fields if f not in ("title", "archived_at")]
+    )
+    readonly_fields = tuple(f for f in fields if f not in ("title", "archived_at"))
+
     inlines = [MessageInline]
 
     def has_add_permission(self, request):

@@ -43,7 +43,7 @@ def owner_for(session_id: str) -> str | None:
 
 def lease_lost(exc: BaseException) -> bool:
     """Whether a database error is the fence refusing a write."""
-    cause = exc
+    cause: BaseException | None = exc
     while cause is not None:
         if getattr(cause, "sqlstate", None) == LEASE_LOST_SQLSTATE:
             return True

@@ -11,8 +11,9 @@ the ORM.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db.models import Case, Q, When
 from django.utils import timezone
@@ -217,7 +218,7 @@ def title_and_parent(session_id: str) -> tuple[str, str | None]:
     return Session.objects.filter(pk=session_id).values_list("title", "parent_id").get()
 
 
-def todos_of(session_id: str) -> list[dict]:
+def todos_of(session_id: str) -> list[Mapping[str, object]]:
     return list(
         Todo.objects.filter(session_id=session_id)
         .order_by("position")
@@ -231,7 +232,7 @@ def sessions_to_recover(*, stale_after_s: int = 30) -> list[str]:
     now = timezone.now()
     expired = Session.objects.filter(lease_expires_at__lt=now).exclude(lease_owner="")
     stale = Session.objects.filter(
-        run_requested=True, lease_owner="", updated_at__lt=now - timezone.timedelta(seconds=stale_after_s)
+        run_requested=True, lease_owner="", updated_at__lt=now - timedelta(seconds=stale_after_s)
     )
     ids = list(expired.values_list("id", flat=True)) + list(stale.values_list("id", flat=True))
     return list(dict.fromkeys(ids))

@@ -6,6 +6,8 @@ the engine's per-step writes (parts, messages) are not audited row by row: the p
 
 import json
 import time
+from collections.abc import Sequence
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -68,7 +70,7 @@ def _part_write(message: Message, data: dict) -> tuple[dict, tuple[str, list]]:
     return data, (_PART_UPSERT, [data["id"], message.session_id, message.pk, data["type"], text])
 
 
-def message_create(*, session: Session, data: dict, parts: list[dict] = ()) -> Message:
+def message_create(*, session: Session, data: dict, parts: Sequence[dict] = ()) -> Message:
     """Store a new user or assistant message (OpenCode shape; id/sessionID filled in if absent), with its
     first `parts` if given (a step's step-start), in one statement."""
     message = Message(session=session)
@@ -194,7 +196,7 @@ def permission_request_payload(request: PermissionRequest) -> dict:
 
 def session_info(session: Session) -> dict:
     """OpenCode's Session JSON shape (see the OpenAPI `Session` schema)."""
-    info = {
+    info: dict[str, Any] = {
         "id": session.pk,
         "slug": session.slug or session.pk[-8:].lower(),
         "projectID": str(session.project_id),

@@ -44,8 +44,9 @@ def _pool_template() -> SandboxSpec:
 
 def manager() -> DockerSandboxes:
     """The process's DockerSandboxes. With a warm pool (settings.SANDBOX_POOL_SIZE > 0, unless
-    HANGAR_SANDBOX_POOL=0) a new session claims a started container in milliseconds instead of
-    creating one (~200-500 ms) in its first step."""
+    HANGAR_SANDBOX_POOL=0) a new session claims a started container instead of creating one in its
+    first step (bench/sandbox.py prints both)."""
+
     global _manager
     if _manager is None:
         with _lock:

@@ -49,6 +49,7 @@ def server_connected() -> dict:
 def to_opencode(event: dict) -> list[dict]:
     """One Hangar event (`{seq, type, payload, session, ephemeral?}`) as zero or more OpenCode events."""
     type_, payload, session_id = event.get("type"), dict(event.get("payload") or {}), event.get("session")
+
     if type_ == "message.part.updated" and "delta" in payload:
         delta = payload.pop("delta")
         part = payload.get("part") or {}
@@ -69,7 +70,7 @@ def to_opencode(event: dict) -> list[dict]:
     return [envelope(type_, properties)]
 
 
-def _delta(session_id: str, part: dict, delta) -> dict:
+def _delta(session_id: str | None, part: dict, delta) -> dict:
     return envelope(
         "message.part.delta",
         {

@@ -8,6 +8,7 @@ longer grant this stream); an SSE stream ends."""
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from django.dispatch import receiver
 
@@ -43,5 +44,6 @@ def credentials_now(user, token) -> tuple[User | None, ApiToken | None, int | No
 def _tell_streams(sender, *, org_id: int, user_id: int, **_kwargs) -> None:
     from hangar.realtime.broadcast import broadcast
 
-    notice = {"seq": None, "type": ACCESS_CHANGED, "payload": {}, "session": None}
+    notice: dict[str, Any] = {"seq": None, "type": ACCESS_CHANGED, "payload": {}, "session": None}
+
     broadcast([access_group(org_id, user_id)], notice)

@@ -194,9 +194,11 @@ class SessionStreamConsumer(_StreamConsumer):
             return
 
     async def _stream(self) -> None:
+        subscription = self.subscription
+        assert subscription is not None, "open_then_accept opens it before the run starts"
         await self._fill()
         while True:
-            event = await self.subscription.get(timeout=IDLE_RECHECK)
+            event = await subscription.get(timeout=IDLE_RECHECK)
             if event is None:
                 await self._fill()
                 continue
@@ -260,7 +262,9 @@ class OrgStreamConsumer(_StreamConsumer):
         return await _visible_org(user, token, self.slug) is not None
 
     async def _run(self) -> None:
-        async for event in self.subscription:
+        subscription = self.subscription
+        assert subscription is not None, "open_then_accept opens it before the run starts"
+        async for event in subscription:
             if event.get("type") == access.ACCESS_CHANGED:
                 if await self.close_if_denied():
                     return

@@ -26,6 +26,7 @@ import contextlib
 import time
 import uuid
 from collections.abc import AsyncIterator
+from typing import Any
 
 from channels.layers import get_channel_layer
 
@@ -42,7 +43,7 @@ class Subscription:
     def __init__(self, groups: list[str], *, barrier_timeout: float = 5.0):
         self.groups = list(groups)
         self.barrier_timeout = barrier_timeout
-        self.layer = None
+        self.layer: Any = None  # the channel layer (channels ships no types)
         self.channel: str | None = None
         self._queue: asyncio.Queue = asyncio.Queue()
         self._pump: asyncio.Task | None = None

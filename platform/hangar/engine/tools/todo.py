@@ -7,7 +7,8 @@ Both need the Session row in `ctx.extra["session"]` (the loop puts it there); th
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
@@ -43,7 +44,7 @@ def _session(ctx: ToolContext) -> Session:
     return session
 
 
-def _result(todos: list[dict[str, Any]]) -> ToolResult:
+def _result(todos: Sequence[Mapping[str, object]]) -> ToolResult:
     open_count = sum(1 for t in todos if t["status"] != "completed")
     return ToolResult(
         title=f"{open_count} todos", output=json.dumps(todos, indent=2), metadata={"todos": todos}
