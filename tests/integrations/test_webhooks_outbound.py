@@ -262,3 +262,22 @@ def test_a_question_and_a_hard_budget_stop_are_delivered(alice, api, receiver, a
     assert set(bodies) == {"question.asked", "budget.reached"}
     assert bodies["question.asked"]["id"] == asked.pk and bodies["question.asked"]["questions"] == question
     assert bodies["budget.reached"]["budget"]["spent"] == 1.25
+
+
+def test_events_are_fanned_out_only_for_an_org_with_an_endpoint_that_wants_them(
+    alice, api, receiver, allow_private
+):
+    from unittest import mock
+
+    from hangar.conversations.events import publish
+
+    session = session_create(actor=alice.actor, project=alice.project)
+    with mock.patch("hangar.integrations.webhooks.tasks.enqueue_fanout") as fanout:
+        publish(session, "session.idle", {"sessionID": session.pk})
+        assert fanout.call_count == 0  # no endpoint: no broker round trip per event
+        create_endpoint(api, alice, receiver.url, ["push.done"])
+        publish(session, "session.idle", {"sessionID": session.pk})
+        assert fanout.call_count == 0  # an endpoint, but not for this type
+        create_endpoint(api, alice, receiver.url, ["session.idle"])
+        idle = publish(session, "session.idle", {"sessionID": session.pk})
+        fanout.assert_called_once_with(session.pk, [idle.pk])

@@ -17,7 +17,7 @@ from django.db import transaction
 from django.db.models import Q
 
 from hangar.conversations.models import Event, Session
-from hangar.integrations.webhooks import netguard, services, signing
+from hangar.integrations.webhooks import netguard, selectors, services, signing
 from hangar.integrations.webhooks.models import (
     DeliveryStatus,
     EventType,
@@ -45,10 +45,13 @@ USER_AGENT = "Hangar-Webhooks/1"
 
 
 def on_events(session: Session, events: list[Event]) -> None:
-    ids = [e.id for e in events if e.type in OUTBOUND]
-    if ids:
+    wanted = [e for e in events if e.type in OUTBOUND]
+    if wanted and selectors.endpoints_wanting(
+        org_id=session.org_id, event_types={OUTBOUND[e.type] for e in wanted}
+    ):
         from hangar.integrations.webhooks.tasks import enqueue_fanout
 
+        ids = [e.id for e in wanted]
         transaction.on_commit(lambda: enqueue_fanout(session.pk, ids), robust=True)
 
 
