@@ -50,7 +50,7 @@ def test_batch_runs_calls_in_parallel_and_reports_each(local):
                 {"tool": "grep", "parameters": {"pattern": "alpha"}},
                 {"tool": "read", "parameters": {"filePath": "/workspace/missing.txt"}},
                 {"tool": "batch", "parameters": {"tool_calls": []}},
-                {"tool": "webfetch", "parameters": {}},
+                {"tool": "websearch", "parameters": {}},
             ]
         },
         local.ctx(tools=tools),
