@@ -122,12 +122,9 @@ _options["options"] = f"{_options.get('options', '')} -c jit=off".strip()
 # is 100 here): the engine gives its connection back before every model call and tool run, so a few serve
 # every session (deploy/run-worker.sh). The web needs it too (deploy/run-web.sh): under ASGI each request
 # runs in a new thread, so a thread's persistent connection (CONN_MAX_AGE) is never reused.
-# With the pool, CONN_HEALTH_CHECKS makes Django give it psycopg_pool's ConnectionPool.check_connection: each
-# connection is checked (one empty round trip) before it is handed out, so after a Postgres restart the
-# dead ones are replaced instead of failing the requests they were handed to (tests/test_db_pool_check.py).
 if os.environ.get("HANGAR_DB_POOL_MAX"):
     DATABASES["default"]["CONN_MAX_AGE"] = 0
-    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = False
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": 2,
         "max_size": int(os.environ["HANGAR_DB_POOL_MAX"]),
