@@ -36,6 +36,7 @@ from hangar.engine.outcomes import CompactionFailed, ContextOverflow
 from hangar.engine.providers.catalogue import ModelLimits, limits_for
 from hangar.engine.providers.overflow import NAME as OVERFLOW
 from hangar.engine.spend import check_before_call
+from hangar.engine.step_usage import usage_data
 from hangar.engine.system import prompt_text
 from hangar.logging import get_logger
 
@@ -181,7 +182,7 @@ class ContextWindow:
                 )
             ) from exc
         loop.note_latency(message, began)
-        data = {**message.data, **loop.usage_data(result), "finish": "stop"}
+        data = {**message.data, **usage_data(loop.model_ref, result), "finish": "stop"}
         summary = self._summary_tokens(message, data)
         after = summary + estimate(prompt_text("compaction_continue"))
         limit = usable(self.limits())

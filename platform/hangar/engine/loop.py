@@ -53,21 +53,21 @@ from hangar.engine.outcomes import (
     TurnEnded,
 )
 from hangar.engine.processor import StepResult, StreamProcessor
-from hangar.engine.providers.base import Model, ProviderError, Usage
-from hangar.engine.providers.cost import step_cost
+from hangar.engine.providers.base import Model, ProviderError
 from hangar.engine.providers.overflow import is_overflow_error
 from hangar.engine.providers.resolve import ModelResolver, model_for
 from hangar.engine.retry import MAX_ATTEMPTS, retry_delay
 from hangar.engine.sandboxes import sandbox_for
 from hangar.engine.session_sandbox import SessionSandbox
-from hangar.engine.spend import check_before_call, model_call, step_call
-from hangar.engine.system import build_system, prompt_text
+from hangar.engine.spend import check_before_call, step_call
+from hangar.engine.step_usage import record_failed_call, usage_after, usage_data
+from hangar.engine.system import build_system, turn_reminders
 from hangar.engine.titles import title_maybe
 from hangar.engine.tool_calls import CallScope, ToolCalls
 from hangar.engine.tools.base import PermissionAsked
 from hangar.engine.tools.registry import get_tools, tool_schemas
 from hangar.logging import get_logger
-from hangar.usage.ledger_services import ledger_writes, usage_record
+from hangar.usage.ledger_services import ledger_writes
 from sandbox.protocol import Sandbox
 
 log = get_logger(__name__)
@@ -185,7 +185,9 @@ class Loop:
             user_system=user.data.get("system"),
             is_git=self.sandbox.is_git(),
         )
-        history = to_model_messages(since_boundary(stored)) + self._reminders(state.messages, last_step)
+        history = to_model_messages(since_boundary(stored)) + turn_reminders(
+            self.agent.name, state.messages, last_step
+        )
         prior_tools = [p for _info, parts in stored for p in parts if p["type"] == "tool"]
         began = time.monotonic()
         try:
@@ -194,7 +196,7 @@ class Loop:
             return self.window.overflowed(state, user, exc.args[0])
         self.note_latency(message, began)
         # Kept on the instance; written to the row only if the step parks (else once, as it closes).
-        message.data = {**message.data, **self.usage_data(result)}
+        message.data = {**message.data, **usage_data(self.model_ref, result)}
         try:
             self.close_step(message, fresh=(start, result.tool_parts, prior_tools))
         except PermissionAsked:
@@ -265,7 +267,7 @@ class Loop:
         store.parts_upsert(
             message=message,
             parts=parts,
-            usage=self._usage_after(data),
+            usage=usage_after(self.session, data),
             message_data={**data, "time": {**data["time"], "completed": now_ms()}},
             ledger=ledger_writes(call),
         )
@@ -296,7 +298,7 @@ class Loop:
                     store.session_status_set(session=self.session, status="busy")
                 return result
             except ProviderError as exc:
-                self._record_failed_call()
+                record_failed_call(self.session, self.model_ref)
                 if self.abort.is_set():
                     raise Aborted() from exc
                 if is_overflow_error(exc):  # never retried: the loop compacts instead
@@ -395,51 +397,3 @@ class Loop:
             "agent": agent or self.agent.name,
             "path": {"cwd": "/workspace", "root": "/workspace"},
         }
-
-    def _reminders(self, messages: list[Message], last_step: bool) -> list[dict[str, Any]]:
-        out = []
-        previous = next((m for m in reversed(messages) if m.role == "assistant"), None)
-        if self.agent.name == "plan":
-            out.append(prompt_text("plan"))
-        elif previous is not None and previous.data.get("agent") == "plan":
-            out.append(prompt_text("build_switch"))
-        if last_step:
-            out.append(prompt_text("max_steps"))
-        return [{"role": "user", "content": "\n".join(out)}] if out else []
-
-    def _record_failed_call(self) -> None:
-        """A failed attempt is a call too: the ledger shows it (nothing was billed for it)."""
-        provider, model = self.model_ref["providerID"], self.model_ref["modelID"]
-        usage_record(
-            model_call(
-                self.session,
-                kind="step",
-                provider=provider,
-                model=model,
-                usage=Usage(),
-                cost=0.0,
-                latency_ms=None,
-                outcome="error",
-            )
-        )
-
-    def usage_data(self, result: StepResult) -> dict[str, Any]:
-        u = result.usage
-        return {
-            "finish": result.finish,
-            "cost": step_cost(self.model_ref["providerID"], self.model_ref["modelID"], u),
-            "tokens": {
-                "input": u.input,
-                "output": u.output,
-                "reasoning": u.reasoning,
-                "cache": {"read": u.cache_read, "write": u.cache_write},
-            },
-        }
-
-    def _usage_after(self, data: dict[str, Any]) -> tuple[float, dict[str, Any]]:
-        """(cost to add, the session's token totals with this step's), for the step's closing write."""
-        tokens = dict(self.session.tokens or {})  # one runner per session: no concurrent writer
-        for key in ("input", "output", "reasoning"):
-            tokens[key] = tokens.get(key, 0) + (data.get("tokens") or {}).get(key, 0)
-        self.session.tokens = tokens
-        return data.get("cost") or 0, tokens

@@ -11,8 +11,12 @@ from __future__ import annotations
 import time
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from sandbox.protocol import Sandbox, SandboxError
+
+if TYPE_CHECKING:
+    from hangar.conversations.models import Message
 
 PROMPTS = Path(__file__).parent / "prompts"
 INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md")
@@ -92,3 +96,17 @@ def build_system(
     )
     dynamic = [env, *instructions, skills, user_system or ""]
     return [base, "\n\n".join(part for part in dynamic if part)]
+
+
+def turn_reminders(agent: str, messages: list[Message], last_step: bool) -> list[dict[str, Any]]:
+    """The synthetic user message appended to a step's history (OpenCode's insertReminders): the plan
+    agent's rules, the switch back to build after planning, the last allowed step's warning."""
+    out = []
+    previous = next((m for m in reversed(messages) if m.role == "assistant"), None)
+    if agent == "plan":
+        out.append(prompt_text("plan"))
+    elif previous is not None and previous.data.get("agent") == "plan":
+        out.append(prompt_text("build_switch"))
+    if last_step:
+        out.append(prompt_text("max_steps"))
+    return [{"role": "user", "content": "\n".join(out)}] if out else []

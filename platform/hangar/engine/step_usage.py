@@ -1,0 +1,55 @@
+"""What a model call costs, as the loop records it: the step's finish/cost/tokens for its message, the
+session's running token totals for the closing write, and the ledger row of an attempt that failed. Kept
+out of the loop so that it reads as the seeds' pseudocode."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hangar.conversations.models import Session
+from hangar.engine.processor import StepResult
+from hangar.engine.providers.base import Usage
+from hangar.engine.providers.cost import step_cost
+from hangar.engine.spend import model_call
+from hangar.usage.ledger_services import usage_record
+
+
+def usage_data(model_ref: dict[str, str], result: StepResult) -> dict[str, Any]:
+    """The step's finish reason, cost and tokens, in OpenCode's assistant-message shape."""
+    u = result.usage
+    return {
+        "finish": result.finish,
+        "cost": step_cost(model_ref["providerID"], model_ref["modelID"], u),
+        "tokens": {
+            "input": u.input,
+            "output": u.output,
+            "reasoning": u.reasoning,
+            "cache": {"read": u.cache_read, "write": u.cache_write},
+        },
+    }
+
+
+def usage_after(session: Session, data: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+    """(cost to add, the session's token totals with this step's), for the step's closing write. The
+    session object keeps the totals: one runner per session, so no concurrent writer."""
+    tokens = dict(session.tokens or {})
+    for key in ("input", "output", "reasoning"):
+        tokens[key] = tokens.get(key, 0) + (data.get("tokens") or {}).get(key, 0)
+    session.tokens = tokens
+    return data.get("cost") or 0, tokens
+
+
+def record_failed_call(session: Session, model_ref: dict[str, str]) -> None:
+    """A failed attempt is a call too: the ledger shows it (nothing was billed for it)."""
+    usage_record(
+        model_call(
+            session,
+            kind="step",
+            provider=model_ref["providerID"],
+            model=model_ref["modelID"],
+            usage=Usage(),
+            cost=0.0,
+            latency_ms=None,
+            outcome="error",
+        )
+    )
