@@ -3,10 +3,11 @@ the session finishes, and a client watching through the restart gets every store
 is a private one (tests/private_services.py); the machine's shared Redis is never touched."""
 
 import pytest
+import redis
 
 from hangar.celery import app
 from hangar.engine.services import session_prompt
-from tests.engine.conftest import text_of, text_prompt, tool_parts, wait_for, wait_idle
+from tests.engine.conftest import QUEUE, text_of, text_prompt, tool_parts, wait_for, wait_idle
 from tests.faults.checks import (
     LiveClient,
     assert_live_client_got_everything,
@@ -64,4 +65,25 @@ def test_a_redis_restart_mid_run_loses_no_event_and_the_session_finishes(
     finally:
         client.stop()
     assert_stream_resumes(alice, session, after=restarted_at)
+    assert_nothing_busy()
+
+
+def test_a_run_request_lost_with_a_redis_restart_is_sent_again(
+    alice, script, make_session, start_worker, private_redis
+):
+    """Redis keeps its queue in memory only: a run request waiting there when it restarts is gone. The
+    session's run_requested flag is the durable request; beat's recovery sends it again once stale."""
+    session = make_session(alice, script.load([[{"text": "ran after all"}]]))
+    session_prompt(actor=alice.actor, session=session, parts=text_prompt("hello"))  # no worker yet
+    queued = redis.Redis.from_url(private_redis.url)
+    assert queued.llen(QUEUE) >= 1  # the run request (and the webhooks fan-out of session.created)
+    private_redis.restart(down_s=0.5)
+    assert queued.llen(QUEUE) == 0  # the request is lost
+
+    start_worker(beat=True, env={"REDIS_URL": private_redis.url, "CELERY_BROKER_URL": private_redis.url})
+    session = wait_idle(session, timeout=75)  # the 30 s stale period, then one beat tick
+
+    assert text_of(session) == "ran after all"
+    assert_sound_log(session)
+    assert_stream_resumes(alice, session, after=0)
     assert_nothing_busy()
