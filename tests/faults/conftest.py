@@ -6,7 +6,9 @@ import pytest
 from asgiref.sync import SyncToAsync
 from django.db import connections
 
-from tests.engine.conftest import make_session, script, scripted, start_worker, worker  # noqa: F401
+# Every fixture of the engine rig, by star: a fixture it adds (or one of its fixtures comes to need) is
+# found here too, without this list having to follow.
+from tests.engine.conftest import *  # noqa: F403
 
 
 @pytest.fixture(autouse=True)
