@@ -46,9 +46,7 @@ USER_AGENT = "Hangar-Webhooks/1"
 
 def on_events(session: Session, events: list[Event]) -> None:
     wanted = [e for e in events if e.type in OUTBOUND]
-    if wanted and selectors.endpoints_wanting(
-        org_id=session.org_id, event_types={OUTBOUND[e.type] for e in wanted}
-    ):
+    if wanted and selectors.wanted_event_types(session.org_id) & {str(OUTBOUND[e.type]) for e in wanted}:
         from hangar.integrations.webhooks.tasks import enqueue_fanout
 
         ids = [e.id for e in wanted]

@@ -1,6 +1,7 @@
 """Reads for triggers, endpoints and the delivery log, scoped to an org the caller is a member of
 (hangar.api.scoping). Anything outside it is a 404."""
 
+from django.core.cache import cache
 from django.db.models import QuerySet
 from rest_framework.exceptions import NotFound
 
@@ -13,6 +14,8 @@ from hangar.integrations.webhooks.models import (
 )
 
 MAX_DELIVERIES = 200
+# A bound on a stale answer should an invalidation be lost (a cache outage): endpoints change rarely.
+WANTED_TTL_S = 300
 
 
 def _one(queryset: QuerySet, pk):
@@ -70,10 +73,21 @@ def receipt_seen(trigger: WebhookTrigger, message_id: str) -> bool:
     return WebhookReceipt.objects.filter(trigger=trigger, message_id=message_id).exists()
 
 
-def endpoints_wanting(*, org_id: int, event_types: set[str]) -> bool:
-    """Whether any enabled endpoint of the org subscribes to one of `event_types` (public names): the
-    fan-out task is worth enqueueing. One indexed read, far cheaper than the broker round trip it saves
-    for the many orgs that have no endpoints."""
-    return WebhookEndpoint.objects.filter(
-        org_id=org_id, enabled=True, event_types__has_any_keys=sorted(str(t) for t in event_types)
-    ).exists()
+def wanted_event_types(org_id: int) -> frozenset[str]:
+    """The public event types the org's enabled endpoints subscribe to: whether a fan-out task is worth
+    enqueueing for a batch of events (most orgs have no endpoint, and the broker round trip costs far more
+    than this). Kept in the cache so that publishing an event adds no database statement; the endpoint
+    services forget it whenever an endpoint changes (services.forget_wanted_types)."""
+    key = wanted_types_key(org_id)
+    cached = cache.get(key)
+    if cached is None:
+        rows = WebhookEndpoint.objects.filter(org_id=org_id, enabled=True).values_list(
+            "event_types", flat=True
+        )
+        cached = sorted({str(t) for types in rows for t in types})
+        cache.set(key, cached, WANTED_TTL_S)
+    return frozenset(cached)
+
+
+def wanted_types_key(org_id: int) -> str:
+    return f"webhooks:wanted:{org_id}"

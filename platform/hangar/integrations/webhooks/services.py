@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
@@ -17,7 +18,7 @@ from hangar.accounts.actors import Actor, system_actor
 from hangar.accounts.models import Org, Role
 from hangar.accounts.selectors import require_role
 from hangar.audit.services import audit_record
-from hangar.integrations.webhooks import netguard, signing
+from hangar.integrations.webhooks import netguard, selectors, signing
 from hangar.integrations.webhooks.models import (
     DeliveryStatus,
     EventType,
@@ -105,6 +106,12 @@ def trigger_delete(*, actor: Actor, trigger: WebhookTrigger) -> None:
         trigger.delete()
 
 
+def forget_wanted_types(org_id: int) -> None:
+    """After an endpoint of the org changed (created, edited, disabled, deleted), once committed: the next
+    event batch re-reads which types the org's endpoints want (selectors.wanted_event_types)."""
+    transaction.on_commit(lambda: cache.delete(selectors.wanted_types_key(org_id)), robust=True)
+
+
 def _clean_event_types(event_types) -> list[str]:
     if not isinstance(event_types, list) or not event_types or len(event_types) > MAX_EVENT_TYPES:
         raise ValidationError({"event_types": ["Must be a non-empty list of event types."]})
@@ -146,6 +153,7 @@ def endpoint_create(
             target=endpoint,
             data={"url": url, "event_types": event_types, "project": getattr(project, "pk", None)},
         )
+        forget_wanted_types(org.pk)
     return endpoint, secret
 
 
@@ -178,6 +186,7 @@ def endpoint_update(
     with transaction.atomic():
         endpoint.save()
         audit_record(actor=actor, action="webhook.endpoint.update", target=endpoint, data=changed)
+        forget_wanted_types(endpoint.org_id)
     return endpoint
 
 
@@ -188,6 +197,7 @@ def endpoint_delete(*, actor: Actor, endpoint: WebhookEndpoint) -> None:
             actor=actor, action="webhook.endpoint.delete", target=endpoint, data={"url": endpoint.url}
         )
         endpoint.delete()
+        forget_wanted_types(endpoint.org_id)
 
 
 def delivery_replay(*, actor: Actor, delivery: WebhookDelivery) -> WebhookDelivery:
@@ -303,6 +313,7 @@ def _count_failure(endpoint_id: int) -> None:
         f" ({datetime.now(tz=UTC):%Y-%m-%d %H:%M} UTC)"
     )
     row.save(update_fields=["enabled", "disabled_reason"])
+    forget_wanted_types(row.org_id)
     audit_record(
         actor=system_actor(row.org_id, "webhooks"),
         action="webhook.endpoint.disabled",
