@@ -13,7 +13,7 @@ from referencing import Registry, Resource
 from rest_framework.test import APIClient
 
 # The live rig (Daphne, the engine's Celery worker and scripted LLM server) for the end-to-end tests.
-from tests.engine.conftest import make_session, script, scripted, start_worker, worker  # noqa: F401
+from tests.engine.conftest import make_session, script, scripted, sessions_made, start_worker, worker  # noqa: F401
 from tests.opencode.live import daphne, scripted_project  # noqa: F401
 
 # OpenCode's real API, from the workplace's shared reference (beside every clone, CI's included);
