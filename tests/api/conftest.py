@@ -1,1 +1,2 @@
 from tests.foundation_fixtures import _fast_password_hashing, _fresh_throttles, dave, fresh_ip_client  # noqa: F401
+from tests.question_fixtures import asked, no_enqueue  # noqa: F401  (fixtures: a pending question)

@@ -2,37 +2,12 @@
 bad answers are a 400 naming `answers`, and another org's question is a 404 on every route. The OpenCode
 routes: tests/opencode/test_questions.py."""
 
-from unittest import mock
-
 import pytest
 
 from hangar.audit.models import AuditEvent
 from hangar.conversations.models import QuestionRequest, Session
-from hangar.conversations.question_services import question_request_create
-from hangar.conversations.services import session_create
 
-pytestmark = pytest.mark.django_db
-QUESTIONS = [
-    {"question": "Ship it?", "header": "Ship", "options": [{"label": "Yes", "description": "now"}]},
-    {
-        "question": "Which checks?",
-        "header": "Checks",
-        "options": [{"label": "lint", "description": ""}, {"label": "tests", "description": ""}],
-        "multiple": True,
-    },
-]
-
-
-@pytest.fixture(autouse=True)
-def no_enqueue():
-    with mock.patch("hangar.engine.services.enqueue_run") as enqueue:
-        yield enqueue
-
-
-@pytest.fixture
-def asked(alice):
-    session = session_create(actor=alice.actor, project=alice.project, title="t")
-    return question_request_create(session=session, questions=QUESTIONS, message_id="msg_1", call_id="call_1")
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_enqueue")]
 
 
 def api_url(persona, request, suffix=""):

@@ -84,3 +84,6 @@ def oc():
         return client
 
     return client_for
+
+
+from tests.question_fixtures import asked, no_enqueue  # noqa: E402, F401  (fixtures: a pending question)

@@ -1,37 +1,14 @@
 """OpenCode's question routes (GET /question, POST /question/{id}/reply and /reject) in its shapes, and
 another org's question a 404 on every one."""
 
-from unittest import mock
-
 import pytest
 
 from hangar.conversations.models import QuestionRequest
 from hangar.conversations.question_services import question_request_create
-from hangar.conversations.services import session_create
 from tests.opencode.conftest import assert_response, base_url
+from tests.question_fixtures import QUESTIONS
 
-pytestmark = pytest.mark.django_db
-QUESTIONS = [
-    {"question": "Ship it?", "header": "Ship", "options": [{"label": "Yes", "description": "now"}]},
-    {
-        "question": "Which checks?",
-        "header": "Checks",
-        "options": [{"label": "lint", "description": ""}, {"label": "tests", "description": ""}],
-        "multiple": True,
-    },
-]
-
-
-@pytest.fixture(autouse=True)
-def no_enqueue():
-    with mock.patch("hangar.engine.services.enqueue_run") as enqueue:
-        yield enqueue
-
-
-@pytest.fixture
-def asked(alice):
-    session = session_create(actor=alice.actor, project=alice.project, title="t")
-    return question_request_create(session=session, questions=QUESTIONS, message_id="msg_1", call_id="call_1")
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_enqueue")]
 
 
 def test_opencodes_routes_list_reply_and_reject(oc, alice, asked):

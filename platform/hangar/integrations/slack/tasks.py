@@ -72,19 +72,24 @@ def permission_blocks(request: PermissionRequest) -> list[dict]:
     ]
 
 
+def post_buttons(thread: SlackThread | None, request_id: str, text: str, blocks: list[dict]) -> None:
+    """Post a request's buttons to its session's thread, once (a task run twice finds them posted)."""
+    if thread is None or selectors.permission_message_posted(request_id):
+        return
+    posted = web_client(thread.install).chat_postMessage(
+        channel=thread.channel_id, thread_ts=thread.thread_ts, text=text, blocks=blocks
+    )
+    services.permission_message_record(thread=thread, request_id=request_id, ts=posted["ts"])
+
+
 @shared_task(name="hangar.integrations.slack.permission", ignore_result=True)
 def slack_permission(request_id: str) -> None:
     request = selectors.pending_request(request_id)
-    thread = selectors.thread_for_session(request.session_id) if request else None
-    if request is None or thread is None or selectors.permission_message_posted(request_id):
-        return
-    posted = web_client(thread.install).chat_postMessage(
-        channel=thread.channel_id,
-        thread_ts=thread.thread_ts,
-        text=f"Permission asked: {request.permission}",
-        blocks=permission_blocks(request),
-    )
-    services.permission_message_record(thread=thread, request_id=request_id, ts=posted["ts"])
+    if request is not None:
+        thread = selectors.thread_for_session(request.session_id)
+        post_buttons(
+            thread, request_id, f"Permission asked: {request.permission}", permission_blocks(request)
+        )
 
 
 def question_blocks(request: QuestionRequest, url: str) -> list[dict]:
@@ -124,13 +129,9 @@ def question_blocks(request: QuestionRequest, url: str) -> list[dict]:
 @shared_task(name="hangar.integrations.slack.question", ignore_result=True)
 def slack_question(request_id: str) -> None:
     request = selectors.pending_question(request_id)
-    thread = selectors.thread_for_session(request.session_id) if request else None
-    if request is None or thread is None or selectors.permission_message_posted(request_id):
-        return
-    posted = web_client(thread.install).chat_postMessage(
-        channel=thread.channel_id,
-        thread_ts=thread.thread_ts,
-        text=f"The agent asks: {request.questions[0]['question'][:200]}",
-        blocks=question_blocks(request, progress.session_url(request.session)),
-    )
-    services.permission_message_record(thread=thread, request_id=request_id, ts=posted["ts"])
+    if request is not None:
+        thread = selectors.thread_for_session(request.session_id)
+        text = f"The agent asks: {request.questions[0]['question'][:200]}"
+        post_buttons(
+            thread, request_id, text, question_blocks(request, progress.session_url(request.session))
+        )
