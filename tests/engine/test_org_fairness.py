@@ -33,7 +33,7 @@ def set_limits(org, runs=None, sandboxes=None):
     )
 
 
-def test_org_b_starts_within_2s_while_org_a_floods_and_all_of_a_finishes(
+def test_org_b_starts_before_org_as_queued_runs_while_a_floods_and_all_of_a_finish(
     alice, charlie, script, make_session, start_worker
 ):
     set_limits(alice.org, runs=A_CAP)
@@ -59,6 +59,7 @@ def test_org_b_starts_within_2s_while_org_a_floods_and_all_of_a_finishes(
     )
 
     steps_before = Part.objects.filter(session=b_session, type="step-start").count()
+    queued = list(Session.objects.filter(org=alice.org, lease_owner="").values_list("pk", flat=True))
     prompted = time.monotonic()
     session_prompt(actor=charlie.actor, session=b_session, parts=text_prompt("my turn"))
     wait_for(
@@ -68,9 +69,12 @@ def test_org_b_starts_within_2s_while_org_a_floods_and_all_of_a_finishes(
         what="org B's first step",
     )
     first_step_after = time.monotonic() - prompted
-    # The fairness guarantee, not a speed claim: B never waits for A's flood to drain (each A run takes 4 s,
-    # and A has more runs waiting than the worker has threads).
-    assert first_step_after < 2.0, first_step_after
+    # The fairness guarantee: B's run started before any of A's queued runs did (they start only as A's
+    # running ones end, each 4 s long), so B never waited behind A's flood. The wall-clock bound is A's run
+    # length, not the 2 s: run alone it measured about 0.2 s, but in two full clean-clone runs of
+    # the suite on a 2-core machine it measured 2.3 s; where that time goes is not known yet.
+    assert not Part.objects.filter(session_id__in=queued, type="step-start").exists()
+    assert first_step_after < 4.0, first_step_after
     assert Session.objects.filter(org=alice.org, run_requested=True).count() >= A_RUNS - 2 * A_CAP
 
     # A's runs wait their turn as busy (queued, none lost), at most A_CAP at a time, and all finish.
