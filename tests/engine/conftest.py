@@ -23,8 +23,7 @@ from hangar.projects.models import ProviderCredential
 from scripted_llm import ScriptedServer
 
 ROOT = Path(__file__).resolve().parents[2]
-# setdefault: this module is imported twice (as a conftest and by tests): one queue per run.
-QUEUE = os.environ.setdefault("HANGAR_ENGINE_QUEUE", f"engine-test-{uuid.uuid4().hex[:8]}")
+QUEUE = os.environ["HANGAR_ENGINE_QUEUE"]  # the run's own queue (tests/envdefaults.py chose it)
 os.environ.setdefault("HANGAR_SANDBOX_POOL", "0")  # the test process only cleans up; workers keep a pool
 
 
