@@ -10,9 +10,11 @@ sandbox, fetch the org's mirror, check the session's branch out into its workspa
 call (`exec("git --version >/dev/null; ls | wc -l")` in the sandbox). Scenarios:
 
 - git clone: `git clone` over HTTP into a fresh quota volume like a session's (checkout included);
-- cold, cold mirror: a sandbox created cold and no mirror yet (first session of an org on this host);
-- cold, warm mirror: a sandbox created cold, the mirror there (fetch brings nothing new);
-- warm pool, warm mirror: a sandbox claimed from a filled warm pool, the mirror there.
+- cold, cold mirror: a sandbox created cold, no mirror and no checked-out tree of the commit yet (first
+  session of an org on this host: clone --mirror, then the commit's shared tree is checked out);
+- cold, warm mirror: a sandbox created cold, the mirror and the commit's tree there (fetch brings
+  nothing new; the workspace is an overlay of that tree);
+- warm pool, warm mirror: a sandbox claimed from a filled warm pool, the mirror and the tree there.
 
 Each figure is the median (and min/max) of --runs sessions; the pool is refilled and allowed to settle
 between runs so a run never waits for the previous one's refill. The last line printed is one JSON object.
@@ -156,6 +158,8 @@ def main() -> None:
             results["git_clone"].append(plain_clone(url))
 
             shutil.rmtree(mirror, ignore_errors=True)
+            for layer in gitops.layers_dir().glob(f"{mirror.stem}-*"):
+                shutil.rmtree(layer)  # no session stands on it: the previous run's are destroyed
             ms, prep = session_to_first_tool(cold)
             results["cold_cold_mirror"].append(ms)
             prepare["cold_cold_mirror"].append(prep)

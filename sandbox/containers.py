@@ -71,7 +71,8 @@ def create_kwargs(
             RUN_DIR: "rw,nosuid,nodev,noexec,size=64k,mode=0700",
         },
         mounts=[
-            Mount(WORKSPACE, str(mnt / "workspace"), type="bind"),
+            # rslave: an overlay the host mounts on workspace/ later (a warm-pool claim) shows here.
+            Mount(WORKSPACE, str(mnt / "workspace"), type="bind", propagation="rslave"),
             Mount(STATE_MOUNT, str(mnt / "state"), type="bind"),
         ],
         # Replies carry file contents and command output: never copy them into docker's logs

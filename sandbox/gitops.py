@@ -10,6 +10,9 @@ GIT_CONFIG_COUNT variables of that one process (never argv, never a file).
 Layout under HANGAR_SANDBOX_ROOT:
   mirrors/<key>.git   a bare mirror per (org, URL), refreshed with `fetch`; never gc'd (session git dirs
                       borrow its objects through `alternates`)
+  layers/<mirror>-<commit>/  one commit's files checked out once (tree/, owned by the sandbox uid, never
+                      changed after), its index and size: the read-only lower layer of every workspace
+                      made from that commit (an overlay, sandbox.volumes.attach_lower)
   repos/<session>.git the session's git dir (owned by the sandbox uid); its work tree is the session
                       volume's workspace/, so the sandbox holds no .git and no remote at all.
 Checkout and commit run as the sandbox uid, so the files are the sandbox's and a commit reads the
@@ -27,6 +30,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -289,19 +293,175 @@ def workspace_dir(session_id: str) -> Path:
 
 
 def checkout(mirror: Path, session_id: str, sha: str, branch: str) -> Path:
-    """Make the session's git dir (objects borrowed from the mirror) and check `sha` out into the session's
-    workspace on a new branch. Runs as the sandbox uid: the files are the sandbox's."""
-    gitdir, worktree = session_gitdir(session_id), workspace_dir(session_id)
-    gitdir.parent.mkdir(parents=True, exist_ok=True)
-    shutil.rmtree(gitdir, ignore_errors=True)
-    gitdir.mkdir()
-    os.chown(gitdir, volumes.SANDBOX_UID, volumes.SANDBOX_UID)
-    g = ("--git-dir", str(gitdir), "--work-tree", str(worktree))
-    git(*g, "init", "--quiet", as_sandbox_user=True)
-    (gitdir / "objects" / "info" / "alternates").write_text(f"{mirror / 'objects'}\n")
-    git(*g, "update-ref", "refs/hangar/base", sha, as_sandbox_user=True)
-    git(*g, "checkout", "--quiet", "-b", branch, sha, as_sandbox_user=True)
+    """Give the session `sha` on a new branch: its workspace becomes an overlay of the commit's shared
+    read-only tree (built once per mirror and commit), and its git dir (objects borrowed from the mirror,
+    the index copied from the tree's) is written directly. No file of the repository is written per
+    session, so the time does not grow with the repository's size. GitError(kind="quota") when the
+    commit's files exceed the session's disk quota; nothing is then changed."""
+    record = volumes.lookup(volumes.session_key(session_id))
+    if record is None:
+        raise GitError(f"session {session_id} has no sandbox volume", kind="error")
+    volume_id = record["volume"]
+    capacity = _capacity(volumes.ensure_mounted(volume_id))
+    layer = layer_path(mirror, sha)
+    built = False
+    with _layer_lock(layer):
+        if not (layer / "tree").is_dir():
+            size = tree_size(mirror, sha)
+            _fits(size, capacity)
+            _build_layer(mirror, sha, layer, size)
+            built = True
+        _fits(_layer_size(layer), capacity)
+        worktree = volumes.attach_lower(volume_id, layer)
+        os.utime(layer)  # recently used: pruned last
+    _write_gitdir(session_gitdir(session_id), mirror, layer, sha, branch)
+    if built:
+        prune_layers()
     return worktree
+
+
+def _write_gitdir(gitdir: Path, mirror: Path, layer: Path, sha: str, branch: str) -> None:
+    """A git dir by hand (what `git init` + `update-ref` + `checkout -b` would leave, without a process
+    each), owned by the sandbox uid. checkStat minimal: the index's stat data comes from the layer, and
+    through the overlay a file's inode and device differ, which would make git re-read every file."""
+    shutil.rmtree(gitdir, ignore_errors=True)
+    gitdir.parent.mkdir(parents=True, exist_ok=True)
+    files = {
+        "HEAD": f"ref: refs/heads/{branch}\n",
+        "config": "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n"
+        "\tlogallrefupdates = true\n\tcheckStat = minimal\n",
+        "objects/info/alternates": f"{mirror / 'objects'}\n",
+        f"refs/heads/{branch}": f"{sha}\n",
+        "refs/hangar/base": f"{sha}\n",
+        "refs/tags/.keep": "",
+    }
+    tmp = gitdir.with_name(f".{gitdir.name}.{uuid.uuid4().hex[:8]}")
+    try:
+        for name, text in files.items():
+            path = tmp / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        (tmp / "refs/tags/.keep").unlink()
+        (tmp / "objects" / "pack").mkdir()
+        shutil.copyfile(layer / "index", tmp / "index")
+        for path in (tmp, *tmp.rglob("*")):
+            os.chown(path, volumes.SANDBOX_UID, volumes.SANDBOX_UID)
+        os.rename(tmp, gitdir)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# --- read-only trees per commit: the lower layers of workspaces ---------------------------------
+
+
+def layers_dir() -> Path:
+    return volumes.ROOT / "layers"
+
+
+def layer_path(mirror: Path, sha: str) -> Path:
+    """The tree of `sha` from `mirror`: per mirror (so per org) as the mirror is."""
+    return layers_dir() / f"{mirror.stem}-{sha}"
+
+
+class _layer_lock:
+    def __init__(self, layer: Path):
+        layers_dir().mkdir(parents=True, exist_ok=True)
+        os.chmod(layers_dir(), 0o755)
+        self.path = layers_dir() / f".{layer.name}.lock"
+
+    def __enter__(self) -> None:
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self.fd)
+
+
+def tree_size(mirror: Path, sha: str) -> tuple[int, int]:
+    """(files, bytes on disk rounded up to 4 KiB blocks) of the commit's tree, without checking it out."""
+    out = git("--git-dir", str(mirror), "ls-tree", "-r", "-l", "-z", "--full-tree", sha).stdout
+    files = size = 0
+    for entry in out.split("\0"):
+        meta = entry.split("\t", 1)[0].split()
+        if len(meta) == 4 and meta[3].isdigit():
+            files += 1
+            size += -(-int(meta[3]) // 4096) * 4096
+    return files, size
+
+
+def _capacity(mnt: Path) -> tuple[int, int]:
+    stat = os.statvfs(mnt)
+    return stat.f_files, stat.f_blocks * stat.f_frsize
+
+
+def _fits(size: tuple[int, int], capacity: tuple[int, int]) -> None:
+    (files, used), (max_files, max_bytes) = size, capacity
+    if used > max_bytes or files > max_files:
+        raise GitError(
+            f"The repository ({files} files, {used // 2**20} MB) does not fit in the session's disk quota "
+            f"({max_bytes // 2**20} MB, {max_files} files).",
+            kind="quota",
+        )
+
+
+def _layer_size(layer: Path) -> tuple[int, int]:
+    files, size = (layer / "size").read_text().split()
+    return int(files), int(size)
+
+
+def _build_layer(mirror: Path, sha: str, layer: Path, size: tuple[int, int]) -> None:
+    """Check `sha` out into a fresh directory as the sandbox uid (its files are the sandbox's once copied
+    up), with an index beside it, then rename it into place: a failure leaves no layer."""
+    tmp = layers_dir() / f".{layer.name}.{uuid.uuid4().hex[:8]}"
+    try:
+        (tmp / "tree").mkdir(parents=True)
+        for path in (tmp, tmp / "tree"):
+            os.chown(path, volumes.SANDBOX_UID, volumes.SANDBOX_UID)
+        g = ("--git-dir", str(mirror), "--work-tree", str(tmp / "tree"))
+        index = {"GIT_INDEX_FILE": str(tmp / "index")}
+        git(*g, "read-tree", "--reset", "-u", sha, env=index, as_sandbox_user=True)
+        # Older than the index: no entry is "racily clean", so no session re-reads a file to trust it.
+        past = time.time() - 10
+        for path in (tmp / "tree").rglob("*"):
+            os.utime(path, (past, past), follow_symlinks=False)
+        git(*g, "update-index", "-q", "--refresh", env=index, as_sandbox_user=True, check=False)
+        (tmp / "size").write_text(f"{size[0]} {size[1]}")
+        os.rename(tmp, layer)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def prune_layers(keep: int | None = None) -> list[str]:
+    """Remove the least recently used layers no volume stands on, beyond `keep` unused ones (a reference
+    whose volume is gone does not count)."""
+    keep = int(os.environ.get("HANGAR_REPO_LAYERS_KEEP", "8")) if keep is None else keep
+    if not layers_dir().exists():
+        return []
+    unused = []
+    for layer in layers_dir().iterdir():
+        if layer.name.startswith(".") or not layer.is_dir():
+            continue
+        users = layer / "users"
+        live = (
+            [u for u in users.iterdir() if (volumes.ROOT / "volumes" / f"{u.name}.img").exists()]
+            if (users.is_dir())
+            else []
+        )
+        if not live:
+            unused.append((layer.stat().st_mtime, layer))
+    removed = []
+    for _, layer in sorted(unused, reverse=True)[keep:]:
+        with _layer_lock(layer):
+            users = layer / "users"
+            if users.is_dir() and any(
+                (volumes.ROOT / "volumes" / f"{u.name}.img").exists() for u in users.iterdir()
+            ):
+                continue  # claimed meanwhile
+            doomed = layer.with_name(f".{layer.name}.gone-{uuid.uuid4().hex[:8]}")
+            os.rename(layer, doomed)
+        shutil.rmtree(doomed, ignore_errors=True)
+        removed.append(layer.name)
+    return removed
 
 
 def commit_all(session_id: str, message: str, author_name: str, author_email: str) -> str | None:
@@ -361,6 +521,73 @@ def merge(session_id: str, sha: str, author_name: str, author_email: str) -> str
         output = (proc.stdout + proc.stderr).strip()[-4000:]
         raise GitError(f"The remote changes do not merge cleanly: {output}", kind="conflict", output=output)
     return head(session_id)
+
+
+def diff_base(session_id: str, max_patch_bytes: int) -> dict[str, Any]:
+    """The workspace as it is now (untracked files included, .gitignore honoured) against the commit it
+    was cloned at: per-file additions/deletions and the unified patch, cut at `max_patch_bytes`. Staged
+    in a throwaway index, so the session's own index is untouched."""
+    gitdir = session_gitdir(session_id)
+    g = ("--git-dir", str(gitdir), "--work-tree", str(workspace_dir(session_id)))
+    index = gitdir / f"index.diff-{uuid.uuid4().hex[:8]}"
+    try:
+        if (gitdir / "index").exists():
+            shutil.copyfile(gitdir / "index", index)
+            os.chown(index, volumes.SANDBOX_UID, volumes.SANDBOX_UID)
+        env = {"GIT_INDEX_FILE": str(index)}
+        git(*g, "add", "--all", env=env, as_sandbox_user=True)
+        diff = ("diff", "--cached", "--no-renames", "--no-ext-diff", "--no-textconv", "refs/hangar/base")
+        numstat = git(*g, *diff, "--numstat", "-z", env=env, as_sandbox_user=True).stdout
+        names = git(*g, *diff, "--name-status", "-z", env=env, as_sandbox_user=True).stdout
+        patch, truncated = _git_bounded((*g, *diff, "--patch"), env, max_patch_bytes)
+    finally:
+        index.unlink(missing_ok=True)
+    fields = names.split("\0")
+    status = dict(zip(fields[1::2], fields[0::2], strict=False))
+    files = []
+    for entry in numstat.split("\0"):
+        parts = entry.split("\t", 2)
+        if len(parts) != 3:
+            continue
+        added, deleted, path = parts
+        binary = added == "-"
+        files.append(
+            {
+                "path": path,
+                "status": {"A": "added", "D": "deleted"}.get(status.get(path, "M"), "modified"),
+                "additions": 0 if binary else int(added),
+                "deletions": 0 if binary else int(deleted),
+                "binary": binary,
+            }
+        )
+    return {"files": files, "patch": patch, "truncated": truncated}
+
+
+def _git_bounded(args: tuple[str, ...], env: dict[str, str], cap: int) -> tuple[str, bool]:
+    """Run git (hardened, as the sandbox uid) and keep at most `cap` bytes of its output."""
+    flags = [part for item in HARDENING for part in ("-c", item)]
+    with tempfile.TemporaryDirectory(prefix="hangar-git-home-") as home:
+        os.chmod(home, 0o755)
+        kwargs: dict[str, Any] = {}
+        if os.getuid() == 0:
+            kwargs = {"user": volumes.SANDBOX_UID, "group": volumes.SANDBOX_UID, "extra_groups": []}
+        with subprocess.Popen(
+            ["git", *flags, *args],
+            env=_env(None, home, env),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
+            cwd="/",
+            **kwargs,
+        ) as proc:
+            assert proc.stdout is not None
+            out = proc.stdout.read(cap + 1)
+            truncated = len(out) > cap
+            if truncated:
+                proc.kill()
+            else:
+                proc.wait(timeout=GIT_TIMEOUT_S)
+    return out[:cap].decode("utf-8", "replace"), truncated
 
 
 def ready_marker(session_id: str) -> Path:

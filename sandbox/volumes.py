@@ -12,7 +12,16 @@ The image is sparse, so an idle 1 GB workspace costs only the blocks actually wr
 
 Layout of a volume filesystem:  workspace/  (-> /workspace)   state/  (-> /home/hangar/.hangar:
 the shadow-git snapshot repo and the bound env; persistent, under the same quota, outside the
-workspace). Requires root (mount/losetup) and e2fsprogs on the host.
+workspace)   .overlay/ (upper and work dirs when the workspace is an overlay, below). Requires root
+(mount/losetup) and e2fsprogs on the host.
+
+A workspace may stand on a shared read-only lower layer (`attach_lower`): an overlayfs mounted on the
+volume's workspace/ whose upper and work dirs are on the volume, so every write (and every copy-up of a
+lower file) counts against the quota and stays the session's own, while the layer's files cost nothing
+per session. The volume is made a shared mount and the container binds workspace/ with rslave
+propagation, so an overlay mounted after the container started (a warm-pool claim) appears inside it.
+A layer lives while a volume names it (`<layer>/users/<volume>`); the host record
+`volumes/<volume>.lower` says which, so a remount (resume, host reboot) mounts the overlay again.
 
 The registry (ROOT/sessions/<key>.json) binds a session to its volume independently of Docker
 labels, which cannot be changed after creation (a pooled container is bound by renaming it). Next to
@@ -23,15 +32,20 @@ Docker which container that is and whether it runs.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import time
 import uuid
 from pathlib import Path
 from typing import Any
+
+_libc = ctypes.CDLL(None, use_errno=True)
+MS_NOSUID, MS_NODEV, MS_SHARED = 0x2, 0x4, 1 << 20
 
 ROOT = Path(os.environ.get("HANGAR_SANDBOX_ROOT", "/var/lib/hangar"))
 SANDBOX_UID = 1000
@@ -105,18 +119,93 @@ def ensure_mounted(volume_id: str) -> Path:
         proc = _run("mount", "-o", "loop,nosuid,nodev", str(image), str(mnt))
         if proc.returncode != 0 and not os.path.ismount(mnt):  # a racing process may have won
             raise RuntimeError(f"mount of {volume_id} failed: {proc.stderr.strip()}")
+    # Shared, so a container's rslave bind of workspace/ sees an overlay mounted there later (also for a
+    # volume mounted before this rule existed: one syscall, idempotent).
+    _mount(None, mnt, None, MS_SHARED, None)
     for sub in ("workspace", "state"):
         path = mnt / sub
         if not path.exists():
             path.mkdir(exist_ok=True)
             os.chown(path, SANDBOX_UID, SANDBOX_UID)
+    lower = _lower_record(volume_id)
+    if lower.exists() and not os.path.ismount(mnt / "workspace"):
+        _mount_overlay(mnt, Path(lower.read_text()))
     return mnt
+
+
+def _mount(source: str | None, target: Path, fstype: str | None, flags: int, data: str | None) -> None:
+    def enc(value: str | None) -> bytes | None:
+        return value.encode() if value is not None else None
+
+    if _libc.mount(enc(source), enc(str(target)), enc(fstype), flags, enc(data)) != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"mount {fstype or ''} on {target}: {os.strerror(errno)}")
+
+
+# --- a shared read-only lower layer under the workspace --------------------------------------
+
+
+def _lower_record(volume_id: str) -> Path:
+    return _dirs()[0] / f"{volume_id}.lower"
+
+
+def _mount_overlay(mnt: Path, layer: Path) -> None:
+    tree = layer / "tree"
+    if not tree.is_dir():
+        raise RuntimeError(f"the workspace's lower layer {layer.name} is missing")
+    upper, work = mnt / ".overlay" / "upper", mnt / ".overlay" / "work"
+    for path in (upper, work):
+        path.mkdir(parents=True, exist_ok=True)
+    os.chmod(mnt / ".overlay", 0o700)
+    os.chown(upper, SANDBOX_UID, SANDBOX_UID)  # the merged root takes the upper dir's owner
+    # redirect_dir: a directory renamed in the workspace is recorded, not refused with EXDEV; index off:
+    # a layer rebuilt from the same commit (new inodes) still serves an existing upper dir.
+    options = f"lowerdir={tree},upperdir={upper},workdir={work},redirect_dir=on,index=off,metacopy=off"
+    _mount("overlay", mnt / "workspace", "overlay", MS_NOSUID | MS_NODEV, options)
+
+
+def attach_lower(volume_id: str, layer: Path) -> Path:
+    """Make the volume's workspace an overlay of `layer/tree` (read-only, shared) under the volume's own
+    upper dir, replacing whatever the workspace held. Returns the workspace path. The caller holds the
+    layer's lock (the layer must not be pruned between its check and this reference)."""
+    mnt = ensure_mounted(volume_id)
+    detach_lower(volume_id)
+    shutil.rmtree(mnt / ".overlay", ignore_errors=True)
+    (layer / "users").mkdir(mode=0o700, exist_ok=True)
+    (layer / "users" / volume_id).touch()
+    record = _lower_record(volume_id)
+    tmp = record.with_name(f".{record.name}.{uuid.uuid4().hex[:8]}")
+    tmp.write_text(str(layer))
+    os.replace(tmp, record)
+    try:
+        _mount_overlay(mnt, layer)
+    except (OSError, RuntimeError):
+        detach_lower(volume_id)
+        raise
+    return mnt / "workspace"
+
+
+def detach_lower(volume_id: str) -> None:
+    """Unmount the volume's overlay (if any) and drop its reference to the layer. Idempotent."""
+    workspace = mount_point(volume_id) / "workspace"
+    if os.path.ismount(workspace) and _run("umount", str(workspace)).returncode != 0:
+        _run("umount", "-l", str(workspace))
+    record = _lower_record(volume_id)
+    try:
+        layer = Path(record.read_text())
+    except FileNotFoundError:
+        return
+    (layer / "users" / volume_id).unlink(missing_ok=True)
+    record.unlink(missing_ok=True)
 
 
 def unmount(volume_id: str) -> None:
     """Unmount (a hibernated or destroyed volume): mount's loop device is set to clear itself, so the
     loop device goes too. Idempotent."""
     mnt = mount_point(volume_id)
+    workspace = mnt / "workspace"
+    if os.path.ismount(workspace) and _run("umount", str(workspace)).returncode != 0:
+        _run("umount", "-l", str(workspace))
     if os.path.ismount(mnt) and _run("umount", str(mnt)).returncode != 0:
         _run("umount", "-l", str(mnt))  # still busy (a dying container): detach lazily
     try:
@@ -129,6 +218,7 @@ def destroy_volume(volume_id: str) -> None:
     """Unmount and delete. Idempotent; a missing volume is fine."""
     images, _, _, _ = _dirs()
     unmount(volume_id)
+    detach_lower(volume_id)
     (images / f"{volume_id}.img").unlink(missing_ok=True)
     claim_marker(volume_id).unlink(missing_ok=True)
 

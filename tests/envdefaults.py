@@ -12,4 +12,5 @@ import os
 import uuid
 
 os.environ.setdefault("HANGAR_MODEL_ALLOWED_NETWORKS", "127.0.0.0/8,::1/128")
+os.environ.setdefault("HANGAR_SSO_ALLOWED_NETWORKS", "127.0.0.0/8,::1/128")
 os.environ.setdefault("HANGAR_ENGINE_QUEUE", f"engine-test-{uuid.uuid4().hex[:8]}")

@@ -44,11 +44,6 @@ print(json.dumps(outcomes))
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: turning CONN_HEALTH_CHECKS on with the pool (Django then passes check_connection) made "
-    "tests/engine/test_lease_fencing.py's stuck-pool test time out in 3 of 4 runs; reverted until understood",
-)
 @pytest.mark.django_db
 def test_a_pooled_connection_killed_by_a_postgres_restart_is_never_handed_out(django_db_setup):
     from django.conf import settings

@@ -6,6 +6,9 @@ import { OrgHome } from "./views/OrgHome";
 import { ProjectPage } from "./views/ProjectPage";
 import { Settings } from "./views/Settings";
 import { ModelReadiness } from "./views/ModelReadiness";
+import { Console, canSeeConsole } from "./views/console/Console";
+import { Invite } from "./views/console/Invite";
+import { Notices } from "./views/Notices";
 
 export function App() {
   const path = usePath();
@@ -19,7 +22,7 @@ export function App() {
   }, []);
 
   useEffect(() => {
-    if (me === null && route.name !== "login") navigate("/login", true);
+    if (me === null && route.name !== "login" && route.name !== "invite") navigate("/login", true);
     if (me && (route.name === "home" || route.name === "login")) {
       const org = me.orgs[0]?.org;
       navigate(org ? `/o/${org}` : "/o/", true);
@@ -27,6 +30,7 @@ export function App() {
   }, [me, route.name]);
 
   if (me === undefined) return <div className="center muted" role="status">Loading…</div>;
+  if (route.name === "invite") return <Invite secret={route.secret} me={me} onSignedIn={setMe} />;
   if (me === null || route.name === "login") return <Login onSignedIn={setMe} />;
 
   const org = "org" in route ? route.org : me.orgs[0]?.org;
@@ -50,7 +54,11 @@ export function App() {
           </label>
         )}
         <span className="spacer" />
+        {org && <Notices org={org} />}
         <ModelReadiness />
+        {org && canSeeConsole(me.orgs.find((m) => m.org === org)?.role) && (
+          <Link to={`/o/${org}/console`} className="navlink">Console</Link>
+        )}
         {org && <Link to={`/o/${org}/settings`} className="navlink">Settings</Link>}
         <span className="muted me" title={me.email}>{me.email}</span>
         <button className="ghost" onClick={signOut}>Sign out</button>
@@ -59,6 +67,7 @@ export function App() {
         {!org && <p className="center">You are not a member of any organisation yet.</p>}
         {org && route.name === "org" && <OrgHome org={org} />}
         {org && route.name === "settings" && <Settings org={org} me={me} />}
+        {org && route.name === "console" && <Console org={org} me={me} section={route.section} />}
         {org && route.name === "project" && (
           <ProjectPage org={org} project={route.project} session={route.session} tab={route.tab} />
         )}

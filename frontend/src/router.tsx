@@ -25,13 +25,17 @@ export type Route =
   | { name: "home" }
   | { name: "org"; org: string }
   | { name: "settings"; org: string }
+  | { name: "console"; org: string; section?: string }
+  | { name: "invite"; secret: string }
   | { name: "project"; org: string; project: number; session?: string; tab?: string };
 
 export function match(path: string): Route {
   const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
   if (parts[0] === "login") return { name: "login" };
+  if (parts[0] === "invite" && parts[1]) return { name: "invite", secret: parts[1] };
   if (parts[0] === "o" && parts[1]) {
     if (parts[2] === "settings") return { name: "settings", org: parts[1] };
+    if (parts[2] === "console") return { name: "console", org: parts[1], section: parts[3] };
     if (parts[2] === "p" && parts[3]) {
       return {
         name: "project",
@@ -46,7 +50,13 @@ export function match(path: string): Route {
   return { name: "home" };
 }
 
-export function Link(props: { to: string; className?: string; children: React.ReactNode; title?: string }) {
+export function Link(props: {
+  to: string;
+  className?: string;
+  children: React.ReactNode;
+  title?: string;
+  onNavigate?: () => void;
+}) {
   return (
     <a
       href={props.to}
@@ -56,6 +66,7 @@ export function Link(props: { to: string; className?: string; children: React.Re
         if (e.metaKey || e.ctrlKey || e.shiftKey || e.button !== 0) return;
         e.preventDefault();
         navigate(props.to);
+        props.onNavigate?.();
       }}
     >
       {props.children}

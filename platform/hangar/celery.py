@@ -11,6 +11,7 @@ app = Celery("hangar")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
+from hangar import celery_pool  # noqa: E402, F401  (its worker_init hook picks the workers' pool)
 from hangar.schedule import BEAT_SCHEDULE  # noqa: E402
 
 app.conf.beat_schedule = BEAT_SCHEDULE

@@ -23,7 +23,7 @@ import psycopg
 from django.db import connection, models
 
 
-def run(sql: str, params: list | tuple) -> list[tuple]:
+def run(sql: str, params: list | tuple | dict) -> list[tuple]:
     """Execute one statement; its rows (empty if it returns none)."""
     connection.ensure_connection()
     started = time.monotonic()

@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "hangar.projects",
     "hangar.audit",
     "hangar.usage",
+    "hangar.sso",
     "hangar.conversations",
     "hangar.repos",
     "hangar.engine",
@@ -122,9 +123,11 @@ _options["options"] = f"{_options.get('options', '')} -c jit=off".strip()
 # is 100 here): the engine gives its connection back before every model call and tool run, so a few serve
 # every session (deploy/run-worker.sh). The web needs it too (deploy/run-web.sh): under ASGI each request
 # runs in a new thread, so a thread's persistent connection (CONN_MAX_AGE) is never reused.
+# With the pool, CONN_HEALTH_CHECKS (on above) makes Django give it psycopg_pool's check_connection: each
+# connection is checked (one empty round trip) before it is handed out, so after a Postgres restart the
+# dead ones are replaced instead of failing the requests they were handed to (tests/test_db_pool_check.py).
 if os.environ.get("HANGAR_DB_POOL_MAX"):
     DATABASES["default"]["CONN_MAX_AGE"] = 0
-    DATABASES["default"]["CONN_HEALTH_CHECKS"] = False
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": 2,
         "max_size": int(os.environ["HANGAR_DB_POOL_MAX"]),
@@ -279,3 +282,22 @@ SLACK_AUTHORIZE_URL = os.environ.get("SLACK_AUTHORIZE_URL", "https://slack.com/o
 
 
 from hangar.logging import LOGGING  # noqa: E402,F401  (Django reads settings.LOGGING; it lives next to its middleware)
+
+# Mail (invitation links). Development prints mail on the console (or writes files: the file backend with
+# HANGAR_EMAIL_FILE_PATH); production sets an SMTP backend with Django's EMAIL_HOST... variables. The tests
+# use Django's in-memory outbox (pytest-django sets it).
+EMAIL_BACKEND = os.environ.get("HANGAR_EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+EMAIL_FILE_PATH = os.environ.get("HANGAR_EMAIL_FILE_PATH", str(ROOT / "var" / "mail"))
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
+EMAIL_PORT = int(os.environ.get("EMAIL_PORT", "25"))
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = flag("EMAIL_USE_TLS")
+DEFAULT_FROM_EMAIL = os.environ.get("HANGAR_FROM_EMAIL", "Hangar <hangar@localhost>")
+# An invitation link works once, for this many hours.
+HANGAR_INVITATION_HOURS = int(os.environ.get("HANGAR_INVITATION_HOURS", "168"))
+
+# Single sign-on (hangar.sso). An org's identity provider must resolve to public addresses unless the operator
+# opens networks for it (CIDRs; an identity provider on the company network, or the tests' on 127.0.0.1).
+# Setting it also permits plain http:// issuers (a private provider).
+HANGAR_SSO_ALLOWED_NETWORKS = csv("HANGAR_SSO_ALLOWED_NETWORKS")

@@ -8,9 +8,11 @@ import psycopg
 import pytest
 from django.db import connection
 
-from hangar.conversations.loop_selectors import _STEP_STATE, step_state
-from hangar.conversations.models import Message
+from hangar.conversations import loop_selectors
+from hangar.conversations.loop_selectors import _STEP_STATE, StepReader, step_state
+from hangar.conversations.models import Message, Part
 from hangar.conversations.services import message_create, session_create
+from hangar.usage.gate import gate_params
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -79,7 +81,15 @@ def _executed_plan(session, settled: Message, plan_mode: str) -> dict:
     connection.ensure_connection()
     with psycopg.Cursor(connection.connection) as cursor:
         cursor.execute(f"SET plan_cache_mode = {plan_mode}")
-        cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + _STEP_STATE, [[settled.pk], session.pk])
+        cursor.execute(
+            "EXPLAIN (ANALYZE, FORMAT JSON) " + _STEP_STATE,
+            {
+                "after": "",
+                "settled": [settled.pk],
+                "session": session.pk,
+                **gate_params(org_id=session.org_id, project_id=session.project_id, user_id=None),
+            },
+        )
         plan = cursor.fetchone()[0]
         cursor.execute("RESET plan_cache_mode")
     return (json.loads(plan) if isinstance(plan, str) else plan)[0]
@@ -107,3 +117,56 @@ def test_a_steps_read_returns_the_unsettled_messages_parts_in_order(busy_store):
     assert settled.pk not in state.parts
     (other,) = state.parts.values()
     assert [p["type"] for p in other] == ["step-start", "text"]
+
+
+def _completed(session, text: str, message_id: str | None = None) -> Message:
+    data = {
+        "role": "user",
+        "time": {"created": 1},
+        "agent": "build",
+        "model": {"providerID": "p", "modelID": "m"},
+    }
+    parts = [{"type": "text", "text": text}]
+    if message_id is None:
+        return message_create(session=session, data=data, parts=parts)
+    # Written as another process's slow transaction would leave it: the id taken early, the rows later.
+    message = Message.objects.create(id=message_id, session=session, role="user", data=data)
+    Part.objects.create(
+        id=f"prt_{message_id[4:]}", session=session, message=message, type="text", data={**parts[0]}
+    )
+    return message
+
+
+def test_a_runner_reads_only_the_messages_after_its_settled_prefix(alice, monkeypatch):
+    """A long session's step read does not grow with its history: what the runner already holds settled
+    is not read again."""
+    session = session_create(actor=alice.actor, project=alice.project, title="long")
+    first = [_completed(session, f"m{i}") for i in range(5)]
+    afters = []
+    real = loop_selectors.step_state
+    monkeypatch.setattr(
+        loop_selectors,
+        "step_state",
+        lambda session, settled, after="": afters.append(after) or real(session, settled, after),
+    )
+    reader = StepReader(session)
+    assert [m.pk for m in reader.read().messages] == [m.pk for m in first]
+    newer = _completed(session, "m5")
+    state = reader.read()
+    assert afters == ["", first[-1].pk]  # the second read started after the five it holds
+    assert [m.pk for m in state.messages] == [m.pk for m in first] + [newer.pk]
+    assert [p["text"] for _info, parts in reader.history(state) for p in parts] == [f"m{i}" for i in range(6)]
+
+
+def test_a_message_committed_late_inside_the_prefix_is_read_all_the_same(alice):
+    """A message whose id was taken before a kept one's but whose row was written after (another process's
+    slow transaction) is not skipped: the read notices the prefix changed and reads everything again."""
+    session = session_create(actor=alice.actor, project=alice.project, title="late")
+    first = [_completed(session, f"m{i}") for i in range(3)]
+    reader = StepReader(session)
+    reader.read()
+    late = _completed(session, "late", message_id=first[0].pk + "0")  # sorts between m0 and m1
+    state = reader.read()
+    assert [m.pk for m in state.messages] == [first[0].pk, late.pk, first[1].pk, first[2].pk]
+    texts = [p["text"] for _info, parts in reader.history(state) for p in parts]
+    assert texts == ["m0", "late", "m1", "m2"]

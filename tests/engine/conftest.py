@@ -39,9 +39,15 @@ class Script:
         self.server = server
 
     def load(
-        self, turns: list, title: str = "Scripted title", loop: bool = False, shared: bool = False
+        self,
+        turns: list,
+        title: str = "Scripted title",
+        loop: bool = False,
+        shared: bool = False,
+        script_id: str | None = None,
     ) -> str:
-        script_id = f"s-{uuid.uuid4().hex[:10]}"
+        """Load a script; `script_id` replaces a loaded one (its turn counters start again)."""
+        script_id = script_id or f"s-{uuid.uuid4().hex[:10]}"
         # json.dumps escapes to ASCII, so a script may hold text UTF-8 cannot carry (a lone surrogate), as a
         # model's JSON-escaped stream can.
         httpx.post(
@@ -191,7 +197,10 @@ def wait_for(predicate, timeout: float = 60.0, every: float = 0.1, what: str = "
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
-def wait_idle(session: Session, timeout: float = 60.0) -> Session:
+def wait_idle(session: Session, timeout: float = 120.0) -> Session:
+    """A ceiling, not a speed check: a test's first run waits for its worker to start and a cold sandbox,
+    which under a loaded machine took over 60 s (a run that hangs still fails)."""
+
     def idle():
         s = Session.objects.get(pk=session.pk)
         return s if s.status == "idle" and not s.lease_owner and not s.run_requested else None

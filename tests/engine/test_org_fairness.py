@@ -70,11 +70,11 @@ def test_org_b_starts_before_org_as_queued_runs_while_a_floods_and_all_of_a_fini
     )
     first_step_after = time.monotonic() - prompted
     # The fairness guarantee: B's run started before any of A's queued runs did (they start only as A's
-    # running ones end, each 4 s long), so B never waited behind A's flood. The wall-clock bound is A's run
-    # length, not the 2 s: run alone it measured about 0.2 s, but in two full clean-clone runs of
-    # the suite on a 2-core machine it measured 2.3 s; where that time goes is not known yet.
+    # running ones end, each 4 s long), so B never waited behind A's flood; and within the 2 s
+    # (it once took 2.2 s in full runs: a freed worker thread did not wake the worker's event loop,
+    # hangar/celery_pool.py).
     assert not Part.objects.filter(session_id__in=queued, type="step-start").exists()
-    assert first_step_after < 4.0, first_step_after
+    assert first_step_after < 2.0, first_step_after
     assert Session.objects.filter(org=alice.org, run_requested=True).count() >= A_RUNS - 2 * A_CAP
 
     # A's runs wait their turn as busy (queued, none lost), at most A_CAP at a time, and all finish.

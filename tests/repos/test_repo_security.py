@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from hangar.conversations.models import Event, Session
+from hangar.engine import repo_ops
 from hangar.engine.sandboxes import sandbox_for
-from hangar.repos.models import RepoPush
+from hangar.repos.models import RepoPush, WorkspaceOperation
 from sandbox import gitops
 from tests.repos.conftest import FILES, TOKEN
 
@@ -29,6 +30,15 @@ def _create(api, persona, made):
     return session, sandbox_for(session), base + f"{session.pk}/workspace/"
 
 
+def _operation(api, persona, url: str, kind: str, body: dict) -> WorkspaceOperation:
+    """Ask for a push or pull through the API, then run it here, as the worker's task does (so this
+    process's log is the one examined)."""
+    response = api(persona).post(url + f"{kind}/", body, format="json")
+    assert response.status_code == 202, response.content
+    repo_ops.operation_run(response.json()["operation"]["id"])
+    return WorkspaceOperation.objects.get(pk=response.json()["operation"]["id"])
+
+
 def test_the_credential_never_appears_in_the_sandbox_events_or_logs(
     api, alice, repo_project, gitserver, sessions_made, caplog
 ):
@@ -36,7 +46,7 @@ def test_the_credential_never_appears_in_the_sandbox_events_or_logs(
     repo_project(gitserver.url("private/app.git"), token=TOKEN, username="alice", setup="sleep 2 &")
     session, box, url = _create(api, alice, sessions_made)
     box.write("/workspace/change.txt", "x\n")
-    assert api(alice).post(url + "push/", {"message": "change"}, format="json").status_code == 200
+    assert _operation(api, alice, url, "push", {"message": "change"}).status == "done"
     header = base64.b64encode(f"alice:{TOKEN}".encode()).decode()
     assert any(r["authorization"] == f"Basic {header}" for r in gitserver.requests)  # the server saw it
     secrets = (TOKEN, header)
@@ -56,6 +66,7 @@ def test_the_credential_never_appears_in_the_sandbox_events_or_logs(
             )
     events = json.dumps([e.payload for e in Event.objects.filter(session=session)])
     pushes = json.dumps([p.error for p in RepoPush.objects.filter(session=session)])
+    pushes += json.dumps(list(WorkspaceOperation.objects.values("params", "result", "error")))
     logged = "\n".join(r.getMessage() + str(r.__dict__) for r in caplog.records)
     for blob in (events, pushes, logged):
         assert not any(s in blob for s in secrets)
@@ -102,12 +113,12 @@ echo 'ref: refs/heads/main' > .git/HEAD; mkdir -p .git/objects .git/refs
 echo changed > src/app.py
 """
     assert box.exec(plant).exit_code == 0
-    response = api(alice).post(url + "push/", {"message": "planted"}, format="json")
-    assert response.status_code == 200, response.content
-    pulled = api(alice).post(url + "pull/", {}, format="json")
-    assert pulled.status_code == 200, pulled.content
+    pushed = _operation(api, alice, url, "push", {"message": "planted"})
+    assert pushed.status == "done", pushed.error
+    pulled = _operation(api, alice, url, "pull", {})
+    assert pulled.status == "done", pulled.error
     assert not marker.exists()
-    assert gitserver.show(name, response.json()["commit"], "src/app.py") == "changed\n"
+    assert gitserver.show(name, pushed.result["commit"], "src/app.py") == "changed\n"
     # The control: the planted config is live; naive host git (ownership check off) in that tree runs it.
     work = gitops.workspace_dir(session.pk)
     subprocess.run(
@@ -117,3 +128,25 @@ echo changed > src/app.py
     )
     assert marker.exists()
     marker.unlink()
+
+
+def test_a_symlink_to_a_host_file_is_committed_as_a_link_not_the_files_content(
+    api, alice, repo_project, gitserver, sessions_made, tmp_path_factory
+):
+    """Host git reads the workspace: a symlink the sandbox made to a world-readable host file is pushed as
+    a link (its target path), never with the host file's content."""
+    secret = f"HOST-SECRET-{uuid.uuid4().hex}"
+    host_dir = tmp_path_factory.mktemp("host-secret")
+    host_dir.chmod(0o755)
+    (host_dir / "secret.txt").write_text(secret + "\n")
+    (host_dir / "secret.txt").chmod(0o644)  # world-readable: the sandbox uid could read it on the host
+    repo_project(gitserver.url("public/demo.git"))
+    _, box, url = _create(api, alice, sessions_made)
+    assert box.exec(f"ln -s {host_dir}/secret.txt static-link && ln -s {host_dir} dir-link").exit_code == 0
+    pushed = _operation(api, alice, url, "push", {"message": "links"})
+    assert pushed.status == "done", pushed.error
+    commit, repo = pushed.result["commit"], str(gitserver.root / "public/demo.git")
+    found = subprocess.run(["git", "--git-dir", repo, "grep", "-l", secret, commit], capture_output=True)
+    assert found.returncode == 1 and found.stdout == b""  # nothing matched
+    assert gitserver.show("public/demo.git", commit, "static-link") == f"{host_dir}/secret.txt"
+    assert gitserver.show("public/demo.git", commit, "dir-link") == str(host_dir)

@@ -375,6 +375,9 @@ def test_a_tree_thousands_of_levels_deep_is_tracked(box):
 
 
 def test_a_repo_kept_by_the_previous_agent_is_taken_over_from_gits_index(sandboxes, box):
+    # The agent makes its repo in the background as it starts; a track waits for it (under load the git
+    # commands below once came first and found no repo).
+    box.snapshot_track()
     # The previous agent recorded what was held in git's own index (git add + write-tree).
     box.write("held.log", "held before *.log was ignored\n")
     box.write("a.txt", "1\n")

@@ -1,6 +1,6 @@
 // The conversation of one session as the app holds it: messages with their parts keyed by id, so that
 // applying an event twice (a replay after a reconnect, a snapshot overlapping the stream) changes nothing.
-import type { MessageOut, PermissionRequest, Todo } from "./client";
+import type { MessageOut, PermissionRequest, QuestionRequest, Todo } from "./client";
 import type { Frame } from "./stream";
 
 export type ToolState = {
@@ -48,6 +48,7 @@ export class Conversation {
   status: Status = { type: "idle" };
   todos: Todo[] = [];
   permissions = new Map<string, PermissionRequest>();
+  questions = new Map<string, QuestionRequest>();
   private partMessage = new Map<string, string>();
   error: string | null = null;
   title = "";
@@ -65,7 +66,7 @@ export class Conversation {
     for (const fn of this.listeners) fn();
   }
 
-  load(messages: MessageOut[], todos: Todo[], permissions: PermissionRequest[]): void {
+  load(messages: MessageOut[], todos: Todo[], permissions: PermissionRequest[], questions: QuestionRequest[] = []): void {
     for (const m of messages) {
       const info = m.info as MessageInfo;
       this.upsertMessage(info);
@@ -73,6 +74,7 @@ export class Conversation {
     }
     this.todos = todos;
     for (const p of permissions) this.permissions.set(p.id, p);
+    for (const q of questions) this.questions.set(q.id, q);
     this.changed();
   }
 
@@ -159,6 +161,13 @@ export class Conversation {
         break;
       case "permission.replied":
         this.permissions.delete(p.requestID);
+        break;
+      case "question.asked":
+        this.questions.set(p.id, p as QuestionRequest);
+        break;
+      case "question.replied":
+      case "question.rejected":
+        this.questions.delete(p.requestID);
         break;
       default:
         return;

@@ -71,8 +71,30 @@ export class SessionStream {
   }
 }
 
+// The org's stream (session-list changes, requests waiting for a person; live only), one socket per org
+// shared by every listener in the page. A drop reconnects and announces `stream.open`: listeners refetch.
+const orgSockets = new Map<string, { listeners: Set<(frame: Frame) => void>; stop: () => void }>();
+
 export function orgStream(org: string, onFrame: (frame: Frame) => void): () => void {
-  // Session-list changes of the org (live only); a drop reconnects and the caller refetches.
+  let shared = orgSockets.get(org);
+  if (!shared) {
+    const listeners = new Set<(frame: Frame) => void>();
+    const emit = (frame: Frame) => listeners.forEach((fn) => fn(frame));
+    shared = { listeners, stop: openOrgSocket(org, emit) };
+    orgSockets.set(org, shared);
+  }
+  const entry = shared;
+  entry.listeners.add(onFrame);
+  return () => {
+    entry.listeners.delete(onFrame);
+    if (entry.listeners.size === 0) {
+      entry.stop();
+      orgSockets.delete(org);
+    }
+  };
+}
+
+function openOrgSocket(org: string, onFrame: (frame: Frame) => void): () => void {
   let socket: WebSocket | null = null;
   let stopped = false;
   let timer: number | undefined;

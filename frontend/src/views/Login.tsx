@@ -1,10 +1,17 @@
 import { useState } from "react";
-import { post, type Me } from "../api/client";
+import { get, post, type Me } from "../api/client";
+
+// What a refused single sign-on came back with (/login?sso_error=<code>, from the SSO callback).
+const SSO_ERRORS: Record<string, string> = {
+  sso_refused: "Single sign-on was refused. Ask an admin of your organisation, or sign in with a password.",
+  sso_state: "That single sign-on was not started here or took too long. Try again.",
+  sso_not_configured: "Single sign-on is no longer set up for your organisation.",
+};
 
 export function Login({ onSignedIn }: { onSignedIn: (me: Me) => void }) {
   const [email, setEmail] = useState("");
   const [password, setPassword] = useState("");
-  const [error, setError] = useState("");
+  const [error, setError] = useState(() => SSO_ERRORS[new URLSearchParams(location.search).get("sso_error") ?? ""] ?? "");
   const [busy, setBusy] = useState(false);
   const submit = async (e: React.FormEvent) => {
     e.preventDefault();
@@ -16,6 +23,16 @@ export function Login({ onSignedIn }: { onSignedIn: (me: Me) => void }) {
       setError((err as Error).message);
     } finally {
       setBusy(false);
+    }
+  };
+  // Single sign-on: the email's domain picks the org's identity provider; the browser goes there.
+  const sso = async () => {
+    setError("");
+    try {
+      const { url } = await get<{ url: string }>(`/api/auth/sso/start?mode=json&next=/&email=${encodeURIComponent(email)}`);
+      location.assign(url);
+    } catch (err) {
+      setError((err as Error).message);
     }
   };
   return (
@@ -32,6 +49,9 @@ export function Login({ onSignedIn }: { onSignedIn: (me: Me) => void }) {
         </label>
         {error && <p className="error" role="alert">{error}</p>}
         <button type="submit" disabled={busy}>{busy ? "Signing in…" : "Sign in"}</button>
+        <button type="button" className="secondary" onClick={sso} disabled={busy || !email.includes("@")}>
+          Use single sign-on (SSO)
+        </button>
       </form>
     </main>
   );

@@ -1,7 +1,8 @@
 import { lazy, Suspense, useEffect, useMemo, useRef, useState, useSyncExternalStore } from "react";
 import {
   ApiError, get, getAll, sessionPath,
-  type Agent, type EventPage, type MessageOut, type PermissionRequest, type Project, type Session, type Todo,
+  type Agent, type EventPage, type MessageOut, type PermissionRequest, type Project, type QuestionRequest, type Session,
+  type Todo,
 } from "../api/client";
 import { Conversation } from "../api/conversation";
 import { SessionStream, type StreamState } from "../api/stream";
@@ -9,6 +10,7 @@ import { Link } from "../router";
 import { Composer } from "./Composer";
 import { MessageRow } from "../parts/MessageRow";
 import { PermissionCard } from "../parts/PermissionCard";
+import { QuestionCard } from "../parts/QuestionCard";
 import { Changes } from "../parts/Changes";
 
 const Terminal = lazy(() => import("../parts/Terminal"));
@@ -35,16 +37,17 @@ export function SessionView(props: { org: string; project: number; sessionId: st
           get<Session>(base),
           get<EventPage>(`${base}events/?after=999999999999&limit=1`),
         ]);
-        const [messages, todos, permissions] = await Promise.all([
+        const [messages, todos, permissions, questions] = await Promise.all([
           getAll<MessageOut>(`${base}messages/`),
           get<Todo[]>(`${base}todos/`),
           get<PermissionRequest[]>(`${base}permissions/`),
+          get<QuestionRequest[]>(`${base}questions/`),
         ]);
         if (cancelled) return;
         setSession(info);
         convo.title = info.title;
         convo.status = info.status as Conversation["status"];
-        convo.load(messages, todos, permissions);
+        convo.load(messages, todos, permissions, questions);
         live = new SessionStream(sessionId, cursor.last_seq, (f) => convo.apply(f), setStream);
         (window as unknown as { hangarStream?: SessionStream }).hangarStream = live;
       } catch (e) {
@@ -88,6 +91,7 @@ export function SessionView(props: { org: string; project: number; sessionId: st
     </Link>
   );
   const pending = [...convo.permissions.values()];
+  const asked = [...convo.questions.values()];
   return (
     <div className="session">
       <header className="sessionhead">
@@ -109,9 +113,10 @@ export function SessionView(props: { org: string; project: number; sessionId: st
       {stream === "reconnecting" && (
         <div className="banner warn" role="status" data-testid="reconnecting">Connection lost — reconnecting…</div>
       )}
-      {pending.length > 0 && tab !== "chat" && (
+      {pending.length + asked.length > 0 && tab !== "chat" && (
         <div className="banner ask" role="alert">
-          The agent is waiting for your permission. <Link to={`/o/${org}/p/${project}/s/${sessionId}`}>Answer it</Link>
+          The agent is waiting for {pending.length ? "your permission" : "your answer"}.{" "}
+          <Link to={`/o/${org}/p/${project}/s/${sessionId}`}>Answer it</Link>
         </div>
       )}
       {tab === "chat" && (
@@ -119,6 +124,7 @@ export function SessionView(props: { org: string; project: number; sessionId: st
           <Transcript convo={convo} queued={queued} />
           {convo.error && <p className="error" role="alert">{convo.error}</p>}
           {pending.map((p) => <PermissionCard key={p.id} base={base} request={p} />)}
+          {asked.map((q) => <QuestionCard key={q.id} base={base} request={q} />)}
           {convo.todos.length > 0 && <Todos todos={convo.todos} />}
           <Composer
             base={base}

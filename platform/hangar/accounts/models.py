@@ -46,6 +46,9 @@ class Org(models.Model):
     max_live_sandboxes = models.PositiveIntegerField(null=True, blank=True)
     # How long the audit log keeps this org's rows; a scheduled purge (hangar.schedule) removes older ones.
     audit_retention_days = models.PositiveIntegerField(default=180)
+    # What the org's admins let a project set (hangar.projects.caps_services): {"sandbox_cpus": max,
+    # "sandbox_memory_mb": max, "sandbox_disk_mb": max, "network_policies": [allowed modes]}; absent: no cap.
+    project_caps = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     # Moves with every save: a running session compares it to notice a changed org policy (M11).
     updated_at = models.DateTimeField(auto_now=True)
@@ -106,3 +109,30 @@ class ApiToken(models.Model):
     def is_usable(self, now=None) -> bool:
         now = now or timezone.now()
         return self.revoked_at is None and (self.expires_at is None or self.expires_at > now)
+
+
+class Invitation(models.Model):
+    """An invitation by link to join an org with a role. Only a SHA-256 digest of the link's secret is
+    stored; the link works once (`accepted_at`), until `expires_at`, unless revoked."""
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="invitations")
+    email = models.EmailField()
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
+    digest = models.CharField(max_length=64, unique=True)
+    invited_by = models.ForeignKey(User, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    accepted_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["org", "-created_at"], name="accounts_invitation_org")]
+
+    def state(self, now=None) -> str:
+        """pending | accepted | revoked | expired."""
+        if self.accepted_at is not None:
+            return "accepted"
+        if self.revoked_at is not None:
+            return "revoked"
+        return "expired" if self.expires_at <= (now or timezone.now()) else "pending"

@@ -6,7 +6,7 @@ from django.utils import timezone
 from rest_framework.exceptions import NotFound, PermissionDenied
 
 from hangar.accounts.actors import Actor
-from hangar.accounts.models import ApiToken, Membership, Org, Role, User
+from hangar.accounts.models import ApiToken, Invitation, Membership, Org, Role, User
 
 
 def _active(user) -> bool:
@@ -109,3 +109,19 @@ def token_usable(token_id: int) -> ApiToken | None:
         .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now()))
         .first()
     )
+
+
+def invitation_list(*, org: Org) -> QuerySet[Invitation]:
+    return Invitation.objects.filter(org=org).select_related("invited_by").order_by("-created_at", "-id")
+
+
+def invitation_get(*, org: Org, invitation_id: int) -> Invitation:
+    invitation = invitation_list(org=org).filter(pk=invitation_id).first()
+    if invitation is None:
+        raise NotFound()
+    return invitation
+
+
+def invitation_by_digest(digest: str) -> Invitation | None:
+    """The invitation a link names (its secret's digest), with its org: what the accept page shows."""
+    return Invitation.objects.select_related("org").filter(digest=digest).first()

@@ -12,9 +12,11 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from hangar.accounts.actors import client_ip
 from hangar.accounts.login_throttle import login_wait
 from hangar.accounts.models import ApiToken
 from hangar.accounts.selectors import memberships_for_user
+from hangar.accounts.signin_services import sign_in_record
 
 
 class LoginIn(serializers.Serializer):
@@ -100,6 +102,12 @@ class LoginView(APIView):
             request._request,
             email=body.validated_data["email"].lower(),
             password=body.validated_data["password"],
+        )
+        sign_in_record(
+            email=body.validated_data["email"].lower(),
+            user=user,
+            ip=client_ip(request),
+            request_id=getattr(request, "request_id", ""),
         )
         if user is None:
             return Response(

@@ -3,6 +3,7 @@
 from django.urls import path
 
 from hangar.api import question_views as questions
+from hangar.api import session_history_views as history
 from hangar.api import session_steer_views as steer
 from hangar.api import sessions_views as v
 from hangar.api import workspace_views as ws
@@ -22,6 +23,10 @@ urlpatterns = [
     path(ONE + "prompt/", steer.SessionPromptView.as_view(), name="session-prompt"),
     path(ONE + "abort/", steer.SessionAbortView.as_view(), name="session-abort"),
     path(ONE + "summarize/", steer.SessionSummarizeView.as_view(), name="session-summarize"),
+    path(ONE + "revert/", history.SessionRevertView.as_view(), name="session-revert"),
+    path(ONE + "unrevert/", history.SessionUnrevertView.as_view(), name="session-unrevert"),
+    path(ONE + "fork/", history.SessionForkView.as_view(), name="session-fork"),
+    path(ONE + "diff/", history.SessionDiffView.as_view(), name="session-diff"),
     path(ONE + "todos/", steer.SessionTodosView.as_view(), name="session-todos"),
     path(ONE + "permissions/", steer.SessionPermissionListView.as_view(), name="session-permissions"),
     path(
@@ -43,6 +48,12 @@ urlpatterns = [
     path(ONE + "workspace/", ws.WorkspaceView.as_view(), name="session-workspace"),
     path(ONE + "workspace/push/", ws.WorkspacePushView.as_view(), name="session-workspace-push"),
     path(ONE + "workspace/pull/", ws.WorkspacePullView.as_view(), name="session-workspace-pull"),
+    path(
+        ONE + "workspace/operations/<int:operation_id>/",
+        ws.WorkspaceOperationView.as_view(),
+        name="session-workspace-operation",
+    ),
+    path(ONE + "workspace/diff/", ws.WorkspaceDiffView.as_view(), name="session-workspace-diff"),
     path(ONE + "workspace/archive/", ws.WorkspaceArchiveView.as_view(), name="session-workspace-archive"),
     path(ONE + "workspace/upload/", ws.WorkspaceUploadView.as_view(), name="session-workspace-upload"),
     path(

@@ -104,7 +104,7 @@ class BudgetIn(serializers.Serializer):
     member = serializers.IntegerField(required=False, allow_null=True, default=None, help_text="user id")
 
 
-def _budget_out(budget) -> dict:
+def budget_out(budget) -> dict:
     return {**(budget_view(budget) or {}), "updated_at": budget.updated_at}
 
 
@@ -112,7 +112,7 @@ class BudgetListSetView(APIView):
     @extend_schema(operation_id="budgets_list", responses=dict)
     def get(self, request, org):
         scope = reader_scope(request, org)
-        return Response([_budget_out(b) for b in budget_list(org=scope.org)])
+        return Response([budget_out(b) for b in budget_list(org=scope.org)])
 
     @extend_schema(operation_id="budgets_set", request=BudgetIn, responses={200: dict})
     def post(self, request, org):
@@ -130,14 +130,14 @@ class BudgetListSetView(APIView):
             project_id=v["project"],
             user_id=v["member"],
         )
-        return Response(_budget_out(budget))
+        return Response(budget_out(budget))
 
 
 class BudgetDetailView(APIView):
     @extend_schema(operation_id="budgets_get", responses=dict)
     def get(self, request, org, budget_id):
         scope = reader_scope(request, org)
-        return Response(_budget_out(budget_get(org=scope.org, budget_id=budget_id)))
+        return Response(budget_out(budget_get(org=scope.org, budget_id=budget_id)))
 
     @extend_schema(operation_id="budgets_delete", responses={204: None})
     def delete(self, request, org, budget_id):

@@ -1,5 +1,7 @@
 """A session's workspace from /api: its repository state, commit-and-push, pull (fetch and merge a branch
-that moved), tar.gz download and file upload. Thin: the org-scoped session (404 when foreign), then one
+that moved), tar.gz download and file upload. Push and pull answer 202 with an operation a worker runs:
+follow it on the session's stream (`workspace.operation`) or at workspace/operations/<id>/; a push
+rejected because the remote branch moved ends `failed` with error kind `rejected` (status 409). Thin: the org-scoped session (404 when foreign), then one
 engine call (hangar.engine.repo_ops). Viewers read the state; the rest needs a member."""
 
 from django.http import StreamingHttpResponse
@@ -10,8 +12,8 @@ from rest_framework.response import Response
 
 from hangar.accounts.models import Role
 from hangar.api.sessions_views import ProjectScopedView
-from hangar.repos.selectors import pushes_list, workspace_get
-from hangar.repos.services import workspace_info
+from hangar.repos.selectors import operation_get, operations_list, pushes_list, workspace_get
+from hangar.repos.services import operation_info, workspace_info
 
 TAG = ["workspace"]
 
@@ -56,9 +58,27 @@ class WorkspaceView(ProjectScopedView):
         _, session = self.session(request)
         row = workspace_get(session)
         if row is None:
-            return Response({"state": "none", "pushes": []})
+            return Response({"state": "none", "pushes": [], "operations": []})
         body = workspace_info(row) | {"setup_log": row.setup_log}
+        body["operations"] = [operation_info(op) for op in operations_list(session)]
         return Response(body | {"pushes": [_push_json(p) for p in pushes_list(session)]})
+
+
+def _accepted(request, op) -> Response:
+    response = Response({"operation": operation_info(op)}, status=202)
+    workspace = request.path.rstrip("/").rsplit("/", 1)[0]  # .../workspace/push/ -> .../workspace
+    response["Location"] = request.build_absolute_uri(f"{workspace}/operations/{op.pk}/")
+    return response
+
+
+class WorkspaceOperationView(ProjectScopedView):
+    @extend_schema(tags=TAG, operation_id="workspace_operation_get", responses=dict)
+    def get(self, request, org, project_id, session_id, operation_id):
+        _, session = self.session(request)
+        op = operation_get(session, operation_id)
+        if op is None:
+            return Response({"error": {"code": "not_found", "message": "No such operation."}}, status=404)
+        return Response({"operation": operation_info(op)})
 
 
 class WorkspacePushView(ProjectScopedView):
@@ -68,10 +88,12 @@ class WorkspacePushView(ProjectScopedView):
         body = PushInput(data=request.data)
         body.is_valid(raise_exception=True)
         try:
-            push = ops().workspace_push(actor=scope.actor, session=session, **body.validated_data)
+            op = ops().operation_request(
+                actor=scope.actor, session=session, kind="push", **body.validated_data
+            )
         except ops().RepoOpError as exc:
             return _error(exc)
-        return Response(_push_json(push))
+        return _accepted(request, op)
 
 
 class WorkspacePullView(ProjectScopedView):
@@ -81,22 +103,48 @@ class WorkspacePullView(ProjectScopedView):
         body = PullInput(data=request.data)
         body.is_valid(raise_exception=True)
         try:
-            result = ops().workspace_pull(actor=scope.actor, session=session, **body.validated_data)
+            op = ops().operation_request(
+                actor=scope.actor, session=session, kind="pull", **body.validated_data
+            )
         except ops().RepoOpError as exc:
             return _error(exc)
-        return Response({"commit": result.commit, "merged": result.merged})
+        return _accepted(request, op)
+
+
+class WorkspaceDiffView(ProjectScopedView):
+    @extend_schema(
+        tags=TAG,
+        operation_id="workspace_diff",
+        responses=dict,
+        summary="The repository changes against the base commit",
+        description="Per-file additions/deletions and the unified patch (cut at a cap: `truncated`), of "
+        "the workspace as it is now against the commit the session was cloned at.",
+    )
+    def get(self, request, org, project_id, session_id):
+        _, session = self.session(request)
+        try:
+            return Response(ops().workspace_diff(session=session))
+        except ops().RepoOpError as exc:
+            return _error(exc)
 
 
 class WorkspaceArchiveView(ProjectScopedView):
-    @extend_schema(tags=TAG, operation_id="workspace_archive", responses={(200, "application/gzip"): bytes})
+    @extend_schema(
+        tags=TAG,
+        operation_id="workspace_archive",
+        description="?type=tar.gz (default) or zip; streamed, size-capped.",
+        responses={(200, "application/gzip"): bytes, (200, "application/zip"): bytes},
+    )
     def get(self, request, org, project_id, session_id):
         scope, session = self.session(request, Role.MEMBER)
+        fmt = request.query_params.get("type", "tar.gz")
         try:
-            stream = ops().workspace_archive(actor=scope.actor, session=session)
+            stream = ops().workspace_archive(actor=scope.actor, session=session, fmt=fmt)
         except ops().RepoOpError as exc:
             return _error(exc)
-        response = StreamingHttpResponse(stream, content_type="application/gzip")
-        response["Content-Disposition"] = f'attachment; filename="{session.pk}.tar.gz"'
+        content_type = "application/zip" if fmt == "zip" else "application/gzip"
+        response = StreamingHttpResponse(stream, content_type=content_type)
+        response["Content-Disposition"] = f'attachment; filename="{session.pk}.{fmt}"'
         return response
 
 

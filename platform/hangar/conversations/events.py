@@ -110,6 +110,13 @@ def listener_register(listener) -> None:
         _listeners.append(listener)
 
 
+# Requests waiting for a person (and their settling) also reach the org's stream: the web app shows them
+# as a notice wherever the person is, not only in the session that asked.
+ORG_NOTICES = frozenset(
+    {"permission.asked", "permission.replied", "question.asked", "question.replied", "question.rejected"}
+)
+
+
 def session_group(session_id: str) -> str:
     return SESSION_GROUP.format(id=session_id)
 
@@ -175,7 +182,7 @@ def publish_many(
         for (pk, seq), (type, payload) in zip(rows, events, strict=True)
     ]
     groups = [session_group(session.pk), project_group(session.project_id)]
-    if org_wide:
+    if org_wide or not ORG_NOTICES.isdisjoint(types):
         groups.append(org_group(session.org_id))
     messages = [{"seq": e.seq, "type": e.type, "payload": e.payload, "session": session.pk} for e in out]
     # In autocommit (no outer atomic) this runs now: the statement above has already committed.

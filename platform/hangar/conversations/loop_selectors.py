@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.db import connection
 from django.db.models import Case, Q, When
 from django.utils import timezone
 
@@ -22,6 +23,7 @@ from hangar.accounts.models import Org
 from hangar.conversations.models import Message, Part, PermissionGrant, PermissionRequest, Session, Todo
 from hangar.projects.models import Project
 from hangar.rawsql import instances, run, select_list
+from hangar.usage.gate import GATE_COLUMNS, GateRow, gate_params
 
 _RUN_TABLES = ((Session, "s"), (Project, "p"), (Org, "o"))
 _RUN_START = (
@@ -30,20 +32,26 @@ _RUN_START = (
     " JOIN accounts_org o ON o.id = s.org_id WHERE s.id = %s"
 )
 
-# What a step needs, in one round trip and one JSON document: the permission layers, every message, the
-# parts of the messages the caller has not settled, and the policy stamp (hangar.engine.live_policy) (those it holds can no longer change). Each open
-# message's parts are a subquery of their own on the part's message key: written as a join, the planner
-# could not know the session (a correlated parameter) and hashed the messages against a scan of the whole
-# part table, a read that grew with every session ever stored (tests/conversations/test_loop_selectors.py).
+# What a step needs, in one round trip and one JSON document: the permission layers, the messages after
+# the caller's kept prefix (`after`), the parts of those the caller has not settled, how many messages the
+# prefix spans now (the caller checks it still holds what it kept), and the policy stamp
+# (hangar.engine.live_policy), and the usage gate's allow-list and budgets (hangar.usage.gate: checked before
+# the step's model call). Each open message's parts are a subquery of their own on the part's message
+# key: written as a join, the planner could not know the session (a correlated parameter) and hashed the
+# messages against a scan of the whole part table, a read that grew with every session ever stored
+# (tests/conversations/test_loop_selectors.py).
 _STEP_STATE = (
     "SELECT s.permission, p.permission_rules,"
     " (SELECT coalesce(json_agg(json_build_array(m.id, m.role, m.data) ORDER BY m.id), '[]')"
-    "  FROM conversations_message m WHERE m.session_id = s.id),"
+    "  FROM conversations_message m WHERE m.session_id = s.id AND m.id > %(after)s),"
     " (SELECT coalesce(json_agg(json_build_array(m.id, (SELECT coalesce(json_agg(x.data ORDER BY x.id), '[]')"
     "    FROM conversations_part x WHERE x.message_id = m.id)) ORDER BY m.id), '[]')"
-    "  FROM conversations_message m WHERE m.session_id = s.id AND NOT (m.id = ANY(%b::text[]))),"
-    " greatest(p.updated_at, (SELECT o.updated_at FROM accounts_org o WHERE o.id = s.org_id))"
-    " FROM conversations_session s JOIN projects_project p ON p.id = s.project_id WHERE s.id = %s"
+    "  FROM conversations_message m WHERE m.session_id = s.id AND m.id > %(after)s"
+    "  AND NOT (m.id = ANY(%(settled)b::text[]))),"
+    " (SELECT count(*) FROM conversations_message m WHERE m.session_id = s.id AND m.id <= %(after)s),"
+    " greatest(p.updated_at, (SELECT o.updated_at FROM accounts_org o WHERE o.id = s.org_id)), "
+    + GATE_COLUMNS
+    + " FROM conversations_session s JOIN projects_project p ON p.id = s.project_id WHERE s.id = %(session)s"
 )
 _PARTS = (
     "SELECT message_id, data FROM conversations_part WHERE session_id = %s AND message_id = ANY(%s)"
@@ -68,19 +76,23 @@ class StepState:
     messages: list[Message]  # oldest first
     parts: dict[str, list[dict]]  # of every message not in `settled`, in part order (possibly empty)
     policy_stamp: datetime | None = None  # the later of the project's and the org's updated_at
+    before: int = 0  # how many messages the session holds up to `after` (step_state), as read
+    gate: GateRow | None = None  # the usage gate's read for the step's call
 
 
 def _json(value):
     return json.loads(value) if isinstance(value, (str, bytes)) else value
 
 
-def step_state(session: Session, settled: list[str]) -> StepState:
-    """The session as a step starts. Messages are Message instances with id, role, data and `session`
-    (the caller's instance, so that writing to a message never loads its session again)."""
-    rows = run(_STEP_STATE, [settled, session.pk])
+def step_state(session: Session, settled: list[str], after: str = "") -> StepState:
+    """The session as a step starts, from the message after `after` on ("": every message). Messages are
+    Message instances with id, role, data and `session` (the caller's instance, so that writing to a
+    message never loads its session again)."""
+    gate = gate_params(org_id=session.org_id, project_id=session.project_id, user_id=session.prompter_id)
+    rows = run(_STEP_STATE, {"after": after, "settled": settled, "session": session.pk, **gate})
     if not rows:
         raise Session.DoesNotExist(session.pk)
-    session_rules, project_rules, message_rows, part_rows, policy_stamp = rows[0]
+    session_rules, project_rules, message_rows, part_rows, before, policy_stamp, allowed, budgets = rows[0]
     messages = []
     for message_id, role, data in _json(message_rows):
         message = Message(id=message_id, session=session, role=role, data=data)
@@ -88,7 +100,15 @@ def step_state(session: Session, settled: list[str]) -> StepState:
         messages.append(message)
     # Every message not settled, with its parts in order (an empty list for a message with none).
     parts: dict[str, list[dict]] = dict(_json(part_rows))
-    return StepState(_json(session_rules), _json(project_rules), messages, parts, policy_stamp)
+    return StepState(
+        _json(session_rules),
+        _json(project_rules),
+        messages,
+        parts,
+        policy_stamp,
+        before,
+        GateRow(allowed, budgets, gate["today"]),
+    )
 
 
 def message_parts(session_id: str, message_ids: list[str]) -> dict[str, list[dict]]:
@@ -101,23 +121,41 @@ def message_parts(session_id: str, message_ids: list[str]) -> dict[str, list[dic
 
 
 class StepReader:
-    """The session's messages and parts as its runner sees them, step after step. The parts of a settled
-    message (a user message, stored with its parts in one transaction; a completed assistant step) can no
-    longer change while the runner holds the lease: they are read once and kept, and each step's read
-    carries only the parts of the others."""
+    """The session's messages and parts as its runner sees them, step after step. A settled message (a
+    user message, stored with its parts in one transaction; a completed assistant step) can no longer
+    change while the runner holds the lease: its parts are read once and kept, and so is the settled
+    prefix of the history (the messages up to the first one still open). Each step reads only the
+    messages after that prefix, so its cost does not grow with the session's history. The same read
+    counts the messages the prefix spans in the database: a message committed late inside it (its id
+    taken before a kept one's, its row written after) makes the count differ, and the reader starts over
+    from a full read."""
 
     def __init__(self, session: Session):
         self.session = session
         self._settled: dict[str, list[dict]] = {}
+        self._prefix: list[Message] = []  # settled, oldest first, with no open message among them
         self.messages: list[Message] = []  # as the last step read them
 
     def read(self) -> StepState:
-        state = step_state(self.session, settled=list(self._settled))
+        after = self._prefix[-1].pk if self._prefix else ""
+        fresh = [pk for pk in self._settled if pk > after]
+        state = step_state(self.session, settled=fresh, after=after)
+        if state.before != len(self._prefix):
+            self._prefix = []
+            state = step_state(self.session, settled=list(self._settled))
         for m in state.messages:
             if m.pk in state.parts and (m.role == "user" or m.data["time"].get("completed")):
                 self._settled[m.pk] = state.parts[m.pk]
+        state.messages = self._prefix + state.messages
         self.messages = state.messages
+        self._extend_prefix(len(self._prefix))
         return state
+
+    def _extend_prefix(self, start: int) -> None:
+        for m in self.messages[start:]:
+            if m.pk not in self._settled:
+                return
+            self._prefix.append(m)
 
     def history(self, state: StepState) -> list[tuple[dict, list[dict]]]:
         """(message data, its parts) of every message of `state`, oldest first."""
@@ -246,3 +284,52 @@ def session_exists(session_id: str) -> bool:
 def session_is_archived(session_id: str) -> bool:
     """The session is archived (the reaper hibernates its sandbox and keeps the workspace)."""
     return Session.objects.filter(pk=session_id, archived_at__isnull=False).exists()
+
+
+_BOUND = (
+    "(SELECT data->>'snapshot' FROM conversations_part WHERE session_id = %s AND type = '{kind}'"
+    " AND message_id >= %s{until} AND data ? 'snapshot' ORDER BY id{desc} LIMIT 1)"
+)
+
+
+def snapshot_bounds(
+    session_id: str, since: str | None = None, until: str | None = None
+) -> tuple[str | None, str | None]:
+    """(the first step-start's tree, the last step-finish's tree) of the messages with ids in
+    [since, until) (OpenCode's `computeDiff` range): the trees a diff of those steps runs between."""
+    bound = " AND message_id < %s" if until else ""
+    first = _BOUND.format(kind="step-start", until=bound, desc="")
+    last = _BOUND.format(kind="step-finish", until=bound, desc=" DESC")
+    params = [session_id, since or "", *([until] if until else [])]
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {first}, {last}", params + params)
+        row = cursor.fetchone()
+    return (row[0], row[1]) if row else (None, None)
+
+
+_LAST_USER = (
+    "(SELECT id FROM conversations_message WHERE session_id = %s AND role = 'user' ORDER BY id DESC LIMIT 1)"
+)
+
+
+@dataclass(frozen=True)
+class DiffRanges:
+    """The trees a run's diff summary runs between: the session's (first, last) and its last prompt's."""
+
+    session: tuple[str | None, str | None]
+    user_id: str | None
+    prompt: tuple[str | None, str | None]
+
+
+def diff_ranges(session_id: str) -> DiffRanges:
+    """snapshot_bounds of the whole session and of its last prompt's answer, and that prompt: one read."""
+    first = _BOUND.format(kind="step-start", until="", desc="")
+    last = _BOUND.format(kind="step-finish", until="", desc=" DESC")
+    prompt_first = first.replace("message_id >= %s", f"message_id >= {_LAST_USER}")
+    prompt_last = last.replace("message_id >= %s", f"message_id >= {_LAST_USER}")
+    sql = f"SELECT {first}, {last}, {_LAST_USER}, {prompt_first}, {prompt_last}"
+    params = [session_id, "", session_id, "", session_id, session_id, session_id, session_id, session_id]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    return DiffRanges((row[0], row[1]), row[2], (row[3], row[4]))

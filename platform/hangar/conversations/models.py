@@ -200,3 +200,13 @@ class Event(models.Model):
     class Meta:
         ordering = ["session", "seq"]
         constraints = [models.UniqueConstraint(fields=["session", "seq"], name="uniq_event_seq")]
+
+
+class SessionDiff(models.Model):
+    """The session's latest file changes as OpenCode's `SnapshotFileDiff` list (with each file's patch),
+    what `GET /session/{id}/diff` answers. Kept off the session row, which every step reads: the row keeps
+    only the counts (`Session.summary`)."""
+
+    session = models.OneToOneField(Session, on_delete=models.CASCADE, primary_key=True, related_name="+")
+    diffs = models.JSONField(default=list)
+    updated_at = models.DateTimeField(auto_now=True)

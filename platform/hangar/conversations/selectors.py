@@ -19,6 +19,7 @@ from hangar.conversations.models import (
     PermissionRequest,
     QuestionRequest,
     Session,
+    SessionDiff,
 )
 
 DEFAULT_LIMIT = 50
@@ -195,6 +196,18 @@ def question_requests(
     return requests.select_related("session").order_by("id")
 
 
+def pending_requests(actor: Actor, limit: int) -> tuple[list[PermissionRequest], list[QuestionRequest]]:
+    """What waits for a person across every session the actor may see (the app's notice): pending
+    permission and question requests, oldest first, each list at most `limit` long, with their session."""
+    sessions = visible_sessions(actor)
+    permissions = PermissionRequest.objects.filter(status="pending", session__in=sessions)
+    questions = QuestionRequest.objects.filter(status="pending", session__in=sessions)
+    return (
+        list(permissions.select_related("session").order_by("id")[:limit]),
+        list(questions.select_related("session").order_by("id")[:limit]),
+    )
+
+
 def question_for_call(session_id: str, call_id: str) -> QuestionRequest | None:
     """The request a waiting `question` call made (the loop asks again when the run resumes)."""
     return QuestionRequest.objects.filter(session_id=session_id, call_id=call_id).first()
@@ -234,3 +247,21 @@ def finished_turn(session_id: str, *, after_message_id: str) -> dict | None:
     if last is None or not (last.data.get("time", {}).get("completed") or last.data.get("error")):
         return None
     return message_with_parts(last)
+
+
+def session_diff(session: Session, message_id: str | None = None) -> list[dict]:
+    """OpenCode's `GET /session/{id}/diff`: the session's stored diff (SnapshotFileDiff, with patches), or,
+    for `message_id`, what answering that prompt changed (its `summary.diffs`; an assistant message
+    stands for the prompt it answered). Raises Message.DoesNotExist for a message not of this session."""
+    if message_id is None:
+        stored = SessionDiff.objects.filter(session_id=session.pk).values_list("diffs", flat=True).first()
+        return list(stored or [])
+    data = Message.objects.filter(session=session, pk=message_id).values_list("data", flat=True).get()
+    if data.get("role") == "assistant":
+        parent = (
+            Message.objects.filter(session=session, pk=data.get("parentID", ""))
+            .values_list("data", flat=True)
+            .first()
+        )
+        data = parent or {}
+    return list((data.get("summary") or {}).get("diffs") or [])

@@ -21,6 +21,7 @@ from hangar.ids import new_part_id
 
 # A session keeps this prefix until the hidden title agent (hangar.engine.titles) or a person names it.
 DEFAULT_TITLE_PREFIX = "New session - "
+REVERT_KEYS = ("messageID", "partID", "snapshot", "diff")
 
 
 def now_ms() -> int:
@@ -39,7 +40,7 @@ _MESSAGE_INSERT = (
     "INSERT INTO conversations_message (id, session_id, role, data, created_at, updated_at)"
     " VALUES (%s, %s, %s, %s::jsonb, now(), now()) RETURNING 1"
 )
-_MESSAGE_UPDATE = (
+MESSAGE_UPDATE = (
     "UPDATE conversations_message SET data = %s::jsonb, updated_at = now() WHERE id = %s RETURNING 1"
 )
 _PART_UPSERT = (
@@ -123,7 +124,7 @@ def parts_upsert(
             schemas.validate_message({**message_data, "id": message.pk, "sessionID": message.session_id})
         )
         events.append(("message.updated", {"info": message_data}))
-        writes.append((_MESSAGE_UPDATE, [json.dumps(message_data), message.pk]))
+        writes.append((MESSAGE_UPDATE, [json.dumps(message_data), message.pk]))
     writes.extend(ledger)
     session_set = (
         ("cost = cost + %s, tokens = %s::jsonb", [usage[0], json.dumps(usage[1])]) if usage else None
@@ -219,7 +220,8 @@ def session_info(session: Session) -> dict:
     if session.share:
         info["share"] = session.share
     if session.revert:
-        info["revert"] = session.revert
+        # OpenCode's keys only: the stored mark also holds how far the revert reached (revert_services).
+        info["revert"] = {k: v for k, v in session.revert.items() if k in REVERT_KEYS}
     if session.permission:
         info["permission"] = session.permission
     if session.archived_at:

@@ -1,6 +1,6 @@
 """What an aborted turn leaves behind: unfinished tool parts end "Tool execution aborted", pending
-permission requests and questions are rejected (audited), each open message ends with MessageAbortedError, and the
-abort flag is cleared. All of it or none: a crash half-way must not leave half-rejected state."""
+permission requests and questions are rejected (audited), each open message ends with MessageAbortedError, the
+abort flag is cleared, and the session's running children (its tasks) are asked to abort too. All of it or none: a crash half-way must not leave half-rejected state."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from hangar.conversations.loop_services import permission_requests_reject_pendin
 from hangar.conversations.models import Session
 from hangar.conversations.question_services import questions_reject_pending
 from hangar.conversations.services import now_ms
+from hangar.engine.subtasks import children_abort
 from hangar.engine.tool_calls import CallScope, ToolCalls
 from sandbox.protocol import Sandbox, SandboxUnavailable
 
@@ -49,3 +50,4 @@ def finish_aborted_turn(session: Session, abort: threading.Event) -> None:
                 },
             )
         session_abort_clear(session_id=session.pk)
+        children_abort(session.pk)  # the turn's tasks stop with it

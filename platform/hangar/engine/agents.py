@@ -51,7 +51,8 @@ AGENTS: dict[str, Agent] = {
     "general": Agent(
         "general",
         "subagent",
-        "Multi-step tasks delegated by another agent.",
+        "General-purpose agent for researching complex questions and executing multi-step tasks. Use this "
+        "agent to execute multiple units of work in parallel.",
         permission=[
             {"permission": "todowrite", "pattern": "*", "action": DENY},
             {"permission": "todoread", "pattern": "*", "action": DENY},
@@ -60,7 +61,11 @@ AGENTS: dict[str, Agent] = {
     "explore": Agent(
         "explore",
         "subagent",
-        "Read-only codebase search.",
+        "Fast agent specialized for exploring codebases. Use this when you need to quickly find files by "
+        'patterns (eg. "src/components/**/*.tsx"), search code for keywords (eg. "API endpoints"), or answer '
+        'questions about the codebase (eg. "how do API endpoints work?"). When calling this agent, specify '
+        'the desired thoroughness level: "quick" for basic searches, "medium" for moderate exploration, or '
+        '"very thorough" for comprehensive analysis across multiple locations and naming conventions.',
         permission=[
             {"permission": "*", "pattern": "*", "action": DENY},
             *[
@@ -68,6 +73,7 @@ AGENTS: dict[str, Agent] = {
                 for p in ("grep", "glob", "list", "bash", "read", "webfetch", "websearch", "codesearch")
             ],
         ],
+        prompt="explore",
     ),
     "title": Agent("title", "primary", hidden=True, permission=_deny_all(), temperature=0.5, prompt="title"),
     "compaction": Agent("compaction", "primary", hidden=True, permission=_deny_all(), prompt="compaction"),

@@ -33,6 +33,8 @@ def _user(parts: list[dict[str, Any]], mid_turn: bool) -> dict[str, Any] | None:
             chunks.append(f"[Attached file: {name} ({part['mime']}) at {part['url']}]")
         elif part["type"] == "compaction":
             chunks.append("What did we do so far?")
+        elif part["type"] == "subtask":
+            chunks.append("The following tool was executed by the user")
     return {"role": "user", "content": "\n\n".join(chunks)} if chunks else None
 
 

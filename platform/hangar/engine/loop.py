@@ -21,23 +21,28 @@ session shows.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from django.db import transaction
+
 from hangar.conversations import loop_selectors as reads
 from hangar.conversations import services as store
 from hangar.conversations.events import publish
 from hangar.conversations.loop_selectors import StepReader, StepState, session_for_run
 from hangar.conversations.models import Message, Session
+from hangar.conversations.revert_services import revert_cleanup
 from hangar.conversations.services import now_ms
 from hangar.engine import permissions as perm
 from hangar.engine.abort import finish_aborted_turn
 from hangar.engine.agents import agent_get
 from hangar.engine.compaction import ContextWindow
 from hangar.engine.dbconn import release_connection
+from hangar.engine.diffs import summarize as summarize_diffs
 from hangar.engine.history import since_boundary, to_model_messages
 from hangar.engine.live_policy import LivePolicy
 from hangar.engine.outcomes import (
@@ -61,6 +66,7 @@ from hangar.engine.sandboxes import sandbox_for
 from hangar.engine.session_sandbox import SessionSandbox
 from hangar.engine.spend import check_before_call, step_call
 from hangar.engine.step_usage import record_failed_call, usage_after, usage_data
+from hangar.engine.subtasks import wake_parent, workspace_session
 from hangar.engine.system import build_system, turn_reminders
 from hangar.engine.titles import title_maybe
 from hangar.engine.tool_calls import CallScope, ToolCalls
@@ -106,13 +112,17 @@ class Loop:
     def run(self) -> None:
         session = self.session = session_for_run(self.session_id)
         self.reader = StepReader(session)
-        self.sandbox = SessionSandbox(session, self._sandbox_for, self.active_runs)
+        # A child session (a task's) works in its root session's workspace.
+        owner = workspace_session(session) if session.parent_id else session
+        self.sandbox = SessionSandbox(owner, self._sandbox_for, self.active_runs)
         self.live = LivePolicy(session, self.sandbox.attached)
         self.window = ContextWindow(self)
         if session.abort_requested:  # before anything can end the run: the abort still needs finishing
             self.abort.set()
         if session.status != "busy":
             store.session_status_set(session=session, status="busy")
+        if session.revert:  # a prompt raced the revert (its own cleanup missed it): the reverted turns go now
+            revert_cleanup(session)
         blocked = None
         try:
             while True:
@@ -131,7 +141,13 @@ class Loop:
         aborted = self.abort.is_set()
         if aborted:
             finish_aborted_turn(session, self.abort)
-        store.session_status_set(session=session, status="idle", detail=blocked)
+        with transaction.atomic():  # a child's end and its parent's wake-up commit together
+            store.session_status_set(session=session, status="idle", detail=blocked)
+            if session.parent_id:
+                wake_parent(session)
+        box = self.sandbox.attached()
+        if self.sandbox.changed and box is not None:
+            summarize_diffs(session, box)  # after idle, as OpenCode does it: off the turn's critical path
         if not aborted and blocked is None:
             title_maybe(self)  # after idle, as OpenCode does it: off the turn's critical path
 
@@ -150,8 +166,14 @@ class Loop:
         if self.window.pending(state, user):
             return self.window.compact(state, user)
         assistant = next((m for m in reversed(state.messages) if m.role == "assistant"), None)
+        subtask = self.subtask_of(state, user)
         if assistant is not None and not assistant.data["time"].get("completed"):
-            return self.close_step(assistant)  # resumed
+            by_user = (
+                subtask is not None and state.messages.index(assistant) == state.messages.index(user) + 1
+            )
+            return self.close_step(assistant, model_call=not by_user)  # resumed
+        if subtask is not None and last is user:
+            return self.run_subtask(user, subtask)
         if assistant is not None and last is assistant:
             if assistant.data.get("finish") not in (None, *CONTINUES):
                 raise Finished(assistant.data["finish"])
@@ -167,7 +189,11 @@ class Loop:
         # The next call is estimated at what the session's last one cost (kept across runs: its message).
         estimate = (assistant.data.get("cost") or 0.0) if assistant is not None else 0.0
         check_before_call(
-            self.session, self.model_ref["providerID"], self.model_ref["modelID"], estimate=estimate
+            self.session,
+            self.model_ref["providerID"],
+            self.model_ref["modelID"],
+            estimate=estimate,
+            read=state.gate,
         )
 
         start = self.sandbox.step_start()
@@ -203,14 +229,46 @@ class Loop:
             store.message_update(message=message, data=message.data)
             raise
 
+    def subtask_of(self, state: StepState, user: Message) -> dict[str, Any] | None:
+        """The latest prompt's subtask part (a person asked for a subagent by name), if it has one."""
+        if not any(m.role == "user" and m.pk == user.pk for m in state.messages[-2:]):
+            return None  # only the prompt or the step answering it can be the subtask's
+        return next((p for p in self.reader.parts_of(user) if p["type"] == "subtask"), None)
+
+    def run_subtask(self, user: Message, subtask: dict[str, Any]) -> None:
+        """OpenCode's pending subtask: a step that makes no model call, its one tool call the `task` the
+        person asked for (their choice of agent: no `task` permission asked), closed like any step."""
+        start = self.sandbox.step_start()
+        model = subtask.get("model") or self.model_ref
+        data = {
+            **self.assistant_data(user, agent=subtask["agent"]),
+            "modelID": model["modelID"],
+            "providerID": model["providerID"],
+            "finish": "tool-calls",
+        }
+        arguments = {k: subtask[k] for k in ("prompt", "description", "command") if subtask.get(k)}
+        arguments["subagent_type"] = subtask["agent"]
+        call: dict[str, Any] = {
+            "type": "tool",
+            "callID": f"subtask_{user.pk}",
+            "tool": "task",
+            "state": {"status": "pending", "input": arguments, "raw": json.dumps(arguments)},
+        }
+        parts: list[dict[str, Any]] = [{"type": "step-start", **({"snapshot": start} if start else {})}, call]
+        message = store.message_create(session=self.session, data=data, parts=parts)
+        self.close_step(message, model_call=False)
+
     def close_step(
         self,
         message: Message,
         fresh: tuple[str | None, list[dict[str, Any]], list[dict[str, Any]]] | None = None,
+        *,
+        model_call: bool = True,
     ) -> None:
         """Run the step's tool calls, then close it: patch, step-finish, completed. `fresh` = (step-start
         hash, the tool parts just streamed, earlier tool parts) for a step this run has just streamed: what
-        it wrote is known, so nothing is re-read; None = a resumed step."""
+        it wrote is known, so nothing is re-read; None = a resumed step. `model_call` False: a subtask's
+        step, which no model made (no ledger row; its calls were asked for by the person)."""
         data = message.data if fresh else reads.message_data(message)
         if data.get("finish") is None and not data.get("error"):
             # The worker died mid-stream: what was said is kept, the step is closed as interrupted.
@@ -219,7 +277,9 @@ class Loop:
                 "finish": "tool-calls" if reads.has_tool_parts(message) else "unknown",
             }
         # The last call's outcome is written with the step's closing parts below (one statement fewer).
-        calls = ToolCalls(self.scope, message, *(fresh[1:] if fresh else ()), defer_last=True)
+        calls = ToolCalls(
+            self.scope, message, *(fresh[1:] if fresh else ()), defer_last=True, by_user=not model_call
+        )
         stopped = None
         try:
             calls.run_all()
@@ -248,7 +308,9 @@ class Loop:
             }
         )
         finish = "stop" if stopped else data["finish"]
-        self.settle(message, calls.take_unsaved() + closing, {**data, "finish": finish})
+        self.settle(
+            message, calls.take_unsaved() + closing, {**data, "finish": finish}, model_call=model_call
+        )
         if stopped:
             raise stopped
         if finish not in CONTINUES:
@@ -259,7 +321,13 @@ class Loop:
         self._latency[message.pk] = int((time.monotonic() - began) * 1000)
 
     def settle(
-        self, message: Message, parts: list[dict[str, Any]], data: dict[str, Any], kind: str = "step"
+        self,
+        message: Message,
+        parts: list[dict[str, Any]],
+        data: dict[str, Any],
+        kind: str = "step",
+        *,
+        model_call: bool = True,
     ) -> None:
         """A model call's closing write (a step's, a compaction's): its last parts, its message completed
         with its cost and tokens, the session's usage totals and the call's ledger row, in one statement."""
@@ -269,7 +337,7 @@ class Loop:
             parts=parts,
             usage=usage_after(self.session, data),
             message_data={**data, "time": {**data["time"], "completed": now_ms()}},
-            ledger=ledger_writes(call),
+            ledger=ledger_writes(call) if model_call else (),
         )
 
     def stream(

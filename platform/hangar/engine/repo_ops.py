@@ -1,6 +1,10 @@
 """Code out of a session: commit and push its branch (host-side git with the project's credential), fetch
 and merge a branch that moved, download the workspace as a tar.gz, upload files into it.
 
+Pushes and pulls asked for through the API are operations (`operation_request`): checked and recorded in
+the request, run by a worker (`operation_run`, from hangar.engine.workspace_tasks), followed on the
+session's stream (`workspace.operation`) or by id.
+
 The archive comes from Docker's archive endpoint, which reads the workspace inside the container's own
 mounts: a symlink the sandbox planted resolves in the sandbox, never on the host. Uploads are written by
 the in-container agent for the same reason."""
@@ -17,18 +21,29 @@ from typing import TYPE_CHECKING
 from django.conf import settings
 
 from hangar.accounts.actors import Actor
+from hangar.audit.models import ActorType
 from hangar.conversations.models import Session
+from hangar.engine import zipstream
 from hangar.engine.services import _require_member
 from hangar.engine.workspace import WorkspaceError, remote_for, session_lock
+from hangar.logging import get_logger
 from hangar.repos import services as repos
-from hangar.repos.models import PushStatus, RepoPush, SessionWorkspace, WorkspaceState
-from hangar.repos.selectors import workspace_get
+from hangar.repos.models import (
+    OperationKind,
+    PushStatus,
+    RepoPush,
+    SessionWorkspace,
+    WorkspaceOperation,
+    WorkspaceState,
+)
+from hangar.repos.selectors import operation_for_run, workspace_get
 from sandbox import gitops, volumes
 from sandbox.protocol import WORKSPACE
 
 if TYPE_CHECKING:
     import docker
 
+log = get_logger(__name__)
 ARCHIVE_MAX_BYTES = 512 * 1024 * 1024
 UPLOAD_MAX_BYTES = 25 * 1024 * 1024
 MESSAGE_MAX = 10_000
@@ -79,10 +94,7 @@ def workspace_push(
     forced. The result is recorded either way; a rejection because the remote branch moved is
     RepoOpError(kind="rejected"): `workspace_pull` then retry."""
     _require_member(actor, session)
-    if not message.strip() or len(message) > MESSAGE_MAX:
-        raise RepoOpError(
-            "A commit message is required (at most 10,000 characters).", kind="invalid", status=400
-        )
+    _check_message(message)
     name, email = _author(actor, author_name, author_email)
     row = _ready_workspace(session)
     with session_lock(session.pk):
@@ -161,6 +173,92 @@ def workspace_pull(
     return PullResult(commit, remote_head)
 
 
+# --- the same, asked for through the API and run by a worker -------------------------------------
+
+
+def _check_message(message: str) -> None:
+    if not message.strip() or len(message) > MESSAGE_MAX:
+        raise RepoOpError(
+            "A commit message is required (at most 10,000 characters).", kind="invalid", status=400
+        )
+
+
+def operation_request(
+    *,
+    actor: Actor,
+    session: Session,
+    kind: str,
+    message: str = "",
+    author_name: str = "",
+    author_email: str = "",
+) -> WorkspaceOperation:
+    """Check what can be checked now (role, message, author, a ready workspace), record the operation and
+    hand it to a worker once the caller's transaction commits."""
+    _require_member(actor, session)
+    if kind == OperationKind.PUSH:
+        _check_message(message)
+    _author(actor, author_name, author_email)
+    _ready_workspace(session)
+    params = {"author_name": author_name, "author_email": author_email}
+    if kind == OperationKind.PUSH:
+        params["message"] = message
+    op = repos.operation_create(actor=actor, session=session, kind=kind, params=params)
+    from hangar.engine.workspace_tasks import enqueue_operation
+
+    enqueue_operation(op.pk)
+    return op
+
+
+def operation_run(operation_id: int) -> None:
+    """Run a recorded push or pull as the person who asked for it; the outcome is recorded on the
+    operation (and, for a push, as a RepoPush as before) and published. Runs once."""
+    op = operation_for_run(operation_id)
+    if op is None or not repos.operation_started(op=op):
+        return
+    session, user = op.session, op.created_by
+    actor = Actor(
+        type=ActorType.USER,
+        org_id=session.org_id,
+        user=user,
+        label=f"{user.email if user else 'user'} (workspace {op.kind})",
+    )
+    params = op.params
+    author = {"author_name": params.get("author_name", ""), "author_email": params.get("author_email", "")}
+    result: dict[str, object] = {}
+    error: dict[str, object] | None = None
+    try:
+        if op.kind == OperationKind.PUSH:
+            push = workspace_push(actor=actor, session=session, message=params.get("message", ""), **author)
+            result = {"push_id": push.pk, "branch": push.branch, "commit": push.commit}
+            result["compare_url"] = push.compare_url
+        else:
+            pulled = workspace_pull(actor=actor, session=session, **author)
+            result = {"commit": pulled.commit, "merged": pulled.merged}
+    except RepoOpError as exc:
+        error = {"kind": exc.kind, "message": str(exc), "status": exc.status}
+    except Exception as exc:  # recorded, never left running; the log has the details
+        log.exception("workspace_operation_failed", operation=op.pk, error=type(exc).__name__)
+        error = {"kind": "error", "message": f"The {op.kind} failed unexpectedly.", "status": 500}
+    repos.operation_finished(op=op, result=result, error=error)
+
+
+# --- the repository changes of the session -------------------------------------------------------
+
+DIFF_PATCH_MAX_BYTES = 1024 * 1024
+
+
+def workspace_diff(*, session: Session, max_patch_bytes: int | None = None) -> dict[str, object]:
+    """The workspace against the commit it was cloned at (the repository's view of the session's work:
+    committed, pushed or not). Read-only; the caller has scoped the session to the actor."""
+    row = _ready_workspace(session)
+    cap = max_patch_bytes or int(getattr(settings, "HANGAR_WORKSPACE_DIFF_MAX_BYTES", DIFF_PATCH_MAX_BYTES))
+    try:
+        diff = gitops.diff_base(session.pk, cap)
+    except gitops.GitError as exc:
+        raise RepoOpError(f"The diff failed: {exc}", kind=exc.kind, status=502) from None
+    return {"base_commit": row.base_commit, "branch": row.branch, **diff}
+
+
 # --- archive and upload ---------------------------------------------------------------------------
 
 
@@ -174,9 +272,16 @@ def _container(session: Session) -> tuple[docker.APIClient, str]:
     return manager().api, box.container_name
 
 
-def workspace_archive(*, actor: Actor, session: Session, max_bytes: int | None = None) -> Iterator[bytes]:
-    """A generator of the workspace as tar.gz. Refused up front when the volume already holds more than
-    the cap; the stream also stops at the cap (the archive is then cut short, never larger)."""
+ARCHIVE_FORMATS = ("tar.gz", "zip")
+
+
+def workspace_archive(
+    *, actor: Actor, session: Session, max_bytes: int | None = None, fmt: str = "tar.gz"
+) -> Iterator[bytes]:
+    """A generator of the workspace as tar.gz or zip. Refused up front when the volume already holds more
+    than the cap; the stream also stops at the cap (the archive is then cut short, never larger)."""
+    if fmt not in ARCHIVE_FORMATS:
+        raise RepoOpError("The archive format is tar.gz or zip.", kind="invalid", status=400)
     _require_member(actor, session)
     cap = max_bytes or int(getattr(settings, "HANGAR_WORKSPACE_ARCHIVE_MAX_BYTES", ARCHIVE_MAX_BYTES))
 
@@ -195,7 +300,7 @@ def workspace_archive(*, actor: Actor, session: Session, max_bytes: int | None =
     except WorkspaceError as exc:
         raise RepoOpError(str(exc), kind="not_ready") from None
     stream, _ = api.get_archive(name, WORKSPACE + "/.")
-    return _gzip(stream, cap)
+    return _gzip(stream, cap) if fmt == "tar.gz" else zipstream.from_tar(stream, cap)
 
 
 def _used_bytes(session_id: str) -> int:

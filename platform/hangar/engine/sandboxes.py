@@ -82,14 +82,15 @@ def spec_for(session: Session) -> SandboxSpec:
     )
 
 
-def _docker_sandbox(session: Session) -> Sandbox:
+def _docker_sandbox(session: Session, sandboxes: DockerSandboxes | None = None) -> Sandbox:
     from hangar.engine.sandbox_share import make_room
     from hangar.engine.workspace import mirror_prefetch, workspace_ensure
 
+    sandboxes = sandboxes or manager()
     prefetch = mirror_prefetch(session)  # the mirror's fetch overlaps the sandbox's creation or claim
-    make_room(session, manager())  # the org's cap on live sandboxes
+    make_room(session, sandboxes)  # the org's cap on live sandboxes
     spec = spec_for(session)
-    box = manager().get_or_create(spec)
+    box = sandboxes.get_or_create(spec)
     _bring_to(box, spec)  # a policy changed since the container was made (or last brought up to date)
     workspace_ensure(
         session, box, prefetch
@@ -124,13 +125,25 @@ def sandbox_for(session: Session) -> Sandbox:
 _plain_manager: DockerSandboxes | None = None
 
 
-def sandbox_without_pool(spec: SandboxSpec) -> DockerSandbox:
-    """The session's sandbox for a process that must not keep a warm pool of its own (the web process,
-    for a terminal): reconnects to the session's container, or creates it cold. Blocking (Docker)."""
+def _plain() -> DockerSandboxes:
     global _plain_manager
     with _lock:
         if _plain_manager is None:
             from sandbox import DockerSandboxes
 
             _plain_manager = DockerSandboxes(pool=None)
-    return _plain_manager.get_or_create(spec)
+    return _plain_manager
+
+
+def sandbox_without_pool(spec: SandboxSpec) -> DockerSandbox:
+    """The session's sandbox for a process that must not keep a warm pool of its own (the web process,
+    for a terminal): reconnects to the session's container, or creates it cold. Blocking (Docker)."""
+    return _plain().get_or_create(spec)
+
+
+def sandbox_for_request(session: Session) -> Sandbox:
+    """`sandbox_for` for work a web request does itself (revert, fork): the same sandbox, prepared the same
+    way and within the org's cap, but never a warm pool started in the web process."""
+    if sandbox_factory is _docker_sandbox:
+        return _docker_sandbox(session, _plain())
+    return sandbox_factory(session)

@@ -25,10 +25,12 @@ from hangar.conversations.models import (
     Session,
 )
 from hangar.conversations.question_services import question_settle
+from hangar.conversations.revert_services import revert_cleanup
 from hangar.conversations.selectors import last_message_id
-from hangar.engine.agents import agent_get
+from hangar.engine.agents import AGENTS, agent_get
 from hangar.engine.compaction import compaction_request
 from hangar.engine.enqueue import enqueue_run
+from hangar.engine.subtasks import children_abort
 from hangar.ids import client_message_id_problem
 from hangar.projects.models import Project
 
@@ -82,6 +84,8 @@ def session_prompt(
     if not (model or {}).get("modelID"):
         raise PromptRejected("no model: set one on the prompt, the session or the project")
     with transaction.atomic():
+        if session.revert:  # the reverted messages go now that the conversation moves on (OpenCode's cleanup)
+            revert_cleanup(session)
         data = {
             "id": message_id,
             "role": "user",
@@ -93,6 +97,9 @@ def session_prompt(
             data["system"] = system
         bodies = []
         for part in parts:
+            if part.get("type") == "subtask":
+                bodies.append(_subtask_part(part))
+                continue
             body = {
                 k: v for k, v in part.items() if k in ("type", "text", "mime", "filename", "url", "synthetic")
             }
@@ -119,6 +126,35 @@ def session_prompt(
             changes["model"] = {"providerID": model["providerID"], "modelID": model["modelID"]}
         _request_run(session, **changes)
     return message
+
+
+SUBTASK_LIMITS = {"prompt": 100_000, "description": 200, "agent": 64, "command": 2_000}
+
+
+def _subtask_part(part: dict[str, Any]) -> dict[str, Any]:
+    """OpenCode's SubtaskPartInput, checked: the agent a subagent, the texts bounded, the model well formed.
+    The run then starts that subagent's task without asking the model (hangar.engine.loop.run_subtask)."""
+    body: dict[str, Any] = {"type": "subtask"}
+    for key, limit in SUBTASK_LIMITS.items():
+        value = part.get(key)
+        if value is None and key == "command":
+            continue
+        if not isinstance(value, str) or not value.strip() or len(value) > limit:
+            raise PromptRejected(
+                f"a subtask part needs {key!r}: a non-empty string of at most {limit} characters"
+            )
+        body[key] = value
+    agent = AGENTS.get(body["agent"])
+    if agent is None or agent.mode == "primary" or agent.hidden:
+        raise PromptRejected(f"unknown subagent {body['agent']!r}")
+    model = part.get("model")
+    if model is not None:
+        if not isinstance(model, dict) or not all(
+            isinstance(model.get(k), str) and 0 < len(model[k]) <= 200 for k in ("providerID", "modelID")
+        ):
+            raise PromptRejected("a subtask's model needs providerID and modelID")
+        body["model"] = {"providerID": model["providerID"], "modelID": model["modelID"]}
+    return body
 
 
 def session_summarize(
@@ -161,6 +197,7 @@ def session_abort(*, actor: Actor, session: Session) -> None:
         Session.objects.filter(pk=session.pk).update(abort_requested=True)
         audit_record(actor=actor, action="session.abort", target=session)
         _request_run(session)
+        children_abort(session.pk)  # at once, not only when the parent's run gets to it
 
 
 def permission_reply(

@@ -32,6 +32,7 @@ class SessionSandbox:
         self._instructions: list[str] | None = None
         self._skills: str | None = None
         self._is_git: bool | None = None
+        self.changed = False  # a step of this run changed files: the run ends with a diff summary
 
     def attach(self) -> Sandbox:
         if self._sandbox is None:
@@ -66,6 +67,7 @@ class SessionSandbox:
             log.warning("snapshot_failed", session=self.session.pk, exc_info=True)
             end, changed = None, []
         self._last_hash = end
+        self.changed = self.changed or bool(changed)
         if end is None or set(changed) & set(INSTRUCTION_FILES):
             self._instructions = None
         return end, changed

@@ -17,13 +17,16 @@ from hangar.conversations.budget_services import (
 from hangar.conversations.models import Session
 from hangar.engine.outcomes import BudgetBlocked, ModelRefused
 from hangar.engine.providers.base import Usage
-from hangar.usage.gate import usage_gate
+from hangar.usage.gate import GateRow, usage_gate
 from hangar.usage.ledger_services import ModelCall
 
 
-def check_before_call(session: Session, provider: str, model: str, estimate: float = 0.0) -> None:
+def check_before_call(
+    session: Session, provider: str, model: str, estimate: float = 0.0, read: GateRow | None = None
+) -> None:
     """Raise ModelRefused or BudgetBlocked (told and audited) unless the call may be made; tell each soft
-    limit passed, once per period. `estimate`: what the call is expected to cost."""
+    limit passed, once per period. `estimate`: what the call is expected to cost; `read`: the allow-list
+    and budgets as the step's own read just took them (else read here)."""
     verdict = usage_gate(
         org_id=session.org_id,
         project_id=session.project_id,
@@ -31,6 +34,7 @@ def check_before_call(session: Session, provider: str, model: str, estimate: flo
         provider=provider,
         model=model,
         estimate=estimate,
+        read=read,
     )
     if verdict.refused_model:
         raise ModelRefused(session_model_refused(session=session, model=verdict.refused_model))

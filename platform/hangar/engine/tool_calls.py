@@ -30,10 +30,13 @@ from hangar.engine.batch_calls import subcall_runner
 from hangar.engine.dbconn import release_connection
 from hangar.engine.outcomes import Stopped
 from hangar.engine.tools.base import (
+    EXTRA_AWAITING,
+    EXTRA_BY_USER,
     EXTRA_RUN_SUBCALL,
     EXTRA_SESSION,
     EXTRA_TOOLS,
     Ask,
+    ChildRunning,
     Metadata,
     PermissionAsked,
     PermissionRejected,
@@ -81,6 +84,7 @@ class ToolCalls:
         prior_tools: list[dict[str, Any]] | None = None,
         *,
         defer_last: bool = False,
+        by_user: bool = False,
     ):
         """`parts`: the message's tool parts, pending and not yet stored, when the caller has just streamed
         them (the first save stores them all); `prior_tools`: the session's tool parts of earlier messages
@@ -99,6 +103,7 @@ class ToolCalls:
         self.current: dict[str, dict[str, Any]] = {p["id"]: p for p in parts or []}
         self._unsaved: dict[str, dict[str, Any]] = dict(self.current)
         self._defer_last = defer_last
+        self._by_user = by_user  # the calls of a subtask step: the person chose them, not the model
         self._deferred_id: str | None = None  # the last call's part (not a batch's sub-calls)
 
     # --- permission ------------------------------------------------------------------------------
@@ -207,7 +212,7 @@ class ToolCalls:
             for p in recent
         )
 
-    def context(self, call_id: str, part_ref: dict[str, Any]) -> ToolContext:
+    def context(self, call_id: str, part_ref: dict[str, Any], awaiting: str | None = None) -> ToolContext:
         session_id = self.scope.session.pk
         last = [0.0]
 
@@ -238,6 +243,8 @@ class ToolCalls:
                 EXTRA_SESSION: self.scope.session,
                 EXTRA_TOOLS: self.scope.tools,
                 EXTRA_RUN_SUBCALL: subcall_runner(self, call_id),
+                **({EXTRA_AWAITING: awaiting} if awaiting else {}),
+                **({EXTRA_BY_USER: True} if self._by_user else {}),
             },
         )
 
@@ -245,7 +252,9 @@ class ToolCalls:
 
     def run_all(self) -> None:
         """Execute every unfinished tool part of the message, in order. Raises PermissionAsked (park),
-        Stopped (a person rejected a call)."""
+        Stopped (a person rejected a call). A call that waits for a child session (ChildRunning) does not
+        stop the others: every call of the step starts, then the step parks on the first child."""
+        waiting: ChildRunning | None = None
         rows = self._parts if self._parts is not None else reads.tool_parts_of(self.message)
         if self._defer_last:
             self._deferred_id = next(
@@ -265,7 +274,13 @@ class ToolCalls:
                 # Left running by a worker that died: the model sees it failed.
                 self.fail(part, state["input"], state["time"]["start"], ABORTED)
                 continue
-            self.run_one(part)
+            try:
+                self.run_one(part)
+            except ChildRunning as child:
+                waiting = waiting or child
+        if waiting is not None:
+            self.flush()  # a later call's deferred outcome: the caller writes nothing before parking
+            raise waiting
 
     def run_one(self, part: dict[str, Any]) -> dict[str, Any]:
         state, call_id = part["state"], part["callID"]
@@ -273,9 +288,13 @@ class ToolCalls:
         if fresh is not None:
             (self.base_ruleset, self.org_policy), self._ruleset = fresh, None
         start = state.get("time", {}).get("start") or now_ms()
-        awaiting = (part.get("metadata") or {}).get("awaiting")
+        marks = part.get("metadata") or {}
+        awaiting, child = marks.get("awaiting"), bool(marks.get("child"))
         part = {k: v for k, v in part.items() if k != "metadata"}
-        running = self.save(part, status="running", input=state["input"], time={"start": start})
+        if child:  # waiting for a child session: it is running already and stays so until the child ends
+            running = {**part, "state": state}
+        else:
+            running = self.save(part, status="running", input=state["input"], time={"start": start})
         try:
             if not awaiting and self._doom_loop(running):
                 self.ask_for(call_id)(
@@ -284,11 +303,22 @@ class ToolCalls:
                     [part["tool"]],
                     {"tool": part["tool"], "input": state["input"]},
                 )
-            elif awaiting:
+            elif awaiting and not child:
                 request = reads.permission_request_by_id(awaiting)
                 if request is not None and request.permission == "doom_loop" and request.status == "reject":
                     raise PermissionRejected(REJECTED, feedback=request.reply_message)
-            result = self.execute(part["tool"], state["input"], call_id, running)
+            result = self.execute(part["tool"], state["input"], call_id, running, awaiting)
+        except ChildRunning as waits:
+            if not child:
+                self.save(
+                    {**part, "metadata": {"awaiting": waits.request_id, "child": True}},
+                    status="running",
+                    input=state["input"],
+                    time={"start": start},
+                    title=waits.title,
+                    metadata=waits.metadata,
+                )
+            raise
         except PermissionAsked as asked:
             self.save(
                 {**part, "metadata": {"awaiting": asked.request_id}},
@@ -330,13 +360,18 @@ class ToolCalls:
         )
 
     def execute(
-        self, tool_name: str, args: dict[str, Any], call_id: str, part_ref: dict[str, Any]
+        self,
+        tool_name: str,
+        args: dict[str, Any],
+        call_id: str,
+        part_ref: dict[str, Any],
+        awaiting: str | None = None,
     ) -> ToolResult:
         from hangar.engine.tools.execute import execute_tool
 
         tool = self.scope.tools.get(tool_name)
         if tool is None:
             raise ToolError(f"Unknown tool {tool_name!r}.")
-        ctx = self.context(call_id, part_ref)
+        ctx = self.context(call_id, part_ref, awaiting)
         release_connection(self.scope.active_runs())  # a command may run for minutes
         return execute_tool(tool, args, ctx)

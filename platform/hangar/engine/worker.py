@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 
-from django.db import close_old_connections
+from django.db import close_old_connections, transaction
 
 from hangar.conversations import services as store
 from hangar.conversations.events import publish
@@ -18,6 +18,7 @@ from hangar.engine.enqueue import enqueue_run
 from hangar.engine.fairness import Capped, lease_acquire_fair, wake_waiting
 from hangar.engine.leases import keeper, lease_release, new_owner
 from hangar.engine.loop import Loop
+from hangar.engine.subtasks import wake_parent
 from hangar.logging import get_logger
 
 log = get_logger(__name__)
@@ -73,7 +74,12 @@ def _kill_orphaned_commands(session_id: str) -> None:
     from hangar.engine.sandboxes import sandbox_for
 
     try:
-        killed = sandbox_for(session_for_run(session_id)).cancel_execs()
+        session = session_for_run(session_id)
+        if session.parent_id:
+            # A task's child shares its root session's sandbox: killing every command there would stop
+            # the parent's and the siblings' too. Its orphan ends at its own timeout.
+            return
+        killed = sandbox_for(session).cancel_execs()
         if killed:
             log.warning("orphaned_commands_killed", session=session_id, count=killed)
     except Exception:
@@ -89,7 +95,9 @@ def _crashed(session_id: str, exc: Exception) -> None:
             "session.error",
             {"sessionID": session_id, "error": {"name": "UnknownError", "data": {"message": str(exc)[:500]}}},
         )
-        store.session_status_set(session=session, status="idle")
+        with transaction.atomic():
+            store.session_status_set(session=session, status="idle")
+            wake_parent(session)  # a task's child that crashed: its parent reads the failure
         session_abort_clear(session_id=session_id)
     except Exception:
         log.exception("run_crash_report_failed", session=session_id)

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 log = get_logger(__name__)
 TASK = "hangar.engine.prepare_workspace"
+OPERATION_TASK = "hangar.engine.workspace_operation"
 
 
 @shared_task(name=TASK, ignore_result=True)
@@ -54,5 +55,32 @@ def enqueue_prepare(session_id: str) -> None:
         if current_app.conf.task_always_eager:
             return  # eager (some test set-ups): the first run prepares the workspace instead
         current_app.send_task(TASK, args=[session_id], queue=queue, ignore_result=True)
+
+    transaction.on_commit(send)
+
+
+@shared_task(name=OPERATION_TASK, ignore_result=True)
+def workspace_operation(operation_id: int) -> None:
+    """A push or pull asked for through the API (hangar.engine.repo_ops.operation_run)."""
+    from hangar.engine.repo_ops import operation_run
+
+    try:
+        operation_run(operation_id)
+    finally:
+        connection.close()
+
+
+def enqueue_operation(operation_id: int) -> None:
+    from celery import current_app
+
+    queue = os.environ.get("HANGAR_ENGINE_QUEUE", "celery")
+
+    def send() -> None:
+        if current_app.conf.task_always_eager:
+            from hangar.engine.repo_ops import operation_run
+
+            operation_run(operation_id)
+            return
+        current_app.send_task(OPERATION_TASK, args=[operation_id], queue=queue, ignore_result=True)
 
     transaction.on_commit(send)

@@ -19,6 +19,20 @@ class QuestionNotFound(exceptions.NotFound):
         self.request_id = request_id
 
 
+class SessionBusy(exceptions.APIException):
+    status_code = 409
+
+    def __init__(self, session_id: str):
+        super().__init__(f"Session {session_id} is busy")
+        self.session_id = session_id
+
+
+class SandboxFailed(exceptions.APIException):
+    """The session's sandbox could not do the file work (revert, fork): nothing was changed."""
+
+    status_code = 503
+
+
 def error_body(exc: Exception) -> tuple[int, dict]:
     if isinstance(exc, ObjectDoesNotExist):  # any missing row is OpenCode's NotFoundError, never a 500
         exc = exceptions.NotFound(f"{type(exc).__qualname__.split('.')[0]} not found")
@@ -30,6 +44,8 @@ def error_body(exc: Exception) -> tuple[int, dict]:
             "requestID": exc.request_id,
             "message": str(exc.detail),
         }
+    if isinstance(exc, SessionBusy):
+        return 409, {"_tag": "SessionBusyError", "sessionID": exc.session_id, "message": str(exc.detail)}
     if isinstance(exc, exceptions.NotFound):
         return 404, {"name": "NotFoundError", "data": {"message": str(exc.detail)}}
     if isinstance(exc, exceptions.AuthenticationFailed | exceptions.NotAuthenticated):

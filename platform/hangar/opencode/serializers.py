@@ -112,3 +112,16 @@ class SummarizeIn(StrictSerializer):
     providerID = serializers.CharField(max_length=64)
     modelID = serializers.CharField(max_length=200)
     auto = serializers.BooleanField(required=False, default=False)
+
+
+class RevertIn(StrictSerializer):
+    messageID = serializers.RegexField(MESSAGE_ID.pattern, max_length=40)
+    partID = serializers.RegexField(r"^prt_[0-9A-Za-z]{1,36}$", required=False, max_length=40)
+
+
+class ForkIn(StrictSerializer):
+    messageID = serializers.RegexField(MESSAGE_ID.pattern, required=False, max_length=40)
+
+
+class DiffQuery(serializers.Serializer):
+    messageID = serializers.RegexField(MESSAGE_ID.pattern, required=False, max_length=40)

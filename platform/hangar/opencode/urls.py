@@ -3,7 +3,14 @@ its TUI and `@opencode-ai/sdk` call, with OpenCode's JSON shapes."""
 
 from django.urls import path
 
-from hangar.opencode import views_meta, views_question, views_session, views_steer, views_stream
+from hangar.opencode import (
+    views_meta,
+    views_question,
+    views_revert,
+    views_session,
+    views_steer,
+    views_stream,
+)
 
 urlpatterns = [
     path("event", views_stream.event_stream, name="oc-event"),
@@ -30,6 +37,10 @@ urlpatterns = [
     path("session/<str:session_id>/todo", views_session.SessionTodos.as_view(), name="oc-session-todo"),
     path("session/<str:session_id>/prompt_async", views_steer.PromptAsync.as_view(), name="oc-prompt-async"),
     path("session/<str:session_id>/abort", views_steer.Abort.as_view(), name="oc-abort"),
+    path("session/<str:session_id>/revert", views_revert.Revert.as_view(), name="oc-revert"),
+    path("session/<str:session_id>/unrevert", views_revert.Unrevert.as_view(), name="oc-unrevert"),
+    path("session/<str:session_id>/fork", views_revert.Fork.as_view(), name="oc-fork"),
+    path("session/<str:session_id>/diff", views_revert.Diff.as_view(), name="oc-diff"),
     path("session/<str:session_id>/summarize", views_steer.Summarize.as_view(), name="oc-summarize"),
     path(
         "session/<str:session_id>/permissions/<str:request_id>",

@@ -12,6 +12,7 @@ from hangar.accounts.models import Org, Role, User
 from hangar.accounts.selectors import require_role
 from hangar.audit.services import audit_record
 from hangar.projects import crypto
+from hangar.projects.caps_services import check_caps, within_caps_defaults
 from hangar.projects.models import Project, ProjectEnvVar, ProviderCredential
 from hangar.projects.validation import clean_env_name, clean_project_fields
 
@@ -59,6 +60,9 @@ def _check_fields(values: dict) -> dict:
 def project_create(*, actor: Actor, org: Org, name: str, repo_token: str | None = None, **fields) -> Project:
     require_role(actor, org.pk, Role.ADMIN)
     values = _check_fields({"name": name, **fields})
+    caps = Org.objects.filter(pk=org.pk).values_list("project_caps", flat=True).first() or {}
+    check_caps(caps, values)
+    values = within_caps_defaults(caps, values)
     values["slug"] = values.get("slug") or slugify(name)[:80]
     if not values["slug"]:
         raise ValidationError({"slug": ["A slug is required."]})
@@ -81,6 +85,9 @@ def project_create(*, actor: Actor, org: Org, name: str, repo_token: str | None 
 def project_update(*, actor: Actor, project: Project, repo_token: str | None = None, **fields) -> Project:
     require_role(actor, project.org_id, Role.ADMIN)
     values = _check_fields(fields)
+    check_caps(
+        Org.objects.filter(pk=project.org_id).values_list("project_caps", flat=True).first() or {}, values
+    )
     if (
         values.get("slug")
         and Project.objects.filter(org_id=project.org_id, slug=values["slug"]).exclude(pk=project.pk).exists()

@@ -48,3 +48,36 @@ class RepoPush(models.Model):
 
     class Meta:
         ordering = ["-id"]
+
+
+class OperationKind(models.TextChoices):
+    PUSH = "push"
+    PULL = "pull"
+
+
+class OperationStatus(models.TextChoices):
+    PENDING = "pending"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+
+
+class WorkspaceOperation(models.Model):
+    """A push or pull asked for through the API and run by a worker (it talks to the repository's host,
+    which may take minutes). `result`: {commit, branch, compare_url, push_id} or {commit, merged};
+    `error`: {kind, message, status} (kind `rejected`: the remote branch moved, pull then push again)."""
+
+    session = models.ForeignKey(
+        "conversations.Session", on_delete=models.CASCADE, related_name="workspace_operations"
+    )
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    kind = models.CharField(max_length=8, choices=OperationKind.choices)
+    status = models.CharField(max_length=8, choices=OperationStatus.choices, default=OperationStatus.PENDING)
+    params = models.JSONField(default=dict, blank=True, help_text="message, author_name, author_email")
+    result = models.JSONField(default=dict, blank=True)
+    error = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]

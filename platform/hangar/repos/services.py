@@ -5,13 +5,21 @@ session's event stream, so the user sees set-up as a step, and are not audited (
 from __future__ import annotations
 
 from django.db import transaction
+from django.utils import timezone
 from rest_framework.exceptions import ValidationError
 
 from hangar.accounts.actors import Actor
 from hangar.audit.services import audit_record
 from hangar.conversations.events import publish
 from hangar.conversations.models import Session
-from hangar.repos.models import PushStatus, RepoPush, SessionWorkspace, WorkspaceState
+from hangar.repos.models import (
+    OperationStatus,
+    PushStatus,
+    RepoPush,
+    SessionWorkspace,
+    WorkspaceOperation,
+    WorkspaceState,
+)
 from sandbox import gitops
 
 SETUP_LOG_MAX = 64 * 1024
@@ -150,3 +158,56 @@ def push_record(
                 {"sessionID": session.pk, "branch": branch, "commit": commit, "compareURL": compare_url},
             )
     return push
+
+
+# --- pushes and pulls run by a worker ------------------------------------------------------------
+
+
+def operation_info(op: WorkspaceOperation) -> dict:
+    return {
+        "id": op.pk,
+        "kind": op.kind,
+        "status": op.status,
+        "result": op.result or None,
+        "error": op.error or None,
+        "created_at": op.created_at.isoformat(),
+        "finished_at": op.finished_at.isoformat() if op.finished_at else None,
+    }
+
+
+def _publish_operation(op: WorkspaceOperation) -> None:
+    publish(op.session, "workspace.operation", {"sessionID": op.session_id, "operation": operation_info(op)})
+
+
+def operation_create(*, actor: Actor, session: Session, kind: str, params: dict) -> WorkspaceOperation:
+    """Record a requested push or pull (audited; its message and author only, never a credential)."""
+    with transaction.atomic():
+        op = WorkspaceOperation.objects.create(
+            session=session, created_by=actor.user, kind=kind, params=params
+        )
+        audit_record(
+            actor=actor, action=f"workspace.{kind}.request", target=session, data={"operation": op.pk}
+        )
+        op.session = session
+        _publish_operation(op)
+    return op
+
+
+def operation_started(*, op: WorkspaceOperation) -> bool:
+    """Pending -> running, once (a task delivered twice runs it once); False if it was not pending."""
+    claimed = WorkspaceOperation.objects.filter(pk=op.pk, status=OperationStatus.PENDING).update(
+        status=OperationStatus.RUNNING
+    )
+    if claimed:
+        op.status = OperationStatus.RUNNING
+        _publish_operation(op)
+    return bool(claimed)
+
+
+def operation_finished(
+    *, op: WorkspaceOperation, result: dict | None = None, error: dict | None = None
+) -> None:
+    op.status = OperationStatus.FAILED if error else OperationStatus.DONE
+    op.result, op.error, op.finished_at = result or {}, error or {}, timezone.now()
+    op.save(update_fields=["status", "result", "error", "finished_at"])
+    _publish_operation(op)

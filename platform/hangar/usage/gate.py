@@ -16,23 +16,50 @@ from __future__ import annotations
 import datetime as dt
 import json
 from dataclasses import dataclass
+from typing import Any
 
 from django.utils import timezone
 
 from hangar.rawsql import run
 
-_GATE = (
-    "SELECT (SELECT a.allowed FROM usage_modelallowlist a WHERE a.org_id = %s),"
+# The two columns, on named parameters: %(org)s, %(project)s, %(user)s, %(today)s, %(month)s. A run's step
+# read carries them in its own statement (hangar.conversations.loop_selectors), so a step's check costs no
+# round trip of its own.
+GATE_COLUMNS = (
+    "(SELECT a.allowed FROM usage_modelallowlist a WHERE a.org_id = %(org)s),"
     " (SELECT coalesce(json_agg(json_build_array(b.id, b.scope, b.period, b.hard_limit, b.soft_limit,"
-    "  b.alerted_for, b.project_id, b.user_id,"
+    "  b.alerted_for, b.project_id, b.user_id, b.override_amount, b.override_for,"
     "  (SELECT coalesce(sum(r.cost), 0) FROM usage_usagerollup r WHERE r.org_id = b.org_id"
     "   AND r.dim = CASE b.scope WHEN 'org' THEN 'o' WHEN 'project' THEN 'p' ELSE 'u' END"
     "   AND r.key = CASE b.scope WHEN 'org' THEN '' WHEN 'project' THEN b.project_id::text"
     "    ELSE b.user_id::text END"
-    "   AND r.day >= CASE WHEN b.period = 'day' THEN %s::date ELSE %s::date END)) ORDER BY b.id), '[]')"
-    "  FROM usage_budget b WHERE b.org_id = %s"
-    "  AND (b.project_id IS NULL OR b.project_id = %s) AND (b.user_id IS NULL OR b.user_id = %s))"
+    "   AND r.day >= CASE WHEN b.period = 'day' THEN %(today)s::date ELSE %(month)s::date END))"
+    "  ORDER BY b.id), '[]')"
+    "  FROM usage_budget b WHERE b.org_id = %(org)s"
+    "  AND (b.project_id IS NULL OR b.project_id = %(project)s) AND (b.user_id IS NULL OR b.user_id = %(user)s))"
 )
+_GATE = "SELECT " + GATE_COLUMNS
+
+
+def gate_params(*, org_id: int, project_id: int | None, user_id: int | None) -> dict:
+    """GATE_COLUMNS' parameters, for the periods as of now (UTC days and months)."""
+    today = timezone.now().astimezone(dt.UTC).date()
+    return {
+        "org": org_id,
+        "project": project_id,
+        "user": user_id,
+        "today": today,
+        "month": today.replace(day=1),
+    }
+
+
+@dataclass(frozen=True)
+class GateRow:
+    """What GATE_COLUMNS read: the org's allow-list and the budgets covering the call, with their spend."""
+
+    allowed: Any  # a JSON list or text, as the driver gives it
+    budgets: Any
+    today: dt.date
 
 
 @dataclass(frozen=True)
@@ -81,28 +108,30 @@ def usage_gate(
     provider: str,
     model: str,
     estimate: float = 0.0,
+    read: GateRow | None = None,
 ) -> Verdict:
-    today = timezone.now().astimezone(dt.UTC).date()
+    """The verdict on a call; `read`: GATE_COLUMNS as the caller's own statement just read them (else read
+    here)."""
+    if read is None:
+        params = gate_params(org_id=org_id, project_id=project_id, user_id=user_id)
+        row = run(_GATE, params)[0]
+        read = GateRow(row[0], row[1], params["today"])
+    return verdict(read, provider, model, estimate)
+
+
+def verdict(read: GateRow, provider: str, model: str, estimate: float = 0.0) -> Verdict:
+    today = read.today
     month = today.replace(day=1)
-    row = run(_GATE, [org_id, today, month, org_id, project_id, user_id])[0]
-    allowed = json.loads(row[0]) if isinstance(row[0], str) else row[0]
+    allowed = json.loads(read.allowed) if isinstance(read.allowed, str) else read.allowed
     if not _allowed(allowed, provider, model):
         return Verdict(refused_model=f"{provider}/{model}", blocked=None, alerts=[])
-    budgets = json.loads(row[1]) if isinstance(row[1], str) else row[1]
+    budgets = json.loads(read.budgets) if isinstance(read.budgets, str) else read.budgets
     blocked, alerts = None, []
-    for bid, scope, period, hard, soft, alerted, pid, uid, spent in budgets:
-        state = BudgetState(
-            bid,
-            scope,
-            period,
-            hard,
-            soft,
-            alerted,
-            pid,
-            uid,
-            float(spent),
-            today if period == "day" else month,
-        )
+    for bid, scope, period, hard, soft, alerted, pid, uid, extra, extra_for, spent in budgets:
+        start = today if period == "day" else month
+        if hard is not None and extra and extra_for == start.isoformat():
+            hard = hard + extra  # an admin's override for this period
+        state = BudgetState(bid, scope, period, hard, soft, alerted, pid, uid, float(spent), start)
         if hard is not None and blocked is None and (state.spent >= hard or state.spent + estimate > hard):
             blocked = state
         if soft is not None and state.spent >= soft and alerted != state.period_start.isoformat():

@@ -99,6 +99,10 @@ class Budget(models.Model):
     hard_limit = models.FloatField(null=True, blank=True)
     soft_limit = models.FloatField(null=True, blank=True)
     alerted_for = models.DateField(null=True, blank=True)
+    # An admin's override (audited): this much more may be spent in the period starting `override_for`,
+    # past the hard limit; it lapses with that period.
+    override_amount = models.FloatField(default=0.0)
+    override_for = models.DateField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

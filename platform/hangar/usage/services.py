@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 
 from django.db import transaction
+from django.utils import timezone
 from rest_framework.exceptions import ValidationError
 
 from hangar.accounts.actors import Actor
@@ -28,6 +29,11 @@ def budget_view(budget: Budget | None) -> dict | None:
         "period": budget.period,
         "hard_limit": budget.hard_limit,
         "soft_limit": budget.soft_limit,
+        "override": (
+            {"amount": budget.override_amount, "period_start": budget.override_for.isoformat()}
+            if budget.override_for and budget.override_amount
+            else None
+        ),
     }
 
 
@@ -131,3 +137,34 @@ def budget_alert_claim(*, budget_id: int, period_start: dt.date) -> bool:
     return bool(
         Budget.objects.filter(pk=budget_id).exclude(alerted_for=period_start).update(alerted_for=period_start)
     )
+
+
+MAX_OVERRIDE = 1_000_000.0
+
+
+def period_start(period: str, today: dt.date) -> dt.date:
+    return today if period == BudgetPeriod.DAY else today.replace(day=1)
+
+
+@transaction.atomic
+def budget_override(*, actor: Actor, budget: Budget, amount) -> Budget:
+    """Let `amount` US dollars more be spent past the hard limit in the budget's current period (admins,
+    audited); 0 withdraws the override. It lapses when the period ends."""
+    require_role(actor, budget.org_id, Role.ADMIN)
+    if isinstance(amount, bool) or not isinstance(amount, int | float) or not 0 <= amount <= MAX_OVERRIDE:
+        raise ValidationError({"amount": [f"An amount in US dollars between 0 and {MAX_OVERRIDE:.0f}."]})
+    budget = Budget.objects.select_for_update().get(pk=budget.pk)
+    if budget.hard_limit is None:
+        raise ValidationError({"amount": ["This budget has no hard limit to override."]})
+    before = budget_view(budget)
+    today = timezone.now().astimezone(dt.UTC).date()
+    budget.override_amount = float(amount)
+    budget.override_for = period_start(budget.period, today) if amount else None
+    budget.save(update_fields=["override_amount", "override_for", "updated_at"])
+    audit_record(
+        actor=actor,
+        action="budget.override",
+        target=budget,
+        data={"before": before, "after": budget_view(budget)},
+    )
+    return budget

@@ -34,6 +34,16 @@ def _no_slow_set_up(settings):
     settings.HANGAR_MODEL_PRICES = {"scripted/fast": {"input": 1e-6, "output": 2e-6}}
 
 
+@pytest.fixture(autouse=True)
+def _no_litellm_map(monkeypatch):
+    # Likewise the model catalogue: a model with no project limits is looked up in LiteLLM's model map
+    # (engine/providers/catalogue.py), which LiteLLM's import alone makes seconds long. No model here is in
+    # that map; the end-to-end tier and tests/engine/test_model_catalogue.py go through the real lookup.
+    from hangar.engine.providers import catalogue
+
+    monkeypatch.setattr(catalogue, "_from_litellm", lambda provider_id, model_id: None)
+
+
 class Rig:
     def __init__(self, persona, sandbox: LocalSandbox):
         self.persona, self.sandbox = persona, sandbox

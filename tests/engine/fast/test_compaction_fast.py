@@ -109,7 +109,10 @@ def big_output_turn(prefix: str, count: int) -> list[dict]:
                 {
                     "name": "bash",
                     "id": f"{prefix}{i}",
-                    "arguments": {"command": f"python3 -c \"print('{i}' * 48000)\"", "description": "big"},
+                    "arguments": {
+                        "command": f"head -c 48000 /dev/zero | tr '\\0' '{i}'",
+                        "description": "big",
+                    },
                 }
                 for i in range(count)
             ]

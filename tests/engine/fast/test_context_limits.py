@@ -7,7 +7,7 @@ import pytest
 from rest_framework.exceptions import ValidationError
 
 from hangar.engine.compaction import context_tokens, prunable, usable
-from hangar.engine.providers.catalogue import DEFAULT, ModelLimits, limits_for
+from hangar.engine.providers.catalogue import ModelLimits
 from hangar.engine.providers.overflow import is_overflow
 from hangar.projects.validation import clean_model_limits
 
@@ -47,17 +47,6 @@ def test_the_usable_window_keeps_the_output_and_the_reserved_buffer_free():
     )  # a stated input limit
     assert context_tokens({"input": 10, "output": 5, "cache": {"read": 100, "write": 1}}) == 116
     assert context_tokens({"total": 42, "input": 1}) == 42
-
-
-def test_the_catalogue_takes_the_project_then_litellm_then_the_stated_default():
-    config = {"openai/gpt-4o": {"context": 50_000, "output": 2_000}, "tiny": {"context": 4_000}}
-    assert limits_for(config, "openai", "gpt-4o") == ModelLimits(50_000, 2_000, source="project")
-    assert limits_for(config, "local", "tiny") == ModelLimits(4_000, 1_000, source="project")
-    known = limits_for({}, "openai", "gpt-4o")
-    assert known.source == "litellm" and known.context == 128_000 and known.output == 16_384
-    assert limits_for({}, "local", "never-heard-of-it") == DEFAULT
-    assert DEFAULT.context == 128_000 and DEFAULT.output == 32_000
-    assert limits_for({}, "openai", "gpt-4o", litellm=False) == DEFAULT  # web processes do not import LiteLLM
 
 
 @pytest.mark.parametrize(

@@ -24,6 +24,7 @@ from pathlib import Path
 from sandbox.protocol import (
     WORKSPACE,
     ExecResult,
+    FileDiff,
     FileNotFound,
     FileStat,
     GrepMatch,
@@ -41,6 +42,7 @@ class LocalSandbox:
         self.session_id = session_id
         (root / "workspace").mkdir(parents=True, exist_ok=True)
         self._trees: dict[str, dict[str, str]] = {}  # snapshot hash → {workspace path: content hash}
+        self._blobs: dict[str, bytes] = {}  # content hash → content
 
     def host(self, path: str) -> Path:
         path = path if path.startswith("/") else posixpath.join(WORKSPACE, path)
@@ -192,9 +194,11 @@ class LocalSandbox:
     def snapshot_track(self) -> str:
         """A hash of the workspace's files and contents (the real sandbox's is a git tree)."""
         workspace = self.root / "workspace"
-        tree = {
-            rel: hashlib.sha1((workspace / rel).read_bytes()).hexdigest() for rel in self._files(workspace)
-        }
+        tree = {}
+        for rel in self._files(workspace):
+            content = (workspace / rel).read_bytes()
+            tree[rel] = hashlib.sha1(content).hexdigest()
+            self._blobs[tree[rel]] = content
         key = hashlib.sha1(repr(sorted(tree.items())).encode()).hexdigest()
         self._trees[key] = tree
         return key
@@ -205,7 +209,21 @@ class LocalSandbox:
         return end, sorted(p for p in old.keys() | new.keys() if old.get(p) != new.get(p))
 
     def snapshot_diff(self, from_hash, to_hash=None):
-        raise NotImplementedError
+        old, new = self._trees[from_hash], self._trees[to_hash or self.snapshot_track()]
+        diffs = []
+        for path in sorted(old.keys() | new.keys()):
+            if old.get(path) == new.get(path):
+                continue
+            before = self._blobs[old[path]].decode() if path in old else ""
+            after = self._blobs[new[path]].decode() if path in new else ""
+            a, b = before.splitlines(), after.splitlines()
+            status = "added" if path not in old else "deleted" if path not in new else "modified"
+            diffs.append(
+                FileDiff(
+                    path, before, after, len(b) - len(set(a) & set(b)), len(a) - len(set(a) & set(b)), status
+                )
+            )
+        return diffs
 
     def snapshot_changed(self, from_hash, to_hash):
         raise NotImplementedError

@@ -28,6 +28,7 @@ def test_build_on_a_claude_model_gets_edit_and_write_not_apply_patch():
         "question",
         "plan_exit",
         "plan_enter",
+        "task",
         "invalid",
     }
 
@@ -56,7 +57,7 @@ def test_hidden_agents_get_no_tools_and_explore_is_read_only():
         "webfetch",
         "invalid",
     }
-    assert "todowrite" not in get_tools("general", "claude")
+    assert "todowrite" not in get_tools("general", "claude") and "task" in get_tools("general", "claude")
 
 
 def test_repair_fixes_the_case_of_a_tool_name_only():
@@ -86,6 +87,7 @@ def test_schemas_use_opencodes_parameter_names_and_our_descriptions():
         "plan_exit": set(),
         "plan_enter": set(),
         "apply_patch": {"patchText"},
+        "task": {"description", "prompt", "subagent_type", "task_id", "command"},
     }
     assert schemas["edit"]["parameters"]["required"] == ["filePath", "oldString", "newString"]
     assert schemas["bash"]["parameters"]["required"] == ["command", "description"]

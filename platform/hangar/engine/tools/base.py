@@ -30,6 +30,18 @@ class PermissionAsked(Exception):
         self.request_id = request_id
 
 
+class ChildRunning(PermissionAsked):
+    """The call started (or found) a child session's run and waits for it to end (the `task` tool): the
+    run parks as for a permission, without holding a worker; the child's run ending re-enqueues it, and
+    the same call executes again. The loop starts every other call of the step before it parks, so the
+    step's tasks run in parallel. `title` and `metadata` are the waiting part's (OpenCode's running
+    task part names its child: `metadata.sessionId`)."""
+
+    def __init__(self, child_id: str, title: str, metadata: dict[str, Any]):
+        super().__init__(child_id)
+        self.title, self.metadata = title, metadata
+
+
 class PermissionRejected(Exception):
     """A deny rule or a person rejected the call. `feedback` is the person's message to the model."""
 
@@ -96,10 +108,14 @@ class SubcallRunner(Protocol):
 #   "tools":       dict[str, Tool] offered this step (batch resolves sub-calls against it)
 #   "run_subcall": a SubcallRunner (batch)
 #   "in_batch":    True inside a batch sub-call (batch refuses to nest)
+#   "awaiting":    what the call parked on last time (a request's id, a child session's), on its re-run
+#   "by_user":     True for a call the person asked for (a prompt's subtask part), not the model
 EXTRA_SESSION = "session"
 EXTRA_TOOLS = "tools"
 EXTRA_RUN_SUBCALL = "run_subcall"
 EXTRA_IN_BATCH = "in_batch"
+EXTRA_AWAITING = "awaiting"
+EXTRA_BY_USER = "by_user"
 
 
 class Tool(Protocol):

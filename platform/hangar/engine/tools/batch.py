@@ -30,7 +30,9 @@ from hangar.engine.tools.common import description
 from hangar.engine.tools.execute import execute_tool
 
 MAX_CALLS = 25
-DISALLOWED = {"batch"}
+# A task parks the step until its child session ends; several task calls in one step already run in
+# parallel, so batch has nothing to add to them.
+DISALLOWED = {"batch", "task"}
 NOT_SUGGESTED = {"invalid", "patch", "apply_patch", *DISALLOWED}
 
 

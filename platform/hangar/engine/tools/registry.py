@@ -2,7 +2,7 @@
 
 Filtering follows OpenCode (seed 000 §6.2, seed 003 "Tool Filtering per Model"): GPT-5/Codex-style
 models get apply_patch instead of edit and write; hidden agents get no tools; explore is read-only;
-general (a sub-agent) has no todo tools. Permission rules (deny-all) are applied by the loop.
+general (a sub-agent) has no todo tools; explore cannot start tasks. Permission rules (deny-all) are applied by the loop.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from hangar.engine.tools.ls import ListTool
 from hangar.engine.tools.plan import PlanEnterTool, PlanExitTool
 from hangar.engine.tools.question import QuestionTool
 from hangar.engine.tools.read import ReadTool
+from hangar.engine.tools.task import TaskTool
 from hangar.engine.tools.todo import TodoReadTool, TodoWriteTool
 from hangar.engine.tools.webfetch import WebFetchTool
 from hangar.engine.tools.write import WriteTool
@@ -45,6 +46,7 @@ ALL: dict[str, Tool] = {
         QuestionTool(),
         PlanExitTool(),
         PlanEnterTool(),
+        TaskTool(),
         InvalidTool(),
     )
 }

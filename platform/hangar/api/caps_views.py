@@ -1,0 +1,56 @@
+"""Org caps on project settings (any member reads them, as they read projects; admins and owners set
+them), and an admin's override of a budget's hard limit for its current period."""
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from hangar.accounts.models import Role
+from hangar.api.scoping import scope_for
+from hangar.api.usage_views import budget_out
+from hangar.projects.caps_services import org_project_caps_set, projects_over
+from hangar.usage.selectors import budget_get
+from hangar.usage.services import budget_override
+
+
+class CapsIO(serializers.Serializer):
+    caps = serializers.DictField(
+        help_text='{"sandbox_cpus": max, "sandbox_memory_mb": max, "sandbox_disk_mb": max, '
+        '"network_policies": ["none", "allowlist"]}; a missing key: no cap'
+    )
+
+
+class ProjectCapsView(APIView):
+    @extend_schema(operation_id="project_caps_get", responses=dict)
+    def get(self, request, org):
+        scope = scope_for(request, org)
+        caps = scope.org.project_caps or {}
+        return Response({"caps": caps, "projects_over": projects_over(scope.org, caps)})
+
+    @extend_schema(operation_id="project_caps_set", request=CapsIO, responses=dict)
+    def put(self, request, org):
+        scope = scope_for(request, org, Role.ADMIN)
+        body = CapsIO(data=request.data)
+        body.is_valid(raise_exception=True)
+        updated = org_project_caps_set(actor=scope.actor, org=scope.org, caps=body.validated_data["caps"])
+        caps = updated.project_caps
+        return Response({"caps": caps, "projects_over": projects_over(updated, caps)})
+
+
+class OverrideIn(serializers.Serializer):
+    amount = serializers.FloatField(help_text="US dollars more this period; 0 withdraws the override")
+
+
+class BudgetOverrideView(APIView):
+    @extend_schema(operation_id="budgets_override", request=OverrideIn, responses=dict)
+    def post(self, request, org, budget_id):
+        scope = scope_for(request, org, Role.ADMIN)
+        budget = budget_get(org=scope.org, budget_id=budget_id)
+        body = OverrideIn(data=request.data)
+        body.is_valid(raise_exception=True)
+        return Response(
+            budget_out(
+                budget_override(actor=scope.actor, budget=budget, amount=body.validated_data["amount"])
+            )
+        )

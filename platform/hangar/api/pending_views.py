@@ -1,0 +1,62 @@
+"""What waits for a person across the org: pending permission and question requests of every session the
+caller may see, each with its session's title and project, so the web app can show a notice (and a link)
+wherever the person is. Bounded; the org's stream tells the app when to ask again."""
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from hangar.accounts.scoping import OrgScopedMixin
+from hangar.api.question_views import QuestionOutput
+from hangar.api.session_steer_views import PermissionRequestOutput
+from hangar.conversations import selectors
+from hangar.conversations.models import Session
+from hangar.conversations.question_services import question_payload
+from hangar.conversations.services import permission_request_payload
+
+LIMIT = 50
+
+
+class WaitingSession(serializers.Serializer):
+    id = serializers.CharField()
+    title = serializers.CharField()
+    project = serializers.IntegerField()
+
+
+class PendingPermission(PermissionRequestOutput):
+    session = WaitingSession()
+
+
+class PendingQuestion(QuestionOutput):
+    session = WaitingSession()
+
+
+class PendingOutput(serializers.Serializer):
+    permissions = PendingPermission(many=True)
+    questions = PendingQuestion(many=True)
+
+
+def _session(session: Session) -> dict:
+    return {"id": session.pk, "title": session.title, "project": session.project_id}
+
+
+class OrgPendingView(OrgScopedMixin, APIView):
+    @extend_schema(
+        tags=["sessions"],
+        operation_id="org_pending_requests",
+        responses=PendingOutput,
+        summary=f"Permission requests and questions still waiting, across the org's sessions (oldest "
+        f"first, at most {LIMIT} of each)",
+    )
+    def get(self, request, org):
+        scope = self.scope(request)
+        permissions, questions = selectors.pending_requests(scope.actor, LIMIT)
+        return Response(
+            {
+                "permissions": [
+                    permission_request_payload(p) | {"session": _session(p.session)} for p in permissions
+                ],
+                "questions": [question_payload(q) | {"session": _session(q.session)} for q in questions],
+            }
+        )

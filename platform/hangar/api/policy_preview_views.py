@@ -1,0 +1,52 @@
+"""The permission preview: for an agent, a tool (or permission) and a pattern, in one of the org's projects
+or for the org alone, which rule decides and why (hangar.engine.permission_preview). Members read it as
+they read the policies themselves; another org's project is a 404."""
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from hangar.api.scoping import scope_for
+from hangar.engine.agents import AGENTS
+from hangar.engine.permission_preview import preview
+from hangar.engine.permissions import org_policy_for, permission_for_tool
+from hangar.projects.selectors import project_get
+
+
+class PreviewIn(serializers.Serializer):
+    agent = serializers.CharField(max_length=100, default="build")
+    tool = serializers.CharField(max_length=100, required=False, help_text="a tool name (edit, bash...)")
+    permission = serializers.CharField(max_length=100, required=False, help_text="or the permission itself")
+    pattern = serializers.CharField(max_length=2000, default="*", trim_whitespace=False)
+    project = serializers.IntegerField(required=False, allow_null=True, default=None)
+
+
+class PermissionPreviewView(APIView):
+    @extend_schema(operation_id="permission_preview", request=PreviewIn, responses=dict)
+    def post(self, request, org):
+        scope = scope_for(request, org)
+        body = PreviewIn(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        agent = AGENTS.get(data["agent"])
+        if agent is None:
+            raise ValidationError(
+                {"agent": [f"No agent named {data['agent']!r}: one of {', '.join(AGENTS)}."]}
+            )
+        permission = data.get("permission") or (permission_for_tool(data["tool"]) if data.get("tool") else "")
+        if not permission:
+            raise ValidationError({"tool": ["Name a tool or a permission."]})
+        rules: list = []
+        if data["project"] is not None:
+            rules = project_get(org=scope.org, project_id=data["project"]).permission_rules or []
+        return Response(
+            preview(
+                agent=agent,
+                permission=permission,
+                pattern=data["pattern"],
+                project_rules=rules,
+                org_policy=org_policy_for(scope.org),
+            )
+        )

@@ -1,0 +1,149 @@
+"""The admin console in a real browser: members and invitations, accepting an invitation link, policies
+with the preview, budgets, usage with its chart, the audit log with filters, SSO; an auditor sees only
+what the role may read. Screenshots of each page at desktop and phone width (var/screenshots/console-*)."""
+
+import datetime as dt
+
+import pytest
+from django.db import transaction
+from django.utils import timezone
+from playwright.sync_api import expect
+
+from hangar.accounts.invitation_services import invitation_create
+from hangar.accounts.models import Invitation, Membership, Role, User
+from hangar.accounts.services import org_permission_policy_set
+from hangar.usage.models import UsageRollup
+from tests.conftest import make_persona
+from tests.usage.conftest import record
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def spend_history(persona) -> None:
+    """Today's calls through the ledger, and three earlier days as the daily rollup holds them."""
+    record(persona, cost=0.42, input=1200, output=300)
+    record(persona, model="m2", cost=0.08)
+    today = timezone.now().astimezone(dt.UTC).date()
+    for back, cost in ((1, 0.3), (3, 0.9), (6, 0.15)):
+        day = today - dt.timedelta(days=back)
+        for dim, key in (("o", ""), ("u", str(persona.user.pk)), ("p", str(persona.project.pk))):
+            UsageRollup.objects.create(
+                org_id=persona.org.pk,
+                day=day,
+                dim=dim,
+                key=key,
+                calls=3,
+                input_tokens=900,
+                output_tokens=90,
+                cost=cost,
+            )
+
+
+def test_an_admin_runs_the_console(alice, bob, open_app):
+    org_permission_policy_set(
+        actor=alice.actor, org=alice.org, rules=[{"permission": "bash", "pattern": "rm *", "action": "deny"}]
+    )
+    spend_history(bob)
+    app = open_app(alice)
+    page = app.page
+    page.get_by_role("link", name="Console").click()
+    page.get_by_role("heading", name="Members").wait_for()
+    page.get_by_role("cell", name="bob@acme.test").wait_for()
+
+    invite = page.get_by_role("form", name="Invite a member")
+    invite.get_by_label("Email").fill("newbie@acme.test")
+    invite.get_by_label("Role").select_option("viewer")
+    invite.get_by_role("button", name="Send invitation").click()
+    page.get_by_text("Invitation sent to newbie@acme.test.").wait_for()
+    page.get_by_role("cell", name="newbie@acme.test").wait_for()
+    assert Invitation.objects.get(email="newbie@acme.test").role == "viewer"
+    app.shot("console-members")
+
+    page.get_by_role("link", name="Policies").click()
+    preview = page.get_by_role("form", name="Permission preview")
+    preview.get_by_label("Tool").fill("bash")
+    preview.get_by_label("Pattern").fill("rm -rf /")
+    preview.get_by_role("button", name="Preview").click()
+    decision = page.get_by_role("status", name="Decision")
+    decision.get_by_text("DENY", exact=True).wait_for()
+    assert "org rule #1" in decision.inner_text()
+    bad = page.get_by_label("Rules (JSON)")
+    bad.fill('[{"permission": "bash", "pattern": "*", "action": "sometimes"}]')
+    page.get_by_role("button", name="Save policy").click()
+    page.get_by_text("rules[0].action").wait_for()
+    app.shot("console-policies")
+
+    page.get_by_role("link", name="Budgets").click()
+    form = page.get_by_role("form", name="Set a budget")
+    form.get_by_label("Hard limit ($)").fill("50")
+    form.get_by_label("Soft limit ($)").fill("40")
+    form.get_by_role("button", name="Set budget").click()
+    page.get_by_role("cell", name="$50.00").wait_for()
+    app.shot("console-budgets")
+
+    page.get_by_role("link", name="Usage").click()
+    page.locator("svg.chart").wait_for()
+    assert page.locator("svg.chart rect.bar").count() == 30
+    totals = page.get_by_label("Totals").inner_text()
+    assert "$1.85" in totals, totals  # 0.42 + 0.08 + 0.3 + 0.9 + 0.15
+    page.get_by_role("cell", name="bob@acme.test").wait_for()
+    app.shot("console-usage")
+
+    page.get_by_role("link", name="Audit log").click()
+    filters = page.get_by_role("form", name="Audit filters")
+    filters.get_by_label("Action").fill("member.invite")
+    filters.get_by_role("button", name="Filter").click()
+    expect(page.locator("table[aria-label='Audit events'] tbody tr")).to_have_count(1)
+    page.get_by_role("cell", name="member.invite").wait_for()
+    app.shot("console-audit")
+
+    page.get_by_role("link", name="Single sign-on").click()
+    page.get_by_text("No identity provider is set up.").wait_for()
+    app.shot("console-sso")
+
+
+def test_an_auditor_sees_only_what_the_role_may_read(alice, open_app):
+    app = open_app(make_persona("erin@acme.test", alice.org, Role.AUDITOR, "rocket"))
+    page = app.page
+    page.get_by_role("link", name="Console").click()
+    nav = page.get_by_role("navigation", name="Console sections")
+    nav.get_by_role("link", name="Audit log").wait_for()
+    labels = [link.inner_text() for link in nav.get_by_role("link").all()]
+    assert labels == ["Usage", "Budgets", "Audit log", "Single sign-on"]
+    page.locator("svg.chart").wait_for()  # usage is where an auditor starts
+    nav.get_by_role("link", name="Single sign-on").click()
+    page.get_by_text("No identity provider is set up.").wait_for()
+    assert page.get_by_role("form", name="Identity provider").count() == 0  # read only
+    app.shot("console-auditor")
+
+
+def test_an_invitation_link_creates_the_account_once(alice, open_app):
+    with transaction.atomic():
+        _row, secret = invitation_create(
+            actor=alice.actor, org=alice.org, email="newbie@acme.test", role=Role.MEMBER
+        )
+    app = open_app()
+    page = app.page
+    page.goto(f"/invite/{secret}")
+    form = page.get_by_role("form", name="Accept invitation")
+    form.get_by_text("invites newbie@acme.test as member").wait_for()
+    app.shot("console-invite")
+    form.get_by_label("Your name").fill("Newbie")
+    form.get_by_label("Choose a password").fill("a-Long-pass-123")
+    form.get_by_role("button", name="Create account and join").click()
+    page.get_by_role("button", name="Sign out").wait_for()
+    assert page.url.endswith("/o/acme")
+    user = User.objects.get(email="newbie@acme.test")
+    assert Membership.objects.get(user=user, org=alice.org).role == "member"
+    again = open_app().page
+    again.goto(f"/invite/{secret}")
+    again.get_by_text("This invitation is accepted.").wait_for()
+
+
+def test_a_refused_single_sign_on_is_explained_on_the_sign_in_page(open_app):
+    page = open_app().page
+    page.goto("/login?sso_error=sso_refused")
+    page.get_by_role("alert").get_by_text("Single sign-on was refused.").wait_for()
+    page.get_by_label("Email").fill("someone@nowhere.test")
+    page.get_by_role("button", name="Use single sign-on (SSO)").click()
+    page.get_by_text("No single sign-on is set up for this email's domain.").wait_for()
