@@ -25,6 +25,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from datetime import datetime
 from typing import Any
 
@@ -141,7 +142,9 @@ class Loop:
         aborted = self.abort.is_set()
         if aborted:
             finish_aborted_turn(session, self.abort)
-        with transaction.atomic():  # a child's end and its parent's wake-up commit together
+        # A child's end and its parent's wake-up commit together; a session without a parent (most) pays
+        # no BEGIN and COMMIT for it.
+        with transaction.atomic() if session.parent_id else nullcontext():
             store.session_status_set(session=session, status="idle", detail=blocked)
             if session.parent_id:
                 wake_parent(session)
