@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 _BAD = re.compile("[\x00\ud800-\udfff]")
 
@@ -28,6 +29,15 @@ def suspect(text: str) -> bool:
     return "\\u0000" in text or "\\ud" in text
 
 
-def dumps(value) -> str:
+def cleaned(value) -> tuple[Any, str]:
+    """`value`, cleaned, and its JSON text: one dump when there is nothing to clean (nearly every write),
+    the whole walk only when the text shows a suspect escape."""
     text = json.dumps(value)
-    return json.dumps(clean(value)) if suspect(text) else text
+    if suspect(text):
+        value = clean(value)
+        text = json.dumps(value)
+    return value, text
+
+
+def dumps(value) -> str:
+    return cleaned(value)[1]

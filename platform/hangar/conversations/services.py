@@ -63,11 +63,8 @@ def _part_write(message: Message, data: dict) -> tuple[dict, tuple[str, list]]:
     data = {**data, "sessionID": message.session_id, "messageID": message.pk}
     if not data.get("id"):
         data["id"] = new_part_id()
-    data = schemas.validate_part(data)
-    text = json.dumps(data)
-    if jsonsafe.suspect(text):  # a NUL or lone surrogate: jsonb refuses it; stored (and sent on) as U+FFFD
-        data = jsonsafe.clean(data)
-        text = json.dumps(data)
+    # A NUL or lone surrogate: jsonb refuses it; stored (and sent on) as U+FFFD.
+    data, text = jsonsafe.cleaned(schemas.validate_part(data))
     return data, (_PART_UPSERT, [data["id"], message.session_id, message.pk, data["type"], text])
 
 
@@ -77,14 +74,14 @@ def message_create(*, session: Session, data: dict, parts: Sequence[dict] = ()) 
     message = Message(session=session)
     data = {**data, "id": data.get("id") or message.id, "sessionID": session.pk}
     message.id = data["id"]
-    data = jsonsafe.clean(schemas.validate_message(data))
+    data, text = jsonsafe.cleaned(schemas.validate_message(data))
     message.role = data["role"]
     message.data = data
     written = [_part_write(message, part) for part in parts]
     publish_many(
         session,
         [("message.updated", {"info": data})] + [("message.part.updated", {"part": p}) for p, _ in written],
-        with_writes=[(_MESSAGE_INSERT, [message.id, session.pk, message.role, json.dumps(data)])]
+        with_writes=[(_MESSAGE_INSERT, [message.id, session.pk, message.role, text])]
         + [w for _, w in written],
     )
     return _persisted(message, timezone.now())
@@ -120,11 +117,11 @@ def parts_upsert(
     events = [("message.part.updated", {"part": p}) for p, _ in written]
     writes = [w for _, w in written]
     if message_data is not None:
-        message_data = jsonsafe.clean(
+        message_data, text = jsonsafe.cleaned(
             schemas.validate_message({**message_data, "id": message.pk, "sessionID": message.session_id})
         )
         events.append(("message.updated", {"info": message_data}))
-        writes.append((MESSAGE_UPDATE, [json.dumps(message_data), message.pk]))
+        writes.append((MESSAGE_UPDATE, [text, message.pk]))
     writes.extend(ledger)
     session_set = (
         ("cost = cost + %s, tokens = %s::jsonb", [usage[0], json.dumps(usage[1])]) if usage else None
