@@ -107,6 +107,9 @@ class Loop:
         self.model: Model | None = None
         self._model_key: tuple[str, str] | None = None
         self.org_policy: list[dict[str, Any]] | None = None  # read once per run
+        self._disabled: tuple[tuple[Any, ...], set[str]] | None = (
+            None  # the last step's tools off, and what decided it
+        )
         self.steps = 0
         self._latency: dict[str, int] = {}  # ms of each step's model call, by message, until it closes
 
@@ -411,7 +414,7 @@ class Loop:
             self.org_policy = perm.org_policy_for(session.org)
         ruleset = self._ruleset()
         tools = get_tools(self.agent.name, self.model_ref["modelID"])
-        off = perm.disabled_tools(list(tools), ruleset, self.org_policy)
+        off = self._disabled_tools(list(tools), ruleset)
         self.tools = {name: tool for name, tool in tools.items() if name not in off}
         self.scope = CallScope(
             session=session,
@@ -433,6 +436,15 @@ class Loop:
             except ProviderError as exc:  # e.g. no credential for the provider: the user can act on this
                 raise ModelUnavailable({"name": exc.name, "data": {"message": exc.message}}) from exc
             self._model_key = key
+
+    def _disabled_tools(self, names: list[str], ruleset: list[dict[str, Any]]) -> set[str]:
+        """perm.disabled_tools, worked out again only when the tools or rules differ from the last step's
+        (they rarely do; comparing is a fraction of matching every rule against every tool)."""
+        policy = self.org_policy or []
+        key = (names, ruleset, policy)
+        if self._disabled is None or self._disabled[0] != key:
+            self._disabled = (key, perm.disabled_tools(names, ruleset, policy))
+        return self._disabled[1]
 
     def _ruleset(self) -> list[dict[str, Any]]:
         return (
