@@ -72,7 +72,12 @@ def summarize(session: Session, box: Sandbox) -> None:
     ranges = reads.diff_ranges(session.pk)
     try:
         session_diffs = tree_diffs(box, ranges.session)
-        message_diffs = tree_diffs(box, ranges.prompt) if ranges.user_id else []
+        if not ranges.user_id:
+            message_diffs = []
+        elif ranges.prompt == ranges.session:  # the session's first prompt: the same two trees
+            message_diffs = session_diffs
+        else:
+            message_diffs = tree_diffs(box, ranges.prompt)
     except SandboxError:
         log.warning("diff_summary_failed", session=session.pk, exc_info=True)
         return
