@@ -223,7 +223,11 @@ def bench_tenant(api_base: str, project_slug: str) -> tuple[Any, Any]:
         "bench@bench.test"
     )
     Membership.objects.get_or_create(org=org, user=user, defaults={"role": Role.OWNER})
-    project, _ = Project.objects.get_or_create(org=org, slug=project_slug, defaults={"name": project_slug})
+    # 256 MB workspaces (the default is 2 GB): a hundred of them must fit the org's and the host's disk
+    # budgets (sandbox/budget.py), which refuse promising more than the disk can give.
+    project, _ = Project.objects.update_or_create(
+        org=org, slug=project_slug, defaults={"name": project_slug, "sandbox_disk_mb": 256}
+    )
     ProviderCredential.objects.update_or_create(
         org=org,
         user=None,
