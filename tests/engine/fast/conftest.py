@@ -31,7 +31,10 @@ def _no_slow_set_up(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     # A priced model: an unknown one is looked up in LiteLLM's price map, and importing LiteLLM takes
     # seconds (the worker does it once as it starts: hangar.engine.tasks.warm_up_worker).
-    settings.HANGAR_MODEL_PRICES = {"scripted/fast": {"input": 1e-6, "output": 2e-6}}
+    settings.HANGAR_MODEL_PRICES = {
+        "scripted/fast": {"input": 1e-6, "output": 2e-6},
+        "scripted/small": {"input": 5e-7, "output": 1e-6},  # a subtask's own model (test_task_fast)
+    }
 
 
 @pytest.fixture(autouse=True)
