@@ -71,8 +71,8 @@ from hangar.engine.subtasks import wake_parent, workspace_session
 from hangar.engine.system import build_system, turn_reminders
 from hangar.engine.titles import title_maybe
 from hangar.engine.tool_calls import CallScope, ToolCalls
-from hangar.engine.tools.base import PermissionAsked
-from hangar.engine.tools.registry import get_tools, tool_schemas
+from hangar.engine.tools.base import PermissionAsked, Tool
+from hangar.engine.tools.registry import get_tools, tool_schemas_for
 from hangar.logging import get_logger
 from hangar.usage.ledger_services import ledger_writes
 from sandbox.protocol import Sandbox
@@ -107,9 +107,9 @@ class Loop:
         self.model: Model | None = None
         self._model_key: tuple[str, str] | None = None
         self.org_policy: list[dict[str, Any]] | None = None  # read once per run
-        self._disabled: tuple[tuple[Any, ...], set[str]] | None = (
-            None  # the last step's tools off, and what decided it
-        )
+        # The last step's offer (its tools and their schemas) and what decided it (see `_offer`).
+        self._offered: tuple[tuple[Any, ...], dict[str, Tool], list[dict[str, Any]]] | None = None
+        self.schemas: list[dict[str, Any]] = []
         self.steps = 0
         self._latency: dict[str, int] = {}  # ms of each step's model call, by message, until it closes
 
@@ -223,7 +223,7 @@ class Loop:
         prior_tools = [p for _info, parts in stored for p in parts if p["type"] == "tool"]
         began = time.monotonic()
         try:
-            result = self.stream(message, system, history, [] if last_step else tool_schemas(self.tools))
+            result = self.stream(message, system, history, [] if last_step else self.schemas)
         except ContextOverflow as exc:
             return self.window.overflowed(state, user, exc.args[0])
         self.note_latency(message, began)
@@ -414,8 +414,7 @@ class Loop:
             self.org_policy = perm.org_policy_for(session.org)
         ruleset = self._ruleset()
         tools = get_tools(self.agent.name, self.model_ref["modelID"])
-        off = self._disabled_tools(list(tools), ruleset)
-        self.tools = {name: tool for name, tool in tools.items() if name not in off}
+        self.tools, self.schemas = self._offer(tools, ruleset)
         self.scope = CallScope(
             session=session,
             agent=self.agent.name,
@@ -437,14 +436,20 @@ class Loop:
                 raise ModelUnavailable({"name": exc.name, "data": {"message": exc.message}}) from exc
             self._model_key = key
 
-    def _disabled_tools(self, names: list[str], ruleset: list[dict[str, Any]]) -> set[str]:
-        """perm.disabled_tools, worked out again only when the tools or rules differ from the last step's
-        (they rarely do; comparing is a fraction of matching every rule against every tool)."""
+    def _offer(
+        self, tools: dict[str, Tool], ruleset: list[dict[str, Any]]
+    ) -> tuple[dict[str, Tool], list[dict[str, Any]]]:
+        """The tools the step offers (those the rules deny for every pattern are left out) and their
+        schemas (the task tool lists only the subagents the rules let it start). Worked out again only when
+        the tools or rules differ from the last step's: they rarely do, and comparing is a fraction of
+        matching every rule against every tool."""
         policy = self.org_policy or []
-        key = (names, ruleset, policy)
-        if self._disabled is None or self._disabled[0] != key:
-            self._disabled = (key, perm.disabled_tools(names, ruleset, policy))
-        return self._disabled[1]
+        key = (list(tools), ruleset, policy)
+        if self._offered is None or self._offered[0] != key:
+            off = perm.disabled_tools(key[0], ruleset, policy)
+            kept = {name: tool for name, tool in tools.items() if name not in off}
+            self._offered = (key, kept, tool_schemas_for(kept, ruleset, policy))
+        return self._offered[1], self._offered[2]
 
     def _ruleset(self) -> list[dict[str, Any]]:
         return (

@@ -188,6 +188,19 @@ def test_the_parents_task_rules_gate_which_subagents_it_may_call(rig):
     assert denied["state"]["status"] == "error" and "(task explore)" in denied["state"]["error"]
     assert allowed["state"]["status"] == "running"
     assert [c.agent for c in children(rig)] == ["general"]
+    # The model is not offered what its rules deny (OpenCode's task description lists the callable ones).
+    (task_tool,) = [t["function"] for t in parent.requests[0]["tools"] if t["function"]["name"] == "task"]
+    assert "- general: General-purpose agent" in task_tool["description"]
+    assert "- explore:" not in task_tool["description"] and "{agents}" not in task_tool["description"]
+
+
+def test_with_no_task_rules_every_subagent_is_offered(rig):
+    rig.prompt("delegate")
+    parent = ScriptedModel([[{"text": "no need"}]])
+    run_parent(rig, parent)
+    (task_tool,) = [t["function"] for t in parent.requests[0]["tools"] if t["function"]["name"] == "task"]
+    assert "- general: General-purpose agent" in task_tool["description"]
+    assert "- explore: Fast agent specialized for exploring codebases" in task_tool["description"]
 
 
 def test_a_childs_failure_reaches_the_parent_as_a_tool_error(rig):

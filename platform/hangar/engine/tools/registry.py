@@ -23,7 +23,7 @@ from hangar.engine.tools.ls import ListTool
 from hangar.engine.tools.plan import PlanEnterTool, PlanExitTool
 from hangar.engine.tools.question import QuestionTool
 from hangar.engine.tools.read import ReadTool
-from hangar.engine.tools.task import TaskTool
+from hangar.engine.tools.task import TaskTool, callable_subagents, subagents, task_description
 from hangar.engine.tools.todo import TodoReadTool, TodoWriteTool
 from hangar.engine.tools.webfetch import WebFetchTool
 from hangar.engine.tools.write import WriteTool
@@ -143,6 +143,25 @@ def tool_schemas(tools: dict[str, Tool]) -> list[dict[str, Any]]:
     """OpenAI function-calling schemas for LiteLLM's `tools=` (the loop sends them every step).
     The dicts are shared between calls: callers must not mutate them."""
     return [tool_schema(tool) for name, tool in tools.items() if name not in INTERNAL_TOOLS]
+
+
+def tool_schemas_for(
+    tools: dict[str, Tool], ruleset: list[dict[str, Any]], org_policy: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """`tool_schemas`, with the task tool offering only the subagents the caller's rules let it start
+    (OpenCode's task description); the shared schemas when the rules deny none."""
+    schemas = tool_schemas(tools)
+    if "task" not in tools:
+        return schemas
+    allowed = callable_subagents(ruleset, org_policy)
+    if len(allowed) == len(subagents()):
+        return schemas
+    return [
+        {**s, "function": {**s["function"], "description": task_description(allowed)}}
+        if s["function"]["name"] == "task"
+        else s
+        for s in schemas
+    ]
 
 
 def offered_names(tools: dict[str, Tool]) -> list[str]:

@@ -15,6 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from hangar.engine.agents import AGENTS, Agent
+from hangar.engine.permissions import DENY, decide
 from hangar.engine.tools.base import (
     EXTRA_AWAITING,
     EXTRA_BY_USER,
@@ -25,6 +27,28 @@ from hangar.engine.tools.base import (
     ToolResult,
 )
 from hangar.engine.tools.common import description
+
+# OpenCode's line for a subagent that says nothing of itself.
+NO_DESCRIPTION = "This subagent should only be called manually by the user."
+
+
+def subagents() -> list[Agent]:
+    """The agents a task may start: subagents, not hidden."""
+    return [a for a in AGENTS.values() if a.mode != "primary" and not a.hidden]
+
+
+def task_description(agents: list[Agent]) -> str:
+    """The tool's description with `agents` as the subagents it offers (OpenCode lists only those the
+    caller's rules do not deny)."""
+    listed = "\n".join(f"- {a.name}: {a.description or NO_DESCRIPTION}" for a in agents)
+    return description("task").replace("{agents}", listed)
+
+
+def callable_subagents(ruleset: list[dict[str, Any]], org_policy: list[dict[str, Any]]) -> list[Agent]:
+    """The subagents the caller's rules let it start (ask counts: the person is asked at the call)."""
+    return [
+        a for a in subagents() if decide("task", [a.name], ruleset=ruleset, org_policy=org_policy) != DENY
+    ]
 
 
 class TaskParams(BaseModel):
@@ -67,7 +91,7 @@ def failure_message(error: dict[str, Any]) -> str:
 
 class TaskTool:
     name = "task"
-    description = description("task")
+    description = task_description(subagents())
     parameters = TaskParams
 
     def execute(self, args: TaskParams, ctx: ToolContext) -> ToolResult:
@@ -84,14 +108,13 @@ class TaskTool:
 
     def start(self, args: TaskParams, ctx: ToolContext, session: Any) -> ToolResult:
         from hangar.conversations.subtask_selectors import child_of, message_model
-        from hangar.engine.agents import AGENTS
         from hangar.engine.subtasks import child_create, child_prompt
 
         agent = AGENTS.get(args.subagent_type)
-        if agent is None or agent.mode == "primary" or agent.hidden:
-            subagents = ", ".join(a.name for a in AGENTS.values() if a.mode != "primary" and not a.hidden)
+        if agent is None or agent not in subagents():
+            available = ", ".join(a.name for a in subagents())
             raise ToolError(
-                f"Unknown agent type: {args.subagent_type} is not a valid agent type (available: {subagents})"
+                f"Unknown agent type: {args.subagent_type} is not a valid agent type (available: {available})"
             )
         if not ctx.extra.get(EXTRA_BY_USER):  # a person who names the subagent needs no permission for it
             ctx.ask(
