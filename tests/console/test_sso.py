@@ -178,3 +178,20 @@ def test_a_browser_refused_at_the_callback_goes_back_to_the_sign_in_page(api, al
     refused = browser.get("/api/auth/sso/callback", {**query, "code": "forged"}, HTTP_ACCEPT="text/html")
     assert refused.status_code == 302 and refused["Location"] == "/login?sso_error=sso_refused"
     assert AuditEvent.objects.filter(action="auth.sign_in_failed").count() == 1
+
+
+def test_a_start_is_never_cached_and_counts_as_a_sign_in_attempt(api, alice, idp, settings):
+    configure(api, alice, idp.issuer)
+    settings.HANGAR_LOGIN_MAX_PER_ACCOUNT = 2
+    browser = Client()
+    for _ in range(2):
+        start = browser.get("/api/auth/sso/start", {"email": "zed@sso.acme.test"})
+        assert start.status_code == 302, start.content
+        assert "no-store" in start["Cache-Control"] and "private" in start["Cache-Control"]
+    refused = browser.get("/api/auth/sso/start", {"email": "zed@sso.acme.test"})
+    assert refused.status_code == 429 and int(refused["Retry-After"]) >= 1
+    # The same budget as a password: the account's next password attempt waits too.
+    login = browser.post(
+        "/api/auth/login", {"email": "zed@sso.acme.test", "password": "x"}, content_type=JSON
+    )
+    assert login.status_code == 429

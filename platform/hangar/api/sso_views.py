@@ -11,14 +11,16 @@ import time
 from django.conf import settings
 from django.contrib.auth import login
 from django.http import HttpResponseRedirect
+from django.utils.cache import add_never_cache_headers
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
-from rest_framework.exceptions import NotFound, PermissionDenied
+from rest_framework.exceptions import NotFound, PermissionDenied, Throttled
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from hangar.accounts.actors import client_ip
+from hangar.accounts.login_throttle import login_wait
 from hangar.accounts.models import Role
 from hangar.api.scoping import scope_for
 from hangar.api.usage_views import reader_scope
@@ -116,6 +118,11 @@ class SsoStartView(APIView):
     )
     def get(self, request):
         email = request.query_params.get("email", "").strip()[:254]
+        # A start is a sign-in attempt: it counts against the same per-address and per-account budgets as
+        # a password (and each one costs a fetch of the provider's discovery document).
+        wait = login_wait(request._request, email)
+        if wait:
+            raise Throttled(wait=wait)
         provider = provider_for_email(email) if "@" in email else None
         if provider is None:
             return _error("sso_not_configured", "No single sign-on is set up for this email's domain.", 404)
@@ -134,9 +141,14 @@ class SsoStartView(APIView):
         session = request._request.session
         kept = [p for p in session.get(SESSION_KEY, []) if time.time() - p["started"] < PENDING_TTL_S]
         session[SESSION_KEY] = [*kept[-(MAX_PENDING - 1) :], dataclasses.asdict(pending)]
-        if request.query_params.get("mode") == "json":  # the web app's sign-in page navigates itself
-            return Response({"url": url})
-        return HttpResponseRedirect(url)
+        # The answer carries this browser's state and PKCE challenge: no cache may keep or share it.
+        answer = (
+            Response({"url": url})  # the web app's sign-in page navigates itself
+            if request.query_params.get("mode") == "json"
+            else HttpResponseRedirect(url)
+        )
+        add_never_cache_headers(answer)
+        return answer
 
 
 def _take_pending(request, state: str) -> oidc.Pending | None:
