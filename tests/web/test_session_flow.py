@@ -4,6 +4,7 @@ and tool cards move pending -> running -> completed, and reload mid-stream witho
 import pytest
 
 from hangar.conversations.models import Message, Session
+from hangar.projects.models import ProviderCredential
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -138,3 +139,33 @@ def test_a_reload_mid_stream_shows_the_same_conversation_once(
     assert transcript.inner_text().count("stream please") == 1
     session = Session.objects.get(pk=page.url.rsplit("/s/", 1)[1])
     assert Message.objects.filter(session=session).count() == 2
+
+
+def test_the_model_picker_offers_the_credentials_models_and_the_prompt_uses_the_one_picked(
+    alice, open_app, script, scripted_credential, live_worker, sessions_made
+):
+    scripted_credential(alice)
+    default = script.load([[{"text": "answered by the default model"}]])
+    picked = script.load([[{"text": "answered by the picked model"}]])
+    ProviderCredential.objects.filter(org=alice.org, provider="scripted").update(
+        models_list=[default, picked]
+    )
+    alice.project.default_model = f"scripted/{default}"
+    alice.project.save()
+    app = open_app(alice)
+    page = app.page
+    page.goto(f"/o/acme/p/{alice.project.pk}")
+    page.get_by_role("button", name="New session").click()
+    page.wait_for_url("**/s/ses_*")
+    session_id = page.url.rsplit("/s/", 1)[1]
+    sessions_made.append(session_id)
+    choices = page.get_by_test_id("model-choices").locator("option")
+    choices.nth(1).wait_for(state="attached")
+    assert choices.evaluate_all("os => os.map(o => o.value)") == [f"scripted/{default}", f"scripted/{picked}"]
+
+    page.get_by_role("combobox", name="Model").fill(f"scripted/{picked}")
+    page.get_by_role("textbox", name="Message").fill("which model?")
+    page.get_by_role("button", name="Send").click()
+    page.get_by_text("answered by the picked model").wait_for(timeout=30_000)
+    user = Message.objects.get(session_id=session_id, role="user")
+    assert user.data["model"] == {"providerID": "scripted", "modelID": picked}

@@ -7,6 +7,7 @@ export function Composer(props: {
   agents: Agent[];
   agent: string;
   model: string;
+  models: string[];
   onSent: (messageId: string, queued: boolean) => void;
 }) {
   const [text, setText] = useState("");
@@ -66,7 +67,9 @@ export function Composer(props: {
         <label className="modelpick">
           <span className="sr-only">Model</span>
           <input value={model} onChange={(e) => setModel(e.target.value)} aria-label="Model" placeholder="provider/model" list="models" />
-          <datalist id="models">{props.model && <option value={props.model} />}</datalist>
+          <datalist id="models" data-testid="model-choices">
+            {[...new Set([props.model, ...props.models].filter(Boolean))].map((m) => <option key={m} value={m} />)}
+          </datalist>
         </label>
         <span className="spacer" />
         {error && <span className="error" role="alert">{error}</span>}

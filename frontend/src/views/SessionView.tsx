@@ -1,7 +1,7 @@
 import { lazy, Suspense, useEffect, useMemo, useRef, useState, useSyncExternalStore } from "react";
 import {
   ApiError, get, getAll, sessionPath,
-  type Agent, type EventPage, type MessageOut, type PermissionRequest, type Project, type QuestionRequest, type Session,
+  type Agent, type Credential, type EventPage, type MessageOut, type PermissionRequest, type Project, type QuestionRequest, type Session,
   type Todo,
 } from "../api/client";
 import { Conversation } from "../api/conversation";
@@ -22,6 +22,7 @@ export function SessionView(props: { org: string; project: number; sessionId: st
   useSyncExternalStore(convo.subscribe, convo.snapshot);
   const [session, setSession] = useState<Session | null>(null);
   const [agents, setAgents] = useState<Agent[]>([]);
+  const [models, setModels] = useState<string[]>([]);
   const [stream, setStream] = useState<StreamState>("connecting");
   const [failure, setFailure] = useState<string>("");
   const [queued, setQueued] = useState<Set<string>>(new Set());
@@ -55,6 +56,8 @@ export function SessionView(props: { org: string; project: number; sessionId: st
       }
     })();
     get<Agent[]>(`/api/orgs/${org}/projects/${project}/agents/`).then(setAgents).catch(() => undefined);
+    // The picker offers the models the org's credentials (and this member's own) name.
+    get<Credential[]>(`/api/orgs/${org}/credentials/`).then((creds) => setModels(modelChoices(creds))).catch(() => undefined);
     return () => {
       cancelled = true;
       live?.close();
@@ -132,6 +135,7 @@ export function SessionView(props: { org: string; project: number; sessionId: st
             agents={agents}
             agent={session.agent || props.projectInfo?.default_agent || "build"}
             model={modelString(session.model) || props.projectInfo?.default_model || ""}
+            models={models}
             onSent={(id, wasQueued) => wasQueued && setQueued((q) => new Set(q).add(id))}
           />
         </>
@@ -200,4 +204,9 @@ export function modelString(model: unknown): string {
 
 export function fmtTokens(n: number): string {
   return n >= 1000 ? `${(n / 1000).toFixed(1)}k` : String(n);
+}
+
+/** "provider/model" for every model a credential lists, each once, in order. */
+function modelChoices(creds: Credential[]): string[] {
+  return [...new Set(creds.flatMap((c) => c.models.map((m) => `${c.provider}/${m}`)))];
 }
