@@ -23,6 +23,9 @@ export type TokenCreated = Schemas["TokenCreatedOut"];
 export type Credential = Schemas["CredentialOut"];
 export type Health = Schemas["HealthOut"];
 export type ProjectIn = Schemas["ProjectIn"];
+export type Workspace = Schemas["WorkspaceOut"];
+export type WorkspaceOperation = Schemas["OperationOut"];
+export type OperationAnswer = Schemas["OperationAnswer"];
 
 export class ApiError extends Error {
   constructor(

@@ -12,6 +12,7 @@ import { MessageRow } from "../parts/MessageRow";
 import { PermissionCard } from "../parts/PermissionCard";
 import { QuestionCard } from "../parts/QuestionCard";
 import { Changes } from "../parts/Changes";
+import { Repository } from "../parts/Repository";
 
 const Terminal = lazy(() => import("../parts/Terminal"));
 
@@ -140,7 +141,12 @@ export function SessionView(props: { org: string; project: number; sessionId: st
           />
         </>
       )}
-      {tab === "changes" && <Changes convo={convo} />}
+      {tab === "changes" && (
+        <>
+          <Repository base={base} />
+          <Changes convo={convo} />
+        </>
+      )}
       {tab === "terminal" && (
         <Suspense fallback={<p className="muted">Loading terminal…</p>}>
           <Terminal sessionId={sessionId} />

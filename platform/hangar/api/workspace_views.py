@@ -41,6 +41,53 @@ def _push_json(push) -> dict:
     }
 
 
+class OperationOut(serializers.Serializer):
+    """What the views answer (repos.services.operation_info); for the schema and the web app's types."""
+
+    id = serializers.IntegerField()
+    kind = serializers.ChoiceField(choices=["push", "pull"])
+    status = serializers.ChoiceField(choices=["pending", "running", "done", "failed"])
+    result = serializers.DictField(
+        allow_null=True, help_text="{commit, branch, compare_url, push_id} or {commit, merged}"
+    )
+    error = serializers.DictField(
+        allow_null=True, help_text="{kind, message, status}; kind `rejected`: pull, then push"
+    )
+    created_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+class OperationAnswer(serializers.Serializer):
+    operation = OperationOut()
+
+
+class PushOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    branch = serializers.CharField()
+    commit = serializers.CharField()
+    status = serializers.CharField()
+    message = serializers.CharField()
+    error = serializers.CharField(allow_null=True)
+    compare_url = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class WorkspaceOut(serializers.Serializer):
+    """`state` none: the project has no repository (only the lists follow)."""
+
+    state = serializers.CharField()
+    repo_url = serializers.CharField(required=False)
+    ref = serializers.CharField(required=False)
+    branch = serializers.CharField(required=False)
+    base_commit = serializers.CharField(required=False)
+    error = serializers.CharField(required=False, allow_null=True)
+    setup_exit_code = serializers.IntegerField(required=False, allow_null=True)
+    prepare_ms = serializers.IntegerField(required=False, allow_null=True)
+    setup_log = serializers.CharField(required=False)
+    operations = OperationOut(many=True)
+    pushes = PushOut(many=True)
+
+
 class PushInput(serializers.Serializer):
     message = serializers.CharField(max_length=10_000, trim_whitespace=False)
     author_name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
@@ -53,7 +100,9 @@ class PullInput(serializers.Serializer):
 
 
 class WorkspaceView(ProjectScopedView):
-    @extend_schema(tags=TAG, operation_id="workspace_get", responses=dict, summary="The session's workspace")
+    @extend_schema(
+        tags=TAG, operation_id="workspace_get", responses=WorkspaceOut, summary="The session's workspace"
+    )
     def get(self, request, org, project_id, session_id):
         _, session = self.session(request)
         row = workspace_get(session)
@@ -72,7 +121,7 @@ def _accepted(request, op) -> Response:
 
 
 class WorkspaceOperationView(ProjectScopedView):
-    @extend_schema(tags=TAG, operation_id="workspace_operation_get", responses=dict)
+    @extend_schema(tags=TAG, operation_id="workspace_operation_get", responses=OperationAnswer)
     def get(self, request, org, project_id, session_id, operation_id):
         _, session = self.session(request)
         op = operation_get(session, operation_id)
@@ -82,7 +131,9 @@ class WorkspaceOperationView(ProjectScopedView):
 
 
 class WorkspacePushView(ProjectScopedView):
-    @extend_schema(tags=TAG, operation_id="workspace_push", request=PushInput, responses=dict)
+    @extend_schema(
+        tags=TAG, operation_id="workspace_push", request=PushInput, responses={202: OperationAnswer}
+    )
     def post(self, request, org, project_id, session_id):
         scope, session = self.session(request, Role.MEMBER)
         body = PushInput(data=request.data)
@@ -97,7 +148,9 @@ class WorkspacePushView(ProjectScopedView):
 
 
 class WorkspacePullView(ProjectScopedView):
-    @extend_schema(tags=TAG, operation_id="workspace_pull", request=PullInput, responses=dict)
+    @extend_schema(
+        tags=TAG, operation_id="workspace_pull", request=PullInput, responses={202: OperationAnswer}
+    )
     def post(self, request, org, project_id, session_id):
         scope, session = self.session(request, Role.MEMBER)
         body = PullInput(data=request.data)

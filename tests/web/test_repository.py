@@ -1,0 +1,50 @@
+# ruff: noqa: F811  (the fixtures imported below are the parameters of the test)
+"""The session's repository in the web app: the Changes view shows the branch, commits and pushes what
+the session changed (a worker runs the push against a real git smart-HTTP server), and says so."""
+
+import pytest
+
+from hangar.conversations.models import Session
+from hangar.engine.sandboxes import sandbox_for
+from tests.engine.conftest import start_worker  # noqa: F401  (fixture)
+from tests.repos.conftest import TOKEN, allow_private, gitserver, repo_project  # noqa: F401  (fixtures)
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
+
+
+def test_a_member_commits_and_pushes_the_sessions_branch_from_the_changes_view(
+    api,
+    alice,
+    open_app,
+    repo_project,
+    gitserver,
+    start_worker,
+    sessions_made,
+):
+    repo_project(gitserver.url("private/app.git"), token=TOKEN, username="alice")
+    start_worker(env={"HANGAR_REPO_ALLOW_PRIVATE_HOSTS": "1", "HANGAR_SANDBOX_POOL": "0"})
+    base = f"/api/orgs/acme/projects/{alice.project.pk}/sessions/"
+    created = api(alice).post(base, {"title": "web push", "branch": "feature/web"}, format="json")
+    assert created.status_code == 201, created.content
+    session = Session.objects.get(pk=created.json()["id"])
+    sessions_made.append(session.pk)
+    sandbox_for(session).write("/workspace/FROM_THE_WEB.md", "pushed from the browser\n")
+
+    app = open_app(alice)
+    page = app.page
+    page.goto(f"/o/acme/p/{alice.project.pk}/s/{session.pk}/changes")
+    panel = page.get_by_role("region", name="Repository")
+    panel.get_by_text("feature/web").wait_for()
+    assert panel.get_by_test_id("workspace-state").inner_text() == "ready"
+    push = panel.get_by_role("button", name="Commit and push")
+    assert push.is_disabled()  # no message yet
+    panel.get_by_label("Commit message").fill("Add a note from the web")
+    push.click()
+    status = panel.get_by_test_id("repo-operation")
+    page.locator('[data-testid=repo-operation][data-status="done"]').wait_for(timeout=60_000)
+    assert status.inner_text().startswith("Push done")
+    app.shot("session-repository")
+
+    head = gitserver.head("private/app.git", "feature/web")
+    assert head and head[:12] in status.inner_text()
+    assert gitserver.show("private/app.git", head, "FROM_THE_WEB.md") == "pushed from the browser\n"
