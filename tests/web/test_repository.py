@@ -48,3 +48,27 @@ def test_a_member_commits_and_pushes_the_sessions_branch_from_the_changes_view(
     head = gitserver.head("private/app.git", "feature/web")
     assert head and head[:12] in status.inner_text()
     assert gitserver.show("private/app.git", head, "FROM_THE_WEB.md") == "pushed from the browser\n"
+
+
+def test_the_files_view_opens_directories_and_shows_a_file(api, alice, open_app, sessions_made):
+    base = f"/api/orgs/acme/projects/{alice.project.pk}/sessions/"
+    created = api(alice).post(base, {"title": "browse"}, format="json")
+    assert created.status_code == 201, created.content
+    session = Session.objects.get(pk=created.json()["id"])
+    sessions_made.append(session.pk)
+    box = sandbox_for(session)
+    box.write("/workspace/src/app.py", "print('from the tree')\n")
+    box.write("/workspace/logo.png", b"\x89PNG\r\n\x1a\n\x00\x00")
+
+    app = open_app(alice)
+    page = app.page
+    page.goto(f"/o/acme/p/{alice.project.pk}/s/{session.pk}/files")
+    tree = page.get_by_role("tree", name="Files")
+    tree.get_by_role("button", name="▸ src").click()
+    tree.get_by_role("button", name="app.py").click()
+    page.get_by_test_id("file-content").filter(has_text="print('from the tree')").wait_for()
+    tree.get_by_role("button", name="logo.png").click()
+    page.get_by_text("Binary file: not shown.").wait_for()
+    tree.get_by_role("button", name="app.py").click()
+    page.get_by_test_id("file-content").wait_for()
+    app.shot("session-files")

@@ -26,6 +26,9 @@ export type ProjectIn = Schemas["ProjectIn"];
 export type Workspace = Schemas["WorkspaceOut"];
 export type WorkspaceOperation = Schemas["OperationOut"];
 export type OperationAnswer = Schemas["OperationAnswer"];
+export type FileList = Schemas["FileListOut"];
+export type FileEntry = Schemas["FileEntryOut"];
+export type FileContent = Schemas["FileContentOut"];
 
 export class ApiError extends Error {
   constructor(

@@ -12,6 +12,7 @@ import { MessageRow } from "../parts/MessageRow";
 import { PermissionCard } from "../parts/PermissionCard";
 import { QuestionCard } from "../parts/QuestionCard";
 import { Changes } from "../parts/Changes";
+import { Files } from "../parts/Files";
 import { Repository } from "../parts/Repository";
 
 const Terminal = lazy(() => import("../parts/Terminal"));
@@ -111,6 +112,7 @@ export function SessionView(props: { org: string; project: number; sessionId: st
         <nav className="tabs" aria-label="Session views">
           {tabLink("chat", "Conversation")}
           {tabLink("changes", "Changes")}
+          {tabLink("files", "Files")}
           {tabLink("terminal", "Terminal")}
         </nav>
       </header>
@@ -147,6 +149,7 @@ export function SessionView(props: { org: string; project: number; sessionId: st
           <Changes convo={convo} />
         </>
       )}
+      {tab === "files" && <Files base={base} />}
       {tab === "terminal" && (
         <Suspense fallback={<p className="muted">Loading terminal…</p>}>
           <Terminal sessionId={sessionId} />

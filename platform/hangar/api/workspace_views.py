@@ -181,6 +181,83 @@ class WorkspaceDiffView(ProjectScopedView):
             return _error(exc)
 
 
+def files():
+    from hangar.engine import workspace_files  # late, as ops()
+
+    return workspace_files
+
+
+class FileEntryOut(serializers.Serializer):
+    name = serializers.CharField()
+    path = serializers.CharField(help_text="relative to the workspace")
+    type = serializers.ChoiceField(choices=["file", "directory"])
+
+
+class FileListOut(serializers.Serializer):
+    path = serializers.CharField()
+    entries = FileEntryOut(many=True)
+    truncated = serializers.BooleanField()
+
+
+class FileContentOut(serializers.Serializer):
+    path = serializers.CharField()
+    type = serializers.ChoiceField(choices=["text", "binary"])
+    size = serializers.IntegerField()
+    content = serializers.CharField(allow_blank=True, help_text="text files only; empty when tooLarge")
+    tooLarge = serializers.BooleanField()
+
+
+class PathQuery(serializers.Serializer):
+    path = serializers.CharField(
+        required=False, allow_blank=True, default="", max_length=4096, trim_whitespace=False
+    )
+
+
+def _path(request) -> str:
+    query = PathQuery(data=request.query_params)
+    query.is_valid(raise_exception=True)
+    return query.validated_data["path"]
+
+
+def _file_error(exc) -> Response:
+    return Response({"error": {"code": "file", "message": str(exc)}}, status=exc.status)
+
+
+class WorkspaceFilesView(ProjectScopedView):
+    @extend_schema(
+        tags=TAG,
+        operation_id="workspace_files",
+        parameters=[PathQuery],
+        responses=FileListOut,
+        summary="One directory of the session's workspace (directories first)",
+    )
+    def get(self, request, org, project_id, session_id):
+        _, session = self.session(request)
+        path = _path(request)
+        try:
+            entries, truncated = files().list_dir(session, path)
+        except files().FileError as exc:
+            return _file_error(exc)
+        body = {"path": files().workspace_relative(path), "entries": entries, "truncated": truncated}
+        return Response(FileListOut(body).data)
+
+
+class WorkspaceFileView(ProjectScopedView):
+    @extend_schema(
+        tags=TAG,
+        operation_id="workspace_file",
+        parameters=[PathQuery],
+        responses=FileContentOut,
+        summary="One file of the session's workspace (text up to 1 MiB; binary files are named, not sent)",
+    )
+    def get(self, request, org, project_id, session_id):
+        _, session = self.session(request)
+        try:
+            return Response(FileContentOut(files().read_file(session, _path(request))).data)
+        except files().FileError as exc:
+            return _file_error(exc)
+
+
 class WorkspaceArchiveView(ProjectScopedView):
     @extend_schema(
         tags=TAG,

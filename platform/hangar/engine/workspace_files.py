@@ -1,0 +1,112 @@
+"""The session's files as the web app browses them: one directory's entries and one file's content, read
+inside the session's sandbox (so a symlink resolves in the container, never on the host). Paths are the
+workspace's: relative, or absolute under /workspace; anything that leaves it is refused. Bounded: a
+directory answers at most MAX_ENTRIES entries, a file at most MAX_FILE_BYTES, and a file holding a NUL
+byte or text that is not UTF-8 is told as binary, without its bytes."""
+
+from __future__ import annotations
+
+import posixpath
+import shlex
+from dataclasses import dataclass
+
+from hangar.conversations.models import Session
+from sandbox.protocol import WORKSPACE, Sandbox, SandboxError
+
+MAX_ENTRIES = 500
+MAX_FILE_BYTES = 1 << 20
+MAX_PATH_CHARS = 4096
+
+
+class FileError(Exception):
+    """What the user is told; `status` is the HTTP status an edge answers with."""
+
+    def __init__(self, message: str, status: int = 400):
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str
+    path: str  # relative to the workspace
+    type: str  # file | directory
+
+
+def workspace_path(path: str) -> str:
+    """`path` as an absolute path inside the workspace; FileError when it leaves it."""
+    if len(path) > MAX_PATH_CHARS or "\x00" in path:
+        raise FileError("Not a valid path.")
+    path = path.strip() or "."
+    full = posixpath.normpath(path if path.startswith("/") else posixpath.join(WORKSPACE, path))
+    if full != WORKSPACE and not full.startswith(WORKSPACE + "/"):
+        raise FileError("The path is outside the workspace.")
+    return full
+
+
+def _relative(full: str) -> str:
+    return posixpath.relpath(full, WORKSPACE) if full != WORKSPACE else ""
+
+
+def workspace_relative(path: str) -> str:
+    """`path` as the workspace names it ("" for its root)."""
+    return _relative(workspace_path(path))
+
+
+def _box(session: Session) -> Sandbox:
+    from hangar.engine.sandboxes import sandbox_for
+
+    return sandbox_for(session)  # running (resumed if hibernated), workspace prepared
+
+
+def list_dir(session: Session, path: str = "") -> tuple[list[Entry], bool]:
+    """The directory's entries, directories first, then by name; True when there were more."""
+    full = workspace_path(path)
+    box = _box(session)
+    found = box.stat(full)
+    if found is None:
+        raise FileError("No such directory.", 404)
+    if found.type != "dir":
+        raise FileError("Not a directory.")
+    # find prints type and name NUL-separated (any byte may be in a name); symlinks are not followed.
+    listing = box.exec(
+        f"find {shlex.quote(full)} -mindepth 1 -maxdepth 1 -printf '%y/%f\\0' | head -z -n {MAX_ENTRIES + 1}",
+        timeout_s=20,
+    )
+    if listing.status != "exited":
+        raise FileError("Listing the directory took too long.", 504)
+    entries = []
+    for item in listing.output.split("\0"):
+        kind, _, name = item.partition("/")
+        if not name or name == ".git":
+            continue
+        child = posixpath.join(full, name)
+        entries.append(Entry(name, _relative(child), "directory" if kind == "d" else "file"))
+    entries.sort(key=lambda e: (e.type != "directory", e.name.lower()))
+    return entries[:MAX_ENTRIES], len(entries) > MAX_ENTRIES
+
+
+def read_file(session: Session, path: str) -> dict[str, object]:
+    """{path, type: text | binary, size, content (text only), tooLarge}."""
+    full = workspace_path(path)
+    box = _box(session)
+    found = box.stat(full)
+    if found is None:
+        raise FileError("No such file.", 404)
+    if found.type == "dir":
+        raise FileError("This is a directory.")
+    answer: dict[str, object] = {"path": _relative(full), "size": found.size, "tooLarge": False}
+    if found.size > MAX_FILE_BYTES:
+        return answer | {"type": "text", "content": "", "tooLarge": True}
+    try:
+        data = box.read_bytes(full, max_bytes=MAX_FILE_BYTES)
+    except SandboxError as exc:
+        if "too large" in str(exc):  # it grew since the stat
+            return answer | {"type": "text", "content": "", "tooLarge": True}
+        raise FileError(f"The file could not be read: {exc}") from None
+    if b"\0" in data[:8192]:
+        return answer | {"type": "binary", "content": ""}
+    try:
+        return answer | {"type": "text", "content": data.decode("utf-8")}
+    except UnicodeDecodeError:
+        return answer | {"type": "binary", "content": ""}
