@@ -406,3 +406,46 @@ def test_the_agents_question_is_answered_by_a_button_and_the_run_goes_on(
         lambda: any("deploying to us-east" in m["text"] for m in slack.of("chat.postMessage")),
         what="the summary",
     )
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"type": "app_uninstalled"},
+        {"type": "tokens_revoked", "tokens": {"oauth": ["UALICE"], "bot": [BOT_USER]}},
+    ],
+    ids=["app_uninstalled", "bot_token_revoked"],
+)
+def test_an_uninstall_or_a_revoked_bot_token_removes_the_install_and_nothing_starts_after(
+    alice, installed, slack, event
+):
+    response = signed_post(event_body(event), "application/json")
+    assert response.status_code == 200, response.content
+    assert not SlackInstall.objects.filter(pk=installed.pk).exists()
+    assert not SlackUserLink.objects.filter(install_id=installed.pk).exists()
+    row = AuditEvent.objects.get(action="slack.uninstall")
+    assert row.org_id == alice.org.pk and row.data == {"team": TEAM["id"], "reason": event["type"]}
+    assert row.actor_type == "system"
+    # The workspace is unknown now: a mention is refused by Bolt's authorization and nothing is made.
+    before = Session.objects.count()
+    refused = signed_post(
+        event_body(
+            {
+                "type": "app_mention",
+                "user": "UALICE",
+                "text": f"<@{BOT_USER}> hi",
+                "ts": "1700000009.000100",
+                "channel": CHANNEL,
+            }
+        ),
+        "application/json",
+    )
+    assert refused.status_code == 200 and b"no longer available" in refused.content  # Bolt's own answer
+    assert Session.objects.count() == before
+
+
+def test_a_revoked_user_token_leaves_the_install(alice, installed, slack):
+    event = {"type": "tokens_revoked", "tokens": {"oauth": ["UALICE"], "bot": []}}
+    assert signed_post(event_body(event), "application/json").status_code == 200
+    assert SlackInstall.objects.filter(pk=installed.pk).exists()
+    assert not AuditEvent.objects.filter(action="slack.uninstall").exists()

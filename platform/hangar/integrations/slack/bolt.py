@@ -1,7 +1,8 @@
 """The slack-bolt app: every request is verified by Bolt against the signing secret and a timestamp
 within 5 minutes (views.py also refuses a signature seen before); the install's bot token comes from our
 encrypted store. Mentions, DMs and `/hangar` start a session (the thread is the session); replies in a
-session's thread prompt it; `stop` aborts; buttons answer permission requests and the agent's questions."""
+session's thread prompt it; `stop` aborts; buttons answer permission requests and the agent's questions. An
+uninstall, or the revocation of the bot's token, removes the install (services.install_remove)."""
 
 import re
 from functools import cache
@@ -209,6 +210,20 @@ def _on_question_button(ack, body, action, logger):
         )
 
 
+def _on_uninstalled(body, logger):
+    install = selectors.install_by_team(body.get("team_id"))
+    if install is not None:
+        services.install_remove(install=install, reason="app_uninstalled")
+
+
+def _on_tokens_revoked(body, event, logger):
+    """Only the bot's token matters here: a user token revoked (we keep none) changes nothing."""
+    install = selectors.install_by_team(body.get("team_id"))
+    revoked_bots = (event.get("tokens") or {}).get("bot") or []
+    if install is not None and install.bot_user_id in revoked_bots:
+        services.install_remove(install=install, reason="tokens_revoked")
+
+
 def bolt_app() -> App:
     return _bolt_app(settings.SLACK_SIGNING_SECRET, settings.SLACK_API_URL)
 
@@ -226,6 +241,8 @@ def _bolt_app(signing_secret: str, api_url: str) -> App:
     )
     app.event("app_mention")(_on_mention)
     app.event("message")(_on_message)
+    app.event("app_uninstalled")(_on_uninstalled)
+    app.event("tokens_revoked")(_on_tokens_revoked)
     app.command("/hangar")(_on_command)
     app.action(re.compile(r"^perm_(once|always|reject)$"))(_on_permission_button)
     app.action(re.compile(r"^question_(answer_\d{1,2}|reject)$"))(_on_question_button)

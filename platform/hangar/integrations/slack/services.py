@@ -114,6 +114,22 @@ def install_complete(*, state: str, oauth: dict) -> SlackInstall:
     return install
 
 
+def install_remove(*, install: SlackInstall, reason: str) -> None:
+    """Slack says the app is gone from the workspace (`app_uninstalled`) or its bot token was revoked
+    (`tokens_revoked`): the token is useless and must not be kept, so the install goes, with its channel
+    bindings, user links and thread map. The sessions themselves stay the org's; nothing starts from that
+    workspace until it is installed again. Audited as the system (Slack told us)."""
+    actor = Actor(type=ActorType.SYSTEM, org_id=install.org_id, user=None, label="slack")
+    with transaction.atomic():
+        audit_record(
+            actor=actor,
+            action="slack.uninstall",
+            target=install,
+            data={"team": install.team_id, "reason": reason},
+        )
+        install.delete()
+
+
 def channel_bind(
     *, install: SlackInstall, slack_user_id: str, channel_id: str, project_slug: str
 ) -> SlackChannel:
