@@ -147,3 +147,53 @@ def test_a_refused_single_sign_on_is_explained_on_the_sign_in_page(open_app):
     page.get_by_label("Email").fill("someone@nowhere.test")
     page.get_by_role("button", name="Use single sign-on (SSO)").click()
     page.get_by_text("No single sign-on is set up for this email's domain.").wait_for()
+
+
+def test_an_admin_manages_webhooks_and_replays_a_delivery(alice, open_app, settings):
+    from hangar.audit.models import AuditEvent
+    from hangar.integrations.webhooks import services as hooks
+    from hangar.integrations.webhooks.models import WebhookTrigger
+
+    app = open_app(alice)
+    page = app.page
+    page.goto("/o/acme/console/webhooks")
+    endpoints = page.get_by_role("region", name="Outgoing endpoints")
+    endpoints.get_by_text("No endpoints: nothing is sent.").wait_for()
+    # A loopback destination is refused by the platform (the web server allows no private ranges).
+    new_endpoint = page.get_by_role("form", name="New endpoint")
+    new_endpoint.get_by_label("Endpoint URL").fill("http://127.0.0.1:9/hook")
+    new_endpoint.get_by_role("button", name="Add endpoint").click()
+    endpoints.get_by_role("alert").filter(has_text="url").wait_for()
+
+    triggers = page.get_by_role("region", name="Incoming triggers")
+    new_trigger = page.get_by_role("form", name="New trigger")
+    new_trigger.get_by_label("Name").fill("ci-failures")
+    new_trigger.get_by_role("button", name="Add trigger").click()
+    secret = triggers.get_by_test_id("new-secret")
+    secret.wait_for()
+    assert secret.inner_text().startswith("whsec_")
+    trigger = WebhookTrigger.objects.get(org=alice.org, name="ci-failures")
+    assert f"/hooks/in/{trigger.key}" in triggers.inner_text()
+
+    # An endpoint made where private destinations are allowed (as the outbound tests run), and one of its
+    # deliveries: the log shows it, and Replay sends it again (audited).
+    settings.HANGAR_WEBHOOKS_ALLOW_PRIVATE = True
+    endpoint, _ = hooks.endpoint_create(
+        actor=alice.actor, org=alice.org, url="http://127.0.0.1:9/hook", event_types=["session.idle"]
+    )
+    hooks.delivery_create(
+        endpoint=endpoint, event_type="session.idle", session_id="ses_x", source_event_id=1, body="{}"
+    )
+    log = page.get_by_role("region", name="Delivery log")
+    log.get_by_role("button", name="Refresh").click()
+    row = log.get_by_test_id("delivery")
+    row.get_by_text("session.idle").wait_for()
+    row.get_by_text("http://127.0.0.1:9/hook").wait_for()
+    row.get_by_role("button", name="Replay").click()
+    expect(row.get_by_test_id("delivery-status")).to_have_text("pending")
+    for _ in range(50):
+        if AuditEvent.objects.filter(action="webhook.delivery.replay").exists():
+            break
+        page.wait_for_timeout(100)
+    assert AuditEvent.objects.filter(action="webhook.delivery.replay", org_id=alice.org.pk).count() == 1
+    app.shot("console-webhooks")

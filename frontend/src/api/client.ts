@@ -27,6 +27,11 @@ export type Workspace = Schemas["WorkspaceOut"];
 export type WorkspaceOperation = Schemas["OperationOut"];
 export type OperationAnswer = Schemas["OperationAnswer"];
 export type FileList = Schemas["FileListOut"];
+export type WebhookEndpoint = Schemas["EndpointOut"];
+export type WebhookEndpointCreated = Schemas["EndpointCreatedOut"];
+export type WebhookTrigger = Schemas["TriggerOut"];
+export type WebhookTriggerCreated = Schemas["TriggerCreatedOut"];
+export type WebhookDelivery = Schemas["DeliveryOut"];
 export type FileEntry = Schemas["FileEntryOut"];
 export type FileContent = Schemas["FileContentOut"];
 

@@ -9,6 +9,7 @@ import { Members } from "./Members";
 import { Policies } from "./Policies";
 import { Sso } from "./Sso";
 import { Usage } from "./Usage";
+import { Webhooks } from "./Webhooks";
 
 const SECTIONS = [
   { key: "members", label: "Members", admin: true },
@@ -17,6 +18,7 @@ const SECTIONS = [
   { key: "budgets", label: "Budgets", admin: false },
   { key: "audit", label: "Audit log", admin: false },
   { key: "sso", label: "Single sign-on", admin: false },
+  { key: "webhooks", label: "Webhooks", admin: true },
 ] as const;
 
 export function canSeeConsole(role: string | undefined): boolean {
@@ -45,6 +47,7 @@ export function Console({ org, me, section }: { org: string; me: Me; section?: s
       {current.key === "budgets" && <Budgets org={org} admin={admin} />}
       {current.key === "usage" && <Usage org={org} />}
       {current.key === "audit" && <Audit org={org} />}
+      {current.key === "webhooks" && <Webhooks org={org} />}
     </div>
   );
 }
