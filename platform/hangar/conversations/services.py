@@ -12,7 +12,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from hangar.accounts.actors import Actor
+from hangar.accounts.actors import Actor, system_actor
 from hangar.audit.services import audit_record
 from hangar.conversations import jsonsafe, schemas
 from hangar.conversations.events import publish, publish_many
@@ -171,7 +171,35 @@ def permission_request_create(
             call_id=call_id,
         )
         publish(session, "permission.asked", permission_request_payload(request))
+        audit_record(
+            actor=system_actor(session.org_id, label="agent"),
+            action="permission.ask",
+            target=request,
+            data={
+                "session": session.pk,
+                "project": session.project_id,
+                "permission": permission,
+                "patterns": patterns,
+            },
+        )
     return request
+
+
+def tool_denied_audit(*, session: Session, permission: str, patterns: list[str]) -> None:
+    """A rule (the org's policy, the project's, the agent's or the session's) refused a tool call: the
+    model is told, and the audit log keeps it."""
+    with transaction.atomic():
+        audit_record(
+            actor=system_actor(session.org_id, label="agent"),
+            action="tool.denied",
+            target=session,
+            data={
+                "session": session.pk,
+                "project": session.project_id,
+                "permission": permission,
+                "patterns": patterns,
+            },
+        )
 
 
 def permission_request_payload(request: PermissionRequest) -> dict:

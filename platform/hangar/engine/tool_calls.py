@@ -129,6 +129,7 @@ class ToolCalls:
             if action == perm.ALLOW:
                 return
             if action == perm.DENY:
+                store.tool_denied_audit(session=self.scope.session, permission=permission, patterns=patterns)
                 raise PermissionDenied(
                     f"The user has specified a rule which prevents you from using this specific tool call "
                     f"({permission} {', '.join(patterns)}). Do not retry it; try another approach."

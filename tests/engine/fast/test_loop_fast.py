@@ -6,6 +6,7 @@ import dataclasses
 
 import pytest
 
+from hangar.audit.models import AuditEvent
 from hangar.conversations.models import Event, PermissionRequest
 from hangar.engine.agents import AGENTS
 from hangar.engine.providers.base import ProviderError
@@ -81,6 +82,15 @@ def test_a_permission_ask_parks_the_run_and_the_reply_resumes_the_waiting_call(r
     assert rig.state().status == "busy"
     part = rig.parts("tool")[0]
     assert part["state"]["status"] == "running" and part["metadata"]["awaiting"] == request.pk
+
+    asked = AuditEvent.objects.get(action="permission.ask")
+    assert (asked.target_id, asked.actor_type) == (request.pk, "system")
+    assert asked.data == {
+        "session": rig.session.pk,
+        "project": alice.project.pk,
+        "permission": "bash",
+        "patterns": ["echo approved"],
+    }
 
     permission_reply(actor=alice.actor, request=request, reply="once")
     rig.run(model)
@@ -220,3 +230,18 @@ def test_the_model_is_offered_the_agents_tools_without_the_internal_invalid_tool
     (routed,) = rig.parts("tool")
     assert routed["tool"] == "invalid" and "Available tools: bash," in routed["state"]["output"]
     assert "invalid" not in routed["state"]["output"].split("Available tools:")[1]
+
+
+def test_a_call_a_rule_denies_is_refused_to_the_model_and_audited(rig, alice):
+    Project.objects.filter(pk=alice.project.pk).update(
+        permission_rules=[{"permission": "bash", "pattern": "rm *", "action": "deny"}]
+    )
+    rig.prompt("clean up")
+    rig.run(
+        ScriptedModel([[call("bash", "c1", command="rm -rf build", description="clean")], [{"text": "ok"}]])
+    )
+    part = rig.parts("tool")[0]
+    assert part["state"]["status"] == "error" and "prevents you from using" in part["state"]["error"]
+    denied = AuditEvent.objects.get(action="tool.denied")
+    assert denied.target_id == rig.session.pk and denied.data["patterns"] == ["rm -rf build"]
+    assert denied.data["permission"] == "bash" and denied.data["session"] == rig.session.pk
