@@ -25,6 +25,17 @@ new MutationObserver(() => {
 """
 
 
+def new_session(page, persona, model: str, made: list[str]) -> str:
+    """A new session of the persona's project (whose default model is `model`), opened in the page."""
+    persona.project.default_model = model
+    persona.project.save()
+    page.goto(f"/o/acme/p/{persona.project.pk}")
+    page.get_by_role("button", name="New session").click()
+    page.wait_for_url("**/s/ses_*")
+    made.append(page.url.rsplit("/s/", 1)[1])
+    return made[-1]
+
+
 def test_a_new_user_signs_in_creates_a_project_and_watches_a_session_work(
     alice, open_app, script, scripted_credential, live_worker, sessions_made
 ):
@@ -117,14 +128,9 @@ def test_a_reload_mid_stream_shows_the_same_conversation_once(
             ]
         ]
     )
-    alice.project.default_model = f"scripted/{script_id}"
-    alice.project.save()
     app = open_app(alice)
     page = app.page
-    page.goto(f"/o/acme/p/{alice.project.pk}")
-    page.get_by_role("button", name="New session").click()
-    page.wait_for_url("**/s/ses_*")
-    sessions_made.append(page.url.rsplit("/s/", 1)[1])
+    new_session(page, alice, f"scripted/{script_id}", sessions_made)
     page.get_by_role("textbox", name="Message").fill("stream please")
     page.get_by_role("button", name="Send").click()
     page.get_by_text("First half,").wait_for()
@@ -150,15 +156,9 @@ def test_the_model_picker_offers_the_credentials_models_and_the_prompt_uses_the_
     ProviderCredential.objects.filter(org=alice.org, provider="scripted").update(
         models_list=[default, picked]
     )
-    alice.project.default_model = f"scripted/{default}"
-    alice.project.save()
     app = open_app(alice)
     page = app.page
-    page.goto(f"/o/acme/p/{alice.project.pk}")
-    page.get_by_role("button", name="New session").click()
-    page.wait_for_url("**/s/ses_*")
-    session_id = page.url.rsplit("/s/", 1)[1]
-    sessions_made.append(session_id)
+    session_id = new_session(page, alice, f"scripted/{default}", sessions_made)
     choices = page.get_by_test_id("model-choices").locator("option")
     choices.nth(1).wait_for(state="attached")
     assert choices.evaluate_all("os => os.map(o => o.value)") == [f"scripted/{default}", f"scripted/{picked}"]

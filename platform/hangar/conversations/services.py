@@ -171,17 +171,7 @@ def permission_request_create(
             call_id=call_id,
         )
         publish(session, "permission.asked", permission_request_payload(request))
-        audit_record(
-            actor=system_actor(session.org_id, label="agent"),
-            action="permission.ask",
-            target=request,
-            data={
-                "session": session.pk,
-                "project": session.project_id,
-                "permission": permission,
-                "patterns": patterns,
-            },
-        )
+        _agent_audit(session, "permission.ask", request, permission, patterns)
     return request
 
 
@@ -189,17 +179,23 @@ def tool_denied_audit(*, session: Session, permission: str, patterns: list[str])
     """A rule (the org's policy, the project's, the agent's or the session's) refused a tool call: the
     model is told, and the audit log keeps it."""
     with transaction.atomic():
-        audit_record(
-            actor=system_actor(session.org_id, label="agent"),
-            action="tool.denied",
-            target=session,
-            data={
-                "session": session.pk,
-                "project": session.project_id,
-                "permission": permission,
-                "patterns": patterns,
-            },
-        )
+        _agent_audit(session, "tool.denied", session, permission, patterns)
+
+
+def _agent_audit(session: Session, action: str, target, permission: str, patterns: list[str]) -> None:
+    """An audit row the agent's own request caused (the system acts for it), found by the audit log's
+    session and project filters."""
+    audit_record(
+        actor=system_actor(session.org_id, label="agent"),
+        action=action,
+        target=target,
+        data={
+            "session": session.pk,
+            "project": session.project_id,
+            "permission": permission,
+            "patterns": patterns,
+        },
+    )
 
 
 def permission_request_payload(request: PermissionRequest) -> dict:
