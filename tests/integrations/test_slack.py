@@ -449,3 +449,35 @@ def test_a_revoked_user_token_leaves_the_install(alice, installed, slack):
     assert signed_post(event_body(event), "application/json").status_code == 200
     assert SlackInstall.objects.filter(pk=installed.pk).exists()
     assert not AuditEvent.objects.filter(action="slack.uninstall").exists()
+
+
+def test_a_direct_message_starts_a_session_in_the_dm_and_answers_there(
+    alice, installed, slack, slack_worker, script, scripted
+):
+    script_id = script.load([[{"text": "Answered in your DM."}]])
+    scripted_project(alice, scripted, script_id)
+    installed.default_project = alice.project
+    installed.save()
+    event = {
+        "type": "message",
+        "channel_type": "im",
+        "user": "UALICE",
+        "text": "what changed yesterday?",
+        "ts": "1700000100.000100",
+        "channel": "D0ALICE",
+    }
+    assert signed_post(event_body(event), "application/json").status_code == 200
+
+    thread = SlackThread.objects.get()
+    assert (thread.channel_id, thread.thread_ts) == ("D0ALICE", "1700000100.000100")
+    assert thread.session.project_id == alice.project.pk and thread.session.creator_id == alice.user.pk
+    wait_idle(thread.session)
+    summary = wait_for(
+        lambda: [m for m in slack.of("chat.postMessage") if "Answered in your DM." in m["text"]],
+        what="answer",
+    )[0]
+    assert summary["channel"] == "D0ALICE" and summary["thread_ts"] == "1700000100.000100"
+    # The bot's own message in the DM (a subtype / bot_id) starts nothing.
+    bot_echo = {**event, "ts": "1700000101.000100", "bot_id": "B0HANGAR", "text": "Answered in your DM."}
+    assert signed_post(event_body(bot_echo), "application/json").status_code == 200
+    assert Session.objects.count() == 1
