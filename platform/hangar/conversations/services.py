@@ -182,6 +182,18 @@ def tool_denied_audit(*, session: Session, permission: str, patterns: list[str])
         _agent_audit(session, "tool.denied", session, permission, patterns)
 
 
+def session_turn_audit(*, session: Session, outcome: str, steps: int) -> None:
+    """A turn has ended (after the session went idle): how (finished, stopped, aborted, max_steps,
+    error, blocked, refused) and after how many model steps of this run."""
+    with transaction.atomic():
+        audit_record(
+            actor=system_actor(session.org_id, label="agent"),
+            action="session.finished",
+            target=session,
+            data={"session": session.pk, "project": session.project_id, "outcome": outcome, "steps": steps},
+        )
+
+
 def _agent_audit(session: Session, action: str, target, permission: str, patterns: list[str]) -> None:
     """An audit row the agent's own request caused (the system acts for it), found by the audit log's
     session and project filters."""

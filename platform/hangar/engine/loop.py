@@ -128,6 +128,7 @@ class Loop:
         if session.revert:  # a prompt raced the revert (its own cleanup missed it): the reverted turns go now
             revert_cleanup(session)
         blocked = None
+        ended: TurnEnded = NothingToAnswer()  # every way out of the steps below sets it
         try:
             while True:
                 self.step()
@@ -135,10 +136,13 @@ class Loop:
             return  # parked: the reply re-enqueues the run
         except (ModelUnavailable, ProviderFailed) as failed:
             publish(session, "session.error", {"sessionID": self.session_id, "error": failed.args[0]})
+            ended = failed
         except BudgetBlocked as exc:  # told and audited by the check: the session shows it stays blocked
-            blocked = exc.detail
-        except TurnEnded:
-            pass  # Finished, Stopped, Aborted, MaxSteps, NothingToAnswer: the session goes idle
+            blocked, ended = exc.detail, exc
+        except (
+            TurnEnded
+        ) as exc:  # Finished, Stopped, Aborted, MaxSteps, NothingToAnswer: the session goes idle
+            ended = exc
         if self.lost.is_set():
             log.warning("lease_lost_run_stopped", session=self.session_id)
             return
@@ -156,6 +160,9 @@ class Loop:
             summarize_diffs(session, box)  # after idle, as OpenCode does it: off the turn's critical path
         if not aborted and blocked is None:
             title_maybe(self)  # after idle, as OpenCode does it: off the turn's critical path
+        if not isinstance(ended, NothingToAnswer):  # a run that found no prompt was no turn
+            outcome = "aborted" if aborted else ended.outcome
+            store.session_turn_audit(session=session, outcome=outcome, steps=self.steps)
 
     # --- one step ------------------------------------------------------------------------------------
 

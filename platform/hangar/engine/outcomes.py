@@ -14,10 +14,15 @@ from typing import Any
 class TurnEnded(Exception):
     """Base of every way a turn ends (other than parking on a permission request)."""
 
+    # How the audit log's session.finished row names this ending.
+    outcome = "ended"
+
 
 class Finished(TurnEnded):
     """The last step ended the turn: its finish reason is not one that continues ("stop", "length"...),
     or it ended in an error (a provider failure an earlier run recorded)."""
+
+    outcome = "finished"
 
     def __init__(self, reason: str = ""):
         super().__init__(reason)
@@ -31,29 +36,41 @@ class NothingToAnswer(TurnEnded):
 class Aborted(TurnEnded):
     """A person asked to stop (the API) or the lease was lost (the keeper): the abort event is set."""
 
+    outcome = "aborted"
+
 
 class Stopped(TurnEnded):
     """A person rejected a tool call without feedback: the step is closed with finish "stop"."""
 
+    outcome = "stopped"
+
 
 class MaxSteps(TurnEnded):
     """The agent's step limit was reached and its last, tool-less step still asked for tools."""
+
+    outcome = "max_steps"
 
 
 class ProviderFailed(TurnEnded):
     """The model call failed for good (not retryable, retries exhausted, or failed after producing
     output): the step's message carries the error and `session.error` was published."""
 
+    outcome = "error"
+
 
 class ModelUnavailable(TurnEnded):
     """The model could not be resolved (e.g. no credential for its provider): the person can act on it;
     `session.error` was published. No message was created."""
+
+    outcome = "error"
 
 
 class BudgetBlocked(TurnEnded):
     """A hard budget leaves no room for the next model call (hangar.usage.gate): the call is not made,
     `session.error` (BudgetExceededError) was published and audited; the session ends idle, its status
     saying `{"blocked": "budget"}`."""
+
+    outcome = "blocked"
 
     def __init__(self, detail: dict[str, Any]):
         super().__init__(detail)
@@ -63,6 +80,8 @@ class BudgetBlocked(TurnEnded):
 class ModelRefused(TurnEnded):
     """The org's allow-list refuses the model: `session.error` (ModelNotAllowedError) was published and
     audited before any call."""
+
+    outcome = "refused"
 
 
 class ContextOverflow(ProviderFailed):

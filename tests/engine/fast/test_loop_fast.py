@@ -28,6 +28,13 @@ def events(rig, kind: str) -> list[dict]:
     return [e.payload for e in Event.objects.filter(session_id=rig.session.pk, type=kind).order_by("seq")]
 
 
+def turn_endings(rig) -> list[dict]:
+    """How each turn ended, as the audit log's session.finished rows say (by the system, for the agent)."""
+    rows = AuditEvent.objects.filter(action="session.finished", target_id=rig.session.pk).order_by("id")
+    assert all(r.actor_type == "system" and r.data["session"] == rig.session.pk for r in rows)
+    return [{"outcome": r.data["outcome"], "steps": r.data["steps"]} for r in rows]
+
+
 def test_a_text_turn_answers_goes_idle_and_titles_the_session(rig):
     rig.prompt("hello")
     model = ScriptedModel([[{"text": "hi there"}, {"usage": {"input": 12, "output": 3}}]], title="Greeting")
@@ -39,6 +46,7 @@ def test_a_text_turn_answers_goes_idle_and_titles_the_session(rig):
     assert session.status == "idle" and session.title == "Greeting"
     assert session.tokens["input"] == 12 and session.tokens["output"] == 3
     assert model.requests[0]["messages"][-1] == {"role": "user", "content": "hello"}
+    assert turn_endings(rig) == [{"outcome": "finished", "steps": 1}]
 
 
 def test_a_tool_turn_runs_the_calls_and_closes_each_step_with_its_snapshot_and_patch(rig):
@@ -112,6 +120,7 @@ def test_a_rejection_without_feedback_stops_the_turn(rig, alice):
     assert rig.parts("tool")[0]["state"]["status"] == "error"
     assert [m["finish"] for m in rig.assistants()] == ["stop"]
     assert rig.state().status == "idle" and len(model.requests) == 1
+    assert turn_endings(rig) == [{"outcome": "stopped", "steps": 0}]  # the run the reply started
 
 
 def test_an_abort_mid_stream_ends_the_message_aborted_and_clears_the_flag(rig):
@@ -123,6 +132,7 @@ def test_an_abort_mid_stream_ends_the_message_aborted_and_clears_the_flag(rig):
     assert message["error"]["name"] == "MessageAbortedError" and message["time"]["completed"]
     session = rig.state()
     assert session.status == "idle" and not session.abort_requested
+    assert turn_endings(rig) == [{"outcome": "aborted", "steps": 1}]
     assert session.title.startswith("New session")  # an aborted turn is not titled
 
 
@@ -162,6 +172,7 @@ def test_a_provider_error_that_cannot_be_retried_ends_the_turn_with_the_error(ri
     assert message["error"]["name"] == "APIError" and message["error"]["data"]["statusCode"] == 400
     assert [e["error"]["data"]["message"] for e in events(rig, "session.error")] == ["bad request"]
     assert rig.state().status == "idle"
+    assert turn_endings(rig) == [{"outcome": "error", "steps": 1}]
 
 
 def test_a_model_that_cannot_be_resolved_says_so_and_creates_no_message(rig):
