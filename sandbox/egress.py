@@ -251,6 +251,28 @@ def ensure(
     raise SandboxError(f"could not start the egress proxy for {key}")
 
 
+MAX_DENIALS = 50  # destinations reported per read (the log itself is capped at 1 MB)
+DENY_VERDICTS = ("deny", "deny-sni")
+
+
+def denials(api: docker.APIClient, key: str, since: float) -> list[str]:
+    """The destinations ("METHOD host:port") the proxy of sandbox `key` refused since `since` (unix
+    seconds), each once, in order, at most MAX_DENIALS; [] when the sandbox has no proxy. Read from the
+    proxy's own decision log (`log` in sandbox/agent/egress_proxy.py: verdict, method, host:port)."""
+    try:
+        raw = api.logs(proxy_name(key), stdout=False, stderr=True, since=int(since), tail=5000)
+    except docker.errors.NotFound:
+        return []
+    found: list[str] = []
+    for line in raw.decode("utf-8", "replace").splitlines():
+        verdict, _, target = line.strip().partition(" ")
+        if verdict in DENY_VERDICTS and target and target not in found:
+            found.append(target[:300])
+            if len(found) == MAX_DENIALS:
+                break
+    return found
+
+
 def stop(api: docker.APIClient, key: str) -> None:
     try:
         api.stop(proxy_name(key), timeout=1)

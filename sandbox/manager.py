@@ -123,6 +123,10 @@ class DockerSandboxes:
     def resume(self, session_id: str) -> DockerSandbox:
         return self.connect(session_id)
 
+    def egress_denials(self, session_id: str, since: float) -> list[str]:
+        """What the session's egress proxy refused since `since` (egress.denials)."""
+        return egress.denials(self.api, volumes.session_key(session_id), since)
+
     def destroy(self, session_id: str) -> None:
         """Remove the container, its egress proxy and network, the volume and the registry entry.
         Idempotent."""

@@ -6,6 +6,7 @@ real sandbox; each policy is changed through its service while a command of the 
 import pytest
 
 from hangar.accounts.services import org_permission_policy_set
+from hangar.audit.models import AuditEvent
 from hangar.engine.services import session_prompt
 from hangar.projects.models import Project
 from hangar.projects.services import env_var_set, project_update
@@ -120,3 +121,19 @@ def test_a_deny_set_mid_step_by_the_org_or_the_project_stops_the_next_call(
     parts = {p["callID"]: p["state"] for p in tool_parts(session)}
     assert parts["c1"]["status"] == "completed"
     assert parts["c2"]["status"] == "error" and "prevents you" in parts["c2"]["error"], parts["c2"]
+
+
+def test_what_the_egress_proxy_refused_during_a_turn_is_audited_after_it(alice, script, make_session, worker):
+    Project.objects.filter(pk=alice.project.pk).update(
+        network_policy="allowlist", network_allowlist=["pypi.example.test"]
+    )
+    script_id = script.load([step(bash("c1", FETCH)), [{"text": "done"}]])
+    session = make_session(alice, script_id)
+    session_prompt(actor=alice.actor, session=session, parts=text_prompt("fetch"))
+    wait_idle(session)
+    assert "FETCH 403" in outputs(session)["c1"]
+    # Written after the idle status (off the turn's critical path): waited for.
+    rows = AuditEvent.objects.filter(action="egress.blocked", target_id=session.pk)
+    blocked = wait_for(rows.first, timeout=20, what="the egress.blocked audit row")
+    assert blocked.data["targets"] == ["GET 1.1.1.1:80"] and blocked.data["project"] == alice.project.pk
+    assert blocked.actor_type == "system" and rows.count() == 1

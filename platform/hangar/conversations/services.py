@@ -194,6 +194,17 @@ def session_turn_audit(*, session: Session, outcome: str, steps: int) -> None:
         )
 
 
+def egress_blocked_audit(*, session: Session, targets: list[str]) -> None:
+    """The sandbox's egress proxy refused these destinations ("METHOD host:port") during a turn."""
+    with transaction.atomic():
+        audit_record(
+            actor=system_actor(session.org_id, label="agent"),
+            action="egress.blocked",
+            target=session,
+            data={"session": session.pk, "project": session.project_id, "targets": targets},
+        )
+
+
 def _agent_audit(session: Session, action: str, target, permission: str, patterns: list[str]) -> None:
     """An audit row the agent's own request caused (the system acts for it), found by the audit log's
     session and project filters."""

@@ -63,7 +63,7 @@ from hangar.engine.providers.base import Model, ProviderError
 from hangar.engine.providers.overflow import is_overflow_error
 from hangar.engine.providers.resolve import ModelResolver, model_for
 from hangar.engine.retry import MAX_ATTEMPTS, retry_delay
-from hangar.engine.sandboxes import sandbox_for
+from hangar.engine.sandboxes import egress_refused, sandbox_for
 from hangar.engine.session_sandbox import SessionSandbox
 from hangar.engine.spend import check_before_call, step_call
 from hangar.engine.step_usage import record_failed_call, usage_after, usage_data
@@ -74,6 +74,7 @@ from hangar.engine.tool_calls import CallScope, ToolCalls
 from hangar.engine.tools.base import PermissionAsked, Tool
 from hangar.engine.tools.registry import get_tools, tool_schemas_for
 from hangar.logging import get_logger
+from hangar.projects.models import NetworkPolicy
 from hangar.usage.ledger_services import ledger_writes
 from sandbox.protocol import Sandbox
 
@@ -114,6 +115,7 @@ class Loop:
         self._latency: dict[str, int] = {}  # ms of each step's model call, by message, until it closes
 
     def run(self) -> None:
+        self.started = time.time()
         session = self.session = session_for_run(self.session_id)
         self.reader = StepReader(session)
         # A child session (a task's) works in its root session's workspace.
@@ -139,9 +141,7 @@ class Loop:
             ended = failed
         except BudgetBlocked as exc:  # told and audited by the check: the session shows it stays blocked
             blocked, ended = exc.detail, exc
-        except (
-            TurnEnded
-        ) as exc:  # Finished, Stopped, Aborted, MaxSteps, NothingToAnswer: the session goes idle
+        except TurnEnded as exc:  # Finished, Stopped, Aborted, MaxSteps, NothingToAnswer: it goes idle
             ended = exc
         if self.lost.is_set():
             log.warning("lease_lost_run_stopped", session=self.session_id)
@@ -155,14 +155,23 @@ class Loop:
             store.session_status_set(session=session, status="idle", detail=blocked)
             if session.parent_id:
                 wake_parent(session)
-        box = self.sandbox.attached()
+        self.after_idle(ended, aborted=aborted, blocked=blocked is not None)
+
+    def after_idle(self, ended: TurnEnded, *, aborted: bool, blocked: bool) -> None:
+        """What follows a turn's end, off its critical path (as OpenCode does it): the diff summary, the
+        title, and the audit rows for how the turn ended and what its sandbox was refused."""
+        session, box = self.session, self.sandbox.attached()
         if self.sandbox.changed and box is not None:
-            summarize_diffs(session, box)  # after idle, as OpenCode does it: off the turn's critical path
-        if not aborted and blocked is None:
-            title_maybe(self)  # after idle, as OpenCode does it: off the turn's critical path
+            summarize_diffs(session, box)
+        if not aborted and not blocked:
+            title_maybe(self)
         if not isinstance(ended, NothingToAnswer):  # a run that found no prompt was no turn
             outcome = "aborted" if aborted else ended.outcome
             store.session_turn_audit(session=session, outcome=outcome, steps=self.steps)
+        if box is not None and session.project.network_policy == NetworkPolicy.ALLOWLIST:
+            refused = egress_refused(box, self.started)  # what its proxy refused during this run
+            if refused:
+                store.egress_blocked_audit(session=session, targets=refused)
 
     # --- one step ------------------------------------------------------------------------------------
 

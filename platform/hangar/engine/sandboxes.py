@@ -118,6 +118,16 @@ def sandbox_refresh(session: Session, box: Sandbox) -> None:
 sandbox_factory: Callable[[Session], Sandbox] = _docker_sandbox
 
 
+def egress_refused(box: Sandbox, since: float) -> list[str]:
+    """The destinations the sandbox's egress proxy refused since `since` (unix seconds); [] for a
+    sandbox that has none (network "none", or not a Docker sandbox)."""
+    from sandbox.docker_backend import DockerSandbox
+
+    if not isinstance(box, DockerSandbox):
+        return []
+    return manager().egress_denials(box.session_id, since)
+
+
 def sandbox_for(session: Session) -> Sandbox:
     return sandbox_factory(session)
 
