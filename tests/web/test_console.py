@@ -197,3 +197,38 @@ def test_an_admin_manages_webhooks_and_replays_a_delivery(alice, open_app, setti
         page.wait_for_timeout(100)
     assert AuditEvent.objects.filter(action="webhook.delivery.replay", org_id=alice.org.pk).count() == 1
     app.shot("console-webhooks")
+
+
+def test_an_admin_edits_a_projects_rules_and_egress_and_the_model_allow_list(alice, open_app):
+    from hangar.projects.models import Project
+    from hangar.usage.models import ModelAllowList
+
+    app = open_app(alice)
+    page = app.page
+    page.goto("/o/acme/console/policies")
+    form = page.get_by_role("form", name="Project rules")
+    rules = form.get_by_label("Permission rules (JSON)")
+    rules.fill('[{"permission": "bash", "pattern": "rm *", "action": "maybe"}]')
+    form.get_by_role("button", name="Save project rules").click()
+    form.get_by_role("alert").filter(has_text="permission_rules[0].action").wait_for()
+
+    rules.fill('[{"permission": "bash", "pattern": "rm *", "action": "deny"}]')
+    egress = form.get_by_label("Egress allow-list (JSON", exact=False)
+    egress.fill('["169.254.169.254"]')
+    form.get_by_role("button", name="Save project rules").click()
+    form.get_by_role("alert").filter(has_text="network_allowlist[0]").wait_for()
+    assert Project.objects.get(pk=alice.project.pk).permission_rules == []  # nothing half-written
+
+    egress.fill('["pypi.org", "github.com:443"]')
+    form.get_by_role("button", name="Save project rules").click()
+    form.get_by_text("Project rules saved.").wait_for()
+    project = Project.objects.get(pk=alice.project.pk)
+    assert project.permission_rules == [{"permission": "bash", "pattern": "rm *", "action": "deny"}]
+    assert project.network_allowlist == ["pypi.org", "github.com:443"]
+
+    allowlist = page.get_by_role("form", name="Model allow-list")
+    allowlist.get_by_label("Allowed models").fill("openai/gpt-4o\n  scripted/fast \n\n")
+    allowlist.get_by_role("button", name="Save allow-list").click()
+    allowlist.get_by_text("Allow-list saved.").wait_for()
+    assert ModelAllowList.objects.get(org=alice.org).allowed == ["openai/gpt-4o", "scripted/fast"]
+    app.shot("console-policies-projects")

@@ -17,6 +17,8 @@ export function Policies({ org }: { org: string }) {
   return (
     <>
       <PolicyEditor org={org} />
+      <ProjectRules org={org} />
+      <ModelAllowList org={org} />
       <PreviewForm org={org} />
       <CapsEditor org={org} />
     </>
@@ -57,6 +59,95 @@ function PolicyEditor({ org }: { org: string }) {
         <ErrorLine error={parseError || actionError} />
         {saved && <p className="banner ok" role="status">Policy saved.</p>}
         <button type="submit" disabled={busy}>Save policy</button>
+      </form>
+    </section>
+  );
+}
+
+// A project's own rules and egress allow-list, each a JSON list; a 400 names the bad element
+// (`permission_rules[1].action`, `network_allowlist[0]`).
+function ProjectRules({ org }: { org: string }) {
+  const { data: projects, error } = useLoad<Project[]>(`/api/orgs/${org}/projects/`);
+  const [picked, setPicked] = useState("");
+  const project = projects?.find((p) => String(p.id) === picked) ?? projects?.[0];
+  const [rules, setRules] = useState("");
+  const [allowlist, setAllowlist] = useState("");
+  const [saved, setSaved] = useState(false);
+  const [parseError, setParseError] = useState("");
+  const [busy, actionError, run] = useAction();
+  useEffect(() => {
+    if (!project) return;
+    setRules(JSON.stringify(project.permission_rules, null, 2));
+    setAllowlist(JSON.stringify(project.network_allowlist, null, 2));
+    setSaved(false);
+  }, [project?.id]);
+  const save = async (e: React.FormEvent) => {
+    e.preventDefault();
+    if (!project) return;
+    setSaved(false);
+    let body: { permission_rules: unknown; network_allowlist: unknown };
+    try {
+      body = { permission_rules: JSON.parse(rules), network_allowlist: JSON.parse(allowlist) };
+      setParseError("");
+    } catch (err) {
+      setParseError(`Not valid JSON: ${(err as Error).message}`);
+      return;
+    }
+    if (await run(() => api("PATCH", `/api/orgs/${org}/projects/${project.id}/`, body))) setSaved(true);
+  };
+  return (
+    <section className="card" aria-labelledby="project-rules-h">
+      <h2 id="project-rules-h">Project rules and egress</h2>
+      <p className="muted small">The project's permission rules (narrowed, never widened, by sessions) and the hosts its sandboxes may reach when its network policy is "allowlist" (private, loopback and metadata addresses are refused).</p>
+      <ErrorLine error={error} />
+      {project && (
+        <form className="form" onSubmit={save} aria-label="Project rules">
+          <label>Project
+            <select value={String(project.id)} onChange={(e) => setPicked(e.target.value)}>
+              {projects?.map((p) => <option key={p.id} value={p.id}>{p.name}</option>)}
+            </select>
+          </label>
+          <label>Permission rules (JSON)
+            <textarea className="mono rules" value={rules} onChange={(e) => setRules(e.target.value)} spellCheck={false} />
+          </label>
+          <label>Egress allow-list (JSON, host or host:port; network policy: {project.network_policy})
+            <textarea className="mono rules short" value={allowlist} onChange={(e) => setAllowlist(e.target.value)} spellCheck={false} />
+          </label>
+          <ErrorLine error={parseError || actionError} />
+          {saved && <p className="banner ok" role="status">Project rules saved.</p>}
+          <button type="submit" disabled={busy}>Save project rules</button>
+        </form>
+      )}
+    </section>
+  );
+}
+
+function ModelAllowList({ org }: { org: string }) {
+  const { data, error } = useLoad<{ models: string[] }>(`/api/orgs/${org}/model-allowlist`);
+  const [text, setText] = useState("");
+  const [saved, setSaved] = useState(false);
+  const [busy, actionError, run] = useAction();
+  useEffect(() => {
+    if (data) setText(data.models.join("\n"));
+  }, [data]);
+  const save = async (e: React.FormEvent) => {
+    e.preventDefault();
+    setSaved(false);
+    const models = text.split("\n").map((m) => m.trim()).filter(Boolean);
+    if (await run(() => api("PUT", `/api/orgs/${org}/model-allowlist`, { models }))) setSaved(true);
+  };
+  return (
+    <section className="card" aria-labelledby="allowlist-h">
+      <h2 id="allowlist-h">Model allow-list</h2>
+      <p className="muted small">One "provider/model" (or a bare model id) per line; empty allows every model.</p>
+      <ErrorLine error={error} />
+      <form className="form" onSubmit={save} aria-label="Model allow-list">
+        <label>Allowed models
+          <textarea className="mono rules short" value={text} onChange={(e) => setText(e.target.value)} spellCheck={false} />
+        </label>
+        <ErrorLine error={actionError} />
+        {saved && <p className="banner ok" role="status">Allow-list saved.</p>}
+        <button type="submit" disabled={busy}>Save allow-list</button>
       </form>
     </section>
   );
