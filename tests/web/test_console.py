@@ -67,7 +67,7 @@ def test_an_admin_runs_the_console(alice, bob, open_app):
     decision = page.get_by_role("status", name="Decision")
     decision.get_by_text("DENY", exact=True).wait_for()
     assert "org rule #1" in decision.inner_text()
-    bad = page.get_by_label("Rules (JSON)")
+    bad = page.get_by_role("form", name="Organisation policy").get_by_label("Rules (JSON)")
     bad.fill('[{"permission": "bash", "pattern": "*", "action": "sometimes"}]')
     page.get_by_role("button", name="Save policy").click()
     page.get_by_text("rules[0].action").wait_for()
