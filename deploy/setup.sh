@@ -28,7 +28,16 @@ command -v git >/dev/null || need+=(git)
 command -v npm >/dev/null || need+=(nodejs npm)
 # Debian's Chromium: the browser tests drive it through Playwright (no browser download).
 [ -x /usr/bin/chromium ] || [ "${HANGAR_NO_CHROMIUM:-0}" = 1 ] || need+=(chromium)
+command -v ssh-keyscan >/dev/null || need+=(openssh-client)  # SSH repositories: deploy and host keys
 [ ${#need[@]} -eq 0 ] || apt_install "${need[@]}"
+# The tests' SSH git server. Its package would start a system sshd on port 22: policy-rc.d says no.
+if [ ! -x /usr/sbin/sshd ] && [ "$(id -u)" = 0 ]; then
+  made_policy=0
+  [ -e /usr/sbin/policy-rc.d ] || { printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d; made_policy=1; }
+  chmod +x /usr/sbin/policy-rc.d
+  apt_install openssh-server
+  [ $made_policy = 0 ] || rm -f /usr/sbin/policy-rc.d
+fi
 
 # --- Python deps (pinned in pyproject.toml) ------------------------------------------------------
 PY=${PYTHON:-python3}

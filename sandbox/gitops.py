@@ -15,9 +15,12 @@ Layout under HANGAR_SANDBOX_ROOT:
                       made from that commit (an overlay, sandbox.volumes.attach_lower)
   repos/<session>.git the session's git dir (owned by the sandbox uid); its work tree is the session
                       volume's workspace/, so the sandbox holds no .git and no remote at all.
-Checkout and commit run as the sandbox uid, so the files are the sandbox's and a commit reads the
-workspace with no more rights than the sandbox has; fetch and push (which need the credential and only
-touch host-owned git dirs) run as this process.
+Checkout and commit run as the sandbox uid, jailed (_jailed: a mount namespace that holds only their
+git dir, work tree and object stores), so the files are the sandbox's and a commit reads the workspace
+with no more rights than the sandbox has and nothing of the host to reach through a link; fetch and push
+(which need the credential and only touch host-owned git dirs) run as this process. SSH remotes
+(ssh://, user@host:path) are fetched and pushed with a deploy key and a pinned host key (_ssh_flags,
+sandbox.gitssh).
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ import subprocess
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,7 +67,8 @@ GIT_TIMEOUT_S = 900
 
 
 class GitError(Exception):
-    """A git operation failed. `kind`: auth | unreachable | not_found | rejected | quota | invalid | error."""
+    """A git operation failed. `kind`: auth | host_key | unreachable | not_found | rejected | quota |
+    invalid | error."""
 
     def __init__(self, message: str, *, kind: str = "error", output: str = ""):
         super().__init__(message)
@@ -80,9 +86,17 @@ class Remote:
     addresses: list[str] = field(default_factory=list)
     username: str = ""
     token: str = field(default="", repr=False)
+    ssh_key: str = field(default="", repr=False)  # an OpenSSH private key, for ssh:// and scp-like URLs
+    host_key: str = ""  # the host's pinned public key ("ssh-ed25519 AAAA..."), for the same
+
+    @property
+    def is_ssh(self) -> bool:
+        return is_ssh_url(self.url)
 
     def config(self) -> dict[str, str]:
-        pairs = {}
+        pairs: dict[str, str] = {}
+        if self.is_ssh:
+            return pairs  # the ssh command carries everything (_ssh_flags)
         if self.addresses:
             pinned = ",".join(f"[{a}]" if ":" in a else a for a in self.addresses)
             pairs["http.curloptResolve"] = f"{self.host}:{self.port}:{pinned}"
@@ -97,8 +111,8 @@ def parse_url(url: str, *, allow_private: bool | str | list[str] = False) -> tup
     Plain http:// only when the operator opens private hosts (`allow_private`: True or CIDRs)."""
     if not isinstance(url, str) or not url or len(url) > MAX_URL or any(ord(c) < 33 for c in url):
         raise GitError("Must be a URL of at most 500 characters without spaces.", kind="invalid")
-    if re.match(r"^[\w.-]+@[\w.-]+:", url) or url.startswith("ssh://"):
-        raise GitError("SSH repository URLs are not supported yet: use https://.", kind="invalid")
+    if is_ssh_url(url):
+        return _parse_ssh_url(url)
     try:
         parts, host, port = netguard.split_url(
             url,
@@ -112,6 +126,34 @@ def parse_url(url: str, *, allow_private: bool | str | list[str] = False) -> tup
     return host, port
 
 
+# ssh://user@host[:port]/path, or git's scp-like user@host:path. A user is required (hosts serve git
+# as one: git@github.com), the host is a name or an IPv4 address (it goes on ssh's command line).
+_SSH_URL = re.compile(
+    r"^ssh://(?P<user>\w[\w.-]*)@(?P<host>[A-Za-z0-9][A-Za-z0-9.-]*)(?::(?P<port>\d{1,5}))?/(?P<path>[^?#]+)$"
+)
+_SCP_URL = re.compile(r"^(?P<user>\w[\w.-]*)@(?P<host>[A-Za-z0-9][A-Za-z0-9.-]*):(?P<path>(?!/)[^?#]+)$")
+
+
+def is_ssh_url(url: str) -> bool:
+    return url.startswith("ssh://") or bool(re.match(r"^[^/:@]+@[^/:]+:", url))
+
+
+def _parse_ssh_url(url: str) -> tuple[str, int]:
+    match = _SSH_URL.fullmatch(url) or _SCP_URL.fullmatch(url)
+    if not match:
+        raise GitError(
+            "An SSH URL is ssh://user@host[:port]/path or user@host:path (e.g. git@github.com:org/repo.git).",
+            kind="invalid",
+        )
+    port = int(match.groupdict().get("port") or 22)
+    host = match["host"].lower()
+    if not 0 < port < 65536 or host.startswith(("-", ".")) or ".." in host:
+        raise GitError("The SSH URL's host or port is not valid.", kind="invalid")
+    if not match["path"].strip("/"):
+        raise GitError("Must name a repository path.", kind="invalid")
+    return host, port
+
+
 _REF = re.compile(r"^(?!-)(?!.*\.\.)(?!.*//)(?!.*@\{)(?!/)[A-Za-z0-9._/+-]{1,200}(?<![/.])(?<!\.lock)$")
 
 
@@ -121,7 +163,13 @@ def valid_ref_name(name: str) -> bool:
 
 
 def check_url(
-    url: str, *, allow_private: bool | str | list[str] = False, username: str = "", token: str = ""
+    url: str,
+    *,
+    allow_private: bool | str | list[str] = False,
+    username: str = "",
+    token: str = "",
+    ssh_key: str = "",
+    host_key: str = "",
 ) -> Remote:
     """Validate and resolve: every address the host resolves to must be public unless the operator allows
     private hosts. The checked addresses are pinned for git (http.curloptResolve): a DNS answer that
@@ -135,7 +183,16 @@ def check_url(
     except (OSError, UnicodeError) as exc:
         raise GitError(f"Cannot resolve {host}: {exc}.", kind="unreachable") from None
     addresses = sorted({str(info[4][0]) for info in infos})
-    return Remote(url=url, host=host, port=port, addresses=addresses, username=username, token=token)
+    return Remote(
+        url=url,
+        host=host,
+        port=port,
+        addresses=addresses,
+        username=username,
+        token=token,
+        ssh_key=ssh_key,
+        host_key=host_key,
+    )
 
 
 # --- running git --------------------------------------------------------------------------------
@@ -162,6 +219,10 @@ def _env(remote: Remote | None, home: str, extra: dict[str, str] | None) -> dict
 
 def classify(output: str) -> str:
     text = output.lower()
+    if "host key verification failed" in text or "remote host identification has changed" in text:
+        return "host_key"
+    if "permission denied (publickey" in text:
+        return "auth"
     if "[rejected]" in text or "non-fast-forward" in text or "fetch first" in text:
         return "rejected"
     if "no space left" in text or "disk quota" in text:
@@ -170,7 +231,12 @@ def classify(output: str) -> str:
         return "auth"
     if " 403" in text or "repository not found" in text or " 404" in text:
         return "auth"
-    if "could not resolve host" in text or "failed to connect" in text or "connection refused" in text:
+    if (
+        "could not resolve host" in text
+        or "failed to connect" in text
+        or "connection refused" in text
+        or "connection timed out" in text
+    ):
         return "unreachable"
     return "error"
 
@@ -184,31 +250,137 @@ def git(
     check: bool = True,
 ) -> subprocess.CompletedProcess[str]:
 
-    flags = [part for item in HARDENING for part in ("-c", item)]
-    with tempfile.TemporaryDirectory(prefix="hangar-git-home-") as home:
-        os.chmod(home, 0o755)
-        kwargs: dict[str, Any] = {}
-        if as_sandbox_user and os.getuid() == 0:
-            kwargs = {"user": volumes.SANDBOX_UID, "group": volumes.SANDBOX_UID, "extra_groups": []}
+    with _prepared(args, env, remote, as_sandbox_user) as (command, full_env):
         try:
             proc = subprocess.run(
-                ["git", *flags, *args],
-                env=_env(remote, home, env),
+                command,
+                env=full_env,
                 capture_output=True,
                 text=True,
                 timeout=timeout,
                 stdin=subprocess.DEVNULL,
                 cwd="/",
-                **kwargs,
             )
         except subprocess.TimeoutExpired:
             raise GitError(f"git {args[0]} timed out after {timeout:.0f} s.", kind="unreachable") from None
     if check and proc.returncode != 0:
         # --porcelain push reports a rejection on stdout, the hints on stderr: both are looked at.
         output = f"{proc.stdout.strip()}\n{proc.stderr.strip()}".strip()[-4000:]
-        command = next((a for a in args if not a.startswith("-") and "/" not in a), "git")
-        raise GitError(f"git {command} failed: {output}", kind=classify(output), output=output)
+        command_name = next((a for a in args if not a.startswith("-") and "/" not in a), "git")
+        raise GitError(f"git {command_name} failed: {output}", kind=classify(output), output=output)
     return proc
+
+
+@contextmanager
+def _prepared(
+    args: tuple[str, ...], env: dict[str, str] | None, remote: Remote | None, as_sandbox_user: bool
+) -> Iterator[tuple[list[str], dict[str, str]]]:
+    """The hardened command line and environment for one git process, with an empty HOME of its own.
+    As the sandbox uid (so run as root), git also runs jailed: see _jailed."""
+    with tempfile.TemporaryDirectory(prefix="hangar-git-home-") as home:
+        os.chmod(home, 0o755)
+        hardening = HARDENING if remote is None or not remote.is_ssh else _ssh_flags(remote, Path(home))
+        command = ["git", *(part for item in hardening for part in ("-c", item)), *args]
+        full_env = _env(remote, home, env)
+        if not (as_sandbox_user and os.getuid() == 0):
+            yield command, full_env
+            return
+        with tempfile.TemporaryDirectory(prefix="hangar-git-jail-") as root:
+            yield _jailed(command, args, full_env, root), full_env
+
+
+def _ssh_flags(remote: Remote, home: Path) -> tuple[str, ...]:
+    """HARDENING for one SSH fetch or push: ssh is allowed for this process only, with the deploy key and
+    the pinned host key in files of this process's own HOME (root's, 0600, gone with it), no ssh config
+    but ours, no agent, no proxy, and the checked address as the host to connect to (HostKeyAlias keeps
+    the known-hosts entry under the name)."""
+    if not remote.ssh_key or not remote.host_key:
+        raise GitError("An SSH repository needs a deploy key and the host's key.", kind="auth")
+    key, known = home / "id", home / "known_hosts"
+    key.touch(mode=0o600)
+    key.write_text(remote.ssh_key.strip() + "\n")
+    known.write_text(f"{remote.host} {remote.host_key}\n")
+    options = {
+        "IdentitiesOnly": "yes",
+        "IdentityAgent": "none",
+        "UserKnownHostsFile": str(known),
+        "GlobalKnownHostsFile": "/dev/null",
+        "StrictHostKeyChecking": "yes",
+        "UpdateHostKeys": "no",
+        "CheckHostIP": "no",
+        "HostKeyAlias": remote.host,
+        "HostName": (remote.addresses or [remote.host])[0],
+        "BatchMode": "yes",
+        "ConnectTimeout": "30",
+        "ProxyCommand": "none",
+        "ProxyJump": "none",
+        "PermitLocalCommand": "no",
+        "ClearAllForwardings": "yes",
+    }
+    ssh = " ".join(["ssh", "-F", "/dev/null", "-i", str(key), *(f"-o {k}={v}" for k, v in options.items())])
+    allowed = tuple(i for i in HARDENING if not i.startswith("core.sshCommand="))
+    return (*allowed, f"core.sshCommand={ssh}", "protocol.ssh.allow=always")
+
+
+# A git process that reads or writes a workspace does so in a mount namespace of its own, chrooted into
+# an empty tmpfs that holds only the system's read-only /usr, /dev/null, /dev/urandom and the paths that one command
+# needs. The sandbox controls the workspace's files while host git reads them: a file swapped for a
+# symlink between git's lstat and its open would otherwise be followed on the host, so its target (a
+# world-readable host file, another session's workspace) could end up in a commit, or a write land
+# outside the workspace. Inside the jail such a link finds nothing.
+JAIL_SCRIPT = r"""
+set -eu
+root=$1; ids=$2; shift 2
+mount -t tmpfs -o mode=755,size=1m,nosuid,nodev hangar-git "$root"
+for top in /usr /bin /sbin /lib /lib32 /lib64 /libx32; do
+  if [ -L "$top" ]; then ln -s "$(readlink "$top")" "$root$top"
+  elif [ -d "$top" ]; then
+    mkdir -p "$root$top"; mount -o bind,ro "$top" "$root$top"
+  fi
+done
+mkdir -p "$root/dev" "$root$HOME"
+for dev in null urandom; do : > "$root/dev/$dev"; mount --bind "/dev/$dev" "$root/dev/$dev"; done
+while [ "$1" != "--" ]; do
+  mode=${1%%:*}; path=${1#*:}; shift
+  mkdir -p "$root$path"; mount -o "rbind,$mode" "$path" "$root$path"
+done
+shift
+exec /usr/sbin/chroot --userspec="$ids" --groups="${ids#*:}" "$root" "$@"
+"""
+
+
+def _jailed(command: list[str], args: tuple[str, ...], env: dict[str, str], root: str) -> list[str]:
+    """`command` wrapped to run in the jail as the sandbox uid. What it sees: its --git-dir and
+    --work-tree and its GIT_INDEX_FILE's folder (read-write), the object stores its git dir borrows
+    through `alternates` (read-only)."""
+    named = {args[i]: args[i + 1] for i in range(len(args) - 1) if args[i] in ("--git-dir", "--work-tree")}
+    writable = {Path(p) for p in named.values()}
+    if "GIT_INDEX_FILE" in env:
+        writable.add(Path(env["GIT_INDEX_FILE"]).parent)
+    readable = set()
+    alternates = Path(named.get("--git-dir", "/nonexistent")) / "objects" / "info" / "alternates"
+    if alternates.is_file():
+        readable = {Path(line) for line in alternates.read_text().split() if line.startswith("/")}
+    binds = sorted(
+        [(len(p.parts), f"rw:{p}") for p in writable]
+        + [(len(p.parts), f"ro:{p}") for p in readable - writable]
+    )
+    ids = f"{volumes.SANDBOX_UID}:{volumes.SANDBOX_UID}"
+    return [
+        "unshare",
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        JAIL_SCRIPT,
+        "jail",
+        root,
+        ids,
+        *(b for _, b in binds),
+        "--",
+        *command,
+    ]
 
 
 # --- mirrors ------------------------------------------------------------------------------------
@@ -565,28 +737,24 @@ def diff_base(session_id: str, max_patch_bytes: int) -> dict[str, Any]:
 
 def _git_bounded(args: tuple[str, ...], env: dict[str, str], cap: int) -> tuple[str, bool]:
     """Run git (hardened, as the sandbox uid) and keep at most `cap` bytes of its output."""
-    flags = [part for item in HARDENING for part in ("-c", item)]
-    with tempfile.TemporaryDirectory(prefix="hangar-git-home-") as home:
-        os.chmod(home, 0o755)
-        kwargs: dict[str, Any] = {}
-        if os.getuid() == 0:
-            kwargs = {"user": volumes.SANDBOX_UID, "group": volumes.SANDBOX_UID, "extra_groups": []}
-        with subprocess.Popen(
-            ["git", *flags, *args],
-            env=_env(None, home, env),
+    with (
+        _prepared(args, env, None, as_sandbox_user=True) as (command, full_env),
+        subprocess.Popen(
+            command,
+            env=full_env,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             stdin=subprocess.DEVNULL,
             cwd="/",
-            **kwargs,
-        ) as proc:
-            assert proc.stdout is not None
-            out = proc.stdout.read(cap + 1)
-            truncated = len(out) > cap
-            if truncated:
-                proc.kill()
-            else:
-                proc.wait(timeout=GIT_TIMEOUT_S)
+        ) as proc,
+    ):
+        assert proc.stdout is not None
+        out = proc.stdout.read(cap + 1)
+        truncated = len(out) > cap
+        if truncated:
+            proc.kill()
+        else:
+            proc.wait(timeout=GIT_TIMEOUT_S)
     return out[:cap].decode("utf-8", "replace"), truncated
 
 

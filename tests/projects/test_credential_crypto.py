@@ -82,6 +82,7 @@ def test_rotation_re_encrypts_under_the_new_key_and_the_old_key_can_then_go(alic
         "credentials": 1,
         "env_vars": 1,
         "repo_tokens": 0,
+        "repo_ssh_keys": 0,
     }
 
 

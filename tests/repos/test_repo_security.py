@@ -5,7 +5,9 @@ repository ships them or the sandbox plants them before a commit."""
 import base64
 import json
 import logging
+import shutil
 import subprocess
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -150,3 +152,70 @@ def test_a_symlink_to_a_host_file_is_committed_as_a_link_not_the_files_content(
     assert found.returncode == 1 and found.stdout == b""  # nothing matched
     assert gitserver.show("public/demo.git", commit, "static-link") == f"{host_dir}/secret.txt"
     assert gitserver.show("public/demo.git", commit, "dir-link") == str(host_dir)
+
+
+@pytest.fixture
+def world_readable_dir():
+    """A host folder any uid can read (pytest's own tmp folders are root's alone, so a link into them
+    would prove nothing)."""
+    path = Path(tempfile.mkdtemp(prefix="hangar-host-secret-", dir="/tmp"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+RACER = r"""
+import os, sys, time
+target, names, n, end = sys.argv[1], [f"race{i}" for i in range(24)], 0, time.time() + 40
+os.makedirs("tmp", exist_ok=True)  # its files are .gitignore'd: git lists only the race files
+while time.time() < end and not os.path.exists("race.stop"):
+    for name in names:  # all regular files (half of the time)...
+        n += 1
+        with open(f"tmp/{name}.f", "w") as f:
+            f.write("x" * (n % 97 + 1))
+        os.replace(f"tmp/{name}.f", name)
+    for name in names:  # ...then all links
+        if os.path.lexists(f"tmp/{name}.l"):
+            os.unlink(f"tmp/{name}.l")
+        os.symlink(target, f"tmp/{name}.l")
+        os.replace(f"tmp/{name}.l", name)
+"""
+
+
+def test_a_file_swapped_for_a_symlink_while_git_reads_it_never_brings_in_a_host_file(
+    api, alice, repo_project, gitserver, sessions_made, world_readable_dir
+):
+    """The race a static link cannot show: the sandbox swaps files for links to a host file while host git
+    commits, so some file is a regular file at git's lstat and a link at its open. Git runs jailed (a
+    mount namespace holding only the workspace and its git dir), so the link leads nowhere; on the host
+    itself it would commit the host file's content (it did, before the jail: in the first few commits)."""
+    secret = f"HOST-SECRET-{uuid.uuid4().hex}"
+    host_dir = world_readable_dir
+    (host_dir / "secret.txt").write_text(secret + "\n")
+    repo_project(gitserver.url("public/demo.git"))
+    session, box, _ = _create(api, alice, sessions_made)
+    box.write("/workspace/racer.py", RACER)
+    box.write("/workspace/.gitignore", "tmp/\nrace.stop\n")
+    racing = box.exec(f"(python3 racer.py {host_dir}/secret.txt >/dev/null 2>&1 &) ; sleep 0.5; ls race0")
+    assert racing.exit_code == 0, racing.output
+    commits, lost_races = [], 0
+    try:
+        for i in range(150):
+            try:
+                commits.append(gitops.commit_all(str(session.pk), f"race {i}", "Racer", "r@example.com"))
+            except gitops.GitError as exc:
+                # A file that became a link between git's lstat and its open (or the reverse) cannot be
+                # indexed: jailed, the link's target is not there. The sandbox only spoils its own commit.
+                assert "unable to index file" in str(exc), exc
+                lost_races += 1
+    finally:
+        box.write("/workspace/race.stop", "")
+    assert len({c for c in commits if c}) > 50, lost_races  # the racer changed files under the commits
+    history = subprocess.run(
+        ["git", "--git-dir", str(gitops.session_gitdir(str(session.pk))), "log", "-p", "--format=%H", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    # Git reads as many bytes as lstat reported, so a leak is the host file's first bytes: none at all.
+    assert "race0" in history and "HOST-SECRET" not in history

@@ -29,14 +29,14 @@ def test_alice_sets_a_repository_and_the_token_is_write_only(api, alice, allow_p
     assert _patch(api, alice, {"repo_token": ""}).json()["repo_token_hint"] == ""
 
 
-def test_it_refuses_urls_with_credentials_other_schemes_and_ssh(api, alice, allow_private):
+def test_it_refuses_urls_with_credentials_and_other_schemes(api, alice, allow_private):
     for url in (
         "https://user:pw@github.com/acme/app.git",
         "https://ghp_token@github.com/acme/app.git",
         "ftp://github.com/acme/app.git",
         "file:///etc/passwd",
         "ext::sh -c touch% /tmp/pwned",
-        "git@github.com:acme/app.git",
+        "ext::ssh -oProxyCommand=touch% /tmp/pwned x",
         "https://github.com/",
         "https://github.com/acme/app.git?x=1",
     ):

@@ -12,6 +12,7 @@ from hangar.api.scoping import scope_for
 from hangar.projects.models import NetworkPolicy
 from hangar.projects.selectors import project_get, project_list
 from hangar.projects.services import project_create, project_delete, project_update
+from sandbox import gitssh
 
 
 class PermissionRuleSerializer(serializers.Serializer):
@@ -46,9 +47,17 @@ class ProjectOut(serializers.Serializer):
     repo_token_hint = serializers.CharField(
         help_text="what may be seen of the token; the token is write-only"
     )
+    repo_ssh_public_key = serializers.CharField(
+        help_text="the deploy key's public half, to add to the repository; the private key is write-only"
+    )
+    repo_ssh_host_key = serializers.CharField(help_text="the SSH host's pinned public key")
+    repo_ssh_host_key_fingerprint = serializers.SerializerMethodField()
     opencode_url = serializers.SerializerMethodField()
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
+
+    def get_repo_ssh_host_key_fingerprint(self, project) -> str:
+        return gitssh.fingerprint(project.repo_ssh_host_key) if project.repo_ssh_host_key else ""
 
     def get_opencode_url(self, project) -> str:
         return f"{settings.PUBLIC_URL}/oc/{project.pk}"
@@ -78,6 +87,19 @@ class ProjectIn(serializers.Serializer):
     repo_username = serializers.CharField(max_length=100, required=False, allow_blank=True)
     repo_token = serializers.CharField(
         required=False, allow_blank=True, write_only=True, trim_whitespace=False, help_text='"" clears it'
+    )
+    repo_ssh_key = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        write_only=True,
+        trim_whitespace=False,
+        help_text='an SSH private key without passphrase, "generate" for a new one, "" clears it',
+    )
+    repo_ssh_host_key = serializers.CharField(
+        max_length=2000,
+        required=False,
+        allow_blank=True,
+        help_text='the host\'s public key; absent: read from the host when the URL names a new host; "" reads it again',
     )
 
 

@@ -25,7 +25,7 @@ from hangar.audit.models import ActorType
 from hangar.conversations.models import Session
 from hangar.engine import zipstream
 from hangar.engine.services import _require_member
-from hangar.engine.workspace import WorkspaceError, remote_for, session_lock
+from hangar.engine.workspace import HOST_KEY_CHANGED, WorkspaceError, remote_for, session_lock
 from hangar.logging import get_logger
 from hangar.repos import services as repos
 from hangar.repos.models import (
@@ -69,7 +69,9 @@ def _ready_workspace(session: Session) -> SessionWorkspace:
 
 def compare_url(repo_url: str, base: str, branch: str) -> str:
     """The host's compare page, for hosts whose URL scheme is known."""
-    match = re.match(r"^https://(github\.com|gitlab\.com)/(.+?)(?:\.git)?/?$", repo_url)
+    match = re.match(
+        r"^(?:https://|ssh://git@|git@)(github\.com|gitlab\.com)[/:](.+?)(?:\.git)?/?$", repo_url
+    )
     if not match or not base:
         return ""
     host, path = match.groups()
@@ -136,7 +138,9 @@ def workspace_push(
 
 def _push_message(exc: gitops.GitError) -> str:
     if exc.kind == "auth":
-        return "The repository refused the push: the project's token needs write access."
+        return "The repository refused the push: the project's token or deploy key needs write access."
+    if exc.kind == "host_key":
+        return HOST_KEY_CHANGED
     if exc.kind == "unreachable":
         return "The repository's host cannot be reached."
     return f"The push failed: {exc}"

@@ -42,11 +42,14 @@ def remote_for(project: Project, url: str | None = None) -> gitops.Remote:
     """The project's repository, checked again now (DNS may have moved since it was saved), with its
     credential decrypted for this one git process."""
     token = crypto.decrypt(project.repo_token_encrypted) if project.repo_token_encrypted else ""
+    ssh_key = crypto.decrypt(project.repo_ssh_key_encrypted) if project.repo_ssh_key_encrypted else ""
     return gitops.check_url(
         url or project.repo_url,
         allow_private=settings.HANGAR_REPO_ALLOW_PRIVATE_HOSTS,
         username=project.repo_username,
         token=token,
+        ssh_key=ssh_key,
+        host_key=project.repo_ssh_host_key,
     )
 
 
@@ -149,9 +152,17 @@ def _prepare(
     marker.touch()
 
 
+HOST_KEY_CHANGED = (
+    "The repository host's SSH key does not match the key pinned on the project. If the host really "
+    "changed its key, set the project's repo_ssh_host_key again."
+)
+
+
 def _git_message(exc: gitops.GitError) -> str:
     return {
-        "auth": "The repository refused the credential (or needs one): check the project's repository token.",
+        "auth": "The repository refused the credential (or needs one): check the project's repository token "
+        "or deploy key.",
+        "host_key": HOST_KEY_CHANGED,
         "unreachable": "The repository's host cannot be reached.",
         "not_found": str(exc),
         "invalid": str(exc),

@@ -40,6 +40,11 @@ class Project(models.Model):
     # The token is encrypted like provider keys and only ever decrypted by host-side git (never a sandbox).
     repo_token_encrypted = models.TextField(blank=True)
     repo_token_hint = models.CharField(max_length=16, blank=True)
+    # For ssh:// and user@host:path URLs: a deploy key (encrypted like the token; its public half shown so
+    # it can be added to the host) and the host's public key, pinned when the URL is saved.
+    repo_ssh_key_encrypted = models.TextField(blank=True)
+    repo_ssh_public_key = models.CharField(max_length=1000, blank=True)
+    repo_ssh_host_key = models.CharField(max_length=1000, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -1,6 +1,9 @@
 """Writes for projects, their env vars and provider credentials. Admins and owners manage projects and org
 credentials; any member may keep a personal credential. Audit rows never carry secret values or keys."""
 
+import subprocess
+
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
@@ -15,6 +18,7 @@ from hangar.projects import crypto
 from hangar.projects.caps_services import check_caps, within_caps_defaults
 from hangar.projects.models import Project, ProjectEnvVar, ProviderCredential
 from hangar.projects.validation import clean_env_name, clean_project_fields
+from sandbox import gitops, gitssh
 
 PROJECT_FIELDS = (
     "name",
@@ -49,6 +53,76 @@ def _apply_token(project: Project, token: str | None) -> bool:
     return True
 
 
+def _apply_ssh_key(project: Project, key: str | None) -> bool:
+    """Write-only like the token: None keeps it, "" clears it, "generate" makes a new ed25519 pair (its
+    public half is then shown, to be added to the repository as a deploy key). True if it changed."""
+    if key is None:
+        return False
+    if key == "":
+        private, public = "", ""
+    elif key == "generate":
+        private, public = gitssh.generate(f"hangar deploy key ({project.slug})")
+    else:
+        try:
+            private, public = key, gitssh.public_key(key)
+        except ValueError as exc:
+            raise ValidationError({"repo_ssh_key": [str(exc)]}) from None
+    project.repo_ssh_key_encrypted = crypto.encrypt(private) if private else ""
+    project.repo_ssh_public_key = public
+    return True
+
+
+def _repo_host(url: str) -> tuple[str, int] | None:
+    try:
+        return gitops.parse_url(url, allow_private=True) if url else None
+    except gitops.GitError:
+        return None
+
+
+def _credentials_follow_no_new_host(
+    project: Project, values: dict, token: str | None, key: str | None
+) -> None:
+    """A stored credential never follows the repository URL to another host: an admin could otherwise send
+    a token or deploy key someone else set to a server of their choosing. Moving the host needs the
+    credential again in the same request ("" to drop it)."""
+    if "repo_url" not in values or _repo_host(values["repo_url"]) == _repo_host(project.repo_url):
+        return
+    missing = {}
+    if project.repo_token_encrypted and token is None:
+        missing["repo_token"] = [
+            'The repository moves to another host: give the token again, or "" to drop it.'
+        ]
+    if project.repo_ssh_key_encrypted and key is None:
+        missing["repo_ssh_key"] = [
+            'The repository moves to another host: give the deploy key again, "generate", or "" to drop it.'
+        ]
+    if missing:
+        raise ValidationError(missing)
+
+
+def _pin_host_key(project: Project, given: str | None, host_moved: bool) -> bool:
+    """An SSH repository's host key, pinned: the one given, else read from the host (at its checked
+    address) when the URL names a new host or none is pinned yet. True if it changed."""
+    before = project.repo_ssh_host_key
+    try:
+        given = gitssh.normalised_public_key(given) if given else given
+    except ValueError as exc:
+        raise ValidationError({"repo_ssh_host_key": [str(exc)]}) from None
+    if not gitops.is_ssh_url(project.repo_url):
+        project.repo_ssh_host_key = ""
+    elif given:
+        project.repo_ssh_host_key = given
+    elif given == "" or host_moved or not before:
+        remote = gitops.check_url(project.repo_url, allow_private=settings.HANGAR_REPO_ALLOW_PRIVATE_HOSTS)
+        try:
+            project.repo_ssh_host_key = gitssh.scan_host_key(remote.addresses[0], remote.port)
+        except (ValueError, OSError, subprocess.SubprocessError) as exc:
+            raise ValidationError(
+                {"repo_ssh_host_key": [f"{exc} Give the host's public key (ssh-keyscan prints it)."]}
+            ) from None
+    return project.repo_ssh_host_key != before
+
+
 def _check_fields(values: dict) -> dict:
     unknown = set(values) - set(PROJECT_FIELDS)
     if unknown:
@@ -57,7 +131,16 @@ def _check_fields(values: dict) -> dict:
 
 
 @transaction.atomic
-def project_create(*, actor: Actor, org: Org, name: str, repo_token: str | None = None, **fields) -> Project:
+def project_create(
+    *,
+    actor: Actor,
+    org: Org,
+    name: str,
+    repo_token: str | None = None,
+    repo_ssh_key: str | None = None,
+    repo_ssh_host_key: str | None = None,
+    **fields,
+) -> Project:
     require_role(actor, org.pk, Role.ADMIN)
     values = _check_fields({"name": name, **fields})
     caps = Org.objects.filter(pk=org.pk).values_list("project_caps", flat=True).first() or {}
@@ -70,6 +153,8 @@ def project_create(*, actor: Actor, org: Org, name: str, repo_token: str | None 
         raise ValidationError({"slug": ["A project with this slug already exists in this org."]})
     project = Project(org=org, **values)
     _apply_token(project, repo_token)
+    _apply_ssh_key(project, repo_ssh_key)
+    _pin_host_key(project, repo_ssh_host_key, host_moved=True)
     project.save(force_insert=True)
     audit_record(
         actor=actor,
@@ -82,7 +167,15 @@ def project_create(*, actor: Actor, org: Org, name: str, repo_token: str | None 
 
 
 @transaction.atomic
-def project_update(*, actor: Actor, project: Project, repo_token: str | None = None, **fields) -> Project:
+def project_update(
+    *,
+    actor: Actor,
+    project: Project,
+    repo_token: str | None = None,
+    repo_ssh_key: str | None = None,
+    repo_ssh_host_key: str | None = None,
+    **fields,
+) -> Project:
     require_role(actor, project.org_id, Role.ADMIN)
     values = _check_fields(fields)
     check_caps(
@@ -94,6 +187,8 @@ def project_update(*, actor: Actor, project: Project, repo_token: str | None = N
     ):
         raise ValidationError({"slug": ["A project with this slug already exists in this org."]})
     project = Project.objects.select_for_update().get(pk=project.pk)
+    _credentials_follow_no_new_host(project, values, repo_token, repo_ssh_key)
+    host_moved = "repo_url" in values and _repo_host(values["repo_url"]) != _repo_host(project.repo_url)
     changed = {}
     for name, value in values.items():
         if getattr(project, name) != value:
@@ -101,6 +196,10 @@ def project_update(*, actor: Actor, project: Project, repo_token: str | None = N
             setattr(project, name, value)
     if _apply_token(project, repo_token):
         changed |= {"repo_token_encrypted": True, "repo_token_hint": True}
+    if _apply_ssh_key(project, repo_ssh_key):
+        changed |= {"repo_ssh_key_encrypted": True, "repo_ssh_public_key": True}
+    if _pin_host_key(project, repo_ssh_host_key, host_moved):
+        changed["repo_ssh_host_key"] = True
     if changed:
         project.save(update_fields=[*changed, "updated_at"])
         # Setup scripts may hold anything: record which fields changed, not the script itself.
@@ -255,7 +354,7 @@ def credential_delete(*, actor: Actor, credential: ProviderCredential) -> None:
 @transaction.atomic
 def encryption_keys_rotate(*, actor: Actor) -> dict:
     """Re-encrypt every stored secret under the first key, so older keys can then be retired."""
-    counts = {"credentials": 0, "env_vars": 0, "repo_tokens": 0}
+    counts = {"credentials": 0, "env_vars": 0, "repo_tokens": 0, "repo_ssh_keys": 0}
     for credential in ProviderCredential.objects.select_for_update().exclude(api_key_encrypted=""):
         credential.api_key_encrypted = crypto.rotate(credential.api_key_encrypted)
         credential.save(update_fields=["api_key_encrypted"])
@@ -268,6 +367,10 @@ def encryption_keys_rotate(*, actor: Actor) -> dict:
         project.repo_token_encrypted = crypto.rotate(project.repo_token_encrypted)
         project.save(update_fields=["repo_token_encrypted"])
         counts["repo_tokens"] += 1
+    for project in Project.objects.select_for_update().exclude(repo_ssh_key_encrypted=""):
+        project.repo_ssh_key_encrypted = crypto.rotate(project.repo_ssh_key_encrypted)
+        project.save(update_fields=["repo_ssh_key_encrypted"])
+        counts["repo_ssh_keys"] += 1
     audit_record(actor=actor, action="encryption_keys.rotate", data=counts, org_id=None)
     return counts
 
