@@ -28,10 +28,11 @@ def free_port() -> int:
 
 
 class Daphne:
-    def __init__(self, db_name: str):
+    def __init__(self, db_name: str, env: dict[str, str] | None = None):
         self.port = free_port()
         env = {
             **os.environ,
+            **(env or {}),
             "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{db_name}",
             "HANGAR_ENGINE_QUEUE": QUEUE,
             "PYTHONPATH": f"{ROOT}/platform:{ROOT}",

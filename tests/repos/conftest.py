@@ -17,6 +17,7 @@ from tests.engine.conftest import (  # noqa: F401  (fixtures)
 )
 from tests.foundation_fixtures import _fast_password_hashing, _fresh_throttles, dave  # noqa: F401
 from tests.repos.gitserver import GitServer
+from tests.repos.sshserver import SSHServer
 
 os.environ.setdefault("HANGAR_SANDBOX_POOL", "0")  # the pool test builds its own
 
@@ -34,6 +35,14 @@ def gitserver(tmp_path_factory):
     server = GitServer(tmp_path_factory.mktemp("gitserver"), users={"alice": TOKEN}).start()
     server.create("public/demo.git", FILES)
     server.create("private/app.git", {**FILES, "SECRET_PROJECT.md": "private\n"})
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def sshserver(tmp_path_factory, gitserver):
+    """OpenSSH's sshd on 127.0.0.1 serving the same repositories over SSH (tests.repos.sshserver)."""
+    server = SSHServer(tmp_path_factory.mktemp("sshd"), gitserver.root).start()
     yield server
     server.stop()
 

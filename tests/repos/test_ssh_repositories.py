@@ -15,16 +15,9 @@ from hangar.projects import crypto
 from hangar.projects.models import Project
 from hangar.repos.models import SessionWorkspace
 from tests.repos.conftest import FILES
-from tests.repos.sshserver import SSHServer, ssh_key_pair
+from tests.repos.sshserver import ssh_key_pair
 
 pytestmark = pytest.mark.timeout(180)
-
-
-@pytest.fixture(scope="module")
-def sshserver(tmp_path_factory, gitserver):
-    server = SSHServer(tmp_path_factory.mktemp("sshd"), gitserver.root).start()
-    yield server
-    server.stop()
 
 
 def _patch(api, persona, body):

@@ -3,13 +3,33 @@
 the session changed (a worker runs the push against a real git smart-HTTP server), and says so."""
 
 import pytest
+from django.conf import settings
+from playwright.sync_api import expect
 
 from hangar.conversations.models import Session
 from hangar.engine.sandboxes import sandbox_for
+from hangar.projects import crypto
+from hangar.projects.models import Project
+from sandbox import gitssh
 from tests.engine.conftest import start_worker  # noqa: F401  (fixture)
-from tests.repos.conftest import TOKEN, allow_private, gitserver, repo_project  # noqa: F401  (fixtures)
+from tests.opencode.live import Daphne
+from tests.repos.conftest import (  # noqa: F401  (fixtures)
+    TOKEN,
+    allow_private,
+    gitserver,
+    repo_project,
+    sshserver,
+)
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
+
+
+@pytest.fixture(scope="module")
+def daphne(django_db_setup, django_db_blocker):
+    """The web server of this module's tests lets projects point at the local git servers."""
+    server = Daphne(settings.DATABASES["default"]["NAME"], env={"HANGAR_REPO_ALLOW_PRIVATE_HOSTS": "1"})
+    yield server
+    server.stop()
 
 
 def test_a_member_commits_and_pushes_the_sessions_branch_from_the_changes_view(
@@ -72,3 +92,33 @@ def test_the_files_view_opens_directories_and_shows_a_file(api, alice, open_app,
     tree.get_by_role("button", name="app.py").click()
     page.get_by_test_id("file-content").wait_for()
     app.shot("session-files")
+
+
+def test_an_admin_points_a_project_at_an_ssh_repository_and_makes_its_deploy_key(
+    alice, open_app, allow_private, sshserver
+):
+    app = open_app(alice)
+    page = app.page
+    page.goto("/o/acme/console/repositories")
+    form = page.get_by_role("form", name="Project repository")
+    form.get_by_label("Repository URL").fill("ssh://git@-x/repo.git")
+    form.get_by_role("button", name="Save repository").click()
+    expect(form.get_by_role("alert")).to_contain_text("An SSH URL is")
+
+    form.get_by_label("Repository URL").fill(sshserver.url("public/demo.git"))
+    form.get_by_label("Default branch").fill("main")
+    form.get_by_role("button", name="Save repository").click()
+    page.get_by_text("Repository saved.").wait_for()
+    # The host key was read from the host and pinned; its fingerprint is shown.
+    project = Project.objects.get(pk=alice.project.pk)
+    assert project.repo_ssh_host_key == sshserver.host_key
+    expect(page.get_by_label("Host key fingerprint")).to_have_text(gitssh.fingerprint(sshserver.host_key))
+
+    form.get_by_role("button", name="Generate a deploy key").click()
+    page.get_by_text("A new deploy key was made").wait_for()
+    project.refresh_from_db()
+    assert project.repo_ssh_public_key.startswith("ssh-ed25519 ") and project.repo_ssh_key_encrypted
+    expect(page.get_by_label("Deploy public key")).to_have_value(project.repo_ssh_public_key)
+    private = crypto.decrypt(project.repo_ssh_key_encrypted)
+    assert private.splitlines()[1] not in page.content()  # the private key never reaches the browser
+    app.shot("console-repositories")

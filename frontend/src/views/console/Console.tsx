@@ -7,6 +7,7 @@ import { Budgets } from "./Budgets";
 import "./console.css";
 import { Members } from "./Members";
 import { Policies } from "./Policies";
+import { Repositories } from "./Repositories";
 import { Sso } from "./Sso";
 import { Usage } from "./Usage";
 import { Webhooks } from "./Webhooks";
@@ -14,6 +15,7 @@ import { Webhooks } from "./Webhooks";
 const SECTIONS = [
   { key: "members", label: "Members", admin: true },
   { key: "policies", label: "Policies", admin: true },
+  { key: "repositories", label: "Repositories", admin: true },
   { key: "usage", label: "Usage", admin: false },
   { key: "budgets", label: "Budgets", admin: false },
   { key: "audit", label: "Audit log", admin: false },
@@ -44,6 +46,7 @@ export function Console({ org, me, section }: { org: string; me: Me; section?: s
       {current.key === "members" && <Members org={org} me={me} />}
       {current.key === "sso" && <Sso org={org} admin={admin} />}
       {current.key === "policies" && <Policies org={org} />}
+      {current.key === "repositories" && <Repositories org={org} />}
       {current.key === "budgets" && <Budgets org={org} admin={admin} />}
       {current.key === "usage" && <Usage org={org} />}
       {current.key === "audit" && <Audit org={org} />}
