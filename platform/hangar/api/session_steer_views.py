@@ -117,7 +117,7 @@ class SessionPromptView(ProjectScopedView):
                 model=data.get("model"),
             )
         except services.PromptRejected as exc:
-            raise ValidationError({"parts": [str(exc)]}) from None
+            raise ValidationError({exc.field: [str(exc)]}) from None
         return Response({"message": message.pk, "queued": queued}, status=status.HTTP_202_ACCEPTED)
 
 

@@ -20,6 +20,9 @@ class Agent:
     steps: int | None = None  # max agentic steps (None: unlimited)
     temperature: float | None = None
     prompt: str | None = None  # prompt file name in engine/prompts (None: by model family)
+    prompt_text: str | None = None  # a custom agent's own prompt (hangar.engine.custom_agents)
+    model: dict[str, str] | None = None  # a custom agent's model, when the prompt names none
+    native: bool = True  # built in (False: defined by the team)
 
 
 def _deny_all() -> list[dict[str, Any]]:
@@ -94,7 +97,7 @@ def agent_info(agent: Agent) -> dict[str, Any]:
     info = {
         "name": agent.name,
         "mode": agent.mode,
-        "native": True,
+        "native": agent.native,
         "hidden": agent.hidden,
         "permission": agent.permission,
         "options": {},
@@ -105,4 +108,8 @@ def agent_info(agent: Agent) -> dict[str, Any]:
         info["steps"] = agent.steps
     if agent.temperature is not None:
         info["temperature"] = agent.temperature
+    if agent.prompt_text:
+        info["prompt"] = agent.prompt_text
+    if agent.model:
+        info["model"] = agent.model
     return info

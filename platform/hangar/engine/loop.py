@@ -40,8 +40,9 @@ from hangar.conversations.revert_services import revert_cleanup
 from hangar.conversations.services import now_ms
 from hangar.engine import permissions as perm
 from hangar.engine.abort import finish_aborted_turn
-from hangar.engine.agents import agent_get
+from hangar.engine.agents import AGENTS, Agent, agent_get
 from hangar.engine.compaction import ContextWindow
+from hangar.engine.custom_agents import UnknownAgent, resolve_agent
 from hangar.engine.dbconn import release_connection
 from hangar.engine.diffs import summarize as summarize_diffs
 from hangar.engine.history import since_boundary, to_model_messages
@@ -226,6 +227,7 @@ class Loop:
         )
         system = build_system(
             agent_prompt=self.agent.prompt,
+            agent_prompt_text=self.agent.prompt_text,
             provider_id=self.model_ref["providerID"],
             model_id=self.model_ref["modelID"],
             instructions=self.sandbox.instructions(),
@@ -424,7 +426,7 @@ class Loop:
         if self.live.observe(state.policy_stamp):  # a policy changed: re-read above, read the org's again
             self.org_policy = None
         session.permission, session.project.permission_rules = state.session_rules, state.project_rules
-        self.agent = agent_get(user.data.get("agent"))
+        self.agent = self._agent(user.data.get("agent"))
         self.model_ref = user.data["model"]
         if self.org_policy is None:
             self.org_policy = perm.org_policy_for(session.org)
@@ -441,6 +443,7 @@ class Loop:
             sandbox=self.sandbox.attach,
             active_runs=self.active_runs,
             refresh_policy=self._refresh_policy,
+            custom_agents=self.sandbox.custom_agents()[0] if "task" in self.tools else {},
         )
         key = (self.model_ref["providerID"], self.model_ref["modelID"])
         if self._model_key != key:
@@ -452,6 +455,15 @@ class Loop:
                 raise ModelUnavailable({"name": exc.name, "data": {"message": exc.message}}) from exc
             self._model_key = key
 
+    def _agent(self, name: str | None) -> Agent:
+        """A built-in agent, else the workspace's (read only for a name that is not built in)."""
+        if not name or name in AGENTS:
+            return agent_get(name)
+        try:
+            return resolve_agent(name, self.sandbox.custom_agents())
+        except UnknownAgent as exc:  # e.g. its file was deleted or broken since the prompt
+            raise ModelUnavailable({"name": "UnknownAgent", "data": {"message": str(exc)}}) from exc
+
     def _offer(
         self, tools: dict[str, Tool], ruleset: list[dict[str, Any]]
     ) -> tuple[dict[str, Tool], list[dict[str, Any]]]:
@@ -460,11 +472,12 @@ class Loop:
         the tools or rules differ from the last step's: they rarely do, and comparing is a fraction of
         matching every rule against every tool."""
         policy = self.org_policy or []
-        key = (list(tools), ruleset, policy)
+        custom = self.sandbox.custom_agents()[0] if "task" in tools else {}
+        key = (list(tools), ruleset, policy, list(custom.values()))
         if self._offered is None or self._offered[0] != key:
             off = perm.disabled_tools(key[0], ruleset, policy)
             kept = {name: tool for name, tool in tools.items() if name not in off}
-            self._offered = (key, kept, tool_schemas_for(kept, ruleset, policy))
+            self._offered = (key, kept, tool_schemas_for(kept, ruleset, policy, custom.values()))
         return self._offered[1], self._offered[2]
 
     def _ruleset(self) -> list[dict[str, Any]]:

@@ -27,9 +27,11 @@ from hangar.conversations.models import (
 from hangar.conversations.question_services import question_settle
 from hangar.conversations.revert_services import revert_cleanup
 from hangar.conversations.selectors import last_message_id
-from hangar.engine.agents import AGENTS, agent_get
+from hangar.engine import custom_agents
+from hangar.engine.agents import AGENTS, Agent, agent_get
 from hangar.engine.compaction import compaction_request
 from hangar.engine.enqueue import enqueue_run
+from hangar.engine.sandboxes import sandbox_for
 from hangar.engine.subtasks import children_abort
 from hangar.ids import client_message_id_problem
 from hangar.projects.models import Project
@@ -79,8 +81,9 @@ def session_prompt(
         problem = client_message_id_problem(message_id, last=last_message_id(session))
         if problem:
             raise PromptRejected(problem, field="messageID")
-    agent_name = agent_get(agent or session.agent).name
-    model = model or session.model
+    chosen = prompt_agent(session, agent)
+    agent_name = chosen.name
+    model = model or chosen.model or session.model
     if not (model or {}).get("modelID"):
         raise PromptRejected("no model: set one on the prompt, the session or the project")
     with transaction.atomic():
@@ -126,6 +129,21 @@ def session_prompt(
             changes["model"] = {"providerID": model["providerID"], "modelID": model["modelID"]}
         _request_run(session, **changes)
     return message
+
+
+def prompt_agent(session: Session, name: str | None) -> Agent:
+    """The agent a prompt names (else the session's): built in, else defined in the workspace, read from
+    the session's sandbox only for such a name. PromptRejected (a 400 naming `agent`) if there is none,
+    with the reason when its file does not parse."""
+    name = name or session.agent or "build"
+    if name in AGENTS:
+        return AGENTS[name]
+    if not isinstance(name, str) or not custom_agents.NAME.fullmatch(name):
+        raise PromptRejected(f"no agent named {str(name)[:64]!r}", field="agent")
+    try:
+        return custom_agents.resolve_agent(name, custom_agents.read_workspace_agents(sandbox_for(session)))
+    except custom_agents.UnknownAgent as exc:
+        raise PromptRejected(str(exc), field="agent") from None
 
 
 SUBTASK_LIMITS = {"prompt": 100_000, "description": 200, "agent": 64, "command": 2_000}

@@ -4,8 +4,9 @@ remember about the tree between its steps.
 - Snapshots: the tree hash a step ends with is the next step's start (nothing else writes the workspace
   between two steps of one run), so a step costs one `snapshot_track_changed` round trip, and none when it
   used only tools that cannot write.
-- Instructions (AGENTS.md / CLAUDE.md) are read again only when a step changed them (or its snapshot
-  failed, so what changed is unknown); the skills list is read once per run.
+- Instructions (AGENTS.md / CLAUDE.md) and the workspace's agents (.opencode/agents/) are read again
+  only when a step changed them (or its snapshot failed, so what changed is unknown); the skills list is
+  read once per run.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from hangar.conversations.models import Session
+from hangar.engine.agents import Agent
+from hangar.engine.custom_agents import read_workspace_agents
 from hangar.engine.dbconn import release_connection
 from hangar.engine.system import INSTRUCTION_FILES, read_instructions, read_skills, workspace_is_git
 from hangar.engine.tools.registry import READ_ONLY_TOOLS
@@ -32,6 +35,7 @@ class SessionSandbox:
         self._instructions: list[str] | None = None
         self._skills: str | None = None
         self._is_git: bool | None = None
+        self._agents: tuple[dict[str, Agent], list[str]] | None = None
         self.changed = False  # a step of this run changed files: the run ends with a diff summary
 
     def attach(self) -> Sandbox:
@@ -70,6 +74,8 @@ class SessionSandbox:
         self.changed = self.changed or bool(changed)
         if end is None or set(changed) & set(INSTRUCTION_FILES):
             self._instructions = None
+        if end is None or any(path.startswith(".opencode/agent") for path in changed):
+            self._agents = None
         return end, changed
 
     def instructions(self) -> list[str]:
@@ -81,6 +87,14 @@ class SessionSandbox:
         if self._skills is None:
             self._skills = read_skills(self.attach())
         return self._skills
+
+    def custom_agents(self) -> tuple[dict[str, Agent], list[str]]:
+        """The workspace's own agents, and why any file of theirs could not be used."""
+        if self._agents is None:
+            if self._sandbox is None:  # attaching may take a while: no idle pooled connection meanwhile
+                release_connection(self._active_runs())
+            self._agents = read_workspace_agents(self.attach())
+        return self._agents
 
     def is_git(self) -> bool:
         """Whether the workspace is a git repository (a project's clone is): once per run."""

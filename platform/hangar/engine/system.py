@@ -78,6 +78,7 @@ def workspace_is_git(sandbox: Sandbox) -> bool:
 def build_system(
     *,
     agent_prompt: str | None,
+    agent_prompt_text: str | None = None,
     provider_id: str,
     model_id: str,
     instructions: list[str],
@@ -86,8 +87,9 @@ def build_system(
     is_git: bool = False,
 ) -> list[str]:
     """`instructions` and `skills` as read from the workspace (read_instructions, read_skills; the loop
-    keeps them between steps: hangar.engine.session_sandbox)."""
-    base = prompt_text(agent_prompt or family_prompt(model_id))
+    keeps them between steps: hangar.engine.session_sandbox). A custom agent's own prompt
+    (`agent_prompt_text`) takes the base prompt's place, as in OpenCode."""
+    base = agent_prompt_text or prompt_text(agent_prompt or family_prompt(model_id))
     env = prompt_text("environment").format(
         model_id=model_id,
         provider_id=provider_id,

@@ -16,7 +16,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from hangar.conversations import loop_selectors as reads
@@ -26,10 +26,12 @@ from hangar.conversations.models import Message, Session
 from hangar.conversations.services import now_ms
 from hangar.engine import permissions as perm
 from hangar.engine import readmarks
+from hangar.engine.agents import Agent
 from hangar.engine.batch_calls import subcall_runner
 from hangar.engine.dbconn import release_connection
 from hangar.engine.outcomes import Stopped
 from hangar.engine.tools.base import (
+    EXTRA_AGENTS,
     EXTRA_AWAITING,
     EXTRA_BY_USER,
     EXTRA_RUN_SUBCALL,
@@ -73,6 +75,7 @@ class CallScope:
     active_runs: Callable[[], int]  # sessions this process runs (whether to give the DB connection back)
     # Before each call: (ruleset, org policy) in force if a policy changed mid-step, else None (live_policy).
     refresh_policy: Callable[[], tuple[list[dict[str, Any]], list[dict[str, Any]]] | None] = lambda: None
+    custom_agents: dict[str, Agent] = field(default_factory=dict)  # the workspace's (the task tool's choice)
 
 
 class ToolCalls:
@@ -243,6 +246,7 @@ class ToolCalls:
             extra={
                 EXTRA_SESSION: self.scope.session,
                 EXTRA_TOOLS: self.scope.tools,
+                EXTRA_AGENTS: self.scope.custom_agents,
                 EXTRA_RUN_SUBCALL: subcall_runner(self, call_id),
                 **({EXTRA_AWAITING: awaiting} if awaiting else {}),
                 **({EXTRA_BY_USER: True} if self._by_user else {}),

@@ -8,9 +8,11 @@ general (a sub-agent) has no todo tools; explore cannot start tasks. Permission 
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
+from hangar.engine.agents import Agent
 from hangar.engine.tools.apply_patch import ApplyPatchTool
 from hangar.engine.tools.base import Tool
 from hangar.engine.tools.bash import BashTool
@@ -146,14 +148,18 @@ def tool_schemas(tools: dict[str, Tool]) -> list[dict[str, Any]]:
 
 
 def tool_schemas_for(
-    tools: dict[str, Tool], ruleset: list[dict[str, Any]], org_policy: list[dict[str, Any]]
+    tools: dict[str, Tool],
+    ruleset: list[dict[str, Any]],
+    org_policy: list[dict[str, Any]],
+    custom_agents: Iterable[Agent] = (),
 ) -> list[dict[str, Any]]:
     """`tool_schemas`, with the task tool offering only the subagents the caller's rules let it start
-    (OpenCode's task description); the shared schemas when the rules deny none."""
+    (OpenCode's task description), the workspace's own among them; the shared schemas when the rules
+    deny none and the workspace adds none."""
     schemas = tool_schemas(tools)
     if "task" not in tools:
         return schemas
-    allowed = callable_subagents(ruleset, org_policy)
+    allowed = callable_subagents(ruleset, org_policy, custom_agents)
     if len(allowed) == len(subagents()):
         return schemas
     return [

@@ -11,6 +11,7 @@ child's error. Several task calls of one step all start before the step parks, s
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -18,6 +19,7 @@ from pydantic import BaseModel, Field
 from hangar.engine.agents import AGENTS, Agent
 from hangar.engine.permissions import DENY, decide
 from hangar.engine.tools.base import (
+    EXTRA_AGENTS,
     EXTRA_AWAITING,
     EXTRA_BY_USER,
     EXTRA_SESSION,
@@ -32,9 +34,9 @@ from hangar.engine.tools.common import description
 NO_DESCRIPTION = "This subagent should only be called manually by the user."
 
 
-def subagents() -> list[Agent]:
-    """The agents a task may start: subagents, not hidden."""
-    return [a for a in AGENTS.values() if a.mode != "primary" and not a.hidden]
+def subagents(custom: Iterable[Agent] = ()) -> list[Agent]:
+    """The agents a task may start: subagents, not hidden, built in or the workspace's (`custom`)."""
+    return [a for a in (*AGENTS.values(), *custom) if a.mode != "primary" and not a.hidden]
 
 
 def task_description(agents: list[Agent]) -> str:
@@ -44,10 +46,14 @@ def task_description(agents: list[Agent]) -> str:
     return description("task").replace("{agents}", listed)
 
 
-def callable_subagents(ruleset: list[dict[str, Any]], org_policy: list[dict[str, Any]]) -> list[Agent]:
+def callable_subagents(
+    ruleset: list[dict[str, Any]], org_policy: list[dict[str, Any]], custom: Iterable[Agent] = ()
+) -> list[Agent]:
     """The subagents the caller's rules let it start (ask counts: the person is asked at the call)."""
     return [
-        a for a in subagents() if decide("task", [a.name], ruleset=ruleset, org_policy=org_policy) != DENY
+        a
+        for a in subagents(custom)
+        if decide("task", [a.name], ruleset=ruleset, org_policy=org_policy) != DENY
     ]
 
 
@@ -110,9 +116,10 @@ class TaskTool:
         from hangar.conversations.subtask_selectors import child_of, message_model
         from hangar.engine.subtasks import child_create, child_prompt
 
-        agent = AGENTS.get(args.subagent_type)
-        if agent is None or agent not in subagents():
-            available = ", ".join(a.name for a in subagents())
+        custom = ctx.extra.get(EXTRA_AGENTS) or {}
+        agent = AGENTS.get(args.subagent_type) or custom.get(args.subagent_type)
+        if agent is None or agent not in subagents(custom.values()):
+            available = ", ".join(a.name for a in subagents(custom.values()))
             raise ToolError(
                 f"Unknown agent type: {args.subagent_type} is not a valid agent type (available: {available})"
             )
