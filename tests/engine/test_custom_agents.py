@@ -1,3 +1,4 @@
+# ruff: noqa: F811  (the fixtures imported below are the parameters of the tests)
 """Agents a team defines in its workspace (`.opencode/agents/<name>.md`: YAML frontmatter, then the
 prompt), in a real worker with the Docker sandbox and the scripted model over HTTP: prompting one sends
 its prompt as the system prompt and offers only the tools its permissions leave; as a subagent the task
@@ -58,7 +59,7 @@ def test_a_prompt_to_a_workspace_agent_uses_its_prompt_rules_and_steps(alice, sc
     assert user.data["agent"] == "reviewer"
 
 
-def test_the_task_tool_lists_and_starts_a_workspace_subagent(alice, script, routed_session, worker):  # noqa: F811
+def test_the_task_tool_lists_and_starts_a_workspace_subagent(alice, script, routed_session, worker):
     kid = script.load([[{"text": "reviewed: ok"}]])
     parent = script.load(
         [calls(task("t1", "Review", f"[[script:{kid}]] review", "reviewer")), [{"text": "done"}]]

@@ -50,6 +50,17 @@ class PromptInput(serializers.Serializer):
     model = ModelField(required=False)
 
 
+class CommandInput(serializers.Serializer):
+    command = serializers.RegexField(
+        r"^/?[A-Za-z0-9][A-Za-z0-9_./-]{0,255}$", help_text="a command of the workspace's .opencode/commands/"
+    )
+    arguments = serializers.CharField(
+        required=False, allow_blank=True, max_length=100_000, trim_whitespace=False
+    )
+    agent = serializers.RegexField(r"^[A-Za-z0-9_.-]{1,64}$", required=False)
+    model = ModelField(required=False)
+
+
 class PromptOutput(serializers.Serializer):
     message = serializers.CharField(help_text="the stored user message's id")
     queued = serializers.BooleanField(help_text="true when the session was busy: the running loop reads it")
@@ -113,6 +124,35 @@ class SessionPromptView(ProjectScopedView):
                 actor=scope.actor,
                 session=session,
                 parts=[dict(part) for part in data["parts"]],
+                agent=data.get("agent"),
+                model=data.get("model"),
+            )
+        except services.PromptRejected as exc:
+            raise ValidationError({exc.field: [str(exc)]}) from None
+        return Response({"message": message.pk, "queued": queued}, status=status.HTTP_202_ACCEPTED)
+
+
+class SessionCommandView(ProjectScopedView):
+    @extend_schema(
+        tags=TAG,
+        operation_id="sessions_command",
+        request=CommandInput,
+        responses={202: PromptOutput},
+        summary="Run a workspace command (its template, filled from the arguments, becomes the prompt)",
+    )
+    def post(self, request, org, project_id, session_id):
+        scope, session = self.session(request, Role.MEMBER)
+        body = CommandInput(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        services = engine()
+        queued = session.status != "idle"
+        try:
+            message = services.session_command(
+                actor=scope.actor,
+                session=session,
+                command=data["command"],
+                arguments=data.get("arguments", ""),
                 agent=data.get("agent"),
                 model=data.get("model"),
             )

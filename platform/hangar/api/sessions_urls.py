@@ -21,6 +21,7 @@ urlpatterns = [
     path(ONE + "messages/<str:message_id>/", v.MessageDetailView.as_view(), name="session-message"),
     path(ONE + "events/", v.EventCollectionView.as_view(), name="session-events"),
     path(ONE + "prompt/", steer.SessionPromptView.as_view(), name="session-prompt"),
+    path(ONE + "command/", steer.SessionCommandView.as_view(), name="session-command"),
     path(ONE + "abort/", steer.SessionAbortView.as_view(), name="session-abort"),
     path(ONE + "summarize/", steer.SessionSummarizeView.as_view(), name="session-summarize"),
     path(ONE + "revert/", history.SessionRevertView.as_view(), name="session-revert"),

@@ -27,7 +27,7 @@ from hangar.conversations.models import (
 from hangar.conversations.question_services import question_settle
 from hangar.conversations.revert_services import revert_cleanup
 from hangar.conversations.selectors import last_message_id
-from hangar.engine import custom_agents
+from hangar.engine import custom_agents, custom_commands
 from hangar.engine.agents import AGENTS, Agent, agent_get
 from hangar.engine.compaction import compaction_request
 from hangar.engine.enqueue import enqueue_run
@@ -101,7 +101,7 @@ def session_prompt(
         bodies = []
         for part in parts:
             if part.get("type") == "subtask":
-                bodies.append(_subtask_part(part))
+                bodies.append(_subtask_part(part, session))
                 continue
             body = {
                 k: v for k, v in part.items() if k in ("type", "text", "mime", "filename", "url", "synthetic")
@@ -146,10 +146,63 @@ def prompt_agent(session: Session, name: str | None) -> Agent:
         raise PromptRejected(str(exc), field="agent") from None
 
 
+def session_command(
+    *,
+    actor: Actor,
+    session: Session,
+    command: str,
+    arguments: str = "",
+    agent: str | None = None,
+    model: dict[str, Any] | None = None,
+    message_id: str | None = None,
+    files: list[dict[str, Any]] | None = None,
+) -> Message:
+    """Run one of the workspace's commands (OpenCode's `command`): its template, filled from `arguments`,
+    becomes the prompt, by the command's agent and model unless the request names its own. A `subtask`
+    command (or one whose agent is a subagent) runs as a task in a child session. PromptRejected naming
+    `command` when there is no such command, with the reason when its file does not parse."""
+    _require_member(actor, session)
+    if not isinstance(command, str) or not custom_commands.NAME.fullmatch(command.lstrip("/")):
+        raise PromptRejected(f"no command named {str(command)[:80]!r}", field="command")
+    if not isinstance(arguments, str) or len(arguments) > SUBTASK_LIMITS["prompt"]:
+        raise PromptRejected("arguments must be text of at most 100000 characters", field="arguments")
+    try:
+        found = custom_commands.find_command(
+            command.lstrip("/"), custom_commands.read_workspace_commands(sandbox_for(session))
+        )
+    except LookupError as exc:
+        raise PromptRejected(str(exc.args[0]), field="command") from None
+    text = custom_commands.render(found.template, arguments)
+    chosen = prompt_agent(session, agent or found.agent)
+    model = model or found.model
+    if found.subtask or chosen.mode == "subagent":
+        parts: list[dict[str, Any]] = [
+            {
+                "type": "subtask",
+                "agent": chosen.name,
+                "description": (found.description or found.name)[:200],
+                "prompt": text,
+                "command": found.name,
+                **({"model": model} if model else {}),
+            }
+        ]
+        agent = None  # the session keeps its own agent; the task runs the command's
+    else:
+        parts, agent = [{"type": "text", "text": text}], chosen.name
+    return session_prompt(
+        actor=actor,
+        session=session,
+        parts=parts + [dict(f) for f in files or []],
+        agent=agent,
+        model=model,
+        message_id=message_id,
+    )
+
+
 SUBTASK_LIMITS = {"prompt": 100_000, "description": 200, "agent": 64, "command": 2_000}
 
 
-def _subtask_part(part: dict[str, Any]) -> dict[str, Any]:
+def _subtask_part(part: dict[str, Any], session: Session) -> dict[str, Any]:
     """OpenCode's SubtaskPartInput, checked: the agent a subagent, the texts bounded, the model well formed.
     The run then starts that subagent's task without asking the model (hangar.engine.loop.run_subtask)."""
     body: dict[str, Any] = {"type": "subtask"}
@@ -162,7 +215,10 @@ def _subtask_part(part: dict[str, Any]) -> dict[str, Any]:
                 f"a subtask part needs {key!r}: a non-empty string of at most {limit} characters"
             )
         body[key] = value
-    agent = AGENTS.get(body["agent"])
+    try:
+        agent = prompt_agent(session, body["agent"])
+    except PromptRejected:
+        agent = None
     if agent is None or agent.mode == "primary" or agent.hidden:
         raise PromptRejected(f"unknown subagent {body['agent']!r}")
     model = part.get("model")

@@ -92,6 +92,28 @@ class PromptIn(StrictSerializer):
     parts = serializers.ListField(child=PartInField())
 
 
+class FilePartInField(PartInField):
+    def to_internal_value(self, data):
+        data = super().to_internal_value(data)
+        if data.get("type") != "file":
+            raise serializers.ValidationError("A command's parts are files.")
+        return data
+
+
+class CommandIn(StrictSerializer):
+    """OpenCode's body for POST /session/{id}/command: `model` is "provider/model" here."""
+
+    messageID = serializers.RegexField(MESSAGE_ID.pattern, required=False)
+    agent = serializers.CharField(required=False, max_length=64)
+    model = serializers.RegexField(r"^[^/\s]{1,64}/\S{1,200}$", required=False)
+    arguments = serializers.CharField(
+        required=False, allow_blank=True, max_length=100_000, trim_whitespace=False
+    )
+    command = serializers.CharField(max_length=300)
+    variant = serializers.CharField(required=False)
+    parts = serializers.ListField(child=FilePartInField(), required=False, max_length=20)
+
+
 class PermissionReplyIn(StrictSerializer):
     reply = serializers.ChoiceField(choices=["once", "always", "reject"])
     message = serializers.CharField(required=False, allow_blank=True, max_length=10_000)

@@ -34,6 +34,7 @@ urlpatterns = [
         views_session.SessionMessageDetail.as_view(),
         name="oc-session-message",
     ),
+    path("session/<str:session_id>/command", views_stream.session_command, name="oc-session-command"),
     path("session/<str:session_id>/todo", views_session.SessionTodos.as_view(), name="oc-session-todo"),
     path("session/<str:session_id>/prompt_async", views_steer.PromptAsync.as_view(), name="oc-prompt-async"),
     path("session/<str:session_id>/abort", views_steer.Abort.as_view(), name="oc-abort"),

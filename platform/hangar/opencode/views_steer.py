@@ -46,6 +46,25 @@ def prompt(actor, session, data: dict):
         raise ValidationError({exc.field: [str(exc)]}) from None
 
 
+def run_command(actor, session, data: dict):
+    """engine.session_command from OpenCode's command body, its refusals as OpenCode's 400."""
+    services = engine()
+    provider, _, model = data.get("model", "").partition("/")
+    try:
+        return services.session_command(
+            actor=actor,
+            session=session,
+            command=data["command"],
+            arguments=data.get("arguments", ""),
+            agent=data.get("agent"),
+            model={"providerID": provider, "modelID": model} if model else None,
+            message_id=data.get("messageID"),
+            files=[dict(part) for part in data.get("parts", [])],
+        )
+    except services.PromptRejected as exc:
+        raise ValidationError({exc.field: [str(exc)]}) from None
+
+
 class PromptAsync(OpenCodeView):
     @extend_schema(tags=OC, operation_id="oc_session_prompt_async", request=s.PromptIn, responses={204: None})
     def post(self, request, project_id, session_id):

@@ -20,7 +20,7 @@ from hangar.opencode.cross_site import cross_site_refusal
 from hangar.opencode.db import db
 from hangar.opencode.errors import error_response
 from hangar.opencode.scope import scope_for_async
-from hangar.opencode.views_steer import prompt
+from hangar.opencode.views_steer import prompt, run_command
 from hangar.realtime.access import ACCESS_CHANGED, RECHECK_S, access_group
 from hangar.realtime.subscribe import subscribe
 
@@ -141,9 +141,28 @@ def _json(request) -> dict:
         raise ValidationError({"body": ["Malformed JSON."]}) from None
 
 
-async def _prompt_and_wait(scope, session: Session, data: dict):
+@csrf_exempt
+async def session_command(request, project_id, session_id):
+    """POST runs one of the workspace's commands and answers with the turn's last assistant message."""
+    try:
+        scope = await scope_for_async(request, project_id)
+        session = await _session(scope, session_id)
+        if request.method != "POST":
+            raise MethodNotAllowed(request.method)
+        refusal = cross_site_refusal(request)
+        if refusal is not None:
+            raise refusal
+        scope.require(Role.MEMBER)
+        body = s.CommandIn(data=_json(request))
+        body.is_valid(raise_exception=True)
+        return await _prompt_and_wait(scope, session, body.validated_data, start=run_command)
+    except APIException as exc:
+        return error_response(exc)
+
+
+async def _prompt_and_wait(scope, session: Session, data: dict, start=prompt):
     async with subscribe([session_group(session.pk)]) as subscription:
-        user_message = await db(prompt)(scope.actor, session, data)
+        user_message = await db(start)(scope.actor, session, data)
         if data.get("noReply"):
             return JsonResponse(await db(conversation_selectors.message_get)(session, user_message.pk))
         deadline = time.monotonic() + PROMPT_TIMEOUT_S
