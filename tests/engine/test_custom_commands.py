@@ -56,6 +56,19 @@ def test_a_command_runs_its_template_by_its_agent(alice, charlie, script, make_s
     sent = [m for m in request["messages"] if m["role"] == "user"]
     assert "Plan a fix for bug-42 in bug-42" in str(sent[0]["content"])
     assert any(PLAN_REMINDER in str(m["content"]) for m in sent[1:])  # run by the plan agent
+    # OpenCode's list: the newest session's workspace commands (its sandbox runs), in OpenCode's shape.
+    listed = oc_client(alice).get(f"{base_url(alice)}/command")
+    assert_response(listed, "/command")
+    assert listed.json() == [
+        {
+            "name": "plan-fix",
+            "source": "command",
+            "template": "Plan a fix for $1 in $ARGUMENTS",
+            "description": "Plan a fix",
+            "agent": "plan",
+            "hints": ["$1", "$ARGUMENTS"],
+        }
+    ]
     # Another org's member: the session is not there.
     assert (
         api(charlie).post(api_url(alice, session), {"command": "plan-fix"}, format="json").status_code == 404

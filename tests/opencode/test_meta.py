@@ -6,7 +6,27 @@ from tests.opencode.conftest import assert_response, base_url
 
 pytestmark = pytest.mark.django_db
 
-ROUTES = ["/config", "/agent", "/path", "/project/current", "/provider", "/config/providers", "/permission"]
+ROUTES = [
+    "/config",
+    "/agent",
+    "/path",
+    "/project/current",
+    "/provider",
+    "/config/providers",
+    "/permission",
+    # What the TUI asks at start: Hangar runs no language servers, formatters or MCP servers.
+    "/lsp",
+    "/formatter",
+    "/mcp",
+    "/provider/auth",
+    "/experimental/capabilities",
+    "/experimental/console",
+    "/experimental/workspace",
+    "/experimental/workspace/status",
+    "/experimental/resource",
+    "/vcs",
+    "/command",
+]
 
 
 @pytest.fixture
@@ -33,3 +53,20 @@ def test_config_names_the_projects_default_model(oc, modelled):
 def test_agents_include_build_and_plan(oc, alice):
     names = {agent["name"] for agent in oc(alice).get(f"{base_url(alice)}/agent").json()}
     assert {"build", "plan"} <= names
+
+
+def test_the_project_has_one_directory_the_workspace(oc, alice, charlie):
+    url = f"{base_url(alice)}/project/{alice.project.pk}/directories"
+    response = oc(alice).get(url)
+    assert_response(response, "/project/{projectID}/directories")
+    assert response.json() == [{"directory": "/workspace"}]
+    assert oc(alice).get(f"{base_url(alice)}/project/999999/directories").status_code == 404
+    assert oc(charlie).get(url).status_code == 404
+
+
+def test_vcs_names_the_default_branch(oc, alice):
+    alice.project.repo_default_branch = "trunk"
+    alice.project.save()
+    response = oc(alice).get(f"{base_url(alice)}/vcs")
+    assert_response(response, "/vcs")
+    assert response.json() == {"default_branch": "trunk"}

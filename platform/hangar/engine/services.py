@@ -31,7 +31,7 @@ from hangar.engine import custom_agents, custom_commands
 from hangar.engine.agents import AGENTS, Agent, agent_get
 from hangar.engine.compaction import compaction_request
 from hangar.engine.enqueue import enqueue_run
-from hangar.engine.sandboxes import sandbox_for
+from hangar.engine.sandboxes import sandbox_for_request
 from hangar.engine.subtasks import children_abort
 from hangar.ids import client_message_id_problem
 from hangar.projects.models import Project
@@ -141,7 +141,9 @@ def prompt_agent(session: Session, name: str | None) -> Agent:
     if not isinstance(name, str) or not custom_agents.NAME.fullmatch(name):
         raise PromptRejected(f"no agent named {str(name)[:64]!r}", field="agent")
     try:
-        return custom_agents.resolve_agent(name, custom_agents.read_workspace_agents(sandbox_for(session)))
+        return custom_agents.resolve_agent(
+            name, custom_agents.read_workspace_agents(sandbox_for_request(session))
+        )
     except custom_agents.UnknownAgent as exc:
         raise PromptRejected(str(exc), field="agent") from None
 
@@ -168,7 +170,7 @@ def session_command(
         raise PromptRejected("arguments must be text of at most 100000 characters", field="arguments")
     try:
         found = custom_commands.find_command(
-            command.lstrip("/"), custom_commands.read_workspace_commands(sandbox_for(session))
+            command.lstrip("/"), custom_commands.read_workspace_commands(sandbox_for_request(session))
         )
     except LookupError as exc:
         raise PromptRejected(str(exc.args[0]), field="command") from None

@@ -1,9 +1,16 @@
 """Read-only project routes an OpenCode client asks for: /config, /agent, /path, /project/current,
-/provider, /config/providers."""
+/provider, /config/providers, /command, /vcs, and what its TUI asks at start (/lsp, /formatter, /mcp,
+/provider/auth, /experimental/capabilities, /experimental/console, /experimental/workspace,
+/experimental/workspace/status, /experimental/resource, /project/{id}/directories). OpenCode's newer `/api/*` surface is not served: its
+TUI falls back to the routes above."""
 
 from drf_spectacular.utils import extend_schema
+from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
+from hangar.conversations import selectors as conversation_selectors
+from hangar.engine.custom_commands import read_workspace_commands
+from hangar.engine.sandboxes import manager
 from hangar.opencode import meta
 from hangar.opencode.base import OpenCodeView
 
@@ -46,3 +53,75 @@ class ConfigProviders(OpenCodeView):
     def get(self, request, project_id):
         providers, default = meta.providers(self.scope.project)
         return Response({"providers": providers, "default": default})
+
+
+# What an OpenCode client asks of the machine it runs against, answered for Hangar: no language servers,
+# formatters or MCP servers run beside a sandbox, providers are set up in Hangar (not by OpenCode's
+# auth flows), subagents report back to their caller (not in the background), and the project has one
+# directory, the sandbox's workspace.
+
+
+class Capabilities(OpenCodeView):
+    @extend_schema(tags=OC, operation_id="oc_experimental_capabilities", responses={200: dict})
+    def get(self, request, project_id):
+        return Response({"backgroundSubagents": False})
+
+
+class ConsoleState(OpenCodeView):
+    @extend_schema(tags=OC, operation_id="oc_experimental_console", responses={200: dict})
+    def get(self, request, project_id):
+        return Response({"consoleManagedProviders": [], "switchableOrgCount": 0})
+
+
+def _nothing_runs(name: str, answer: list | dict) -> type[OpenCodeView]:
+    """/lsp, /formatter (lists) and /mcp, /provider/auth (maps): nothing of the kind runs."""
+
+    class Nothing(OpenCodeView):
+        @extend_schema(tags=OC, operation_id=f"oc_{name}", responses={200: dict})
+        def get(self, request, project_id):
+            return Response(answer)
+
+    Nothing.__name__ = Nothing.__qualname__ = f"{name.title().replace('_', '')}Status"
+    return Nothing
+
+
+Lsp = _nothing_runs("lsp", [])
+Formatter = _nothing_runs("formatter", [])
+Mcp = _nothing_runs("mcp", {})
+ProviderAuth = _nothing_runs("provider_auth", {})
+Workspaces = _nothing_runs("experimental_workspace", [])  # OpenCode's remote workspaces: Hangar has its own
+WorkspaceStatus = _nothing_runs("experimental_workspace_status", [])
+McpResources = _nothing_runs("experimental_resource", {})
+
+
+class ProjectDirectories(OpenCodeView):
+    @extend_schema(tags=OC, operation_id="oc_project_directories", responses={200: dict})
+    def get(self, request, project_id, opencode_project_id):
+        if opencode_project_id != str(self.scope.project.pk):
+            raise NotFound(f"Project not found: {opencode_project_id}")
+        return Response([{"directory": meta.WORKSPACE}])
+
+
+class Vcs(OpenCodeView):
+    @extend_schema(tags=OC, operation_id="oc_vcs", responses={200: dict})
+    def get(self, request, project_id):
+        project = self.scope.project
+        return Response(
+            {"default_branch": project.repo_default_branch} if project.repo_default_branch else {}
+        )
+
+
+class Commands(OpenCodeView):
+    """The workspace's commands, as the caller's newest session of the project has them while its sandbox
+    runs (OpenCode lists a directory's; a Hangar project has one workspace per session). Nothing is
+    started to answer."""
+
+    @extend_schema(tags=OC, operation_id="oc_command_list", responses={200: dict})
+    def get(self, request, project_id):
+        newest = conversation_selectors.sessions_list(
+            self.scope.actor, self.scope.project.pk, archived=False, roots_only=True, search="", limit=1
+        )
+        if not newest or not manager().is_running(newest[0].pk):
+            return Response([])
+        commands, _ = read_workspace_commands(manager().connect(newest[0].pk))
+        return Response([command.info() for command in commands.values()])

@@ -19,6 +19,7 @@ from hangar.opencode import translate
 from hangar.opencode.cross_site import cross_site_refusal
 from hangar.opencode.db import db
 from hangar.opencode.errors import error_response
+from hangar.opencode.meta import WORKSPACE
 from hangar.opencode.scope import scope_for_async
 from hangar.opencode.views_steer import prompt, run_command
 from hangar.realtime.access import ACCESS_CHANGED, RECHECK_S, access_group
@@ -32,6 +33,22 @@ FLUSH_S = 0.05  # lets SSE streams on the same channel layer deliver the idle ev
 
 @csrf_exempt
 async def event_stream(request, project_id):
+    """OpenCode's `/event`: the project's events (the caller's access checked as it goes)."""
+    return await _stream(request, project_id, wrap=None)
+
+
+@csrf_exempt
+async def global_event_stream(request, project_id):
+    """OpenCode's `/global/event`, the stream its TUI follows: the same events, each as a GlobalEvent
+    (`{directory, project, payload}`) of the project's one directory, the sandbox's workspace."""
+
+    def wrap(event: dict) -> dict:
+        return {"directory": WORKSPACE, "project": str(project_id), "payload": event}
+
+    return await _stream(request, project_id, wrap=wrap)
+
+
+async def _stream(request, project_id, wrap):
     if request.method != "GET":
         return error_response(MethodNotAllowed(request.method))
     try:
@@ -52,18 +69,19 @@ async def event_stream(request, project_id):
             return False
         return True
 
-    response = StreamingHttpResponse(_events(subscription, allowed), content_type="text/event-stream")
+    response = StreamingHttpResponse(_events(subscription, allowed, wrap), content_type="text/event-stream")
     response["Cache-Control"] = "no-cache, no-transform"
     response["X-Accel-Buffering"] = "no"
     response["X-Content-Type-Options"] = "nosniff"
     return response
 
 
-async def _events(subscription, allowed):
+async def _events(subscription, allowed, wrap=None):
     """The stream ends when its caller loses access (hangar.realtime.access): checked every RECHECK_S
-    and at once on an access notice."""
+    and at once on an access notice. `wrap` turns each event into what the route sends."""
+    wrap = wrap or (lambda event: event)
     try:
-        yield translate.sse(translate.server_connected())
+        yield translate.sse(wrap(translate.server_connected()))
         check_at = time.monotonic() + RECHECK_S
         while True:
             event = await subscription.get(timeout=max(0.0, min(KEEPALIVE_S, check_at - time.monotonic())))
@@ -77,7 +95,7 @@ async def _events(subscription, allowed):
                 yield translate.KEEPALIVE
                 continue
             for oc_event in translate.to_opencode(event):
-                yield translate.sse(oc_event)
+                yield translate.sse(wrap(oc_event))
     finally:
         await subscription.close()
 

@@ -77,6 +77,7 @@ class EditTool:
             title=relative(path),
             output="Edit applied successfully.",
             metadata={
+                "diagnostics": {},  # as write's: no language server, no findings
                 "diff": diff,
                 "replacer": matched,
                 "filediff": filediff(path, plain_before, plain_after, "modified" if stat else "added", diff),

@@ -63,6 +63,7 @@ class WriteTool:
             title=relative(path),
             output="Wrote file successfully.",
             metadata={
+                "diagnostics": {},  # OpenCode's LSP findings per file; Hangar runs no language server
                 "filepath": path,
                 "exists": exists,
                 "diff": diff,

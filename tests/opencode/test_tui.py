@@ -1,0 +1,105 @@
+"""The stock OpenCode TUI (npm opencode-ai 1.18.33, `opencode attach <base> -p <token>`) driven in tmux
+against Hangar: a prompt typed in it runs in the worker and the TUI shows it live from `/global/event`
+(the generated title, the streamed text, the write tool's file card with the file's lines, the session's
+modified files), and it finds every route it asks for at start except OpenCode's newer `/api/*`
+surface, which it does without. Another org's token gets nothing of the project."""
+
+import re
+import subprocess
+import time
+import uuid
+
+import pytest
+
+from hangar.conversations.models import Session
+from hangar.engine.sandboxes import manager
+from tests.opencode.live import OPENCODE_BIN, call, opencode_env
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(180)]
+
+
+class Tui:
+    def __init__(self, base: str, token: str, tmp_path):
+        self.name = f"oc-{uuid.uuid4().hex[:8]}"
+        command = f"{OPENCODE_BIN} attach {base} -p {token}"
+        subprocess.run(
+            [
+                "tmux",
+                "new-session",
+                "-d",
+                "-s",
+                self.name,
+                "-x",
+                "160",
+                "-y",
+                "45",
+                "-c",
+                str(tmp_path),
+                command,
+            ],
+            env=opencode_env(tmp_path),
+            check=True,
+        )
+
+    def screen(self) -> str:
+        return subprocess.run(
+            ["tmux", "capture-pane", "-p", "-t", self.name], capture_output=True, text=True
+        ).stdout
+
+    def wait_for(self, *texts: str, timeout: float = 60) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if all(t in screen for t in texts):
+                return screen
+            time.sleep(0.25)
+        raise AssertionError(f"the TUI never showed {texts}:\n{self.screen()}")
+
+    def type(self, text: str) -> None:
+        subprocess.run(["tmux", "send-keys", "-t", self.name, text, "Enter"], check=True)
+
+    def close(self) -> None:
+        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
+
+
+def test_the_tui_shows_a_run_live_with_its_title_and_file_card(
+    alice, daphne, worker, scripted_project, tmp_path
+):
+    project = scripted_project(
+        alice,
+        [
+            [
+                {"text": "Writing it."},
+                call("write", "c1", filePath="/workspace/hi.py", content="print('hi')\n"),
+            ],
+            [{"text": "All done."}],
+        ],
+        title="Greeting script",
+    )
+    tui = Tui(f"{daphne.url}/oc/{project.pk}", alice.token, tmp_path)
+    try:
+        tui.wait_for("Build", "/workspace")  # the prompt box is up
+        tui.type("write hi.py")
+        screen = tui.wait_for("Greeting script", "Writing it.", "# Wrote hi.py", "print('hi')", "All done.")
+        assert re.search(r"hi\.py\s+\+1", screen), screen  # the session's modified files, from session.diff
+    finally:
+        tui.close()
+    session = Session.objects.get(project=project)
+    try:
+        assert session.title == "Greeting script" and session.status == "idle"
+        missing = set(re.findall(rf'"GET /oc/{project.pk}(/[^ ?"]*)[^"]*" 404', daphne.log_path.read_text()))
+        assert {route for route in missing if not route.startswith("/api/")} == set(), missing
+    finally:
+        manager().destroy(session.pk)
+
+
+def test_the_tui_with_another_orgs_token_gets_nothing(alice, charlie, daphne, tmp_path):
+    tui = Tui(f"{daphne.url}/oc/{alice.project.pk}", charlie.token, tmp_path)
+    try:
+        time.sleep(5)  # what it asks at start, refused
+    finally:
+        tui.close()
+    log = daphne.log_path.read_text()
+    answered = re.findall(rf'"GET /oc/{alice.project.pk}(/[^ ?"]*)[^"]*" (\d+)', log)
+    assert answered and all(code in ("401", "404") for _, code in answered), answered
+    assert not Session.objects.filter(project=alice.project).exists()
