@@ -26,6 +26,7 @@ ROUTES = [
     "/experimental/resource",
     "/vcs",
     "/command",
+    "/skill",
 ]
 
 

@@ -66,6 +66,7 @@ from hangar.engine.providers.resolve import ModelResolver, model_for
 from hangar.engine.retry import MAX_ATTEMPTS, retry_delay
 from hangar.engine.sandboxes import egress_refused, sandbox_for
 from hangar.engine.session_sandbox import SessionSandbox
+from hangar.engine.skills import listing as skills_listing
 from hangar.engine.spend import check_before_call, step_call
 from hangar.engine.step_usage import record_failed_call, usage_after, usage_data
 from hangar.engine.subtasks import wake_parent, workspace_session
@@ -111,6 +112,7 @@ class Loop:
         self.org_policy: list[dict[str, Any]] | None = None  # read once per run
         # The last step's offer (its tools and their schemas) and what decided it (see `_offer`).
         self._offered: tuple[tuple[Any, ...], dict[str, Tool], list[dict[str, Any]]] | None = None
+        self.skills_block = ""  # the system prompt's <available_skills>, as the step's agent may load them
         self.schemas: list[dict[str, Any]] = []
         self.steps = 0
         self._latency: dict[str, int] = {}  # ms of each step's model call, by message, until it closes
@@ -231,7 +233,7 @@ class Loop:
             provider_id=self.model_ref["providerID"],
             model_id=self.model_ref["modelID"],
             instructions=self.sandbox.instructions(),
-            skills=self.sandbox.skills(),
+            skills=self.skills_block,
             user_system=user.data.get("system"),
             is_git=self.sandbox.is_git(),
         )
@@ -432,6 +434,14 @@ class Loop:
             self.org_policy = perm.org_policy_for(session.org)
         ruleset = self._ruleset()
         tools = get_tools(self.agent.name, self.model_ref["modelID"])
+        skills = (
+            [s for s in self.sandbox.skills() if self._may("skill", s.name, ruleset)]
+            if "skill" in tools
+            else []
+        )
+        self.skills_block = skills_listing(skills)
+        if not skills:  # nothing to load: the tool is not offered (OpenCode's)
+            tools.pop("skill", None)
         self.tools, self.schemas = self._offer(tools, ruleset)
         self.scope = CallScope(
             session=session,
@@ -454,6 +464,11 @@ class Loop:
             except ProviderError as exc:  # e.g. no credential for the provider: the user can act on this
                 raise ModelUnavailable({"name": exc.name, "data": {"message": exc.message}}) from exc
             self._model_key = key
+
+    def _may(self, permission: str, pattern: str, ruleset: list[dict[str, Any]]) -> bool:
+        return (
+            perm.decide(permission, [pattern], ruleset=ruleset, org_policy=self.org_policy or []) != perm.DENY
+        )
 
     def _agent(self, name: str | None) -> Agent:
         """A built-in agent, else the workspace's (read only for a name that is not built in)."""

@@ -17,7 +17,8 @@ from hangar.conversations.models import Session
 from hangar.engine.agents import Agent
 from hangar.engine.custom_agents import read_workspace_agents
 from hangar.engine.dbconn import release_connection
-from hangar.engine.system import INSTRUCTION_FILES, read_instructions, read_skills, workspace_is_git
+from hangar.engine.skills import Skill, read_skills
+from hangar.engine.system import INSTRUCTION_FILES, read_instructions, workspace_is_git
 from hangar.engine.tools.registry import READ_ONLY_TOOLS
 from hangar.logging import get_logger
 from sandbox.protocol import Sandbox, SandboxError
@@ -33,7 +34,7 @@ class SessionSandbox:
         self._sandbox: Sandbox | None = None
         self._last_hash: str | None = None
         self._instructions: list[str] | None = None
-        self._skills: str | None = None
+        self._skills: list[Skill] | None = None
         self._is_git: bool | None = None
         self._agents: tuple[dict[str, Agent], list[str]] | None = None
         self.changed = False  # a step of this run changed files: the run ends with a diff summary
@@ -83,18 +84,23 @@ class SessionSandbox:
             self._instructions = read_instructions(self.attach())
         return self._instructions
 
-    def skills(self) -> str:
+    def skills(self) -> list[Skill]:
         if self._skills is None:
-            self._skills = read_skills(self.attach())
+            self._skills = read_skills(self._attach_releasing())
         return self._skills
 
     def custom_agents(self) -> tuple[dict[str, Agent], list[str]]:
         """The workspace's own agents, and why any file of theirs could not be used."""
         if self._agents is None:
-            if self._sandbox is None:  # attaching may take a while: no idle pooled connection meanwhile
-                release_connection(self._active_runs())
-            self._agents = read_workspace_agents(self.attach())
+            self._agents = read_workspace_agents(self._attach_releasing())
         return self._agents
+
+    def _attach_releasing(self) -> Sandbox:
+        """attach, for a read before the step's first snapshot: attaching may take a while, and no pooled
+        DB connection is held idle meanwhile."""
+        if self._sandbox is None:
+            release_connection(self._active_runs())
+        return self.attach()
 
     def is_git(self) -> bool:
         """Whether the workspace is a git repository (a project's clone is): once per run."""

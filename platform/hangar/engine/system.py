@@ -51,23 +51,6 @@ def read_instructions(sandbox: Sandbox) -> list[str]:
     return out
 
 
-def read_skills(sandbox: Sandbox) -> str:
-    try:
-        # Globbing inside the skills folder: a workspace without one (the usual case) answers at once,
-        # without a walk of the whole workspace (node_modules and all).
-        paths, _ = sandbox.glob("*/SKILL.md", "/workspace/.opencode/skills")
-    except SandboxError:
-        return ""
-    if not paths:
-        return ""
-    items = "".join(
-        f"<skill>\n<name>{Path(p).parent.name}</name>\n<description>See {p}</description>\n"
-        f"<location>file://{p}</location>\n</skill>\n"
-        for p in paths
-    )
-    return f"<available_skills>\n{items}</available_skills>"
-
-
 def workspace_is_git(sandbox: Sandbox) -> bool:
     try:
         return sandbox.stat("/workspace/.git") is not None
@@ -86,7 +69,7 @@ def build_system(
     user_system: str | None = None,
     is_git: bool = False,
 ) -> list[str]:
-    """`instructions` and `skills` as read from the workspace (read_instructions, read_skills; the loop
+    """`instructions` and `skills` as read from the workspace (read_instructions, skills.listing; the loop
     keeps them between steps: hangar.engine.session_sandbox). A custom agent's own prompt
     (`agent_prompt_text`) takes the base prompt's place, as in OpenCode."""
     base = agent_prompt_text or prompt_text(agent_prompt or family_prompt(model_id))

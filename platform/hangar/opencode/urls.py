@@ -27,6 +27,7 @@ urlpatterns = [
         name="oc-project-directories",
     ),
     path("command", views_meta.Commands.as_view(), name="oc-commands"),
+    path("skill", views_meta.Skills.as_view(), name="oc-skills"),
     path("vcs", views_meta.Vcs.as_view(), name="oc-vcs"),
     path("lsp", views_meta.Lsp.as_view(), name="oc-lsp"),
     path("formatter", views_meta.Formatter.as_view(), name="oc-formatter"),

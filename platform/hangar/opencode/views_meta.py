@@ -1,5 +1,5 @@
 """Read-only project routes an OpenCode client asks for: /config, /agent, /path, /project/current,
-/provider, /config/providers, /command, /vcs, and what its TUI asks at start (/lsp, /formatter, /mcp,
+/provider, /config/providers, /command, /skill, /vcs, and what its TUI asks at start (/lsp, /formatter, /mcp,
 /provider/auth, /experimental/capabilities, /experimental/console, /experimental/workspace,
 /experimental/workspace/status, /experimental/resource, /project/{id}/directories). OpenCode's newer `/api/*` surface is not served: its
 TUI falls back to the routes above."""
@@ -11,8 +11,10 @@ from rest_framework.response import Response
 from hangar.conversations import selectors as conversation_selectors
 from hangar.engine.custom_commands import read_workspace_commands
 from hangar.engine.sandboxes import manager
+from hangar.engine.skills import read_skill, read_skills
 from hangar.opencode import meta
 from hangar.opencode.base import OpenCodeView
+from sandbox.protocol import Sandbox, SandboxError
 
 OC = ["opencode"]
 
@@ -111,17 +113,44 @@ class Vcs(OpenCodeView):
         )
 
 
-class Commands(OpenCodeView):
-    """The workspace's commands, as the caller's newest session of the project has them while its sandbox
-    runs (OpenCode lists a directory's; a Hangar project has one workspace per session). Nothing is
+def _newest_workspace(view: OpenCodeView) -> Sandbox | None:
+    """The sandbox of the caller's newest session of the project while it runs: OpenCode lists a
+    directory's commands and skills, and a Hangar project has one workspace per session. Nothing is
     started to answer."""
+    newest = conversation_selectors.sessions_list(
+        view.scope.actor, view.scope.project.pk, archived=False, roots_only=True, search="", limit=1
+    )
+    if not newest or not manager().is_running(newest[0].pk):
+        return None
+    return manager().connect(newest[0].pk)
 
+
+class Commands(OpenCodeView):
     @extend_schema(tags=OC, operation_id="oc_command_list", responses={200: dict})
     def get(self, request, project_id):
-        newest = conversation_selectors.sessions_list(
-            self.scope.actor, self.scope.project.pk, archived=False, roots_only=True, search="", limit=1
-        )
-        if not newest or not manager().is_running(newest[0].pk):
-            return Response([])
-        commands, _ = read_workspace_commands(manager().connect(newest[0].pk))
+        box = _newest_workspace(self)
+        commands = read_workspace_commands(box)[0] if box is not None else {}
         return Response([command.info() for command in commands.values()])
+
+
+class Skills(OpenCodeView):
+    @extend_schema(tags=OC, operation_id="oc_skill_list", responses={200: dict})
+    def get(self, request, project_id):
+        box = _newest_workspace(self)
+        if box is None:
+            return Response([])
+        out = []
+        for skill in read_skills(box):
+            try:
+                _, body = read_skill(box, skill.name)
+            except (ValueError, SandboxError):
+                continue
+            out.append(
+                {
+                    "name": skill.name,
+                    "description": skill.description,
+                    "location": skill.path,
+                    "content": body,
+                }
+            )
+        return Response(out)

@@ -29,6 +29,7 @@ def test_build_on_a_claude_model_gets_edit_and_write_not_apply_patch():
         "plan_exit",
         "plan_enter",
         "task",
+        "skill",  # offered to the model only when the workspace has skills the agent may load
         "invalid",
     }
 
@@ -88,6 +89,7 @@ def test_schemas_use_opencodes_parameter_names_and_our_descriptions():
         "plan_enter": set(),
         "apply_patch": {"patchText"},
         "task": {"description", "prompt", "subagent_type", "task_id", "command"},
+        "skill": {"name"},
     }
     assert schemas["edit"]["parameters"]["required"] == ["filePath", "oldString", "newString"]
     assert schemas["bash"]["parameters"]["required"] == ["command", "description"]

@@ -25,6 +25,7 @@ from hangar.engine.tools.ls import ListTool
 from hangar.engine.tools.plan import PlanEnterTool, PlanExitTool
 from hangar.engine.tools.question import QuestionTool
 from hangar.engine.tools.read import ReadTool
+from hangar.engine.tools.skill import SkillTool
 from hangar.engine.tools.task import TaskTool, callable_subagents, subagents, task_description
 from hangar.engine.tools.todo import TodoReadTool, TodoWriteTool
 from hangar.engine.tools.webfetch import WebFetchTool
@@ -49,6 +50,7 @@ ALL: dict[str, Tool] = {
         PlanExitTool(),
         PlanEnterTool(),
         TaskTool(),
+        SkillTool(),
         InvalidTool(),
     )
 }
