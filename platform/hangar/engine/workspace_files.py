@@ -53,7 +53,7 @@ def workspace_relative(path: str) -> str:
     return _relative(workspace_path(path))
 
 
-def _box(session: Session) -> Sandbox:
+def session_box(session: Session) -> Sandbox:
     from hangar.engine.sandboxes import sandbox_for
 
     return sandbox_for(session)  # running (resumed if hibernated), workspace prepared
@@ -62,7 +62,7 @@ def _box(session: Session) -> Sandbox:
 def list_dir(session: Session, path: str = "") -> tuple[list[Entry], bool]:
     """The directory's entries, directories first, then by name; True when there were more."""
     full = workspace_path(path)
-    box = _box(session)
+    box = session_box(session)
     found = box.stat(full)
     if found is None:
         raise FileError("No such directory.", 404)
@@ -89,7 +89,7 @@ def list_dir(session: Session, path: str = "") -> tuple[list[Entry], bool]:
 def read_file(session: Session, path: str) -> dict[str, object]:
     """{path, type: text | binary, size, content (text only), tooLarge}."""
     full = workspace_path(path)
-    box = _box(session)
+    box = session_box(session)
     found = box.stat(full)
     if found is None:
         raise FileError("No such file.", 404)

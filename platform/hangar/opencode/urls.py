@@ -4,6 +4,7 @@ its TUI and `@opencode-ai/sdk` call, with OpenCode's JSON shapes."""
 from django.urls import path
 
 from hangar.opencode import (
+    views_files,
     views_meta,
     views_question,
     views_revert,
@@ -29,6 +30,12 @@ urlpatterns = [
     path("command", views_meta.Commands.as_view(), name="oc-commands"),
     path("skill", views_meta.Skills.as_view(), name="oc-skills"),
     path("vcs", views_meta.Vcs.as_view(), name="oc-vcs"),
+    path("file", views_files.FileList.as_view(), name="oc-file-list"),
+    path("file/content", views_files.FileContent.as_view(), name="oc-file-content"),
+    path("file/status", views_files.FileStatus.as_view(), name="oc-file-status"),
+    path("find", views_files.FindText.as_view(), name="oc-find"),
+    path("find/file", views_files.FindFile.as_view(), name="oc-find-file"),
+    path("find/symbol", views_files.FindSymbol.as_view(), name="oc-find-symbol"),
     path("lsp", views_meta.Lsp.as_view(), name="oc-lsp"),
     path("formatter", views_meta.Formatter.as_view(), name="oc-formatter"),
     path("mcp", views_meta.Mcp.as_view(), name="oc-mcp"),
