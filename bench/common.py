@@ -22,9 +22,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 BENCH_DB = os.environ.get("HANGAR_BENCH_DB", "hangar_bench")
 os.environ.setdefault("HANGAR_MODEL_ALLOWED_NETWORKS", "127.0.0.0/8,::1/128")  # the scripted server
-for _path in (str(ROOT / "platform"), str(ROOT)):  # hangar, sandbox, scripted_llm importable
-    if _path not in sys.path:
-        sys.path.insert(0, _path)
+# hangar, sandbox, scripted_llm importable, and ahead of bench/ itself (a script's own folder comes first,
+# and bench/sandbox.py would otherwise stand in for the sandbox package), PYTHONPATH set or not.
+for _path in (str(ROOT / "platform"), str(ROOT)):
+    while _path in sys.path:
+        sys.path.remove(_path)
+    sys.path.insert(0, _path)
 
 
 def log(*args: object) -> None:
