@@ -4,6 +4,7 @@ default model is a script, and the stock clients from tests/opencode_client (npm
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -109,6 +110,21 @@ def opencode_env(tmp_path: Path) -> dict:
         "OPENCODE_DISABLE_AUTOUPDATE": "1",
         "OPENCODE_DISABLE_SHARE": "1",
     }
+
+
+def run_sdk_flow(script: str, daphne, project, persona, **env: str) -> dict:
+    """Run `tests/opencode_client/<script>` (a flow on the stock @opencode-ai/sdk) against `project` as
+    `persona`; its last printed line, as JSON."""
+    done = subprocess.run(
+        ["node", script],
+        cwd=CLIENT_DIR,
+        capture_output=True,
+        text=True,
+        timeout=150,
+        env={**os.environ, "OC_BASE": f"{daphne.url}/oc/{project.pk}", "OC_TOKEN": persona.token, **env},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def call(name: str, call_id: str, **arguments) -> dict:

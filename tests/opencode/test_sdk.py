@@ -1,15 +1,11 @@
 """The stock JS SDK (@opencode-ai/sdk v2, as the CLI uses it) against a Hangar project: subscribe,
 create, prompt_async, a permission asked and replied "once", idle, messages and todos."""
 
-import json
-import os
-import subprocess
-
 import pytest
 
 from hangar.conversations.models import PermissionRequest
 from hangar.engine.sandboxes import manager
-from tests.opencode.live import CLIENT_DIR, call
+from tests.opencode.live import call, run_sdk_flow
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -35,21 +31,7 @@ def test_the_sdk_creates_prompts_streams_replies_to_a_permission_and_lists_messa
     project.permission_rules = [{"permission": "bash", "pattern": "*", "action": "ask"}]
     project.save()
 
-    done = subprocess.run(
-        ["node", "sdk_flow.mjs"],
-        cwd=CLIENT_DIR,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={
-            **os.environ,
-            "OC_BASE": f"{daphne.url}/oc/{project.pk}",
-            "OC_TOKEN": alice.token,
-            "OC_PROMPT": "say hello",
-        },
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    out = json.loads(done.stdout.strip().splitlines()[-1])
+    out = run_sdk_flow("sdk_flow.mjs", daphne, project, alice, OC_PROMPT="say hello")
     try:
         assert out["eventTypes"][0] == "server.connected"
         for expected in [

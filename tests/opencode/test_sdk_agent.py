@@ -4,13 +4,11 @@ prompt, a run that starts a subagent task (and the parent's children), and a que
 rejected, each waited for on the SDK's own event stream."""
 
 import json
-import os
-import subprocess
 
 import pytest
 
 from tests.engine.conftest import give_scripted_credential
-from tests.opencode.live import CLIENT_DIR, call
+from tests.opencode.live import call, run_sdk_flow
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -35,22 +33,7 @@ def routed(alice, scripted):
 
 
 def sdk(daphne, project, persona, step: str, text: str, made: list) -> dict:
-    done = subprocess.run(
-        ["node", "agent_flow.mjs"],
-        cwd=CLIENT_DIR,
-        capture_output=True,
-        text=True,
-        timeout=150,
-        env={
-            **os.environ,
-            "OC_BASE": f"{daphne.url}/oc/{project.pk}",
-            "OC_TOKEN": persona.token,
-            "OC_STEP": step,
-            "OC_TEXT": text,
-        },
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    out = json.loads(done.stdout.strip().splitlines()[-1])
+    out = run_sdk_flow("agent_flow.mjs", daphne, project, persona, OC_STEP=step, OC_TEXT=text)
     made.append(out["sessionID"])
     return out
 

@@ -3,36 +3,17 @@ Hangar served by Daphne: a prompt whose run writes files (its session.diff event
 that prompt (the file gone from the sandbox), an unrevert (back), and a fork at it (a new session without
 the prompt, its own sandbox without the file)."""
 
-import json
-import os
-import subprocess
-
 import pytest
 
 from hangar.conversations.models import Message
 from hangar.engine.sandboxes import manager
-from tests.opencode.live import CLIENT_DIR, call
+from tests.opencode.live import call, run_sdk_flow
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def sdk(daphne, project, persona, step: str, session_id: str = "") -> dict:
-    done = subprocess.run(
-        ["node", "revert_flow.mjs"],
-        cwd=CLIENT_DIR,
-        capture_output=True,
-        text=True,
-        timeout=150,
-        env={
-            **os.environ,
-            "OC_BASE": f"{daphne.url}/oc/{project.pk}",
-            "OC_TOKEN": persona.token,
-            "OC_STEP": step,
-            "OC_SESSION": session_id,
-        },
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_sdk_flow("revert_flow.mjs", daphne, project, persona, OC_STEP=step, OC_SESSION=session_id)
 
 
 def exists(session_id: str, path: str) -> bool:

@@ -117,19 +117,16 @@ class SessionPromptView(ProjectScopedView):
         body = PromptInput(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        services = engine()
-        queued = session.status != "idle"
-        try:
-            message = services.session_prompt(
+        return _accepted(
+            session,
+            lambda services: services.session_prompt(
                 actor=scope.actor,
                 session=session,
                 parts=[dict(part) for part in data["parts"]],
                 agent=data.get("agent"),
                 model=data.get("model"),
-            )
-        except services.PromptRejected as exc:
-            raise ValidationError({exc.field: [str(exc)]}) from None
-        return Response({"message": message.pk, "queued": queued}, status=status.HTTP_202_ACCEPTED)
+            ),
+        )
 
 
 class SessionCommandView(ProjectScopedView):
@@ -145,20 +142,29 @@ class SessionCommandView(ProjectScopedView):
         body = CommandInput(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        services = engine()
-        queued = session.status != "idle"
-        try:
-            message = services.session_command(
+        return _accepted(
+            session,
+            lambda services: services.session_command(
                 actor=scope.actor,
                 session=session,
                 command=data["command"],
                 arguments=data.get("arguments", ""),
                 agent=data.get("agent"),
                 model=data.get("model"),
-            )
-        except services.PromptRejected as exc:
-            raise ValidationError({exc.field: [str(exc)]}) from None
-        return Response({"message": message.pk, "queued": queued}, status=status.HTTP_202_ACCEPTED)
+            ),
+        )
+
+
+def _accepted(session, start) -> Response:
+    """202 with the stored message's id (and whether a running loop will read it), or the engine's
+    refusal as a 400 naming its field."""
+    services = engine()
+    queued = session.status != "idle"
+    try:
+        message = start(services)
+    except services.PromptRejected as exc:
+        raise ValidationError({exc.field: [str(exc)]}) from None
+    return Response({"message": message.pk, "queued": queued}, status=status.HTTP_202_ACCEPTED)
 
 
 class SummarizeInput(serializers.Serializer):

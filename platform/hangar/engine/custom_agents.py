@@ -81,6 +81,20 @@ def split_frontmatter(text: str, where: str) -> tuple[dict[str, Any], str]:
     return meta, parts[2].strip()
 
 
+def read_definition(sandbox: Sandbox, path: str) -> tuple[dict[str, Any], str, str]:
+    """(frontmatter, body, workspace-relative path) of one Markdown definition in the workspace (an
+    agent, a command, a skill), bounded; AgentConfigError naming the file when it cannot be read."""
+    where = path.removeprefix("/workspace/")
+    try:
+        text = sandbox.read_bytes(path, max_bytes=MAX_FILE_BYTES).decode("utf-8")
+    except UnicodeDecodeError:
+        raise AgentConfigError(f"{where}: not UTF-8 text") from None
+    except SandboxError as exc:
+        raise AgentConfigError(f"{where}: {exc}") from exc
+    meta, body = split_frontmatter(text, where)
+    return meta, body, where
+
+
 def agent_from_fields(name: str, fields: dict[str, Any], where: str, prompt: str = "") -> Agent:
     """An Agent from a file's frontmatter and body, every field checked."""
     if not NAME.fullmatch(name):
@@ -168,18 +182,12 @@ def read_workspace_agents(sandbox: Sandbox) -> tuple[dict[str, Agent], list[str]
     errors: list[str] = []
     for path in sorted(p for p in paths if str(PurePosixPath(p).parent) in AGENT_DIRS)[:MAX_AGENTS]:
         name = PurePosixPath(path).stem
-        where = path.removeprefix("/workspace/")
         if name in agents or name in AGENTS:
             continue
         try:
-            raw = sandbox.read_bytes(path, max_bytes=MAX_FILE_BYTES)
-            meta, body = split_frontmatter(raw.decode("utf-8"), where)
+            meta, body, where = read_definition(sandbox, path)
             if not meta.get("disable"):
                 agents[name] = agent_from_fields(name, meta, where, prompt=body)
-        except UnicodeDecodeError:
-            errors.append(f"{where}: not UTF-8 text")
-        except SandboxError as exc:
-            errors.append(f"{where}: {exc}")
         except AgentConfigError as exc:
             errors.append(str(exc))
     return agents, errors

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
-from hangar.engine.custom_agents import MAX_FILE_BYTES, AgentConfigError, split_frontmatter
+from hangar.engine.custom_agents import AgentConfigError, read_definition
 from sandbox.protocol import Sandbox, SandboxError
 
 COMMAND_DIRS = ("/workspace/.opencode/commands", "/workspace/.opencode/command")
@@ -100,17 +100,11 @@ def read_workspace_commands(sandbox: Sandbox) -> tuple[dict[str, Command], list[
         if root is None:
             continue
         name = path[len(root) + 1 : -len(".md")]
-        where = path.removeprefix("/workspace/")
         if name in commands or not NAME.fullmatch(name):
             continue
         try:
-            raw = sandbox.read_bytes(path, max_bytes=MAX_FILE_BYTES)
-            meta, body = split_frontmatter(raw.decode("utf-8"), where)
+            meta, body, where = read_definition(sandbox, path)
             commands[name] = command_from_fields(name, meta, where, body)
-        except UnicodeDecodeError:
-            errors.append(f"{where}: not UTF-8 text")
-        except SandboxError as exc:
-            errors.append(f"{where}: {exc}")
         except AgentConfigError as exc:
             errors.append(str(exc))
     return commands, errors

@@ -9,8 +9,8 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from hangar.engine.custom_agents import MAX_FILE_BYTES, AgentConfigError, split_frontmatter
-from sandbox.protocol import Sandbox, SandboxError
+from hangar.engine.custom_agents import AgentConfigError, read_definition
+from sandbox.protocol import FileNotFound, Sandbox, SandboxError
 
 SKILLS_DIR = "/workspace/.opencode/skills"
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -29,12 +29,11 @@ def read_skill(sandbox: Sandbox, name: str) -> tuple[Skill, str]:
     if not NAME.fullmatch(name):
         raise ValueError(f"not a skill name: {name[:80]!r}")
     path = f"{SKILLS_DIR}/{name}/SKILL.md"
-    raw = sandbox.read_bytes(path, max_bytes=MAX_FILE_BYTES)
     try:
-        meta, body = split_frontmatter(raw.decode("utf-8"), path.removeprefix("/workspace/"))
-    except UnicodeDecodeError:
-        raise ValueError(f"{path}: not UTF-8 text") from None
+        meta, body, _ = read_definition(sandbox, path)
     except AgentConfigError as exc:
+        if isinstance(exc.__cause__, FileNotFound):
+            raise exc.__cause__ from None  # the caller tells a missing skill apart
         raise ValueError(str(exc)) from None
     description = meta.get("description")
     description = description.strip()[:1000] if isinstance(description, str) else ""

@@ -108,15 +108,7 @@ async def session_message(request, project_id, session_id):
         session = await _session(scope, session_id)
         if request.method == "GET":
             return await _messages(request, session)
-        if request.method != "POST":
-            raise MethodNotAllowed(request.method)
-        refusal = cross_site_refusal(request)
-        if refusal is not None:
-            raise refusal
-        scope.require(Role.MEMBER)
-        body = s.PromptIn(data=_json(request))
-        body.is_valid(raise_exception=True)
-        return await _prompt_and_wait(scope, session, body.validated_data)
+        return await _post_and_wait(request, scope, session, s.PromptIn, prompt)
     except APIException as exc:
         return error_response(exc)
 
@@ -165,20 +157,26 @@ async def session_command(request, project_id, session_id):
     try:
         scope = await scope_for_async(request, project_id)
         session = await _session(scope, session_id)
-        if request.method != "POST":
-            raise MethodNotAllowed(request.method)
-        refusal = cross_site_refusal(request)
-        if refusal is not None:
-            raise refusal
-        scope.require(Role.MEMBER)
-        body = s.CommandIn(data=_json(request))
-        body.is_valid(raise_exception=True)
-        return await _prompt_and_wait(scope, session, body.validated_data, start=run_command)
+        return await _post_and_wait(request, scope, session, s.CommandIn, run_command)
     except APIException as exc:
         return error_response(exc)
 
 
-async def _prompt_and_wait(scope, session: Session, data: dict, start=prompt):
+async def _post_and_wait(request, scope, session: Session, body_in, start):
+    """A member's POST (JSON only: no cross-site form), its body checked, the turn started by `start`
+    and waited for."""
+    if request.method != "POST":
+        raise MethodNotAllowed(request.method)
+    refusal = cross_site_refusal(request)
+    if refusal is not None:
+        raise refusal
+    scope.require(Role.MEMBER)
+    body = body_in(data=_json(request))
+    body.is_valid(raise_exception=True)
+    return await _prompt_and_wait(scope, session, body.validated_data, start)
+
+
+async def _prompt_and_wait(scope, session: Session, data: dict, start):
     async with subscribe([session_group(session.pk)]) as subscription:
         user_message = await db(start)(scope.actor, session, data)
         if data.get("noReply"):
