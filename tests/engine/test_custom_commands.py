@@ -124,3 +124,27 @@ def test_an_unknown_or_broken_command_is_refused_naming_it(alice, script, make_s
         in response.json()["error"]["fields"]["command"][0]
     )
     assert not Message.objects.filter(session=session).exists()
+
+
+def test_shell_output_fills_the_template_where_the_bash_rules_allow_it(alice, script, make_session, api):
+    alice.project.permission_rules = [{"permission": "bash", "pattern": "rm *", "action": "deny"}]
+    alice.project.save()
+    session = make_session(alice, script.load([[{"text": "never"}]]))
+    box = sandbox_for(session)
+    box.write("/workspace/keep.txt", "kept\n")
+    box.write("/workspace/.opencode/commands/status.md", "Files now: !`ls /workspace | grep -c . ` for $1\n")
+    box.write("/workspace/.opencode/commands/wipe.md", "Wipe: !`rm -f /workspace/keep.txt` and !`echo hi`\n")
+    response = api(alice).post(
+        api_url(alice, session), {"command": "status", "arguments": "bob"}, format="json"
+    )
+    assert response.status_code == 202, response.content
+    assert user_text(session) == "Files now: 1 for bob"  # the output of a command run in the sandbox
+
+    response = api(alice).post(api_url(alice, session), {"command": "wipe"}, format="json")
+    assert response.status_code == 400
+    assert (
+        "do not let `rm -f /workspace/keep.txt` run without asking"
+        in response.json()["error"]["fields"]["command"][0]
+    )
+    assert box.read("/workspace/keep.txt").content == "kept"  # nothing ran, not even the allowed echo
+    assert Message.objects.filter(session=session).count() == 1

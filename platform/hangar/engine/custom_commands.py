@@ -12,13 +12,15 @@ under `.opencode/commands/` (or OpenCode's older `.opencode/command/`), nested f
 
 The template's `$ARGUMENTS` is the whole argument string and `$1`, `$2`... its words (quotes group); the
 highest-numbered placeholder takes the rest of the words, and a template with no placeholder gets the
-arguments appended, as OpenCode fills them.
+arguments appended, as OpenCode fills them. Each !`command` in it is replaced by that command's output,
+run in the sandbox, when the bash rules let it run without asking (expand_shell).
 """
 
 from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
@@ -120,6 +122,27 @@ def find_command(name: str, workspace: tuple[dict[str, Command], list[str]]) -> 
         raise LookupError(f"command {name!r} cannot be used: {mine[0]}")
     known = ", ".join(sorted(commands)) or "none in .opencode/commands/"
     raise LookupError(f"no command named {name!r}: {known}")
+
+
+SHELL = re.compile(r"!`([^`\n]{1,2000})`")
+SHELL_TIMEOUT_S = 30
+MAX_SHELL_OUTPUT = 10_000
+
+
+def expand_shell(template: str, sandbox: Sandbox, allowed: Callable[[str], bool]) -> str:
+    """The template with each !`command` replaced by what the command printed, run in the session's
+    sandbox in the workspace (OpenCode runs them in its directory), at most MAX_SHELL_OUTPUT characters
+    each. `allowed(command)`: the bash rules let it run without asking; otherwise ValueError, and nothing
+    runs."""
+    commands = SHELL.findall(template)
+    refused = [c for c in commands if not allowed(c)]
+    if refused:
+        raise ValueError(f"the rules do not let `{refused[0][:200]}` run without asking (bash)")
+    outputs = {}
+    for command in dict.fromkeys(commands):
+        result = sandbox.exec(command, cwd="/workspace", timeout_s=SHELL_TIMEOUT_S)
+        outputs[command] = result.output.strip()[:MAX_SHELL_OUTPUT]
+    return SHELL.sub(lambda m: outputs[m.group(1)], template)
 
 
 def render(template: str, arguments: str) -> str:

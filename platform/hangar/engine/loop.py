@@ -496,11 +496,8 @@ class Loop:
         return self._offered[1], self._offered[2]
 
     def _ruleset(self) -> list[dict[str, Any]]:
-        return (
-            perm.DEFAULTS
-            + self.agent.permission
-            + perm.from_config(self.session.project.permission_rules)
-            + perm.narrowing(perm.from_config(self.session.permission))  # members' rules only narrow
+        return perm.session_ruleset(
+            self.agent.permission, self.session.project.permission_rules, self.session.permission
         )
 
     def _refresh_policy(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:

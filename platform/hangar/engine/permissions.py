@@ -135,6 +135,14 @@ def permission_for_tool(name: str) -> str:
     return "edit" if name in ("write", "edit", "apply_patch", "multiedit") else name
 
 
+def session_ruleset(
+    agent_rules: list[dict[str, Any]], project_rules: Any, session_rules: Any
+) -> list[dict[str, Any]]:
+    """The rules a session's agent works under, lowest first: the defaults, the agent's, the project's,
+    then the session's (members' rules only narrow). The org's policy is applied on top by `decide`."""
+    return DEFAULTS + agent_rules + from_config(project_rules) + narrowing(from_config(session_rules))
+
+
 def org_policy_for(org: Org) -> list[dict[str, Any]]:
     """The org-wide rules (accounts.Org.permission_policy), set by admins through the API."""
     return list(org.permission_policy or [])

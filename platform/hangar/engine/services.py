@@ -28,6 +28,7 @@ from hangar.conversations.question_services import question_settle
 from hangar.conversations.revert_services import revert_cleanup
 from hangar.conversations.selectors import last_message_id
 from hangar.engine import custom_agents, custom_commands
+from hangar.engine import permissions as perm
 from hangar.engine.agents import AGENTS, Agent, agent_get
 from hangar.engine.compaction import compaction_request
 from hangar.engine.enqueue import enqueue_run
@@ -174,8 +175,21 @@ def session_command(
         )
     except LookupError as exc:
         raise PromptRejected(str(exc.args[0]), field="command") from None
-    text = custom_commands.render(found.template, arguments)
     chosen = prompt_agent(session, agent or found.agent)
+    text = custom_commands.render(found.template, arguments)
+    if custom_commands.SHELL.search(text):
+        ruleset = perm.session_ruleset(
+            chosen.permission, session.project.permission_rules, session.permission
+        )
+        policy = perm.org_policy_for(session.org)
+
+        def allowed(command: str) -> bool:
+            return perm.decide("bash", [command], ruleset=ruleset, org_policy=policy) == perm.ALLOW
+
+        try:
+            text = custom_commands.expand_shell(text, sandbox_for_request(session), allowed)
+        except ValueError as exc:
+            raise PromptRejected(f"command {found.name!r}: {exc}", field="command") from None
     model = model or found.model
     if found.subtask or chosen.mode == "subagent":
         parts: list[dict[str, Any]] = [
