@@ -12,7 +12,8 @@ from hangar.engine.custom_agents import AgentConfigError, agent_from_fields, spl
 from hangar.engine.sandboxes import sandbox_for
 from hangar.engine.services import PromptRejected, session_prompt
 from tests.engine.conftest import text_prompt, tool_parts, wait_idle
-from tests.engine.test_subagents import calls, children_of, routed_session, task  # noqa: F401
+from tests.engine.test_subagents import calls, children_of, oc_client, routed_session, task  # noqa: F401
+from tests.opencode.conftest import assert_response, base_url
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -57,6 +58,12 @@ def test_a_prompt_to_a_workspace_agent_uses_its_prompt_rules_and_steps(alice, sc
     assert session.agent == "reviewer"
     user = session.messages.filter(role="user").get()
     assert user.data["agent"] == "reviewer"
+    # OpenCode's agent list (the TUI cycles through it) has it, from the newest session's workspace.
+    listed = oc_client(alice).get(f"{base_url(alice)}/agent")
+    assert_response(listed, "/agent")
+    (mine,) = [a for a in listed.json() if a["name"] == "reviewer"]
+    assert mine["native"] is False and mine["mode"] == "all" and mine["steps"] == 3
+    assert mine["prompt"] == "You are Reviewer-7. Read, never write."
 
 
 def test_the_task_tool_lists_and_starts_a_workspace_subagent(alice, script, routed_session, worker):

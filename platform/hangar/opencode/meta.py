@@ -27,12 +27,14 @@ def config(project: Project, username: str) -> dict:
     return body
 
 
-def agents(project: Project) -> list[dict]:
-    """The engine's visible agents, in OpenCode's Agent shape, with the project's rules appended."""
+def agents(project: Project, custom: list | None = None) -> list[dict]:
+    """The engine's visible agents and the workspace's (`custom`), in OpenCode's Agent shape, with the
+    project's rules appended."""
     from hangar.engine.agents import agent_info, agent_list
 
     extra = list(project.permission_rules or [])
-    return [{**info, "permission": [*info["permission"], *extra]} for info in map(agent_info, agent_list())]
+    listed = [*agent_list(), *(a for a in custom or [] if not a.hidden)]
+    return [{**info, "permission": [*info["permission"], *extra]} for info in map(agent_info, listed)]
 
 
 def path() -> dict:
