@@ -139,3 +139,28 @@ def test_fields_become_the_agent():
         {"permission": "bash", "pattern": "*", "action": "deny"},
         {"permission": "bash", "pattern": "git diff*", "action": "allow"},
     ]
+
+
+def test_a_project_agent_is_configured_checked_and_used(alice, charlie, script, make_session, worker, api):
+    url = f"/api/orgs/{alice.org.slug}/projects/{alice.project.pk}/"
+    bad = api(alice).patch(url, {"agents": {"docs": {"mode": "boss"}}}, format="json")
+    assert bad.status_code == 400
+    assert bad.json()["error"]["fields"]["agents.docs"] == ["mode must be one of primary, subagent, all"]
+    docs = {
+        "description": "Writes docs",
+        "prompt": "You are the docs writer.",
+        "permission": {"bash": "deny"},
+    }
+    saved = api(alice).patch(url, {"agents": {"docs": docs}}, format="json")
+    assert saved.status_code == 200 and saved.json()["agents"] == {"docs": docs}
+    assert api(charlie).patch(url, {"agents": {}}, format="json").status_code == 404
+
+    turns = script.load([[{"text": "documented"}]])
+    alice.project.refresh_from_db()  # as the API left it
+    session = make_session(alice, turns)
+    session_prompt(actor=alice.actor, session=session, parts=text_prompt("document it"), agent="docs")
+    session = wait_idle(session)
+    (request,) = agent_calls(script.requests(turns))
+    assert system_text(request).startswith("You are the docs writer.")
+    assert "bash" not in tool_names(request)
+    assert "docs" in {a["name"] for a in oc_client(alice).get(f"{base_url(alice)}/agent").json()}

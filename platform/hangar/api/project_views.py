@@ -41,6 +41,10 @@ class ProjectOut(serializers.Serializer):
         child=serializers.DictField(child=serializers.IntegerField()),
         help_text='per-model token limits: {"provider/model": {"context": N, "output": N, "input": N}}',
     )
+    agents = serializers.DictField(
+        child=serializers.DictField(),
+        help_text="the project's own agents: {name: {description, mode, prompt, ...}}",
+    )
     repo_url = serializers.CharField()
     repo_default_branch = serializers.CharField()
     repo_username = serializers.CharField()
@@ -82,6 +86,7 @@ class ProjectIn(serializers.Serializer):
     network_policy = serializers.ChoiceField(choices=NetworkPolicy.choices, required=False)
     network_allowlist = serializers.ListField(child=serializers.CharField(), required=False)
     model_limits = serializers.JSONField(required=False)
+    agents = serializers.JSONField(required=False)
     repo_url = serializers.CharField(max_length=500, required=False, allow_blank=True)
     repo_default_branch = serializers.CharField(max_length=250, required=False, allow_blank=True)
     repo_username = serializers.CharField(max_length=100, required=False, allow_blank=True)

@@ -1,6 +1,7 @@
 """Agents a team defines (seed 003 "Extensibility"), beside the built-in ones: in the workspace, one
 Markdown file per agent under `.opencode/agents/` (or OpenCode's older `.opencode/agent/`), YAML
-frontmatter then the agent's prompt.
+frontmatter then the agent's prompt; and the project's `agents` config, the same fields as JSON
+(hangar.agent_config checks both).
 
     ---
     description: Reviews changes without editing them
@@ -15,7 +16,7 @@ frontmatter then the agent's prompt.
     ---
     You are a careful reviewer...
 
-A built-in name wins over a custom one. A file that does not parse is an error naming the file and the
+A built-in name wins over a custom one, and the project's over the workspace's. A file that does not parse is an error naming the file and the
 problem, never a crash: the agent is then unknown, and asking for it is refused with that message.
 """
 
@@ -27,36 +28,13 @@ from typing import Any
 
 import yaml
 
+from hangar.agent_config import AgentConfigError, clean_agent_fields
 from hangar.engine.agents import AGENTS, Agent
-from hangar.engine.permissions import from_config
 from sandbox.protocol import Sandbox, SandboxError
 
 AGENT_DIRS = ("/workspace/.opencode/agents", "/workspace/.opencode/agent")
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MAX_FILE_BYTES = 64 * 1024
 MAX_AGENTS = 100
-MODES = ("primary", "subagent", "all")
-ACTIONS = ("allow", "ask", "deny")
-FIELDS = {
-    "description",
-    "mode",
-    "model",
-    "temperature",
-    "steps",
-    "maxSteps",
-    "permission",
-    "tools",
-    "prompt",
-    "hidden",
-    "disable",
-    "color",
-    "top_p",
-    "options",
-}
-
-
-class AgentConfigError(ValueError):
-    """An agent definition that cannot be used; the message names where and why."""
 
 
 class UnknownAgent(LookupError):
@@ -96,79 +74,8 @@ def read_definition(sandbox: Sandbox, path: str) -> tuple[dict[str, Any], str, s
 
 
 def agent_from_fields(name: str, fields: dict[str, Any], where: str, prompt: str = "") -> Agent:
-    """An Agent from a file's frontmatter and body, every field checked."""
-    if not NAME.fullmatch(name):
-        raise AgentConfigError(f"{where}: an agent name is letters, digits, '.', '_' and '-' (at most 64)")
-    unknown = set(fields) - FIELDS
-    if unknown:
-        raise AgentConfigError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
-    mode = fields.get("mode", "all")
-    if mode not in MODES:
-        raise AgentConfigError(f"{where}: mode must be one of {', '.join(MODES)}")
-    description = fields.get("description", "")
-    if not isinstance(description, str) or len(description) > 2000:
-        raise AgentConfigError(f"{where}: description must be a string of at most 2000 characters")
-    steps = fields.get("steps", fields.get("maxSteps"))
-    if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or not 0 < steps <= 1000):
-        raise AgentConfigError(f"{where}: steps must be a whole number from 1 to 1000")
-    temperature = fields.get("temperature")
-    if temperature is not None and (
-        isinstance(temperature, bool) or not isinstance(temperature, int | float) or not 0 <= temperature <= 2
-    ):
-        raise AgentConfigError(f"{where}: temperature must be a number from 0 to 2")
-    prompt = fields.get("prompt", prompt)
-    if not isinstance(prompt, str) or len(prompt) > MAX_FILE_BYTES:
-        raise AgentConfigError(f"{where}: the prompt must be text of at most {MAX_FILE_BYTES} bytes")
-    return Agent(
-        name=name,
-        mode=mode,
-        description=description,
-        hidden=bool(fields.get("hidden", False)),
-        permission=_rules(fields, where),
-        steps=steps,
-        temperature=float(temperature) if temperature is not None else None,
-        prompt_text=prompt or None,
-        model=_model(fields.get("model"), where),
-        native=False,
-    )
-
-
-def _rules(fields: dict[str, Any], where: str) -> list[dict[str, Any]]:
-    rules: list[dict[str, Any]] = []
-    tools = fields.get("tools") or {}
-    if not isinstance(tools, dict) or not all(isinstance(v, bool) for v in tools.values()):
-        raise AgentConfigError(f"{where}: tools must map tool names to true or false")
-    rules += [
-        {"permission": str(tool), "pattern": "*", "action": "deny"} for tool, on in tools.items() if not on
-    ]
-    config = fields.get("permission")
-    if config is None:
-        return rules
-    if not isinstance(config, dict | list):
-        raise AgentConfigError(f"{where}: permission must be a mapping (edit: deny) or a list of rules")
-    try:
-        parsed = from_config(config)
-    except (AttributeError, TypeError, ValueError):
-        raise AgentConfigError(
-            f"{where}: permission values must be allow, ask, deny or a mapping of them"
-        ) from None
-    for rule in parsed:
-        if rule.get("action") not in ACTIONS or not all(
-            isinstance(rule.get(k), str) and 0 < len(rule[k]) <= 500 for k in ("permission", "pattern")
-        ):
-            raise AgentConfigError(
-                f"{where}: permission rule {rule!r} needs a permission, pattern and allow/ask/deny"
-            )
-    return rules + [{k: r[k] for k in ("permission", "pattern", "action")} for r in parsed]
-
-
-def _model(value: Any, where: str) -> dict[str, str] | None:
-    if value is None:
-        return None
-    provider, _, model = value.partition("/") if isinstance(value, str) else ("", "", "")
-    if not provider or not model or len(value) > 200:
-        raise AgentConfigError(f"{where}: model must be provider/model, e.g. anthropic/claude-sonnet-4")
-    return {"providerID": provider, "modelID": model}
+    """An Agent from a file's frontmatter and body (or a project's config), every field checked."""
+    return Agent(**clean_agent_fields(name, fields, where, prompt))
 
 
 def read_workspace_agents(sandbox: Sandbox) -> tuple[dict[str, Agent], list[str]]:
@@ -193,16 +100,36 @@ def read_workspace_agents(sandbox: Sandbox) -> tuple[dict[str, Agent], list[str]
     return agents, errors
 
 
-def resolve_agent(name: str, workspace: tuple[dict[str, Agent], list[str]] | None) -> Agent:
-    """The agent called `name`: built in, else the workspace's (`workspace`: read_workspace_agents).
-    UnknownAgent says which agents there are or, for a file that did not parse, why."""
+def project_agents(config: dict[str, Any] | None) -> dict[str, Agent]:
+    """The project's `agents` config (checked when it was saved; one that no longer checks is left out)."""
+    agents = {}
+    for name, fields in (config or {}).items():
+        if name in AGENTS or not isinstance(fields, dict) or fields.get("disable"):
+            continue
+        try:
+            agents[name] = agent_from_fields(name, fields, f"agents.{name}")
+        except AgentConfigError:
+            continue
+    return agents
+
+
+def resolve_agent(
+    name: str,
+    workspace: tuple[dict[str, Agent], list[str]] | None,
+    project: dict[str, Agent] | None = None,
+) -> Agent:
+    """The agent called `name`: built in, else the project's, else the workspace's
+    (`workspace`: read_workspace_agents). UnknownAgent says which agents there are or, for a file that did
+    not parse, why."""
     if name in AGENTS:
         return AGENTS[name]
+    if project and name in project:
+        return project[name]
     found, errors = workspace or ({}, [])
     if name in found:
         return found[name]
     mine = [e for e in errors if PurePosixPath(e.split(":", 1)[0]).stem == name]
     if mine:
         raise UnknownAgent(f"agent {name!r} cannot be used: {mine[0]}")
-    known = sorted({*(a.name for a in AGENTS.values() if not a.hidden), *found})
+    known = sorted({*(a.name for a in AGENTS.values() if not a.hidden), *(project or {}), *found})
     raise UnknownAgent(f"no agent named {name!r}: one of {', '.join(known)}")

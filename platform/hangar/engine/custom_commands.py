@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
-from hangar.engine.custom_agents import AgentConfigError, read_definition
+from hangar.agent_config import AgentConfigError
+from hangar.engine.custom_agents import read_definition
 from sandbox.protocol import Sandbox, SandboxError
 
 COMMAND_DIRS = ("/workspace/.opencode/commands", "/workspace/.opencode/command")

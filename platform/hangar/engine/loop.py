@@ -42,7 +42,7 @@ from hangar.engine import permissions as perm
 from hangar.engine.abort import finish_aborted_turn
 from hangar.engine.agents import AGENTS, Agent, agent_get
 from hangar.engine.compaction import ContextWindow
-from hangar.engine.custom_agents import UnknownAgent, resolve_agent
+from hangar.engine.custom_agents import UnknownAgent, project_agents, resolve_agent
 from hangar.engine.dbconn import release_connection
 from hangar.engine.diffs import summarize as summarize_diffs
 from hangar.engine.history import since_boundary, to_model_messages
@@ -453,7 +453,7 @@ class Loop:
             sandbox=self.sandbox.attach,
             active_runs=self.active_runs,
             refresh_policy=self._refresh_policy,
-            custom_agents=self.sandbox.custom_agents()[0] if "task" in self.tools else {},
+            custom_agents=self._custom_agents() if "task" in self.tools else {},
         )
         key = (self.model_ref["providerID"], self.model_ref["modelID"])
         if self._model_key != key:
@@ -470,12 +470,19 @@ class Loop:
             perm.decide(permission, [pattern], ruleset=ruleset, org_policy=self.org_policy or []) != perm.DENY
         )
 
+    def _custom_agents(self) -> dict[str, Agent]:
+        """The task tool's choice beyond the built-in agents: the workspace's, the project's winning."""
+        return {**self.sandbox.custom_agents()[0], **project_agents(self.session.project.agents)}
+
     def _agent(self, name: str | None) -> Agent:
         """A built-in agent, else the workspace's (read only for a name that is not built in)."""
         if not name or name in AGENTS:
             return agent_get(name)
+        configured = project_agents(self.session.project.agents)
+        if name in configured:
+            return configured[name]
         try:
-            return resolve_agent(name, self.sandbox.custom_agents())
+            return resolve_agent(name, self.sandbox.custom_agents(), configured)
         except UnknownAgent as exc:  # e.g. its file was deleted or broken since the prompt
             raise ModelUnavailable({"name": "UnknownAgent", "data": {"message": str(exc)}}) from exc
 
@@ -487,7 +494,7 @@ class Loop:
         the tools or rules differ from the last step's: they rarely do, and comparing is a fraction of
         matching every rule against every tool."""
         policy = self.org_policy or []
-        custom = self.sandbox.custom_agents()[0] if "task" in tools else {}
+        custom = self._custom_agents() if "task" in tools else {}
         key = (list(tools), ruleset, policy, list(custom.values()))
         if self._offered is None or self._offered[0] != key:
             off = perm.disabled_tools(key[0], ruleset, policy)

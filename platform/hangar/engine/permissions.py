@@ -18,12 +18,14 @@ import re
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from hangar.agent_config import rules_from_config
 from hangar.engine.tools.truncate import OUTPUT_GLOB
 
 if TYPE_CHECKING:
     from hangar.accounts.models import Org
 
 
+from_config = rules_from_config  # the engine's name for it (hangar.agent_config)
 ALLOW, ASK, DENY = "allow", "ask", "deny"
 _STRICTNESS = {ALLOW: 0, ASK: 1, DENY: 2}
 NARROW = "narrow"  # a rule key: this rule may make a decision stricter, never looser
@@ -51,21 +53,6 @@ def _compile(pattern: str) -> re.Pattern[str]:
 
 def match(pattern: str, value: str) -> bool:
     return bool(_compile(pattern).match(value))
-
-
-def from_config(config: dict[str, Any] | list[dict[str, Any]] | None) -> list[dict[str, Any]]:
-    """Accept a ruleset list or OpenCode's config shape `{"edit": "deny", "bash": {"git *": "allow"}}`."""
-    if not config:
-        return []
-    if isinstance(config, list):
-        return [dict(rule) for rule in config]
-    rules = []
-    for permission, value in config.items():
-        if isinstance(value, str):
-            rules.append({"permission": permission, "pattern": "*", "action": value})
-        else:
-            rules += [{"permission": permission, "pattern": p, "action": a} for p, a in value.items()]
-    return rules
 
 
 def narrowing(rules: list[dict[str, Any]]) -> list[dict[str, Any]]:

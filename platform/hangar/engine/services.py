@@ -11,6 +11,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from hangar import agent_config
 from hangar.accounts.actors import Actor
 from hangar.accounts.models import Role
 from hangar.audit.services import audit_record
@@ -133,18 +134,20 @@ def session_prompt(
 
 
 def prompt_agent(session: Session, name: str | None) -> Agent:
-    """The agent a prompt names (else the session's): built in, else defined in the workspace, read from
-    the session's sandbox only for such a name. PromptRejected (a 400 naming `agent`) if there is none,
+    """The agent a prompt names (else the session's): built in, else the project's, else defined in the
+    workspace, read from the session's sandbox only for such a name. PromptRejected (a 400 naming `agent`) if there is none,
     with the reason when its file does not parse."""
     name = name or session.agent or "build"
     if name in AGENTS:
         return AGENTS[name]
-    if not isinstance(name, str) or not custom_agents.NAME.fullmatch(name):
+    if not isinstance(name, str) or not agent_config.NAME.fullmatch(name):
         raise PromptRejected(f"no agent named {str(name)[:64]!r}", field="agent")
+    configured = custom_agents.project_agents(session.project.agents)
+    if name in configured:
+        return configured[name]
     try:
-        return custom_agents.resolve_agent(
-            name, custom_agents.read_workspace_agents(sandbox_for_request(session))
-        )
+        workspace = custom_agents.read_workspace_agents(sandbox_for_request(session))
+        return custom_agents.resolve_agent(name, workspace, configured)
     except custom_agents.UnknownAgent as exc:
         raise PromptRejected(str(exc), field="agent") from None
 

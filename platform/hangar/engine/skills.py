@@ -9,7 +9,8 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from hangar.engine.custom_agents import AgentConfigError, read_definition
+from hangar.agent_config import AgentConfigError
+from hangar.engine.custom_agents import read_definition
 from sandbox.protocol import FileNotFound, Sandbox, SandboxError
 
 SKILLS_DIR = "/workspace/.opencode/skills"

@@ -9,7 +9,7 @@ from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
 from hangar.conversations import selectors as conversation_selectors
-from hangar.engine.custom_agents import read_workspace_agents
+from hangar.engine.custom_agents import project_agents, read_workspace_agents
 from hangar.engine.custom_commands import read_workspace_commands
 from hangar.engine.sandboxes import manager
 from hangar.engine.skills import read_skill, read_skills
@@ -27,13 +27,15 @@ class Config(OpenCodeView):
 
 
 class Agents(OpenCodeView):
-    """The built-in agents, and the workspace's own (.opencode/agents/) as the newest session has them."""
+    """The built-in agents, the project's, and the workspace's own (.opencode/agents/) as the newest
+    session has them."""
 
     @extend_schema(tags=OC, operation_id="oc_agents", responses={200: dict})
     def get(self, request, project_id):
         box = _newest_workspace(self)
-        custom = list(read_workspace_agents(box)[0].values()) if box is not None else []
-        return Response(meta.agents(self.scope.project, custom))
+        custom = read_workspace_agents(box)[0] if box is not None else {}
+        custom |= project_agents(self.scope.project.agents)
+        return Response(meta.agents(self.scope.project, list(custom.values())))
 
 
 class Path(OpenCodeView):

@@ -33,6 +33,10 @@ class Project(models.Model):
     # Per-model context limits that win over LiteLLM's map (hangar.engine.providers.catalogue), e.g. a
     # self-hosted model LiteLLM does not know: {"provider/model": {"context": N, "output": N, "input": N?}}.
     model_limits = models.JSONField(default=dict, blank=True)
+    # Agents the team defines for every session of the project: {"name": {description, mode, prompt,
+    # permission, steps, temperature, model, ...}} as in a workspace's .opencode/agents/*.md frontmatter
+    # (hangar.agent_config). A built-in agent's name wins; these win over the workspace's.
+    agents = models.JSONField(default=dict, blank=True)
     # The repository a session's workspace is cloned from (hangar.repos); empty: sessions start empty.
     repo_url = models.CharField(max_length=500, blank=True)
     repo_default_branch = models.CharField(max_length=250, blank=True, help_text="empty: the remote's HEAD")

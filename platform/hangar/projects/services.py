@@ -36,6 +36,7 @@ PROJECT_FIELDS = (
     "network_policy",
     "network_allowlist",
     "model_limits",
+    "agents",
     "repo_url",
     "repo_default_branch",
     "repo_username",

@@ -7,6 +7,7 @@ from django.conf import settings
 from rest_framework.exceptions import ValidationError
 
 from hangar.accounts.permission_rules import clean_permission_rules
+from hangar.agent_config import AgentConfigError, clean_agent_fields
 from hangar.projects.models import NetworkPolicy
 from sandbox.agent import netpolicy
 
@@ -99,7 +100,29 @@ def clean_project_fields(values: dict) -> dict:
         values["model_limits"] = clean_model_limits(values["model_limits"])
     if "network_policy" in values and values["network_policy"] not in NetworkPolicy.values:
         raise ValidationError({"network_policy": [f"Must be one of: {', '.join(NetworkPolicy.values)}."]})
+    if "agents" in values:
+        values["agents"] = clean_agents(values["agents"])
     return clean_repo_fields(clean_limits(values))
+
+
+MAX_PROJECT_AGENTS = 50
+
+
+def clean_agents(agents) -> dict:
+    """The project's own agents: each checked as a workspace agent file's frontmatter is, a 400 naming
+    `agents.<name>`."""
+    if not isinstance(agents, dict) or len(agents) > MAX_PROJECT_AGENTS:
+        raise ValidationError(
+            {"agents": [f"Must be a mapping of at most {MAX_PROJECT_AGENTS} agents by name."]}
+        )
+    for name, fields in agents.items():
+        if not isinstance(fields, dict):
+            raise ValidationError({f"agents.{name}": ["Must be a mapping of fields."]})
+        try:
+            clean_agent_fields(str(name), fields, f"agents.{name}")
+        except AgentConfigError as exc:
+            raise ValidationError({f"agents.{name}": [str(exc).split(": ", 1)[-1]]}) from None
+    return agents
 
 
 def clean_repo_fields(values: dict) -> dict:
