@@ -29,6 +29,7 @@ command -v npm >/dev/null || need+=(nodejs npm)
 # Debian's Chromium: the browser tests drive it through Playwright (no browser download).
 [ -x /usr/bin/chromium ] || [ "${HANGAR_NO_CHROMIUM:-0}" = 1 ] || need+=(chromium)
 command -v ssh-keyscan >/dev/null || need+=(openssh-client)  # SSH repositories: deploy and host keys
+command -v tmux >/dev/null || need+=(tmux)  # the OpenCode TUI test drives `opencode attach` in tmux
 [ ${#need[@]} -eq 0 ] || apt_install "${need[@]}"
 # The tests' SSH git server. Its package would start a system sshd on port 22: policy-rc.d says no.
 if [ ! -x /usr/sbin/sshd ] && [ "$(id -u)" = 0 ]; then
