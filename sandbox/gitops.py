@@ -15,7 +15,7 @@ Layout under HANGAR_SANDBOX_ROOT:
                       made from that commit (an overlay, sandbox.volumes.attach_lower)
   repos/<session>.git the session's git dir (owned by the sandbox uid); its work tree is the session
                       volume's workspace/, so the sandbox holds no .git and no remote at all.
-Checkout and commit run as the sandbox uid, jailed (_jailed: a mount namespace that holds only their
+Checkout and commit run as the sandbox uid, jailed (sandbox.gitjail: a mount namespace that holds only their
 git dir, work tree and object stores), so the files are the sandbox's and a commit reads the workspace
 with no more rights than the sandbox has and nothing of the host to reach through a link; fetch and push
 (which need the credential and only touch host-owned git dirs) run as this process. SSH remotes
@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from sandbox import netguard, volumes
+from sandbox.gitjail import jailed
 
 HARDENING = (
     "core.hooksPath=/dev/null",
@@ -276,7 +277,7 @@ def _prepared(
     args: tuple[str, ...], env: dict[str, str] | None, remote: Remote | None, as_sandbox_user: bool
 ) -> Iterator[tuple[list[str], dict[str, str]]]:
     """The hardened command line and environment for one git process, with an empty HOME of its own.
-    As the sandbox uid (so run as root), git also runs jailed: see _jailed."""
+    As the sandbox uid (so run as root), git also runs jailed (sandbox.gitjail)."""
     with tempfile.TemporaryDirectory(prefix="hangar-git-home-") as home:
         os.chmod(home, 0o755)
         hardening = HARDENING if remote is None or not remote.is_ssh else _ssh_flags(remote, Path(home))
@@ -286,7 +287,7 @@ def _prepared(
             yield command, full_env
             return
         with tempfile.TemporaryDirectory(prefix="hangar-git-jail-") as root:
-            yield _jailed(command, args, full_env, root), full_env
+            yield jailed(command, args, full_env, root), full_env
 
 
 def _ssh_flags(remote: Remote, home: Path) -> tuple[str, ...]:
@@ -320,67 +321,6 @@ def _ssh_flags(remote: Remote, home: Path) -> tuple[str, ...]:
     ssh = " ".join(["ssh", "-F", "/dev/null", "-i", str(key), *(f"-o {k}={v}" for k, v in options.items())])
     allowed = tuple(i for i in HARDENING if not i.startswith("core.sshCommand="))
     return (*allowed, f"core.sshCommand={ssh}", "protocol.ssh.allow=always")
-
-
-# A git process that reads or writes a workspace does so in a mount namespace of its own, chrooted into
-# an empty tmpfs that holds only the system's read-only /usr, /dev/null, /dev/urandom and the paths that one command
-# needs. The sandbox controls the workspace's files while host git reads them: a file swapped for a
-# symlink between git's lstat and its open would otherwise be followed on the host, so its target (a
-# world-readable host file, another session's workspace) could end up in a commit, or a write land
-# outside the workspace. Inside the jail such a link finds nothing.
-JAIL_SCRIPT = r"""
-set -eu
-root=$1; ids=$2; shift 2
-mount -t tmpfs -o mode=755,size=1m,nosuid,nodev hangar-git "$root"
-for top in /usr /bin /sbin /lib /lib32 /lib64 /libx32; do
-  if [ -L "$top" ]; then ln -s "$(readlink "$top")" "$root$top"
-  elif [ -d "$top" ]; then
-    mkdir -p "$root$top"; mount -o bind,ro "$top" "$root$top"
-  fi
-done
-mkdir -p "$root/dev" "$root$HOME"
-for dev in null urandom; do : > "$root/dev/$dev"; mount --bind "/dev/$dev" "$root/dev/$dev"; done
-while [ "$1" != "--" ]; do
-  mode=${1%%:*}; path=${1#*:}; shift
-  mkdir -p "$root$path"; mount -o "rbind,$mode" "$path" "$root$path"
-done
-shift
-exec /usr/sbin/chroot --userspec="$ids" --groups="${ids#*:}" "$root" "$@"
-"""
-
-
-def _jailed(command: list[str], args: tuple[str, ...], env: dict[str, str], root: str) -> list[str]:
-    """`command` wrapped to run in the jail as the sandbox uid. What it sees: its --git-dir and
-    --work-tree and its GIT_INDEX_FILE's folder (read-write), the object stores its git dir borrows
-    through `alternates` (read-only)."""
-    named = {args[i]: args[i + 1] for i in range(len(args) - 1) if args[i] in ("--git-dir", "--work-tree")}
-    writable = {Path(p) for p in named.values()}
-    if "GIT_INDEX_FILE" in env:
-        writable.add(Path(env["GIT_INDEX_FILE"]).parent)
-    readable = set()
-    alternates = Path(named.get("--git-dir", "/nonexistent")) / "objects" / "info" / "alternates"
-    if alternates.is_file():
-        readable = {Path(line) for line in alternates.read_text().split() if line.startswith("/")}
-    binds = sorted(
-        [(len(p.parts), f"rw:{p}") for p in writable]
-        + [(len(p.parts), f"ro:{p}") for p in readable - writable]
-    )
-    ids = f"{volumes.SANDBOX_UID}:{volumes.SANDBOX_UID}"
-    return [
-        "unshare",
-        "--mount",
-        "--propagation",
-        "private",
-        "sh",
-        "-c",
-        JAIL_SCRIPT,
-        "jail",
-        root,
-        ids,
-        *(b for _, b in binds),
-        "--",
-        *command,
-    ]
 
 
 # --- mirrors ------------------------------------------------------------------------------------

@@ -1,0 +1,68 @@
+"""The jail of host-side git that reads or writes a session's workspace (sandbox.gitops): the sandbox
+controls those files while git reads them, so git must find nothing of the host behind them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sandbox import volumes
+
+# A git process that reads or writes a workspace does so in a mount namespace of its own, chrooted into
+# an empty tmpfs that holds only the system's read-only /usr, /dev/null, /dev/urandom and the paths that one command
+# needs. The sandbox controls the workspace's files while host git reads them: a file swapped for a
+# symlink between git's lstat and its open would otherwise be followed on the host, so its target (a
+# world-readable host file, another session's workspace) could end up in a commit, or a write land
+# outside the workspace. Inside the jail such a link finds nothing.
+JAIL_SCRIPT = r"""
+set -eu
+root=$1; ids=$2; shift 2
+mount -t tmpfs -o mode=755,size=1m,nosuid,nodev hangar-git "$root"
+for top in /usr /bin /sbin /lib /lib32 /lib64 /libx32; do
+  if [ -L "$top" ]; then ln -s "$(readlink "$top")" "$root$top"
+  elif [ -d "$top" ]; then
+    mkdir -p "$root$top"; mount -o bind,ro "$top" "$root$top"
+  fi
+done
+mkdir -p "$root/dev" "$root$HOME"
+for dev in null urandom; do : > "$root/dev/$dev"; mount --bind "/dev/$dev" "$root/dev/$dev"; done
+while [ "$1" != "--" ]; do
+  mode=${1%%:*}; path=${1#*:}; shift
+  mkdir -p "$root$path"; mount -o "rbind,$mode" "$path" "$root$path"
+done
+shift
+exec /usr/sbin/chroot --userspec="$ids" --groups="${ids#*:}" "$root" "$@"
+"""
+
+
+def jailed(command: list[str], args: tuple[str, ...], env: dict[str, str], root: str) -> list[str]:
+    """`command` wrapped to run in the jail as the sandbox uid. What it sees: its --git-dir and
+    --work-tree and its GIT_INDEX_FILE's folder (read-write), the object stores its git dir borrows
+    through `alternates` (read-only)."""
+    named = {args[i]: args[i + 1] for i in range(len(args) - 1) if args[i] in ("--git-dir", "--work-tree")}
+    writable = {Path(p) for p in named.values()}
+    if "GIT_INDEX_FILE" in env:
+        writable.add(Path(env["GIT_INDEX_FILE"]).parent)
+    readable = set()
+    alternates = Path(named.get("--git-dir", "/nonexistent")) / "objects" / "info" / "alternates"
+    if alternates.is_file():
+        readable = {Path(line) for line in alternates.read_text().split() if line.startswith("/")}
+    binds = sorted(
+        [(len(p.parts), f"rw:{p}") for p in writable]
+        + [(len(p.parts), f"ro:{p}") for p in readable - writable]
+    )
+    ids = f"{volumes.SANDBOX_UID}:{volumes.SANDBOX_UID}"
+    return [
+        "unshare",
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        JAIL_SCRIPT,
+        "jail",
+        root,
+        ids,
+        *(b for _, b in binds),
+        "--",
+        *command,
+    ]
