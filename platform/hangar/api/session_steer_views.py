@@ -19,6 +19,12 @@ from hangar.conversations.services import permission_request_payload
 TAG = ["sessions"]
 
 
+def command_services():
+    from hangar.engine import command_services
+
+    return command_services
+
+
 def engine():
     # Late, as in the OpenCode views: listing sessions should not import the engine's tool registry.
     from hangar.engine import services
@@ -144,7 +150,7 @@ class SessionCommandView(ProjectScopedView):
         data = body.validated_data
         return _accepted(
             session,
-            lambda services: services.session_command(
+            lambda _services: command_services().session_command(
                 actor=scope.actor,
                 session=session,
                 command=data["command"],

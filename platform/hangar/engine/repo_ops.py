@@ -24,7 +24,7 @@ from hangar.accounts.actors import Actor
 from hangar.audit.models import ActorType
 from hangar.conversations.models import Session
 from hangar.engine import zipstream
-from hangar.engine.services import _require_member
+from hangar.engine.services import require_member
 from hangar.engine.workspace import HOST_KEY_CHANGED, WorkspaceError, remote_for, session_lock
 from hangar.logging import get_logger
 from hangar.repos import services as repos
@@ -95,7 +95,7 @@ def workspace_push(
     """Commit everything in the workspace (if anything changed) and push the session's branch, never
     forced. The result is recorded either way; a rejection because the remote branch moved is
     RepoOpError(kind="rejected"): `workspace_pull` then retry."""
-    _require_member(actor, session)
+    require_member(actor, session)
     _check_message(message)
     name, email = _author(actor, author_name, author_email)
     row = _ready_workspace(session)
@@ -157,7 +157,7 @@ def workspace_pull(
 ) -> PullResult:
     """Fetch the session's branch from the remote and merge it into the workspace (work tree included).
     Local changes are committed first so the merge never overwrites them; a conflict changes nothing."""
-    _require_member(actor, session)
+    require_member(actor, session)
     name, email = _author(actor, author_name, author_email)
     row = _ready_workspace(session)
     with session_lock(session.pk):
@@ -198,7 +198,7 @@ def operation_request(
 ) -> WorkspaceOperation:
     """Check what can be checked now (role, message, author, a ready workspace), record the operation and
     hand it to a worker once the caller's transaction commits."""
-    _require_member(actor, session)
+    require_member(actor, session)
     if kind == OperationKind.PUSH:
         _check_message(message)
     _author(actor, author_name, author_email)
@@ -286,7 +286,7 @@ def workspace_archive(
     than the cap; the stream also stops at the cap (the archive is then cut short, never larger)."""
     if fmt not in ARCHIVE_FORMATS:
         raise RepoOpError("The archive format is tar.gz or zip.", kind="invalid", status=400)
-    _require_member(actor, session)
+    require_member(actor, session)
     cap = max_bytes or int(getattr(settings, "HANGAR_WORKSPACE_ARCHIVE_MAX_BYTES", ARCHIVE_MAX_BYTES))
 
     try:
@@ -345,7 +345,7 @@ def workspace_upload(
     *, actor: Actor, session: Session, files: list[tuple[str, bytes]], directory: str = ""
 ) -> list[str]:
     """Write (name, content) files under `directory` of the workspace, through the in-container agent."""
-    _require_member(actor, session)
+    require_member(actor, session)
     cap = getattr(settings, "HANGAR_WORKSPACE_UPLOAD_MAX_BYTES", UPLOAD_MAX_BYTES)
     if sum(len(content) for _, content in files) > cap:
         raise RepoOpError(f"Uploads are limited to {cap} bytes at once.", kind="too_large", status=413)

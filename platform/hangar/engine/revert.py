@@ -30,7 +30,7 @@ from hangar.conversations.revert_services import (
 )
 from hangar.engine.diffs import MAX_PATCH_CHARS, range_diffs, snapshot_file_diffs
 from hangar.engine.sandboxes import sandbox_for_request as sandbox_for
-from hangar.engine.services import _require_member
+from hangar.engine.services import require_member
 from hangar.logging import get_logger
 from sandbox.protocol import WORKSPACE, Sandbox, SandboxError
 from sandbox.tree_copy import copy_tree
@@ -106,7 +106,7 @@ def session_revert(*, actor: Actor, session: Session, message_id: str, part_id: 
     """Revert the session's files to before `message_id` (or its part `part_id`). Raises
     Message.DoesNotExist for a target not in the session, SessionBusy, or SandboxError (the files are
     then put back as they were, and nothing is marked)."""
-    _require_member(actor, session)
+    require_member(actor, session)
     with transaction.atomic():
         locked = _idle_locked(session)
         revert, patches = revert_point(selectors.messages_list(locked), message_id, part_id)
@@ -134,7 +134,7 @@ def session_revert(*, actor: Actor, session: Session, message_id: str, part_id: 
 def session_unrevert(*, actor: Actor, session: Session) -> Session:
     """Put the files back as they were before the revert and drop the mark (a session not reverted is
     answered as it is)."""
-    _require_member(actor, session)
+    require_member(actor, session)
     with transaction.atomic():
         locked = _idle_locked(session)
         if not locked.revert:
@@ -150,7 +150,7 @@ def session_fork(*, actor: Actor, session: Session, message_id: str | None = Non
     """A new session with `session`'s history before `message_id` (all of it if None) and the files as of
     that point in a sandbox of its own. All or nothing: if the files cannot be copied the new session is
     not kept (raises SandboxError)."""
-    _require_member(actor, session)
+    require_member(actor, session)
     if message_id and not Message.objects.filter(session=session, pk=message_id).exists():
         raise Message.DoesNotExist(f"Message not found: {message_id}")
     ran = reads.snapshot_bounds(session.pk)[0] is not None  # no step ever: nothing of the agent's to copy

@@ -28,8 +28,7 @@ from hangar.conversations.models import (
 from hangar.conversations.question_services import question_settle
 from hangar.conversations.revert_services import revert_cleanup
 from hangar.conversations.selectors import last_message_id
-from hangar.engine import custom_agents, custom_commands
-from hangar.engine import permissions as perm
+from hangar.engine import custom_agents
 from hangar.engine.agents import AGENTS, Agent, agent_get
 from hangar.engine.compaction import compaction_request
 from hangar.engine.enqueue import enqueue_run
@@ -45,7 +44,7 @@ class PromptRejected(ValueError):
         self.field = field  # the request field the edges name in their 400
 
 
-def _require_member(actor: Actor, session: Session) -> None:
+def require_member(actor: Actor, session: Session) -> None:
     """Viewers may read but not drive a session. A foreign org is "not found" (404), never "forbidden"."""
     from rest_framework.exceptions import NotFound
 
@@ -76,7 +75,7 @@ def session_prompt(
 ) -> Message:
     """Store the user's message (text and file parts) and start (or feed) the run. A prompt to a busy
     session is read by the running loop at its next step, wrapped in <system-reminder>."""
-    _require_member(actor, session)
+    require_member(actor, session)
     if not parts:
         raise PromptRejected("a prompt needs at least one part")
     if message_id is not None:
@@ -152,72 +151,6 @@ def prompt_agent(session: Session, name: str | None) -> Agent:
         raise PromptRejected(str(exc), field="agent") from None
 
 
-def session_command(
-    *,
-    actor: Actor,
-    session: Session,
-    command: str,
-    arguments: str = "",
-    agent: str | None = None,
-    model: dict[str, Any] | None = None,
-    message_id: str | None = None,
-    files: list[dict[str, Any]] | None = None,
-) -> Message:
-    """Run one of the workspace's commands (OpenCode's `command`): its template, filled from `arguments`,
-    becomes the prompt, by the command's agent and model unless the request names its own. A `subtask`
-    command (or one whose agent is a subagent) runs as a task in a child session. PromptRejected naming
-    `command` when there is no such command, with the reason when its file does not parse."""
-    _require_member(actor, session)
-    if not isinstance(command, str) or not custom_commands.NAME.fullmatch(command.lstrip("/")):
-        raise PromptRejected(f"no command named {str(command)[:80]!r}", field="command")
-    if not isinstance(arguments, str) or len(arguments) > SUBTASK_LIMITS["prompt"]:
-        raise PromptRejected("arguments must be text of at most 100000 characters", field="arguments")
-    try:
-        found = custom_commands.find_command(
-            command.lstrip("/"), custom_commands.read_workspace_commands(sandbox_for_request(session))
-        )
-    except LookupError as exc:
-        raise PromptRejected(str(exc.args[0]), field="command") from None
-    chosen = prompt_agent(session, agent or found.agent)
-    text = custom_commands.render(found.template, arguments)
-    if custom_commands.SHELL.search(text):
-        ruleset = perm.session_ruleset(
-            chosen.permission, session.project.permission_rules, session.permission
-        )
-        policy = perm.org_policy_for(session.org)
-
-        def allowed(command: str) -> bool:
-            return perm.decide("bash", [command], ruleset=ruleset, org_policy=policy) == perm.ALLOW
-
-        try:
-            text = custom_commands.expand_shell(text, sandbox_for_request(session), allowed)
-        except ValueError as exc:
-            raise PromptRejected(f"command {found.name!r}: {exc}", field="command") from None
-    model = model or found.model
-    if found.subtask or chosen.mode == "subagent":
-        parts: list[dict[str, Any]] = [
-            {
-                "type": "subtask",
-                "agent": chosen.name,
-                "description": (found.description or found.name)[:200],
-                "prompt": text,
-                "command": found.name,
-                **({"model": model} if model else {}),
-            }
-        ]
-        agent = None  # the session keeps its own agent; the task runs the command's
-    else:
-        parts, agent = [{"type": "text", "text": text}], chosen.name
-    return session_prompt(
-        actor=actor,
-        session=session,
-        parts=parts + [dict(f) for f in files or []],
-        agent=agent,
-        model=model,
-        message_id=message_id,
-    )
-
-
 SUBTASK_LIMITS = {"prompt": 100_000, "description": 200, "agent": 64, "command": 2_000}
 
 
@@ -258,7 +191,7 @@ def session_summarize(
     step). The compaction agent then summarises the history with `model` (default: the session's); the
     summary becomes where the history the model is sent starts. `auto` also continues the work afterwards,
     as an automatic compaction does."""
-    _require_member(actor, session)
+    require_member(actor, session)
     model = model or session.model
     if not (model or {}).get("modelID") or not model.get("providerID"):
         raise PromptRejected("no model: name one, or set one on the session or the project", field="modelID")
@@ -285,7 +218,7 @@ def session_summarize(
 def session_abort(*, actor: Actor, session: Session) -> None:
     """Ask the runner to stop. The runner (this one or the next to take the lease) cancels the stream
     and the running command, marks unfinished tool parts "Tool execution aborted" and goes idle."""
-    _require_member(actor, session)
+    require_member(actor, session)
     with transaction.atomic():
         Session.objects.filter(pk=session.pk).update(abort_requested=True)
         audit_record(actor=actor, action="session.abort", target=session)
@@ -304,7 +237,7 @@ def permission_reply(
     """once → the waiting call runs; always → also stored as a revocable grant (session or project);
     reject → the call fails ("rejected", with the person's message for the model)."""
     session = request.session
-    _require_member(actor, session)
+    require_member(actor, session)
     if reply not in ("once", "always", "reject"):
         raise ValueError("reply must be once, always or reject")
     if scope not in GrantScope.values:
@@ -402,7 +335,7 @@ def question_reply(*, actor: Actor, request: QuestionRequest, answers: object) -
     """A person's answers (one list of chosen labels, or their own text, per question): the waiting
     `question` call returns them to the model and the run goes on."""
     session = request.session
-    _require_member(actor, session)
+    require_member(actor, session)
     checked = _check_answers(request.questions, answers)
     with transaction.atomic():
         settled = question_settle(actor=actor, request=request, answers=checked)
@@ -414,7 +347,7 @@ def question_reject(*, actor: Actor, request: QuestionRequest) -> QuestionReques
     """A person dismisses the questions: the waiting call fails and the turn stops, as a rejected
     permission does."""
     session = request.session
-    _require_member(actor, session)
+    require_member(actor, session)
     with transaction.atomic():
         settled = question_settle(actor=actor, request=request, answers=None)
         _request_run(session)

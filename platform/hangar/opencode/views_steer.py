@@ -48,10 +48,12 @@ def prompt(actor, session, data: dict):
 
 def run_command(actor, session, data: dict):
     """engine.session_command from OpenCode's command body, its refusals as OpenCode's 400."""
+    from hangar.engine import command_services
+
     services = engine()
     provider, _, model = data.get("model", "").partition("/")
     try:
-        return services.session_command(
+        return command_services.session_command(
             actor=actor,
             session=session,
             command=data["command"],

@@ -1,0 +1,86 @@
+"""Running one of the workspace's commands (OpenCode's `command`; hangar.engine.custom_commands): the
+template filled and, where the bash rules allow, its shell snippets run, then prompted as any prompt is
+(hangar.engine.services.session_prompt)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hangar.accounts.actors import Actor
+from hangar.conversations.models import Message, Session
+from hangar.engine import custom_commands
+from hangar.engine import permissions as perm
+from hangar.engine.sandboxes import sandbox_for_request
+from hangar.engine.services import (
+    SUBTASK_LIMITS,
+    PromptRejected,
+    prompt_agent,
+    require_member,
+    session_prompt,
+)
+
+
+def session_command(
+    *,
+    actor: Actor,
+    session: Session,
+    command: str,
+    arguments: str = "",
+    agent: str | None = None,
+    model: dict[str, Any] | None = None,
+    message_id: str | None = None,
+    files: list[dict[str, Any]] | None = None,
+) -> Message:
+    """Run one of the workspace's commands (OpenCode's `command`): its template, filled from `arguments`,
+    becomes the prompt, by the command's agent and model unless the request names its own. A `subtask`
+    command (or one whose agent is a subagent) runs as a task in a child session. PromptRejected naming
+    `command` when there is no such command, with the reason when its file does not parse."""
+    require_member(actor, session)
+    if not isinstance(command, str) or not custom_commands.NAME.fullmatch(command.lstrip("/")):
+        raise PromptRejected(f"no command named {str(command)[:80]!r}", field="command")
+    if not isinstance(arguments, str) or len(arguments) > SUBTASK_LIMITS["prompt"]:
+        raise PromptRejected("arguments must be text of at most 100000 characters", field="arguments")
+    try:
+        found = custom_commands.find_command(
+            command.lstrip("/"), custom_commands.read_workspace_commands(sandbox_for_request(session))
+        )
+    except LookupError as exc:
+        raise PromptRejected(str(exc.args[0]), field="command") from None
+    chosen = prompt_agent(session, agent or found.agent)
+    text = custom_commands.render(found.template, arguments)
+    if custom_commands.SHELL.search(text):
+        ruleset = perm.session_ruleset(
+            chosen.permission, session.project.permission_rules, session.permission
+        )
+        policy = perm.org_policy_for(session.org)
+
+        def allowed(command: str) -> bool:
+            return perm.decide("bash", [command], ruleset=ruleset, org_policy=policy) == perm.ALLOW
+
+        try:
+            text = custom_commands.expand_shell(text, sandbox_for_request(session), allowed)
+        except ValueError as exc:
+            raise PromptRejected(f"command {found.name!r}: {exc}", field="command") from None
+    model = model or found.model
+    if found.subtask or chosen.mode == "subagent":
+        parts: list[dict[str, Any]] = [
+            {
+                "type": "subtask",
+                "agent": chosen.name,
+                "description": (found.description or found.name)[:200],
+                "prompt": text,
+                "command": found.name,
+                **({"model": model} if model else {}),
+            }
+        ]
+        agent = None  # the session keeps its own agent; the task runs the command's
+    else:
+        parts, agent = [{"type": "text", "text": text}], chosen.name
+    return session_prompt(
+        actor=actor,
+        session=session,
+        parts=parts + [dict(f) for f in files or []],
+        agent=agent,
+        model=model,
+        message_id=message_id,
+    )
