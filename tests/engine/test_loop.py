@@ -183,10 +183,22 @@ def test_an_existing_file_is_written_only_after_the_agent_read_it_and_the_next_r
     assert not readmarks.was_read(other.pk, "/workspace/notes.txt")  # marks are per session
 
 
-def test_instruction_files_a_step_changes_reach_the_next_steps_system_prompt(
+def reminders(request: dict) -> list[str]:
+    """The mid-conversation system messages of a request as the scripted server (provider "scripted",
+    no native mid-conversation system role) receives them: wrapped user messages."""
+    prefix = "<system-reminder>\n"
+    return [
+        m["content"][len(prefix) : -len("\n</system-reminder>")]
+        for m in request["messages"]
+        if m["role"] == "user" and m["content"].startswith(prefix) and "The user sent" not in m["content"]
+    ]
+
+
+def test_instruction_files_a_step_changes_are_told_once_the_baseline_untouched(
     alice, script, make_session, worker
 ):
-    # AGENTS.md is read once per run and again only after a step changed it (by any tool, bash included).
+    # AGENTS.md is read once per run and again only after a step changed it (by any tool, bash included);
+    # each change is one mid-conversation system message, the system texts stay byte for byte the same.
     script_id = script.load(
         [
             [call("write", "c1", filePath="/workspace/AGENTS.md", content="Always say rule-one.\n")],
@@ -198,16 +210,21 @@ def test_instruction_files_a_step_changes_reach_the_next_steps_system_prompt(
     session = make_session(alice, script_id)
     session_prompt(actor=alice.actor, session=session, parts=text_prompt("set up instructions"))
     wait_idle(session)
-    systems = [r["messages"][1]["content"] for r in script.requests(script_id) if r.get("stream")]
-    assert len(systems) == 4
-    assert "Instructions from" not in systems[0]
-    assert "rule-one" in systems[1] and "rule-one" in systems[2]
-    assert "rule-two" in systems[3] and "rule-one" not in systems[3]
+    requests = [r for r in script.requests(script_id) if r.get("stream")]
+    assert len(requests) == 4
+    systems = [[m for m in r["messages"] if m["role"] == "system"] for r in requests]
+    assert systems[0] == systems[1] == systems[2] == systems[3]
+    assert "Instructions from" not in str(systems[0])
+    assert reminders(requests[0]) == []
+    [one] = reminders(requests[1])
+    assert "Instructions from: /workspace/AGENTS.md\nAlways say rule-one." in one
+    assert reminders(requests[2]) == [one]
+    assert requests[1]["messages"][-2]["role"] == "tool"  # the tool's result, then the update
+    [_, two] = reminders(requests[3])
+    assert "Always say rule-two." in two and "rule-one" not in two
 
 
-def test_skills_in_the_workspace_are_listed_to_the_model_from_the_next_run(
-    alice, script, make_session, worker
-):
+def test_skills_in_the_workspace_are_told_to_the_model_from_the_next_run(alice, script, make_session, worker):
     script_id = script.load(
         [
             [
@@ -227,10 +244,34 @@ def test_skills_in_the_workspace_are_listed_to_the_model_from_the_next_run(
     wait_idle(session)
     session_prompt(actor=alice.actor, session=session, parts=text_prompt("what skills do you have?"))
     wait_idle(session)
-    systems = [r["messages"][1]["content"] for r in script.requests(script_id) if r.get("stream")]
-    assert len(systems) == 3
-    assert "<available_skills>" not in systems[0]
-    assert "<name>lint</name>" in systems[2] and "/workspace/.opencode/skills/lint/SKILL.md" in systems[2]
+    requests = [r for r in script.requests(script_id) if r.get("stream")]
+    assert len(requests) == 3
+    assert "<available_skills>" not in str(requests[0]["messages"])
+    [told] = reminders(requests[1])  # the step after the write sees it (a step changed .opencode/skills)
+    assert "<name>lint</name>" in told and "/workspace/.opencode/skills/lint/SKILL.md" in told
+    assert reminders(requests[2]) == [told]
+
+
+def test_the_baseline_system_context_is_reused_byte_for_byte_across_a_worker_restart(
+    alice, script, make_session, start_worker
+):
+    script_id = script.load([[{"text": "first"}], [{"text": "second"}]])
+    session = make_session(alice, script_id)
+    first_worker = start_worker()
+    session_prompt(actor=alice.actor, session=session, parts=text_prompt("hello"))
+    wait_idle(session)
+    first_worker.stop()
+    # While no worker runs, the workspace's instructions change: a fresh rendering would differ.
+    manager().connect(session.pk).write("/workspace/AGENTS.md", "Prefer tabs.\n")
+    start_worker()
+    session_prompt(actor=alice.actor, session=session, parts=text_prompt("again"))
+    wait_idle(session)
+    before, after = [r for r in script.requests(script_id) if r.get("stream")]
+    leading = [[m for m in r["messages"] if m["role"] == "system"] for r in (before, after)]
+    assert leading[0] == leading[1] and "Prefer tabs" not in str(leading[0])
+    [told] = reminders(after)
+    assert "Instructions from: /workspace/AGENTS.md\nPrefer tabs." in told
+    assert after["messages"][-2] == {"role": "user", "content": "again"}  # the new prompt, then the update
 
 
 def test_a_tenant_cannot_prompt_another_orgs_session(alice, charlie, script, make_session):

@@ -20,7 +20,15 @@ from django.db.models import Case, Q, When
 from django.utils import timezone
 
 from hangar.accounts.models import Org
-from hangar.conversations.models import Message, Part, PermissionGrant, PermissionRequest, Session, Todo
+from hangar.conversations.models import (
+    ContextEpoch,
+    Message,
+    Part,
+    PermissionGrant,
+    PermissionRequest,
+    Session,
+    Todo,
+)
 from hangar.projects.models import Project
 from hangar.rawsql import instances, run, select_list
 from hangar.usage.gate import GATE_COLUMNS, GateRow, gate_params
@@ -333,3 +341,8 @@ def diff_ranges(session_id: str) -> DiffRanges:
         cursor.execute(sql, params)
         row = cursor.fetchone()
     return DiffRanges((row[0], row[1]), row[2], (row[3], row[4]))
+
+
+def context_epoch(session_id: str) -> ContextEpoch | None:
+    """The session's current context epoch (its newest), if it has one: read once per run."""
+    return ContextEpoch.objects.filter(session_id=session_id).order_by("-number").first()

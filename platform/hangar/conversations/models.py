@@ -112,6 +112,27 @@ class Part(models.Model):
         ]
 
 
+class ContextEpoch(models.Model):
+    """A span of a session's history sent with one baseline system context (seed 001 "Context Epoch"):
+    the exact system texts, reused verbatim on every provider turn of the span (so provider prompt caches
+    hit, across worker restarts too), the context sources' values as last admitted, and the
+    mid-conversation system messages that told the model of a source's change. A new epoch starts after a
+    completed compaction, a revert that removed what an update followed, or a change of base prompt."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="context_epochs")
+    number = models.PositiveIntegerField()
+    boundary = models.CharField(max_length=40, help_text="first message of the history it was started for")
+    base = models.CharField(max_length=64, help_text="sha256 of the base prompt it was started with")
+    baseline = models.JSONField(help_text="the system texts, exactly as sent")
+    snapshot = models.JSONField(default=dict, help_text="context source key → value last admitted")
+    updates = models.JSONField(default=list, help_text='[{"after": message id, "text", "time"}]')
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["number"]
+        constraints = [models.UniqueConstraint(fields=["session", "number"], name="context_epoch_number")]
+
+
 class Todo(models.Model):
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="todos")
     position = models.PositiveIntegerField()

@@ -7,11 +7,13 @@ LLM Format"), in OpenAI's wire format (LiteLLM translates for other providers).
 - Assistant: text (reasoning is not replayed to OpenAI-compatible APIs), tool calls with their results;
   completed → output, error → the error text, pending/running → "[Tool execution was interrupted]".
 - Assistant messages with an error are skipped, unless aborted with substantive parts.
+- The context epoch's mid-conversation system messages follow the message they were admitted after.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 INTERRUPTED = "[Tool execution was interrupted]"
@@ -97,8 +99,13 @@ def since_boundary(
     return history[boundary([info for info, _parts in history]) :]
 
 
-def to_model_messages(history: list[tuple[dict[str, Any], list[dict[str, Any]]]]) -> list[dict[str, Any]]:
-    """`history`: (message info, its parts) oldest first."""
+def to_model_messages(
+    history: list[tuple[dict[str, Any], list[dict[str, Any]]]],
+    updates: Mapping[str, list[str]] | None = None,
+) -> list[dict[str, Any]]:
+    """`history`: (message info, its parts) oldest first. `updates`: the context epoch's mid-conversation
+    system messages by the id of the message each follows (hangar.engine.system_context), sent after
+    it (and its tool results) even when the message itself is not (a failed step)."""
     out: list[dict[str, Any]] = []
     mid_turn = False
     for info, parts in history:
@@ -109,4 +116,6 @@ def to_model_messages(history: list[tuple[dict[str, Any], list[dict[str, Any]]]]
         else:
             out += _assistant(info, parts)
             mid_turn = info.get("finish") == "tool-calls" and not info.get("error")
+        if updates and info["id"] in updates:
+            out += [{"role": "system", "content": text} for text in updates[info["id"]]]
     return out

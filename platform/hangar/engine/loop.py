@@ -51,6 +51,7 @@ from hangar.engine.outcomes import (
     Aborted,
     BudgetBlocked,
     ContextOverflow,
+    ContextUnavailable,
     Finished,
     MaxSteps,
     ModelUnavailable,
@@ -70,7 +71,8 @@ from hangar.engine.skills import listing as skills_listing
 from hangar.engine.spend import check_before_call, step_call
 from hangar.engine.step_usage import record_failed_call, usage_after, usage_data
 from hangar.engine.subtasks import wake_parent, workspace_session
-from hangar.engine.system import build_system, turn_reminders
+from hangar.engine.system import base_prompt, turn_reminders
+from hangar.engine.system_context import SystemContext
 from hangar.engine.titles import title_maybe
 from hangar.engine.tool_calls import CallScope, ToolCalls
 from hangar.engine.tools.base import PermissionAsked, Tool
@@ -126,6 +128,7 @@ class Loop:
         self.sandbox = SessionSandbox(owner, self._sandbox_for, self.active_runs)
         self.live = LivePolicy(session, self.sandbox.attached)
         self.window = ContextWindow(self)
+        self.context = SystemContext(session, self.sandbox)
         if session.abort_requested:  # before anything can end the run: the abort still needs finishing
             self.abort.set()
         if session.status != "busy":
@@ -139,7 +142,7 @@ class Loop:
                 self.step()
         except PermissionAsked:
             return  # parked: the reply re-enqueues the run
-        except (ModelUnavailable, ProviderFailed) as failed:
+        except (ModelUnavailable, ProviderFailed, ContextUnavailable) as failed:
             publish(session, "session.error", {"sessionID": self.session_id, "error": failed.args[0]})
             ended = failed
         except BudgetBlocked as exc:  # told and audited by the check: the session shows it stays blocked
@@ -222,22 +225,26 @@ class Loop:
         )
 
         start = self.sandbox.step_start()
+        since = since_boundary(stored)
+        system = self.context.for_turn(
+            stored,
+            base=base_prompt(
+                agent_prompt=self.agent.prompt,
+                agent_prompt_text=self.agent.prompt_text,
+                model_id=self.model_ref["modelID"],
+            ),
+            model_ref=self.model_ref,
+            skills=self.skills_block,
+            since=since,
+        )
+        if user.data.get("system"):  # the prompt's own system text: after the cached baseline
+            system = [*system, user.data["system"]]
         message = store.message_create(
             session=self.session,
             data=self.assistant_data(user),
             parts=[{"type": "step-start", **({"snapshot": start} if start else {})}],
         )
-        system = build_system(
-            agent_prompt=self.agent.prompt,
-            agent_prompt_text=self.agent.prompt_text,
-            provider_id=self.model_ref["providerID"],
-            model_id=self.model_ref["modelID"],
-            instructions=self.sandbox.instructions(),
-            skills=self.skills_block,
-            user_system=user.data.get("system"),
-            is_git=self.sandbox.is_git(),
-        )
-        history = to_model_messages(since_boundary(stored)) + turn_reminders(
+        history = to_model_messages(since, self.context.updates()) + turn_reminders(
             self.agent.name, state.messages, last_step
         )
         prior_tools = [p for _info, parts in stored for p in parts if p["type"] == "tool"]

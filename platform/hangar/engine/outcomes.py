@@ -65,6 +65,14 @@ class ModelUnavailable(TurnEnded):
     outcome = "error"
 
 
+class ContextUnavailable(TurnEnded):
+    """The session's first system context (or a fresh one after a compaction) could not be read from its
+    sandbox: the turn is not started on an incomplete baseline; `session.error` was published, the prompt
+    stays and a new prompt (or a retry) runs it. No message was created."""
+
+    outcome = "error"
+
+
 class BudgetBlocked(TurnEnded):
     """A hard budget leaves no room for the next model call (hangar.usage.gate): the call is not made,
     `session.error` (BudgetExceededError) was published and audited; the session ends idle, its status

@@ -4,24 +4,25 @@ remember about the tree between its steps.
 - Snapshots: the tree hash a step ends with is the next step's start (nothing else writes the workspace
   between two steps of one run), so a step costs one `snapshot_track_changed` round trip, and none when it
   used only tools that cannot write.
-- Instructions (AGENTS.md / CLAUDE.md) and the workspace's agents (.opencode/agents/) are read again
-  only when a step changed them (or its snapshot failed, so what changed is unknown); the skills list is
-  read once per run.
+- Instruction files (AGENTS.md / CLAUDE.md, the root's and nested ones), the workspace's agents
+  (.opencode/agents/) and its skills (.opencode/skills/) are read again only when a step changed them (or
+  its snapshot failed, so what changed is unknown).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from pathlib import PurePosixPath
 
 from hangar.conversations.models import Session
 from hangar.engine.agents import Agent
 from hangar.engine.custom_agents import read_workspace_agents
 from hangar.engine.dbconn import release_connection
 from hangar.engine.skills import Skill, read_skills
-from hangar.engine.system import INSTRUCTION_FILES, read_instructions, workspace_is_git
+from hangar.engine.system import INSTRUCTION_FILES, instruction_paths, read_instruction, workspace_is_git
 from hangar.engine.tools.registry import READ_ONLY_TOOLS
 from hangar.logging import get_logger
-from sandbox.protocol import Sandbox, SandboxError
+from sandbox.protocol import Sandbox, SandboxError, SandboxUnavailable
 
 log = get_logger(__name__)
 
@@ -33,7 +34,7 @@ class SessionSandbox:
         self.session, self._sandbox_for, self._active_runs = session, sandbox_for, active_runs
         self._sandbox: Sandbox | None = None
         self._last_hash: str | None = None
-        self._instructions: list[str] | None = None
+        self._instruction_files: dict[str, str | None] = {}  # workspace-relative path → text, as read
         self._skills: list[Skill] | None = None
         self._is_git: bool | None = None
         self._agents: tuple[dict[str, Agent], list[str]] | None = None
@@ -73,16 +74,31 @@ class SessionSandbox:
             end, changed = None, []
         self._last_hash = end
         self.changed = self.changed or bool(changed)
-        if end is None or set(changed) & set(INSTRUCTION_FILES):
-            self._instructions = None
+        if end is None:
+            self._instruction_files.clear()
+        for path in changed:
+            if PurePosixPath(path).name in INSTRUCTION_FILES:
+                self._instruction_files.pop(path, None)
         if end is None or any(path.startswith(".opencode/agent") for path in changed):
             self._agents = None
+        if end is None or any(path.startswith(".opencode/skills/") for path in changed):
+            self._skills = None
         return end, changed
 
-    def instructions(self) -> list[str]:
-        if self._instructions is None:
-            self._instructions = read_instructions(self.attach())
-        return self._instructions
+    def instructions(self, dirs: Iterable[str] = ()) -> list[list[str]] | None:
+        """[path, text] of each instruction file in effect: the root's, and those of `dirs` (workspace-
+        relative directories the agent has read files in) and their parents. None: the sandbox could not
+        answer (the caller keeps the instructions it last sent)."""
+        paths = instruction_paths(dirs)
+        files = self._instruction_files
+        try:
+            for path in paths:
+                if path not in files:
+                    files[path] = read_instruction(self.attach(), path)
+        except SandboxUnavailable:
+            log.warning("instructions_unavailable", session=self.session.pk, exc_info=True)
+            return None
+        return [[f"/workspace/{path}", text] for path in paths if (text := files[path]) is not None]
 
     def skills(self) -> list[Skill]:
         if self._skills is None:

@@ -1,25 +1,24 @@
-"""The system prompt (seed 000 §9, seed 003 "Building the System Prompt").
-
-Two parts, cache-friendly (§9.1): part one is the base prompt (agent prompt, or the model family's)
-and never changes within a session, so providers can cache it; part two is everything that may
-change: the environment block, AGENTS.md / CLAUDE.md instructions from the workspace, the skills
-list, and the user message's own `system` text.
+"""The system prompt's pieces (seed 000 §9, seed 003 "Building the System Prompt"): the base prompt
+(agent prompt, or the model family's), the instruction files, the environment facts, and the synthetic
+reminders of a turn. hangar.engine.system_context composes them into a context epoch's baseline and its
+mid-conversation updates.
 """
 
 from __future__ import annotations
 
-import time
+from collections.abc import Iterable
 from functools import lru_cache
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from sandbox.protocol import Sandbox, SandboxError
+from sandbox.protocol import Sandbox, SandboxError, SandboxUnavailable
 
 if TYPE_CHECKING:
     from hangar.conversations.models import Message
 
 PROMPTS = Path(__file__).parent / "prompts"
 INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md")
+MAX_NESTED_DIRS = 32  # directories whose instruction files are looked for, beyond the root
 
 
 @lru_cache(maxsize=32)
@@ -39,16 +38,28 @@ def family_prompt(model_id: str) -> str:
     return "default"
 
 
-def read_instructions(sandbox: Sandbox) -> list[str]:
-    out = []
-    for name in INSTRUCTION_FILES:
-        try:
-            result = sandbox.read(f"/workspace/{name}", limit=2000)
-        except SandboxError:
-            continue
-        if result.content.strip():
-            out.append(f"Instructions from: /workspace/{name}\n{result.content}")
-    return out
+def instruction_paths(dirs: Iterable[str] = ()) -> list[str]:
+    """The instruction files that may apply, workspace-relative, in the order they are sent: the
+    workspace root's, then those of each directory the agent has read a file in and of its parents up to
+    the root (seed 003 "Contextual Instructions"), nearest the root first, at most MAX_NESTED_DIRS."""
+    nested: set[str] = set()
+    for directory in dirs:
+        parts = PurePosixPath(directory).parts
+        nested.update("/".join(parts[:depth]) for depth in range(1, len(parts) + 1))
+    ordered = sorted(nested, key=lambda d: (d.count("/"), d))[:MAX_NESTED_DIRS]
+    return [*INSTRUCTION_FILES, *(f"{d}/{name}" for d in ordered for name in INSTRUCTION_FILES)]
+
+
+def read_instruction(sandbox: Sandbox, path: str) -> str | None:
+    """A workspace-relative instruction file's text (None: there is none, or it is empty). Raises
+    SandboxUnavailable when the sandbox cannot answer: the caller keeps what it last read."""
+    try:
+        text = sandbox.read(f"/workspace/{path}", limit=2000).content
+    except SandboxUnavailable:
+        raise
+    except SandboxError:  # not there, a directory, unreadable: no instructions from it
+        return None
+    return text if text.strip() else None
 
 
 def workspace_is_git(sandbox: Sandbox) -> bool:
@@ -58,29 +69,10 @@ def workspace_is_git(sandbox: Sandbox) -> bool:
         return False
 
 
-def build_system(
-    *,
-    agent_prompt: str | None,
-    agent_prompt_text: str | None = None,
-    provider_id: str,
-    model_id: str,
-    instructions: list[str],
-    skills: str,
-    user_system: str | None = None,
-    is_git: bool = False,
-) -> list[str]:
-    """`instructions` and `skills` as read from the workspace (read_instructions, skills.listing; the loop
-    keeps them between steps: hangar.engine.session_sandbox). A custom agent's own prompt
-    (`agent_prompt_text`) takes the base prompt's place, as in OpenCode."""
-    base = agent_prompt_text or prompt_text(agent_prompt or family_prompt(model_id))
-    env = prompt_text("environment").format(
-        model_id=model_id,
-        provider_id=provider_id,
-        is_git="yes" if is_git else "no",
-        today=time.strftime("%a %b %d %Y"),
-    )
-    dynamic = [env, *instructions, skills, user_system or ""]
-    return [base, "\n\n".join(part for part in dynamic if part)]
+def base_prompt(*, agent_prompt: str | None, agent_prompt_text: str | None, model_id: str) -> str:
+    """Part one of the system prompt: a custom agent's own prompt (as in OpenCode), else the agent's
+    named prompt, else the model family's."""
+    return agent_prompt_text or prompt_text(agent_prompt or family_prompt(model_id))
 
 
 def turn_reminders(agent: str, messages: list[Message], last_step: bool) -> list[dict[str, Any]]:

@@ -261,7 +261,8 @@ class LiteLLMModel:
         litellm = litellm_module()
         try:
             response = litellm.completion(
-                messages=wire_messages(system, messages), **self._kwargs(temperature)
+                messages=wire_messages(system, messages, provider_id=self.provider_id),
+                **self._kwargs(temperature),
             )
         except Exception as exc:
             raise self._error(exc) from exc
@@ -288,7 +289,7 @@ class LiteLLMModel:
         _last.response = None
         try:
             response = litellm.completion(
-                messages=wire_messages(system, messages),
+                messages=wire_messages(system, messages, provider_id=self.provider_id),
                 stream=True,
                 stream_options={"include_usage": True},
                 **kwargs,

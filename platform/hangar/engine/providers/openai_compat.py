@@ -104,7 +104,11 @@ class OpenAICompatModel:
         self, system: list[str], messages: list[dict[str, Any]], temperature: float | None, **extra: Any
     ) -> dict[str, Any]:
 
-        body = {"model": self.model_id, "messages": wire_messages(system, messages), **extra}
+        body = {
+            "model": self.model_id,
+            "messages": wire_messages(system, messages, provider_id=self.provider_id),
+            **extra,
+        }
         if temperature is not None:
             body["temperature"] = temperature
         return body

@@ -6,10 +6,26 @@ from typing import Any
 
 from hangar.engine.providers.base import Usage
 
+# Providers whose chat API takes a system message anywhere in the conversation. Elsewhere (Anthropic and
+# Gemini through LiteLLM hoist every system message to the top; many local servers' chat templates refuse
+# one after the first turn) a mid-conversation system message is sent as a wrapped user message.
+NATIVE_SYSTEM_PROVIDERS = frozenset({"openai", "azure"})
 
-def wire_messages(system: list[str], messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The system texts as leading system messages, then the conversation."""
-    return [{"role": "system", "content": text} for text in system if text] + messages
+
+def wire_messages(
+    system: list[str], messages: list[dict[str, Any]], *, provider_id: str = ""
+) -> list[dict[str, Any]]:
+    """The system texts as leading system messages, then the conversation, its mid-conversation system
+    messages (hangar.engine.system_context) lowered to what the provider takes (seed 001)."""
+    lead = [{"role": "system", "content": text} for text in system if text]
+    if provider_id in NATIVE_SYSTEM_PROVIDERS or not any(m["role"] == "system" for m in messages):
+        return lead + messages
+    return lead + [
+        {"role": "user", "content": f"<system-reminder>\n{m['content']}\n</system-reminder>"}
+        if m["role"] == "system"
+        else m
+        for m in messages
+    ]
 
 
 def usage_of(raw: Any) -> Usage:
