@@ -148,3 +148,21 @@ def test_shell_output_fills_the_template_where_the_bash_rules_allow_it(alice, sc
     )
     assert box.read("/workspace/keep.txt").content == "kept"  # nothing ran, not even the allowed echo
     assert Message.objects.filter(session=session).count() == 1
+
+
+def test_files_a_template_names_with_at_are_read_into_the_prompt(alice, script, make_session, api):
+    session = make_session(alice, script.load([[{"text": "never"}]]))
+    box = sandbox_for(session)
+    box.write("/workspace/src/app.py", "print('hi')\n")
+    box.write("/workspace/.opencode/commands/review.md", "Review @src/app.py and @nobody for $1\n")
+    response = api(alice).post(
+        api_url(alice, session), {"command": "review", "arguments": "style"}, format="json"
+    )
+    assert response.status_code == 202, response.content
+    message = Message.objects.filter(session=session, role="user").get()
+    parts = [p.data for p in message.parts.order_by("id")]
+    assert parts[0]["text"] == "Review @src/app.py and @nobody for style"
+    assert parts[1]["synthetic"] and '"filePath": "/workspace/src/app.py"' in parts[1]["text"]
+    assert "1: print('hi')" in parts[2]["text"]
+    # A file part for what exists; `@nobody` names nothing in the workspace and stays text.
+    assert [(p["type"], p.get("filename")) for p in parts[3:]] == [("file", "src/app.py")]

@@ -51,6 +51,17 @@ def test_config_names_the_projects_default_model(oc, modelled):
     assert oc(modelled).get(f"{base_url(modelled)}/config").json()["model"] == "scripted/five-step"
 
 
+def test_providers_say_whether_the_model_takes_attachments(oc, modelled):
+    def capabilities() -> dict:
+        [provider] = oc(modelled).get(f"{base_url(modelled)}/config/providers").json()["providers"]
+        return provider["models"]["five-step"]["capabilities"]
+
+    assert capabilities()["attachment"] is False and capabilities()["input"]["image"] is False
+    modelled.project.model_limits = {"scripted/five-step": {"context": 32000, "attachments": True}}
+    modelled.project.save()
+    assert capabilities()["attachment"] is True and capabilities()["input"]["pdf"] is True
+
+
 def test_agents_include_build_and_plan(oc, alice):
     names = {agent["name"] for agent in oc(alice).get(f"{base_url(alice)}/agent").json()}
     assert {"build", "plan"} <= names

@@ -1,5 +1,6 @@
 """Running one of the workspace's commands (OpenCode's `command`; hangar.engine.custom_commands): the
-template filled and, where the bash rules allow, its shell snippets run, then prompted as any prompt is
+template filled and, where the bash rules allow, its shell snippets run, its `@path` references made file
+parts (read for the prompt: hangar.engine.prompt_files), then prompted as any prompt is
 (hangar.engine.services.session_prompt)."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from hangar.accounts.actors import Actor
 from hangar.conversations.models import Message, Session
 from hangar.engine import custom_commands
 from hangar.engine import permissions as perm
+from hangar.engine.prompt_files import REF, file_refs
 from hangar.engine.sandboxes import sandbox_for_request
 from hangar.engine.services import (
     SUBTASK_LIMITS,
@@ -62,6 +64,7 @@ def session_command(
         except ValueError as exc:
             raise PromptRejected(f"command {found.name!r}: {exc}", field="command") from None
     model = model or found.model
+    refs = file_refs(text, sandbox_for_request(session)) if REF.search(text) else []
     if found.subtask or chosen.mode == "subagent":
         parts: list[dict[str, Any]] = [
             {
@@ -75,7 +78,7 @@ def session_command(
         ]
         agent = None  # the session keeps its own agent; the task runs the command's
     else:
-        parts, agent = [{"type": "text", "text": text}], chosen.name
+        parts, agent = [{"type": "text", "text": text}, *refs], chosen.name
     return session_prompt(
         actor=actor,
         session=session,

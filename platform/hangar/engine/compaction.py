@@ -167,7 +167,7 @@ class ContextWindow:
         )
         history = since_boundary(loop.reader.history(state))
         messages = [
-            *to_model_messages(history, loop.context.updates()),
+            *to_model_messages(history, loop.context.updates(), attachments=self.limits().attachments),
             {"role": "user", "content": prompt_text("compaction_request")},
         ]
         system = [prompt_text("compaction")]

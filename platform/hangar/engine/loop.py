@@ -244,7 +244,8 @@ class Loop:
             data=self.assistant_data(user),
             parts=[{"type": "step-start", **({"snapshot": start} if start else {})}],
         )
-        history = to_model_messages(since, self.context.updates()) + turn_reminders(
+        attachments = self.window.limits().attachments
+        history = to_model_messages(since, self.context.updates(), attachments=attachments) + turn_reminders(
             self.agent.name, state.messages, last_step
         )
         prior_tools = [p for _info, parts in stored for p in parts if p["type"] == "tool"]

@@ -32,6 +32,7 @@ from hangar.engine import custom_agents
 from hangar.engine.agents import AGENTS, Agent, agent_get
 from hangar.engine.compaction import compaction_request
 from hangar.engine.enqueue import enqueue_run
+from hangar.engine.prompt_files import resolve_files
 from hangar.engine.sandboxes import sandbox_for_request
 from hangar.engine.subtasks import children_abort
 from hangar.ids import client_message_id_problem
@@ -87,6 +88,9 @@ def session_prompt(
     model = model or chosen.model or session.model
     if not (model or {}).get("modelID"):
         raise PromptRejected("no model: set one on the prompt, the session or the project")
+    parts = resolve_files(  # before the transaction: a file may need the sandbox attached
+        parts, session_id=session.pk, agent=agent_name, sandbox=lambda: sandbox_for_request(session)
+    )
     with transaction.atomic():
         if session.revert:  # the reverted messages go now that the conversation moves on (OpenCode's cleanup)
             revert_cleanup(session)

@@ -3,6 +3,7 @@
 The sandbox's workspace is `/workspace`; that is the `directory` every session reports and the client
 echoes back (as `?directory=`), which we accept and ignore: the base URL already names the project."""
 
+from hangar.engine.providers.catalogue import ModelLimits, limits_for
 from hangar.projects.models import Project
 
 WORKSPACE = "/workspace"
@@ -60,12 +61,14 @@ def project_info(project: Project) -> dict:
     }
 
 
+def _limits(project: Project, provider_id: str, model_id: str) -> ModelLimits:
+    return limits_for(project.model_limits, provider_id, model_id, litellm=False)
+
+
 def _limit(project: Project, provider_id: str, model_id: str) -> dict:
     """The project's override, else the catalogue's stated default: the web process never imports LiteLLM
     (the worker, which does, may know the model better; see hangar.engine.providers.catalogue)."""
-    from hangar.engine.providers.catalogue import limits_for
-
-    limits = limits_for(project.model_limits, provider_id, model_id, litellm=False)
+    limits = _limits(project, provider_id, model_id)
     return {
         "context": limits.context,
         "output": limits.output,
@@ -78,6 +81,7 @@ def providers(project: Project) -> tuple[list[dict], dict]:
     provider_id, _, model_id = (project.default_model or "").partition("/")
     if not model_id:
         return [], {}
+    attachments = _limits(project, provider_id, model_id).attachments
     model = {
         "id": model_id,
         "providerID": provider_id,
@@ -86,9 +90,9 @@ def providers(project: Project) -> tuple[list[dict], dict]:
         "capabilities": {
             "temperature": True,
             "reasoning": False,
-            "attachment": False,
+            "attachment": attachments,
             "toolcall": True,
-            "input": {"text": True, "audio": False, "image": False, "video": False, "pdf": False},
+            "input": {"text": True, "audio": False, "image": attachments, "video": False, "pdf": attachments},
             "output": {"text": True, "audio": False, "image": False, "video": False, "pdf": False},
             "interleaved": False,
         },

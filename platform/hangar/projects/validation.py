@@ -52,8 +52,9 @@ MAX_TOKENS = 100_000_000
 
 
 def clean_model_limits(value) -> dict:
-    """{"provider/model" or "model": {"context": N, "output": N?, "input": N?}}: positive whole token
-    counts, the answer and the input each within the context."""
+    """{"provider/model" or "model": {"context": N, "output": N?, "input": N?, "attachments": bool?}}:
+    positive whole token counts, the answer and the input each within the context; `attachments`: the model
+    takes images and PDFs."""
     if not isinstance(value, dict):
         raise ValidationError({"model_limits": ["Must be an object keyed by provider/model."]})
     if len(value) > MAX_MODEL_LIMITS:
@@ -65,10 +66,14 @@ def clean_model_limits(value) -> dict:
             raise ValidationError({where: ["A model name of 1 to 200 characters, e.g. openai/gpt-4o."]})
         if not isinstance(entry, dict) or "context" not in entry:
             raise ValidationError({where: ['Must be an object with at least "context".']})
-        unknown = set(entry) - {"context", "output", "input"}
+        unknown = set(entry) - {"context", "output", "input", "attachments"}
         if unknown:
             raise ValidationError({f"{where}.{sorted(unknown)[0]}": ["Unknown field."]})
+        if not isinstance(entry.get("attachments", False), bool):
+            raise ValidationError({f"{where}.attachments": ["Must be true or false."]})
         for name, number in entry.items():
+            if name == "attachments":
+                continue
             if isinstance(number, bool) or not isinstance(number, int) or not 0 < number <= MAX_TOKENS:
                 raise ValidationError(
                     {f"{where}.{name}": [f"Must be a whole number of tokens, 1 to {MAX_TOKENS}."]}

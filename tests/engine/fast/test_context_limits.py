@@ -58,12 +58,21 @@ def test_the_usable_window_keeps_the_output_and_the_reserved_buffer_free():
         ({"m": {"context": 1000, "output": 2000}}, "model_limits['m'].output"),
         ({"m": {"context": 1000, "ctx": 1}}, "model_limits['m'].ctx"),
         ({"m": {"context": True}}, "model_limits['m'].context"),
+        ({"m": {"context": 1000, "attachments": "yes"}}, "model_limits['m'].attachments"),
     ],
 )
 def test_bad_model_limits_are_refused_naming_the_entry_and_field(value, field):
     with pytest.raises(ValidationError) as refused:
         clean_model_limits(value)
     assert field in refused.value.detail
+
+
+def test_a_model_takes_attachments_only_where_a_source_says_so():
+    from hangar.engine.providers.catalogue import from_config, limits_for
+
+    config = clean_model_limits({"local/vision": {"context": 8000, "attachments": True}})
+    assert from_config(config, "local", "vision").attachments is True
+    assert limits_for(config, "local", "text-only", litellm=False).attachments is False  # DEFAULT
 
 
 def test_prune_skips_the_last_two_turns_and_protected_skill_outputs():

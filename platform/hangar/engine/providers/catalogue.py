@@ -2,13 +2,16 @@
 Model Catalog").
 
 Where a model's limits come from, first match wins:
-1. the project's `model_limits` ({"provider/model" or "model": {"context": N, "output": N, "input": N?}});
-2. LiteLLM's local model map (`max_input_tokens`, `max_output_tokens`; imported lazily, worker only);
+1. the project's `model_limits` ({"provider/model" or "model": {"context": N, "output": N, "input": N?,
+   "attachments": bool?}});
+2. LiteLLM's local model map (`max_input_tokens`, `max_output_tokens`, `supports_vision`; imported lazily,
+   worker only);
 3. DEFAULT: a 128,000-token context and 32,000 output tokens, what OpenCode assumes of a model it does not
    know and what Hangar's `/config/providers` advertises for the project's model.
 
 A model whose context is unknown to every source gets DEFAULT rather than "no limit": compaction then starts
-too early at worst, never too late. Lookups are cached per (provider, model) for the LiteLLM map; the
+too early at worst, never too late. `attachments` (images and PDFs are sent to it) is off unless a source
+says the model takes them: a text-only model (the bundled local one) would refuse the whole request. Lookups are cached per (provider, model) for the LiteLLM map; the
 project's override is a dict lookup on the row the run already holds.
 """
 
@@ -27,6 +30,7 @@ class ModelLimits:
     output: int  # the most the model writes in one answer
     input: int | None = None  # the most it reads, when the provider states it apart from `context`
     source: str = "default"  # project | litellm | default
+    attachments: bool = False  # it takes images and PDFs
 
     @property
     def max_output(self) -> int:
@@ -60,7 +64,12 @@ def _from_litellm(provider_id: str, model_id: str) -> ModelLimits | None:
         context = inp or _positive(entry.get("max_tokens"))
         if context:
             # LiteLLM's max_input_tokens is the context window for most entries (the answer shares it).
-            return ModelLimits(context=context, output=out or DEFAULT.output, source="litellm")
+            return ModelLimits(
+                context=context,
+                output=out or DEFAULT.output,
+                source="litellm",
+                attachments=bool(entry.get("supports_vision")),
+            )
     return None
 
 
@@ -76,6 +85,7 @@ def from_config(config: Any, provider_id: str, model_id: str) -> ModelLimits | N
                 output=_positive(entry.get("output")) or min(DEFAULT.output, int(entry["context"]) // 4),
                 input=_positive(entry.get("input")),
                 source="project",
+                attachments=entry.get("attachments") is True,
             )
     return None
 
