@@ -232,3 +232,33 @@ def test_an_admin_edits_a_projects_rules_and_egress_and_the_model_allow_list(ali
     allowlist.get_by_text("Allow-list saved.").wait_for()
     assert ModelAllowList.objects.get(org=alice.org).allowed == ["openai/gpt-4o", "scripted/fast"]
     app.shot("console-policies-projects")
+
+
+def test_an_admin_sets_the_orgs_instructions_and_a_projects_agents(alice, open_app):
+    from hangar.projects.models import Project
+
+    app = open_app(alice)
+    page = app.page
+    page.goto("/o/acme/console/agents")
+    instructions = page.get_by_role("form", name="Organisation instructions")
+    expect(instructions.get_by_label("Instructions")).to_be_enabled()  # loaded: typing is not overwritten
+    instructions.get_by_label("Instructions").fill("Write tests first.\nAnswer briefly.")
+    instructions.get_by_role("button", name="Save instructions").click()
+    instructions.get_by_text("Instructions saved.").wait_for()
+    alice.org.refresh_from_db()
+    assert alice.org.instructions == "Write tests first.\nAnswer briefly."
+
+    agents = page.get_by_role("form", name="Project agents")
+    text = agents.get_by_label("Agents (JSON)")
+    expect(text).to_have_value("{}")
+    text.fill('{"reviewer": {"description": "Reviews", "mode": "boss", "prompt": "Review."}}')
+    agents.get_by_role("button", name="Save agents").click()
+    agents.get_by_role("alert").filter(has_text="mode").wait_for()
+    assert Project.objects.get(pk=alice.project.pk).agents == {}  # nothing half-written
+
+    text.fill('{"reviewer": {"description": "Reviews", "mode": "subagent", "prompt": "Review."}}')
+    agents.get_by_role("button", name="Save agents").click()
+    agents.get_by_text("Agents saved.").wait_for()
+    saved = Project.objects.get(pk=alice.project.pk).agents
+    assert saved["reviewer"]["mode"] == "subagent" and saved["reviewer"]["prompt"] == "Review."
+    app.shot("console-agents")

@@ -49,6 +49,9 @@ class Org(models.Model):
     # What the org's admins let a project set (hangar.projects.caps_services): {"sandbox_cpus": max,
     # "sandbox_memory_mb": max, "sandbox_disk_mb": max, "network_policies": [allowed modes]}; absent: no cap.
     project_caps = models.JSONField(default=dict, blank=True)
+    # The org's own instructions to the agent in every session (the hosted counterpart of OpenCode's
+    # global ~/.config/opencode/AGENTS.md), after the workspace's AGENTS.md files (hangar.engine.system_context).
+    instructions = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     # Moves with every save: a running session compares it to notice a changed org policy (M11).
     updated_at = models.DateTimeField(auto_now=True)

@@ -296,6 +296,26 @@ def org_permission_policy_set(*, actor: Actor, org: Org, rules: list) -> Org:
     return org
 
 
+MAX_INSTRUCTIONS = 20_000  # characters: about 5,000 tokens sent with every session's system context
+
+
+@transaction.atomic
+def org_instructions_set(*, actor: Actor, org: Org, text: str) -> Org:
+    """Replace the org's instructions to the agent (admins and owners). Sessions tell the model of the
+    change at their next run (hangar.engine.system_context)."""
+    require_role(actor, org.pk, Role.ADMIN)
+    if not isinstance(text, str) or len(text) > MAX_INSTRUCTIONS:
+        raise ValidationError({"text": [f"Must be text of at most {MAX_INSTRUCTIONS} characters."]})
+    if "\x00" in text:
+        raise ValidationError({"text": ["Must not contain NUL characters."]})
+    text = text.strip()
+    org = Org.objects.select_for_update().get(pk=org.pk)
+    before, org.instructions = org.instructions, text
+    org.save(update_fields=["instructions", "updated_at"])
+    audit_record(actor=actor, action="org.instructions.set", target=org, data={"from": before, "to": text})
+    return org
+
+
 @transaction.atomic
 def org_limits_set(
     *, actor: Actor, org: Org, max_concurrent_runs: int | None, max_live_sandboxes: int | None

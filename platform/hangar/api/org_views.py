@@ -1,4 +1,5 @@
-"""Orgs: list the ones I belong to, create one (I become its owner), read one; the org permission policy."""
+"""Orgs: list the ones I belong to, create one (I become its owner), read one; the org permission policy and
+the org's instructions to the agent."""
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
@@ -8,7 +9,7 @@ from rest_framework.views import APIView
 from hangar.accounts.actors import actor_from_request
 from hangar.accounts.models import ApiToken, Role
 from hangar.accounts.selectors import memberships_for_user
-from hangar.accounts.services import org_create, org_permission_policy_set
+from hangar.accounts.services import org_create, org_instructions_set, org_permission_policy_set
 from hangar.api.scoping import scope_for
 
 
@@ -74,3 +75,27 @@ class OrgPermissionPolicyView(APIView):
             actor=scope.actor, org=scope.org, rules=body.validated_data["rules"]
         )
         return Response({"rules": updated.permission_policy})
+
+
+class InstructionsIO(serializers.Serializer):
+    text = serializers.CharField(
+        allow_blank=True, trim_whitespace=False, help_text="what every session's agent is told, markdown"
+    )
+
+
+class OrgInstructionsView(APIView):
+    """The org's instructions to the agent in every session (after the workspace's AGENTS.md): any member
+    reads them, admins and owners replace them."""
+
+    @extend_schema(operation_id="org_instructions_get", responses=InstructionsIO)
+    def get(self, request, org):
+        scope = scope_for(request, org)
+        return Response({"text": scope.org.instructions})
+
+    @extend_schema(operation_id="org_instructions_set", request=InstructionsIO, responses=InstructionsIO)
+    def put(self, request, org):
+        scope = scope_for(request, org, Role.ADMIN)
+        body = InstructionsIO(data=request.data)
+        body.is_valid(raise_exception=True)
+        updated = org_instructions_set(actor=scope.actor, org=scope.org, text=body.validated_data["text"])
+        return Response({"text": updated.instructions})

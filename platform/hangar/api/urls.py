@@ -38,6 +38,7 @@ urlpatterns: list = [
     path(
         ORG + "permission-policy", org_views.OrgPermissionPolicyView.as_view(), name="org-permission-policy"
     ),
+    path(ORG + "instructions", org_views.OrgInstructionsView.as_view(), name="org-instructions"),
     path(
         ORG + "permission-preview",
         policy_preview_views.PermissionPreviewView.as_view(),

@@ -9,8 +9,8 @@ one durable mid-conversation system message, placed after the history's last mes
 snapshot advances with it in one write. A turn whose context did not change writes nothing.
 
 Sources, in order: `environment` (model, git), `date`, `instructions` (the AGENTS.md / CLAUDE.md set: the
-root's and those nested in directories the agent read files in), `skills` (those the step's agent may
-load). A source the sandbox could not read is unavailable: it keeps its last value and says nothing; a
+root's and those nested in directories the agent read files in; then the org's own, the hosted counterpart
+of OpenCode's global instructions), `skills` (those the step's agent may load). A source the sandbox could not read is unavailable: it keeps its last value and says nothing; a
 first baseline is not started without it (the turn ends with an error the person can retry).
 
 A new epoch (a fresh baseline, earlier updates out of the model's history but kept) starts when the
@@ -37,6 +37,7 @@ from hangar.engine.session_sandbox import SessionSandbox
 from hangar.engine.system import prompt_text
 
 Unavailable = None  # a sampled value the source could not observe this time
+ORG_INSTRUCTIONS = "your organisation (its admins set these in the Hangar console)"
 History = list[tuple[dict[str, Any], list[dict[str, Any]]]]
 
 
@@ -166,7 +167,7 @@ class SystemContext:
                 "git": self.sandbox.is_git(),
             },
             "date": time.strftime("%a %b %d %Y"),
-            "instructions": self.sandbox.instructions(read_directories(since)),
+            "instructions": self._instructions(since),
             "skills": skills,
         }
         ids = [info["id"] for info, _parts in stored]
@@ -192,6 +193,12 @@ class SystemContext:
         if snapshot != epoch.snapshot:
             epoch_admit(epoch=epoch, snapshot=snapshot, after=ids[-1], text=text)
         return list(epoch.baseline)
+
+    def _instructions(self, since: History) -> list[list[str]] | None:
+        """The workspace's instruction files, then the org's own instructions (set in the console)."""
+        files = self.sandbox.instructions(read_directories(since))
+        org = self.session.org.instructions
+        return files if files is None or not org else [*files, [ORG_INSTRUCTIONS, org]]
 
     @staticmethod
     def _stale(epoch: ContextEpoch, start: str, base: str, ids: set[str]) -> bool:

@@ -216,3 +216,23 @@ def test_mid_conversation_system_messages_are_native_for_openai_and_wrapped_else
     wrapped = wire_messages(["S"], messages, provider_id="anthropic")
     assert wrapped[0] == {"role": "system", "content": "S"}
     assert wrapped[2] == {"role": "user", "content": "<system-reminder>\ndate changed\n</system-reminder>"}
+
+
+def test_the_orgs_instructions_follow_the_workspaces_and_a_change_is_told(rig):
+    from hangar.accounts.models import Org
+
+    Org.objects.filter(pk=rig.persona.org.pk).update(instructions="Answer in French.")
+    rig.sandbox.write("/workspace/AGENTS.md", "Always say rule-one.\n")
+    rig.prompt("hello")
+    first = ScriptedModel([[{"text": "bonjour"}]])
+    rig.run(first)
+    baseline = first.requests[0]["system"][1]
+    assert baseline.index(RULE_ONE) < baseline.index("Instructions from: your organisation")
+    assert "Answer in French." in baseline
+
+    Org.objects.filter(pk=rig.persona.org.pk).update(instructions="")
+    rig.prompt("again")
+    second = ScriptedModel([[{"text": "ok"}]])
+    rig.run(second)
+    [update] = system_messages(second.requests[0])
+    assert RULE_ONE in update and "French" not in update  # the complete set now in effect

@@ -2,6 +2,7 @@
 // auditors see usage, budgets, SSO (read only) and the audit log, which is all their role may read.
 import type { Me } from "../../api/client";
 import { Link } from "../../router";
+import { Agents } from "./Agents";
 import { Audit } from "./Audit";
 import { Budgets } from "./Budgets";
 import "./console.css";
@@ -16,6 +17,7 @@ const SECTIONS = [
   { key: "members", label: "Members", admin: true },
   { key: "policies", label: "Policies", admin: true },
   { key: "repositories", label: "Repositories", admin: true },
+  { key: "agents", label: "Agents", admin: true },
   { key: "usage", label: "Usage", admin: false },
   { key: "budgets", label: "Budgets", admin: false },
   { key: "audit", label: "Audit log", admin: false },
@@ -47,6 +49,7 @@ export function Console({ org, me, section }: { org: string; me: Me; section?: s
       {current.key === "sso" && <Sso org={org} admin={admin} />}
       {current.key === "policies" && <Policies org={org} />}
       {current.key === "repositories" && <Repositories org={org} />}
+      {current.key === "agents" && <Agents org={org} />}
       {current.key === "budgets" && <Budgets org={org} admin={admin} />}
       {current.key === "usage" && <Usage org={org} />}
       {current.key === "audit" && <Audit org={org} />}
