@@ -4,7 +4,7 @@
 // edited as JSON with the server's errors naming the bad field.
 import { useEffect, useState } from "react";
 import { api, type Project } from "../../api/client";
-import { ErrorLine, useAction, useLoad } from "./common";
+import { ErrorLine, parseJson, useAction, useLoad } from "./common";
 
 const EXAMPLE = {
   reviewer: {
@@ -80,14 +80,9 @@ function ProjectAgents({ org }: { org: string }) {
   const save = async (e: React.FormEvent) => {
     e.preventDefault();
     setSaved(false);
-    let agents: unknown;
-    try {
-      agents = JSON.parse(text);
-      setParseError("");
-    } catch (err) {
-      setParseError(`Not valid JSON: ${(err as Error).message}`);
-      return;
-    }
+    const parsed = parseJson([text], setParseError);
+    if (!parsed) return;
+    const [agents] = parsed;
     if (await run(() => api("PATCH", `/api/orgs/${org}/projects/${project.id}/`, { agents }))) {
       setSaved(true);
       reload();

@@ -2,7 +2,7 @@
 // that name the bad item; the "what would happen" preview; and the caps on what a project may set.
 import { useEffect, useState } from "react";
 import { api, get, post, type Project } from "../../api/client";
-import { ErrorLine, type Rule, useAction, useLoad } from "./common";
+import { ErrorLine, parseJson, type Rule, useAction, useLoad } from "./common";
 
 type Preview = {
   action: string;
@@ -37,14 +37,9 @@ function PolicyEditor({ org }: { org: string }) {
   const save = async (e: React.FormEvent) => {
     e.preventDefault();
     setSaved(false);
-    let rules: unknown;
-    try {
-      rules = JSON.parse(text);
-      setParseError("");
-    } catch (err) {
-      setParseError(`Not valid JSON: ${(err as Error).message}`);
-      return;
-    }
+    const parsed = parseJson([text], setParseError);
+    if (!parsed) return;
+    const [rules] = parsed;
     if (await run(() => api("PUT", `/api/orgs/${org}/permission-policy`, { rules }))) setSaved(true);
   };
   return (
@@ -85,14 +80,9 @@ function ProjectRules({ org }: { org: string }) {
     e.preventDefault();
     if (!project) return;
     setSaved(false);
-    let body: { permission_rules: unknown; network_allowlist: unknown };
-    try {
-      body = { permission_rules: JSON.parse(rules), network_allowlist: JSON.parse(allowlist) };
-      setParseError("");
-    } catch (err) {
-      setParseError(`Not valid JSON: ${(err as Error).message}`);
-      return;
-    }
+    const parsed = parseJson([rules, allowlist], setParseError);
+    if (!parsed) return;
+    const body = { permission_rules: parsed[0], network_allowlist: parsed[1] };
     if (await run(() => api("PATCH", `/api/orgs/${org}/projects/${project.id}/`, body))) setSaved(true);
   };
   return (
