@@ -74,3 +74,20 @@ def test_m2_the_admin_login_page_still_signs_a_superuser_in(db):
         "/admin/login/?next=/admin/", {"username": "root@hangar.test", "password": "pw-root"}
     )
     assert response.status_code == 302 and client.get("/admin/").status_code == 200
+
+
+def test_the_budget_cannot_be_spent_twice_across_a_window_boundary(alice, settings, monkeypatch):
+    # 20 attempts in the last seconds of one window, then the first seconds of the next: a fixed window
+    # would open a fresh budget of 20; these 20 still count until they are a window old.
+    from hangar.accounts import login_throttle
+
+    settings.HANGAR_LOGIN_WINDOW_S = 60
+    clock = [60 * 1000 + 58.0]
+    monkeypatch.setattr(login_throttle.time, "time", lambda: clock[0])
+    client = APIClient(REMOTE_ADDR="10.79.0.1")
+    assert [api_login(client, email=f"n{i}@acme.test").status_code for i in range(20)] == [401] * 20
+    clock[0] += 4  # 2 s into the next window
+    refused = api_login(client, email="n20@acme.test")
+    assert refused.status_code == 429 and int(refused["Retry-After"]) == 58  # to the next window
+    clock[0] += 58  # the next window: the 20 are two windows old, only the refused attempt counts
+    assert api_login(client, email="n21@acme.test").status_code == 401
