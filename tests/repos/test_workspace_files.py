@@ -70,8 +70,32 @@ def test_paths_out_of_the_workspace_are_refused_and_symlinks_stay_in_the_sandbox
 def test_another_orgs_session_files_are_a_404(api, alice, charlie, sessions_made):
     url, box = _session(api, alice, sessions_made)
     box.write("/workspace/secret.txt", "alice's\n")
-    for endpoint, query in (("files/", {}), ("file/", {"path": "secret.txt"})):
+    for endpoint, query in (
+        ("files/", {}),
+        ("file/", {"path": "secret.txt"}),
+        ("find/", {"query": "secret"}),
+    ):
         foreign = api(charlie).get(url.replace("/acme/", f"/{charlie.org.slug}/") + endpoint, query)
         assert foreign.status_code == 404
         direct = api(charlie).get(url + endpoint, query)
         assert direct.status_code == 404
+
+
+def test_find_offers_files_and_folders_holding_the_query_names_first(api, alice, sessions_made):
+    url, box = _session(api, alice, sessions_made)
+    box.write("/workspace/src/app.py", "")
+    box.write("/workspace/src/apple/tree.py", "")
+    box.write("/workspace/docs/about-app.md", "")
+    box.write("/workspace/.gitignore", "build/\n")
+    box.write("/workspace/build/app.py", "")
+    found = api(alice).get(url + "find/", {"query": "APP"})
+    assert found.status_code == 200, found.content
+    paths = found.json()
+    # Those whose own name holds it first, the shorter first; then the rest (a file inside src/apple/).
+    assert paths == ["src/app.py", "src/apple/", "docs/about-app.md", "src/apple/tree.py"]
+    assert "build/app.py" not in paths  # .gitignore is honoured
+    assert api(alice).get(url + "find/", {"query": "app", "type": "file", "limit": 1}).json() == [
+        "src/app.py"
+    ]
+    assert api(alice).get(url + "find/", {"query": "x" * 201}).status_code == 400
+    assert api(alice).get(url + "find/").status_code == 400

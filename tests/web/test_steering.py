@@ -182,3 +182,46 @@ def test_settings_show_members_and_a_new_token_only_once(alice, bob, open_app):
     page.reload()
     page.get_by_role("cell", name="ci", exact=True).wait_for()
     assert token not in page.content()
+
+
+PNG_DATA_URL = (
+    "data:image/png;base64,"
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+)
+PASTE_PNG = """([selector, url]) => fetch(url).then(r => r.blob()).then(blob => {
+  const data = new DataTransfer();
+  data.items.add(new File([blob], 'shot.png', {type: 'image/png'}));
+  document.querySelector(selector).dispatchEvent(
+    new ClipboardEvent('paste', {clipboardData: data, bubbles: true, cancelable: true}));
+})"""
+
+
+def test_at_names_a_workspace_file_and_a_pasted_image_goes_with_the_prompt(alice, open_app, sessions_made):
+    from hangar.engine.sandboxes import sandbox_for
+
+    alice.project.default_model = "scripted/no-worker-runs-it"
+    alice.project.save()
+    app = open_app(alice)
+    page = app.page
+    session_id = start_session(app, alice, sessions_made)
+    sandbox_for(Session.objects.get(pk=session_id)).write("/workspace/src/app.py", "print('hi')\n")
+    box = page.get_by_role("textbox", name="Message")
+    box.press_sequentially("explain @ap")
+    files = page.get_by_role("listbox", name="Files")
+    files.get_by_role("option", name="src/app.py").wait_for()
+    app.shot("composer-mention")
+    box.press("Enter")  # picks the highlighted file, does not send
+    assert box.input_value() == "explain @src/app.py "
+    page.evaluate(PASTE_PNG, ["#prompt", PNG_DATA_URL])
+    page.get_by_role("list", name="Attached files").get_by_text("shot.png").wait_for()
+    box.press("Enter")
+    page.get_by_role("list", name="Attached files").wait_for(state="detached")
+
+    message = Session.objects.get(pk=session_id).messages.get(role="user")
+    parts = [p.data for p in message.parts.order_by("id")]
+    assert parts[0]["text"] == "explain @src/app.py"
+    assert parts[1]["synthetic"] and '"filePath": "/workspace/src/app.py"' in parts[1]["text"]
+    assert "1: print('hi')" in parts[2]["text"]
+    assert parts[3]["url"] == "file:///workspace/src/app.py" and parts[3]["filename"] == "src/app.py"
+    image = {k: parts[4][k] for k in ("type", "mime", "filename", "url")}
+    assert image == {"type": "file", "mime": "image/png", "filename": "shot.png", "url": PNG_DATA_URL}

@@ -56,6 +56,7 @@ urlpatterns = [
     ),
     path(ONE + "workspace/diff/", ws.WorkspaceDiffView.as_view(), name="session-workspace-diff"),
     path(ONE + "workspace/files/", ws.WorkspaceFilesView.as_view(), name="session-workspace-files"),
+    path(ONE + "workspace/find/", ws.WorkspaceFindView.as_view(), name="session-workspace-find"),
     path(ONE + "workspace/file/", ws.WorkspaceFileView.as_view(), name="session-workspace-file"),
     path(ONE + "workspace/archive/", ws.WorkspaceArchiveView.as_view(), name="session-workspace-archive"),
     path(ONE + "workspace/upload/", ws.WorkspaceUploadView.as_view(), name="session-workspace-upload"),

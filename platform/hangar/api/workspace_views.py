@@ -242,6 +242,31 @@ class WorkspaceFilesView(ProjectScopedView):
         return Response(FileListOut(body).data)
 
 
+class FindQuery(serializers.Serializer):
+    query = serializers.CharField(max_length=200, allow_blank=True, trim_whitespace=False)
+    type = serializers.ChoiceField(choices=["file", "directory"], required=False)
+    limit = serializers.IntegerField(min_value=1, max_value=200, default=20)
+
+
+class WorkspaceFindView(ProjectScopedView):
+    @extend_schema(
+        tags=TAG,
+        operation_id="workspace_find",
+        parameters=[FindQuery],
+        responses=serializers.ListField(child=serializers.CharField()),
+        summary="Workspace paths holding the query (folders end in /): what `@` in a prompt offers",
+    )
+    def get(self, request, org, project_id, session_id):
+        _, session = self.session(request)
+        query = FindQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        found = query.validated_data
+        try:
+            return Response(files().find_paths(session, found["query"], found.get("type"), found["limit"]))
+        except files().FileError as exc:
+            return _file_error(exc)
+
+
 class WorkspaceFileView(ProjectScopedView):
     @extend_schema(
         tags=TAG,

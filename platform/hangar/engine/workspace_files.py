@@ -86,6 +86,27 @@ def list_dir(session: Session, path: str = "") -> tuple[list[Entry], bool]:
     return entries[:MAX_ENTRIES], len(entries) > MAX_ENTRIES
 
 
+MAX_FOUND = 200
+
+
+def find_paths(session: Session, query: str, kind: str | None = None, limit: int = 50) -> list[str]:
+    """Workspace paths whose text holds `query` (case-insensitive): files (rg lists them, .gitignore
+    honoured) and their folders (with a trailing "/"); `kind` "file" or "directory" keeps one kind. Those
+    whose own name holds it come first, then the shorter."""
+    command = "rg --files --hidden --no-require-git --glob '!.git/' | head -n 20000"
+    try:
+        result = session_box(session).exec(command, cwd=WORKSPACE, timeout_s=20)
+    except SandboxError as exc:
+        raise FileError(f"The search failed: {exc}", 503) from None
+    files = [f for f in result.output.splitlines() if f]
+    dirs = sorted({posixpath.dirname(f) + "/" for f in files if posixpath.dirname(f)})
+    pool = files if kind == "file" else dirs if kind == "directory" else [*dirs, *files]
+    needle = query.lower()
+    found = [p for p in pool if needle in p.lower()]
+    found.sort(key=lambda p: (needle not in posixpath.basename(p.rstrip("/")).lower(), len(p), p))
+    return found[: max(1, min(limit, MAX_FOUND))]
+
+
 def read_file(session: Session, path: str) -> dict[str, object]:
     """{path, type: text | binary, size, content (text only), tooLarge}."""
     full = workspace_path(path)

@@ -167,19 +167,10 @@ class FindFile(OpenCodeView):
         session = _newest_session(self)
         if session is None:
             return Response([])
-        # Files (rg lists them, .gitignore honoured) and their folders, whose path contains the query.
-        command = "rg --files --hidden --glob '!.git/' | head -n 20000"
         try:
-            result = workspace_files.session_box(session).exec(command, cwd=WORKSPACE, timeout_s=20)
-        except SandboxError as exc:
-            raise Unavailable(f"The search failed: {exc}") from None
-        files = [f for f in result.output.splitlines() if f]
-        dirs = sorted({posixpath.dirname(f) + "/" for f in files if posixpath.dirname(f)})
-        pool = files if kind == "file" else dirs if kind == "directory" else [*dirs, *files]
-        needle = query.lower()
-        found = [p for p in pool if needle in p.lower()]
-        found.sort(key=lambda p: (needle not in posixpath.basename(p.rstrip("/")).lower(), len(p), p))
-        return Response(found[:limit])
+            return Response(workspace_files.find_paths(session, query, kind, limit))
+        except FileError as exc:
+            raise _file_error(exc) from None
 
 
 class FindSymbol(OpenCodeView):
