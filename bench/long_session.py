@@ -94,6 +94,25 @@ def instrument() -> list[tuple[float, float, str]]:
     return records
 
 
+def system_prefixes(scripted: Scripted, script_id: str) -> list[int]:
+    """[turns, distinct leading system texts] of the requests the scripted server received."""
+    from hangar.engine.system import prompt_text
+
+    sent = httpx.get(f"http://127.0.0.1:{scripted.port}/_requests", params={"script": script_id}).json()
+    leads = []
+    for body in sent:
+        if not body.get("stream"):  # the title's call
+            continue
+        lead = []
+        for message in body["messages"]:
+            if message["role"] != "system":
+                break
+            lead.append(message["content"])
+        if lead != [prompt_text("compaction")]:
+            leads.append(tuple(lead))
+    return [len(leads), len(set(leads))]
+
+
 def by_bucket(values: list[float]) -> list[float]:
     return [round(statistics.median(values[i : i + BUCKET]), 1) for i in range(0, len(values), BUCKET)]
 
@@ -101,7 +120,7 @@ def by_bucket(values: list[float]) -> list[float]:
 def run(scripted: Scripted, actor, project, steps: int, output: int, context: int) -> dict:
     from django.conf import settings
 
-    from hangar.conversations.models import Message, Session
+    from hangar.conversations.models import ContextEpoch, Message, Session
     from hangar.conversations.services import session_create
     from hangar.engine.sandboxes import manager, spec_for
     from hangar.engine.services import session_prompt
@@ -121,6 +140,7 @@ def run(scripted: Scripted, actor, project, steps: int, output: int, context: in
     records = instrument()
     run_session_once(session.pk)
     messages = [m.data for m in Message.objects.filter(session=session, role="assistant").order_by("id")]
+    epochs = ContextEpoch.objects.filter(session=session).count()
     manager().destroy(session.pk)
     Session.objects.filter(pk=session.pk).delete()
 
@@ -151,6 +171,9 @@ def run(scripted: Scripted, actor, project, steps: int, output: int, context: in
         "last_over_first_bucket": round(buckets[-1] / buckets[0], 2) if buckets and buckets[0] else None,
         "prompt_tokens_first_last_max": [prompts[0], prompts[-1], max(prompts)],
         "compactions": len(summaries),
+        # The system texts each turn led with (a compaction's own call left out): one baseline per epoch,
+        # byte for byte, is what lets a provider's prompt cache hit (hangar.engine.system_context).
+        "turns_distinct_system_prefixes_epochs": [*system_prefixes(scripted, script_id), epochs],
         "compaction_ms": [c - s for s, c in spans],
         "compaction_tokens_in_out": [[s["tokens"]["input"], s["tokens"]["output"]] for s in summaries],
         "compaction_cost_usd": round(sum(s["cost"] for s in summaries), 6),

@@ -95,3 +95,37 @@ def test_without_a_session_there_is_nothing_to_list(oc, alice):
     assert oc(alice).get(f"{base}/find", {"pattern": "x"}).json() == []
     assert oc(alice).get(f"{base}/file/status").json() == []
     assert oc(alice).get(f"{base}/file/content", {"path": "a.txt"}).status_code == 404
+
+
+def test_a_file_part_the_tui_sends_is_read_for_the_prompt(oc, alice, workspace, script):
+    # `@src/app.py` in OpenCode's TUI: a file part with the server's own path, as a file:// URL.
+    answer = script.load([[{"text": "it prints hello"}]])
+    part = {
+        "type": "file",
+        "mime": "text/plain",
+        "filename": "src/app.py",
+        "url": "file:///workspace/src/app.py",
+        "source": {
+            "type": "file",
+            "path": "src/app.py",
+            "text": {"value": "@src/app.py", "start": 5, "end": 16},
+        },
+    }
+    url = f"{base_url(alice)}/session/{workspace.pk}/prompt_async"
+    body = {
+        "parts": [{"type": "text", "text": "what does @src/app.py do"}, part],
+        "model": {"providerID": "scripted", "modelID": answer},
+    }
+    sent = oc(alice).post(url, body, format="json")
+    assert sent.status_code == 204, sent.content
+    wait_idle(workspace)
+    messages = oc(alice).get(f"{base_url(alice)}/session/{workspace.pk}/message").json()
+    parts = messages[-2]["parts"]
+    texts = [p["text"] for p in parts if p["type"] == "text"]
+    assert texts[0] == "what does @src/app.py do"
+    assert texts[1] == 'Called the Read tool with the following input: {"filePath": "/workspace/src/app.py"}'
+    assert "2:     print('hello')" in texts[2]
+    assert parts[-1]["type"] == "file"  # the part itself stays, for the TUI's chip
+    [request] = [r for r in script.requests(answer) if r.get("stream")]
+    users = [m["content"] for m in request["messages"] if m["role"] == "user"]
+    assert "2:     print('hello')" in users[-2]  # the model read it (then the model switch is told)
