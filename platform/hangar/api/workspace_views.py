@@ -253,7 +253,7 @@ class WorkspaceFindView(ProjectScopedView):
         tags=TAG,
         operation_id="workspace_find",
         parameters=[FindQuery],
-        responses=serializers.ListField(child=serializers.CharField()),
+        responses={200: {"type": "array", "items": {"type": "string"}}},
         summary="Workspace paths holding the query (folders end in /): what `@` in a prompt offers",
     )
     def get(self, request, org, project_id, session_id):
