@@ -196,11 +196,12 @@ PASTE_PNG = """([selector, url]) => fetch(url).then(r => r.blob()).then(blob => 
 })"""
 
 
-def test_at_names_a_workspace_file_and_a_pasted_image_goes_with_the_prompt(alice, open_app, sessions_made):
+def test_at_names_a_workspace_file_and_a_pasted_image_goes_with_the_prompt(
+    alice, open_app, script, scripted_credential, live_worker, sessions_made
+):
     from hangar.engine.sandboxes import sandbox_for
 
-    alice.project.default_model = "scripted/no-worker-runs-it"
-    alice.project.save()
+    use_script(alice, script, scripted_credential, [[{"text": "It prints hi."}]])
     app = open_app(alice)
     page = app.page
     session_id = start_session(app, alice, sessions_made)
@@ -216,6 +217,7 @@ def test_at_names_a_workspace_file_and_a_pasted_image_goes_with_the_prompt(alice
     page.get_by_role("list", name="Attached files").get_by_text("shot.png").wait_for()
     box.press("Enter")
     page.get_by_role("list", name="Attached files").wait_for(state="detached")
+    page.get_by_text("It prints hi.").wait_for(timeout=60_000)  # the run ended: nothing left running
 
     message = Session.objects.get(pk=session_id).messages.get(role="user")
     parts = [p.data for p in message.parts.order_by("id")]
