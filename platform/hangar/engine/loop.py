@@ -436,8 +436,9 @@ class Loop:
         if self.live.observe(state.policy_stamp):  # a policy changed: re-read above, read the org's again
             self.org_policy = None
         session.permission, session.project.permission_rules = state.session_rules, state.project_rules
-        self.agent = self._agent(user.data.get("agent"))
         self.model_ref = user.data["model"]
+        self._resolve(session)  # first: a model that cannot be used fails before the sandbox is touched
+        self.agent = self._agent(user.data.get("agent"))
         if self.org_policy is None:
             self.org_policy = perm.org_policy_for(session.org)
         ruleset = self._ruleset()
@@ -463,15 +464,19 @@ class Loop:
             refresh_policy=self._refresh_policy,
             custom_agents=self._custom_agents() if "task" in self.tools else {},
         )
+
+    def _resolve(self, session: Session) -> None:
+        """The step's model, resolved (its credential decrypted) when it differs from the last step's."""
         key = (self.model_ref["providerID"], self.model_ref["modelID"])
-        if self._model_key != key:
-            try:
-                self.model = self._resolve_model(
-                    org_id=session.org_id, user_id=session.prompter_id, provider_id=key[0], model_id=key[1]
-                )
-            except ProviderError as exc:  # e.g. no credential for the provider: the user can act on this
-                raise ModelUnavailable({"name": exc.name, "data": {"message": exc.message}}) from exc
-            self._model_key = key
+        if self._model_key == key:
+            return
+        try:
+            self.model = self._resolve_model(
+                org_id=session.org_id, user_id=session.prompter_id, provider_id=key[0], model_id=key[1]
+            )
+        except ProviderError as exc:  # e.g. no credential for the provider: the user can act on this
+            raise ModelUnavailable({"name": exc.name, "data": {"message": exc.message}}) from exc
+        self._model_key = key
 
     def _may(self, permission: str, pattern: str, ruleset: list[dict[str, Any]]) -> bool:
         return (

@@ -59,7 +59,8 @@ class Rig:
 
     def run(self, model: ScriptedModel, abort: threading.Event | None = None, **seams) -> Loop:
         seams.setdefault("resolve_model", lambda **_: model)
-        loop = Loop(self.session.pk, abort or threading.Event(), sandbox_for=lambda _s: self.sandbox, **seams)
+        seams.setdefault("sandbox_for", lambda _s: self.sandbox)
+        loop = Loop(self.session.pk, abort or threading.Event(), **seams)
         loop.run()
         return loop
 

@@ -181,9 +181,16 @@ def test_a_model_that_cannot_be_resolved_says_so_and_creates_no_message(rig):
     def no_credential(**_):
         raise ProviderError("no credential for provider scripted", name="ProviderAuthError")
 
-    rig.run(ScriptedModel([]), resolve_model=no_credential)
+    attached = []
+    rig.sandbox.write("/workspace/.opencode/skills/lint/SKILL.md", "---\ndescription: lint\n---\nRun it.\n")
+    rig.run(
+        ScriptedModel([]),
+        resolve_model=no_credential,
+        sandbox_for=lambda _session: attached.append(1) or rig.sandbox,
+    )
     assert [e["error"]["name"] for e in events(rig, "session.error")] == ["ProviderAuthError"]
     assert rig.assistants() == [] and rig.state().status == "idle"
+    assert attached == []  # it failed before anything (skills, instructions) needed the sandbox
 
 
 def test_a_message_sent_mid_loop_reaches_the_next_step_as_a_system_reminder(rig, alice):
