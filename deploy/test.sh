@@ -11,8 +11,8 @@ if [ "${HANGAR_CHECK:-1}" != 0 ]; then ./deploy/check.sh; fi
 # Node packages for the OpenCode-client compatibility tests (stock `opencode` CLI and JS SDK).
 if [ -f tests/opencode_client/package.json ]; then
   if [ ! -d tests/opencode_client/node_modules ] || [ tests/opencode_client/package.json -nt tests/opencode_client/node_modules ]; then
-    echo "[test] npm install (tests/opencode_client)"
-    (cd tests/opencode_client && npm install --no-audit --no-fund --loglevel=error) >var/log/npm.log 2>&1 \
+    echo "[test] npm ci (tests/opencode_client)"
+    (cd tests/opencode_client && npm ci --no-audit --no-fund --loglevel=error) >var/log/npm.log 2>&1 \
       || { cat var/log/npm.log; exit 1; }
     touch tests/opencode_client/node_modules
   fi

@@ -10,10 +10,10 @@ mkdir -p "$ROOT/var/log"
   || { cat "$ROOT/var/log/schema.log"; exit 1; }
 lock_hash=$(sha256sum package-lock.json | cut -c1-16)
 if [ "$(cat node_modules/.lock-hash 2>/dev/null)" != "$lock_hash" ]; then
-  echo "[frontend] npm install (from package-lock.json)"
-  # Not `npm ci`: npm 11 here writes a lock without the other platforms' optional rollup builds, which
-  # `npm ci` then refuses as out of sync; install keeps to the lock's versions all the same.
-  npm install --no-audit --no-fund --loglevel=error >"$ROOT/var/log/npm-frontend.log" 2>&1 \
+  echo "[frontend] npm ci (from package-lock.json)"
+  # `npm ci` installs exactly the committed lock and never rewrites it. The lock carries every
+  # platform's optional rollup build, so it stays in sync on any machine.
+  npm ci --no-audit --no-fund --loglevel=error >"$ROOT/var/log/npm-frontend.log" 2>&1 \
     || { cat "$ROOT/var/log/npm-frontend.log"; exit 1; }
   echo "$lock_hash" > node_modules/.lock-hash
 fi

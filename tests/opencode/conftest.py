@@ -16,11 +16,11 @@ from rest_framework.test import APIClient
 from tests.engine.conftest import make_session, script, scripted, sessions_made, start_worker, worker  # noqa: F401
 from tests.opencode.live import daphne, scripted_project  # noqa: F401
 
-# OpenCode's real API, from the workplace's shared reference (beside every clone, CI's included);
-# HANGAR_OPENCODE_SPEC overrides it. Not vendored: it is another project's file.
+# OpenCode's real API (MIT), kept in the repository (docs/reference/) so that a plain clone needs nothing
+# beside it; HANGAR_OPENCODE_SPEC overrides it.
 SPEC_PATH = Path(
     os.environ.get("HANGAR_OPENCODE_SPEC")
-    or Path(__file__).resolve().parents[3] / "shared/reference/opencode-1.18.33-openapi.json"
+    or Path(__file__).resolve().parents[2] / "docs/reference/opencode-1.18.33-openapi.json"
 )
 
 

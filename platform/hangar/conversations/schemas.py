@@ -1,5 +1,5 @@
 """Pydantic models for message and part payloads, matching OpenCode's JSON shapes
-(../shared/reference/opencode-1.18.33-openapi.json). Every write to Message.data / Part.data goes
+(docs/reference/opencode-1.18.33-openapi.json). Every write to Message.data / Part.data goes
 through `validate_message` / `validate_part`, so a malformed payload never reaches the store."""
 
 from typing import Annotated, Any, Literal
