@@ -13,21 +13,24 @@ from sandbox import volumes
 # symlink between git's lstat and its open would otherwise be followed on the host, so its target (a
 # world-readable host file, another session's workspace) could end up in a commit, or a write land
 # outside the workspace. Inside the jail such a link finds nothing.
+# Everything in the jail is made world-traversable whatever umask this process inherited: git runs in it as
+# the sandbox uid, and a 0700 /dev (root's, under umask 077) failed every clone on "/dev/null".
 JAIL_SCRIPT = r"""
 set -eu
+umask 022
 root=$1; ids=$2; shift 2
 mount -t tmpfs -o mode=755,size=1m,nosuid,nodev hangar-git "$root"
 for top in /usr /bin /sbin /lib /lib32 /lib64 /libx32; do
   if [ -L "$top" ]; then ln -s "$(readlink "$top")" "$root$top"
   elif [ -d "$top" ]; then
-    mkdir -p "$root$top"; mount -o bind,ro "$top" "$root$top"
+    mkdir -p -m 755 "$root$top"; mount -o bind,ro "$top" "$root$top"
   fi
 done
-mkdir -p "$root/dev" "$root$HOME"
+mkdir -p -m 755 "$root/dev" "$root$HOME"
 for dev in null urandom; do : > "$root/dev/$dev"; mount --bind "/dev/$dev" "$root/dev/$dev"; done
 while [ "$1" != "--" ]; do
   mode=${1%%:*}; path=${1#*:}; shift
-  mkdir -p "$root$path"; mount -o "rbind,$mode" "$path" "$root$path"
+  mkdir -p -m 755 "$root$path"; mount -o "rbind,$mode" "$path" "$root$path"
 done
 shift
 exec /usr/sbin/chroot --userspec="$ids" --groups="${ids#*:}" "$root" "$@"

@@ -261,6 +261,9 @@ def git(
                 timeout=timeout,
                 stdin=subprocess.DEVNULL,
                 cwd="/",
+                # What git creates (a mirror's objects, a layer's files) the sandbox uid reads through
+                # the jail's binds: whatever umask this process runs under (deploy/up.sh used 077).
+                umask=0o022,
             )
         except subprocess.TimeoutExpired:
             raise GitError(f"git {args[0]} timed out after {timeout:.0f} s.", kind="unreachable") from None
@@ -344,6 +347,7 @@ def mirror_sync(remote: Remote, scope: str) -> Path:
     with open(path.with_suffix(".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (path / "HEAD").exists():
+            _readable_by_sandbox(path)
             git(
                 "--git-dir",
                 str(path),
@@ -363,6 +367,19 @@ def mirror_sync(remote: Remote, scope: str) -> Path:
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)
     return path
+
+
+def _readable_by_sandbox(mirror: Path) -> None:
+    """Repair a mirror that git wrote under umask 077 (deploy/up.sh's, before git ran with its own): the
+    jailed checkout reads its objects as the sandbox uid. Checked on the objects folder, so once."""
+    if (mirror / "objects").stat().st_mode & 0o005 == 0o005:
+        return
+    for folder, _dirs, files in os.walk(mirror):
+        os.chmod(folder, os.stat(folder).st_mode | 0o555)
+        for name in files:
+            file = os.path.join(folder, name)
+            if not os.path.islink(file):
+                os.chmod(file, os.stat(file).st_mode | 0o444)
 
 
 def resolve_ref(mirror: Path, ref: str) -> str:
