@@ -30,7 +30,10 @@ export function Login({ onSignedIn }: { onSignedIn: (me: Me) => void }) {
     setError("");
     try {
       const { url } = await get<{ url: string }>(`/api/auth/sso/start?mode=json&next=/&email=${encodeURIComponent(email)}`);
-      location.assign(url);
+      // Only a web address: a javascript: or data: URL would run as this site (the server checks too).
+      const target = new URL(url, location.href);
+      if (target.protocol !== "https:" && target.protocol !== "http:") throw new Error("The identity provider's address is not a web address.");
+      location.assign(target.href);
     } catch (err) {
       setError((err as Error).message);
     }

@@ -10,8 +10,10 @@ the check and the connect cannot redirect it. Bodies are read up to MAX_BYTES.""
 
 from __future__ import annotations
 
+import ipaddress
 import json
-from urllib.parse import urlunsplit
+import socket
+from urllib.parse import SplitResult, urlunsplit
 
 import httpx
 from django.conf import settings
@@ -19,6 +21,7 @@ from django.conf import settings
 from sandbox import netguard
 
 MAX_BYTES = 1 << 20
+MAX_URL = 2000
 TIMEOUT_S = 10.0
 
 
@@ -30,18 +33,52 @@ def _schemes() -> tuple[str, ...]:
     return ("https", "http") if settings.HANGAR_SSO_ALLOWED_NETWORKS else ("https",)
 
 
-def check_url(url: str) -> str:
-    """The URL, normalised, if its shape is acceptable and its host (when it resolves) is allowed."""
-    if not isinstance(url, str) or not url.strip() or len(url) > 500:
-        raise SsoRefused("An http(s) URL of at most 500 characters.")
+def _split(url: object, max_length: int = 500) -> tuple[SplitResult, str, int]:
+    if not isinstance(url, str) or not url.strip() or len(url) > max_length:
+        raise SsoRefused(f"An https URL of at most {max_length} characters.")
     try:
         parts, host, port = netguard.split_url(url, _schemes())
     except ValueError as exc:
         raise SsoRefused(str(exc)) from None
-    if parts.query or parts.fragment:
+    if parts.fragment:
+        raise SsoRefused("The URL has no fragment.")
+    if parts.scheme == "http" and not _operator_allowed(host, port):
+        raise SsoRefused(
+            f"Plain http is only for a host inside HANGAR_SSO_ALLOWED_NETWORKS; {host} is not: use https."
+        )
+    return parts, host, port
+
+
+def _operator_allowed(host: str, port: int) -> bool:
+    """Every address of `host` lies inside a network the operator opened (not merely a public one)."""
+    allowed = netguard.networks(settings.HANGAR_SSO_ALLOWED_NETWORKS)
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return False
+    addresses = {ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos}
+    return bool(addresses) and all(any(a.version == n.version and a in n for n in allowed) for a in addresses)
+
+
+def check_url(url: str) -> str:
+    """The issuer, normalised, if its shape is acceptable (https, or http to an operator-allowed host; no
+    query) and its host (when it resolves) is allowed."""
+    parts, host, port = _split(url)
+    if parts.query:
         raise SsoRefused("The issuer has no query or fragment.")
     _addresses(host, port)
     return urlunsplit((parts.scheme, parts.netloc, parts.path, "", "")).rstrip("/")
+
+
+def check_endpoint(url: object, *, connect: bool) -> str:
+    """A URL from the provider's discovery document, if it is a web address Hangar accepts: https, or http
+    to a host the operator opened (never javascript:, data:, file: or a relative reference). With
+    `connect` (the platform itself will fetch it) its host is checked against private addresses too; the
+    authorization endpoint is the browser's to visit and is not."""
+    parts, host, port = _split(url, MAX_URL)
+    if connect:
+        _addresses(host, port)
+    return urlunsplit(parts)
 
 
 def _addresses(host: str, port: int) -> list[str]:
@@ -60,10 +97,7 @@ def _addresses(host: str, port: int) -> list[str]:
 def request_json(url: str, *, form: dict | None = None, auth: tuple[str, str] | None = None) -> dict:
     """GET (or POST `form` to) `url` on a checked address; the JSON object it answers. SsoRefused for a
     refused address, a failed request, a non-2xx answer, an oversized or non-object body."""
-    try:
-        parts, host, port = netguard.split_url(url, _schemes())
-    except ValueError as exc:
-        raise SsoRefused(f"{url}: {exc}") from None
+    parts, host, port = _split(url, MAX_URL)
     address = _addresses(host, port)[0]
     literal = f"[{address}]" if ":" in address else address
     netloc = f"{literal}:{parts.port}" if parts.port else literal

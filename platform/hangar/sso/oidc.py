@@ -14,12 +14,16 @@ from joserfc import jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 
-from hangar.sso.netguard import SsoRefused, check_url, request_json
+from hangar.sso.netguard import SsoRefused, check_endpoint, request_json
 
 # Asymmetric algorithms only: "none" and the HMAC family (keyed by the client secret) are refused.
 ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
 SCOPE = "openid email profile"
 LEEWAY_S = 60
+# The discovery members that are URLs (OIDC Discovery 3, RFC 8414 2): all are checked.
+URL_MEMBERS = ("_endpoint", "_uri", "_iframe")
+USED = ("authorization_endpoint", "token_endpoint", "jwks_uri")
+CONNECTED = ("token_endpoint", "jwks_uri", "userinfo_endpoint")
 
 
 @dataclass(frozen=True)
@@ -48,15 +52,20 @@ def discover(issuer: str) -> Discovery:
     doc = request_json(issuer + "/.well-known/openid-configuration")
     if doc.get("issuer") != issuer:
         raise SsoRefused("The discovery document names another issuer.")
-    endpoints = {}
     for key in ("authorization_endpoint", "token_endpoint", "jwks_uri"):
-        value = doc.get(key)
-        if not isinstance(value, str):
+        if not isinstance(doc.get(key), str):
             raise SsoRefused(f"The discovery document has no {key}.")
-        if key != "authorization_endpoint":  # the browser goes there, not the platform
-            check_url(value)  # (connections are checked again, pinned, when made)
-        endpoints[key] = value
-    return Discovery(issuer=issuer, **endpoints)
+    endpoints = {}
+    # Every URL the document names, used or not (a userinfo or end-session endpoint could be followed by a
+    # later feature): a web address, never javascript:/data:/file:. The browser is sent to the
+    # authorization endpoint; the platform connects to the others (checked again, pinned, when it does).
+    for key, value in doc.items():
+        if key.endswith(URL_MEMBERS) and (isinstance(value, str) or key in USED):
+            try:
+                endpoints[key] = check_endpoint(value, connect=key in CONNECTED)
+            except SsoRefused as exc:
+                raise SsoRefused(f"The discovery document's {key} is refused: {exc}") from None
+    return Discovery(issuer=issuer, **{key: endpoints[key] for key in USED})
 
 
 def begin(provider_id: int, discovery: Discovery, client_id: str, redirect_uri: str, email: str, next_: str):
