@@ -30,28 +30,43 @@ mkdir -p -m 755 "$root/dev" "$root$HOME"
 for dev in null urandom; do : > "$root/dev/$dev"; mount --bind "/dev/$dev" "$root/dev/$dev"; done
 while [ "$1" != "--" ]; do
   mode=${1%%:*}; path=${1#*:}; shift
-  mkdir -p -m 755 "$root$path"; mount -o "rbind,$mode" "$path" "$root$path"
+  case $mode in
+    file) src=${path%%=*}; dst=${path#*=}; mount -o bind,ro "$src" "$root$dst" ;;
+    *) mkdir -p -m 755 "$root$path"; mount -o "rbind,$mode" "$path" "$root$path" ;;
+  esac
 done
 shift
 exec /usr/sbin/chroot --userspec="$ids" --groups="${ids#*:}" "$root" "$@"
 """
 
 
-def jailed(command: list[str], args: tuple[str, ...], env: dict[str, str], root: str) -> list[str]:
+def jailed(
+    command: list[str],
+    args: tuple[str, ...],
+    env: dict[str, str],
+    root: str,
+    *,
+    readable: set[Path] | None = None,
+    files: dict[Path, Path] | None = None,
+) -> list[str]:
     """`command` wrapped to run in the jail as the sandbox uid. What it sees: its --git-dir and
-    --work-tree and its GIT_INDEX_FILE's folder (read-write), the object stores its git dir borrows
-    through `alternates` (read-only)."""
+    --work-tree and its GIT_INDEX_FILE's folder (read-write), the object stores in `readable`
+    (read-only; by default those its git dir borrows through `alternates`, for a git dir the host
+    alone writes), and each of `files` (host file -> the path it covers, read-only: a session git dir's
+    config and alternates are the host's own, whatever the git dir holds)."""
     named = {args[i]: args[i + 1] for i in range(len(args) - 1) if args[i] in ("--git-dir", "--work-tree")}
     writable = {Path(p) for p in named.values()}
     if "GIT_INDEX_FILE" in env:
         writable.add(Path(env["GIT_INDEX_FILE"]).parent)
-    readable = set()
-    alternates = Path(named.get("--git-dir", "/nonexistent")) / "objects" / "info" / "alternates"
-    if alternates.is_file():
-        readable = {Path(line) for line in alternates.read_text().split() if line.startswith("/")}
+    if readable is None:
+        readable = set()
+        alternates = Path(named.get("--git-dir", "/nonexistent")) / "objects" / "info" / "alternates"
+        if alternates.is_file():
+            readable = {Path(line) for line in alternates.read_text().split() if line.startswith("/")}
     binds = sorted(
         [(len(p.parts), f"rw:{p}") for p in writable]
         + [(len(p.parts), f"ro:{p}") for p in readable - writable]
+        + [(len(dst.parts), f"file:{src}={dst}") for src, dst in (files or {}).items()]
     )
     ids = f"{volumes.SANDBOX_UID}:{volumes.SANDBOX_UID}"
     return [

@@ -15,6 +15,10 @@ Layout under HANGAR_SANDBOX_ROOT:
                       made from that commit (an overlay, sandbox.volumes.attach_lower)
   repos/<session>.git the session's git dir (owned by the sandbox uid); its work tree is the session
                       volume's workspace/, so the sandbox holds no .git and no remote at all.
+  repos/<session>.host/ the host's own config and alternates for that git dir (root's): jailed git
+                      writes the git dir, so nothing in it is believed; every git on it runs jailed with
+                      these two bound over the git dir's, GIT_COMMON_DIR pinned to it, and a push bundles
+                      its commits in the jail for host git to push from a git dir of its own.
 Checkout and commit run as the sandbox uid, jailed (sandbox.gitjail: a mount namespace that holds only their
 git dir, work tree and object stores), so the files are the sandbox's and a commit reads the workspace
 with no more rights than the sandbox has and nothing of the host to reach through a link; fetch and push
@@ -31,6 +35,7 @@ import hashlib
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 import time
@@ -249,9 +254,11 @@ def git(
     env: dict[str, str] | None = None,
     timeout: float = GIT_TIMEOUT_S,
     check: bool = True,
+    session: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
-
-    with _prepared(args, env, remote, as_sandbox_user) as (command, full_env):
+    """Run git hardened. `session`: the session git dir the command works on; then git runs jailed as the
+    sandbox uid with the host's own config and alternates over that git dir's (_SessionFiles)."""
+    with _prepared(args, env, remote, as_sandbox_user, session) as (command, full_env):
         try:
             proc = subprocess.run(
                 command,
@@ -277,7 +284,11 @@ def git(
 
 @contextmanager
 def _prepared(
-    args: tuple[str, ...], env: dict[str, str] | None, remote: Remote | None, as_sandbox_user: bool
+    args: tuple[str, ...],
+    env: dict[str, str] | None,
+    remote: Remote | None,
+    as_sandbox_user: bool,
+    session: Path | None = None,
 ) -> Iterator[tuple[list[str], dict[str, str]]]:
     """The hardened command line and environment for one git process, with an empty HOME of its own.
     As the sandbox uid (so run as root), git also runs jailed (sandbox.gitjail)."""
@@ -286,11 +297,19 @@ def _prepared(
         hardening = HARDENING if remote is None or not remote.is_ssh else _ssh_flags(remote, Path(home))
         command = ["git", *(part for item in hardening for part in ("-c", item)), *args]
         full_env = _env(remote, home, env)
-        if not (as_sandbox_user and os.getuid() == 0):
+        if session is not None:
+            # The common dir is the git dir itself, whatever a `commondir` file in it says.
+            full_env |= {"GIT_DIR": str(session), "GIT_COMMON_DIR": str(session)}
+        if not ((as_sandbox_user or session is not None) and os.getuid() == 0):
             yield command, full_env
             return
         with tempfile.TemporaryDirectory(prefix="hangar-git-jail-") as root:
-            yield jailed(command, args, full_env, root), full_env
+            if session is None:
+                yield jailed(command, args, full_env, root), full_env
+                return
+            files = _session_files(session)
+            binds = {files.config: session / "config", files.alternates: session / ALTERNATES}
+            yield jailed(command, args, full_env, root, readable=files.stores(), files=binds), full_env
 
 
 def _ssh_flags(remote: Remote, home: Path) -> tuple[str, ...]:
@@ -449,17 +468,77 @@ def checkout(mirror: Path, session_id: str, sha: str, branch: str) -> Path:
     return worktree
 
 
+ALTERNATES = "objects/info/alternates"
+SESSION_CONFIG = (
+    "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n"
+    "\tlogallrefupdates = true\n\tcheckStat = minimal\n"
+)
+
+
+@dataclass(frozen=True)
+class _SessionFiles:
+    """What git may believe about a session git dir, kept by the host beside it (repos/<key>.host/, root's
+    alone): its config and the object stores it borrows. Jailed git writes the git dir as the sandbox
+    uid, so a config or `alternates` there is never read: these two are bound over them in the jail."""
+
+    config: Path
+    alternates: Path
+
+    def stores(self) -> set[Path]:
+        return {Path(line) for line in self.alternates.read_text().split() if line.startswith("/")}
+
+
+def _host_dir(gitdir: Path) -> Path:
+    return gitdir.with_suffix(".host")
+
+
+def _write_host_files(gitdir: Path, mirror_objects: Path) -> None:
+    host = _host_dir(gitdir)
+    tmp = host.with_name(f".{host.name}.{uuid.uuid4().hex[:8]}")
+    tmp.mkdir()
+    os.chmod(tmp, 0o755)  # whatever this process's umask
+    (tmp / "config").write_text(SESSION_CONFIG)
+    (tmp / "alternates").write_text(f"{mirror_objects}\n")
+    for name in ("config", "alternates"):
+        os.chmod(tmp / name, 0o644)
+    shutil.rmtree(host, ignore_errors=True)
+    os.rename(tmp, host)
+
+
+def _session_files(gitdir: Path) -> _SessionFiles:
+    """The host's files for `gitdir`, made from what the git dir says only where that is a mirror of
+    ours (a git dir written before the host kept its own). The git dir's own config and alternates are
+    made plain files, so the host's can be bound over them."""
+    host = _host_dir(gitdir)
+    if not (host / "alternates").is_file():
+        named = gitdir / ALTERNATES
+        lines = named.read_text().split() if named.is_file() and not named.is_symlink() else []
+        mirrors = mirrors_dir().resolve()
+        ours = [Path(line) for line in lines if Path(line).resolve().parent.parent == mirrors]
+        _write_host_files(gitdir, ours[0] if ours else mirrors / "none.git" / "objects")
+    for name in ("config", ALTERNATES):
+        path = gitdir / name
+        if path.is_symlink() or not path.is_file():
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("")
+    return _SessionFiles(config=host / "config", alternates=host / "alternates")
+
+
 def _write_gitdir(gitdir: Path, mirror: Path, layer: Path, sha: str, branch: str) -> None:
     """A git dir by hand (what `git init` + `update-ref` + `checkout -b` would leave, without a process
     each), owned by the sandbox uid. checkStat minimal: the index's stat data comes from the layer, and
     through the overlay a file's inode and device differ, which would make git re-read every file."""
     shutil.rmtree(gitdir, ignore_errors=True)
     gitdir.parent.mkdir(parents=True, exist_ok=True)
+    _write_host_files(gitdir, mirror / "objects")
     files = {
         "HEAD": f"ref: refs/heads/{branch}\n",
-        "config": "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n"
-        "\tlogallrefupdates = true\n\tcheckStat = minimal\n",
-        "objects/info/alternates": f"{mirror / 'objects'}\n",
+        "config": SESSION_CONFIG,
+        ALTERNATES: f"{mirror / 'objects'}\n",
         f"refs/heads/{branch}": f"{sha}\n",
         "refs/hangar/base": f"{sha}\n",
         "refs/tags/.keep": "",
@@ -519,8 +598,8 @@ def tree_size(mirror: Path, sha: str) -> tuple[int, int]:
 
 
 def _capacity(mnt: Path) -> tuple[int, int]:
-    stat = os.statvfs(mnt)
-    return stat.f_files, stat.f_blocks * stat.f_frsize
+    fs = os.statvfs(mnt)
+    return fs.f_files, fs.f_blocks * fs.f_frsize
 
 
 def _fits(size: tuple[int, int], capacity: tuple[int, int]) -> None:
@@ -597,8 +676,8 @@ def commit_all(session_id: str, message: str, author_name: str, author_email: st
     """Stage everything in the workspace (its .gitignore honoured) and commit; None if nothing changed."""
     gitdir, worktree = session_gitdir(session_id), workspace_dir(session_id)
     g = ("--git-dir", str(gitdir), "--work-tree", str(worktree))
-    git(*g, "add", "--all", as_sandbox_user=True)
-    if git(*g, "diff", "--cached", "--quiet", check=False, as_sandbox_user=True).returncode == 0:
+    git(*g, "add", "--all", as_sandbox_user=True, session=gitdir)
+    if git(*g, "diff", "--cached", "--quiet", check=False, session=gitdir).returncode == 0:
         return None
     who = {
         "GIT_AUTHOR_NAME": author_name,
@@ -606,47 +685,75 @@ def commit_all(session_id: str, message: str, author_name: str, author_email: st
         "GIT_COMMITTER_NAME": author_name,
         "GIT_COMMITTER_EMAIL": author_email,
     }
-    git(*g, "commit", "--quiet", "--no-verify", "-m", message, env=who, as_sandbox_user=True)
+    git(*g, "commit", "--quiet", "--no-verify", "-m", message, env=who, session=gitdir)
     return head(session_id)
 
 
 def head(session_id: str) -> str:
-    return git("--git-dir", str(session_gitdir(session_id)), "rev-parse", "HEAD").stdout.strip()
+    gitdir = session_gitdir(session_id)
+    sha = git(
+        "--git-dir", str(gitdir), "rev-parse", "--verify", "HEAD^{commit}", session=gitdir
+    ).stdout.strip()
+    if not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", sha):
+        raise GitError(f"The session's HEAD is not a commit: {sha[:100]!r}.")
+    return sha
 
 
 def current_branch(session_id: str) -> str:
-    return git("--git-dir", str(session_gitdir(session_id)), "symbolic-ref", "--short", "HEAD").stdout.strip()
+    gitdir = session_gitdir(session_id)
+    return git("--git-dir", str(gitdir), "symbolic-ref", "--short", "HEAD", session=gitdir).stdout.strip()
 
 
 def push(session_id: str, remote: Remote, branch: str) -> str:
-    """Push the session's branch (never forced); GitError(kind="rejected") when the remote branch moved."""
+    """Push the session's branch (never forced); GitError(kind="rejected") when the remote branch moved.
+
+    The session git dir is the sandbox uid's, so the git that holds the credential never opens it: jailed
+    git bundles the commits the mirror lacks, and host git pushes from a git dir of its own (its config
+    ours, its objects that bundle and the mirror's)."""
     gitdir = session_gitdir(session_id)
-    git(
-        "--git-dir",
-        str(gitdir),
-        "push",
-        "--quiet",
-        "--porcelain",
-        remote.url,
-        f"HEAD:refs/heads/{branch}",
-        remote=remote,
-    )
-    return head(session_id)
+    sha = head(session_id)
+    stores = _session_files(gitdir).stores()
+    with tempfile.TemporaryDirectory(prefix="hangar-push-") as tmp:
+        shadow, out = Path(tmp) / "push.git", Path(tmp) / "out"
+        git("init", "--bare", "--quiet", str(shadow))
+        (shadow / ALTERNATES).write_text("".join(f"{store}\n" for store in sorted(stores)))
+        have = git("--git-dir", str(shadow), "cat-file", "-e", f"{sha}^{{commit}}", check=False)
+        if have.returncode != 0:
+            out.mkdir()
+            os.chown(out, volumes.SANDBOX_UID, volumes.SANDBOX_UID)
+            bundle = out / "push.bundle"
+            # The jail makes the index's folder writable: that is where the bundle goes.
+            bundling = {"GIT_INDEX_FILE": str(out / "index")}
+            create = ("bundle", "create", "-q", str(bundle), "HEAD", "--not", "refs/hangar/base")
+            git("--git-dir", str(gitdir), *create, session=gitdir, env=bundling)
+            git("--git-dir", str(shadow), "bundle", "unbundle", str(bundle))
+        git(
+            "--git-dir",
+            str(shadow),
+            "push",
+            "--quiet",
+            "--porcelain",
+            remote.url,
+            f"{sha}:refs/heads/{branch}",
+            remote=remote,
+        )
+    return sha
 
 
 def merge(session_id: str, sha: str, author_name: str, author_email: str) -> str:
     """Merge commit `sha` (fetched into the mirror) into the session's branch, work tree included; a
     conflict leaves everything as it was and raises GitError(kind="conflict")."""
-    g = ("--git-dir", str(session_gitdir(session_id)), "--work-tree", str(workspace_dir(session_id)))
+    gitdir = session_gitdir(session_id)
+    g = ("--git-dir", str(gitdir), "--work-tree", str(workspace_dir(session_id)))
     who = {
         "GIT_AUTHOR_NAME": author_name,
         "GIT_AUTHOR_EMAIL": author_email,
         "GIT_COMMITTER_NAME": author_name,
         "GIT_COMMITTER_EMAIL": author_email,
     }
-    proc = git(*g, "merge", "--no-edit", "--no-verify", sha, env=who, as_sandbox_user=True, check=False)
+    proc = git(*g, "merge", "--no-edit", "--no-verify", sha, env=who, session=gitdir, check=False)
     if proc.returncode != 0:
-        git(*g, "merge", "--abort", as_sandbox_user=True, check=False)
+        git(*g, "merge", "--abort", session=gitdir, check=False)
         output = (proc.stdout + proc.stderr).strip()[-4000:]
         raise GitError(f"The remote changes do not merge cleanly: {output}", kind="conflict", output=output)
     return head(session_id)
@@ -660,15 +767,13 @@ def diff_base(session_id: str, max_patch_bytes: int) -> dict[str, Any]:
     g = ("--git-dir", str(gitdir), "--work-tree", str(workspace_dir(session_id)))
     index = gitdir / f"index.diff-{uuid.uuid4().hex[:8]}"
     try:
-        if (gitdir / "index").exists():
-            shutil.copyfile(gitdir / "index", index)
-            os.chown(index, volumes.SANDBOX_UID, volumes.SANDBOX_UID)
+        _copy_nofollow(gitdir / "index", index)
         env = {"GIT_INDEX_FILE": str(index)}
-        git(*g, "add", "--all", env=env, as_sandbox_user=True)
+        git(*g, "add", "--all", env=env, session=gitdir)
         diff = ("diff", "--cached", "--no-renames", "--no-ext-diff", "--no-textconv", "refs/hangar/base")
-        numstat = git(*g, *diff, "--numstat", "-z", env=env, as_sandbox_user=True).stdout
-        names = git(*g, *diff, "--name-status", "-z", env=env, as_sandbox_user=True).stdout
-        patch, truncated = _git_bounded((*g, *diff, "--patch"), env, max_patch_bytes)
+        numstat = git(*g, *diff, "--numstat", "-z", env=env, session=gitdir).stdout
+        names = git(*g, *diff, "--name-status", "-z", env=env, session=gitdir).stdout
+        patch, truncated = _git_bounded((*g, *diff, "--patch"), env, max_patch_bytes, gitdir)
     finally:
         index.unlink(missing_ok=True)
     fields = names.split("\0")
@@ -692,10 +797,25 @@ def diff_base(session_id: str, max_patch_bytes: int) -> dict[str, Any]:
     return {"files": files, "patch": patch, "truncated": truncated}
 
 
-def _git_bounded(args: tuple[str, ...], env: dict[str, str], cap: int) -> tuple[str, bool]:
-    """Run git (hardened, as the sandbox uid) and keep at most `cap` bytes of its output."""
+def _copy_nofollow(source: Path, target: Path) -> None:
+    """Copy a file of a session git dir, owned by the sandbox uid; a link there is not followed (a missing
+    or linked index leaves none: git then stages from nothing)."""
+    try:
+        fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return
+    with os.fdopen(fd, "rb") as src:
+        if not stat.S_ISREG(os.fstat(src.fileno()).st_mode):
+            return
+        with open(target, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+    os.chown(target, volumes.SANDBOX_UID, volumes.SANDBOX_UID)
+
+
+def _git_bounded(args: tuple[str, ...], env: dict[str, str], cap: int, gitdir: Path) -> tuple[str, bool]:
+    """Run git (hardened, jailed over a session git dir) and keep at most `cap` bytes of its output."""
     with (
-        _prepared(args, env, None, as_sandbox_user=True) as (command, full_env),
+        _prepared(args, env, None, as_sandbox_user=True, session=gitdir) as (command, full_env),
         subprocess.Popen(
             command,
             env=full_env,
@@ -721,4 +841,5 @@ def ready_marker(session_id: str) -> Path:
 
 def remove_session(session_id: str) -> None:
     shutil.rmtree(session_gitdir(session_id), ignore_errors=True)
+    shutil.rmtree(_host_dir(session_gitdir(session_id)), ignore_errors=True)
     ready_marker(session_id).unlink(missing_ok=True)
