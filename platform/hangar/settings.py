@@ -301,3 +301,10 @@ HANGAR_INVITATION_HOURS = int(os.environ.get("HANGAR_INVITATION_HOURS", "168"))
 # opens networks for it (CIDRs; an identity provider on the company network, or the tests' on 127.0.0.1).
 # Setting it also permits plain http:// issuers (a private provider).
 HANGAR_SSO_ALLOWED_NETWORKS = csv("HANGAR_SSO_ALLOWED_NETWORKS")
+# A request to an identity provider has this many seconds in all (connect, headers, body); at most this many
+# are in flight per provider host and web process (hangar.sso.outbound). Its discovery document and keys are
+# kept this many seconds; a failed fetch is remembered (and answered at once) for the shorter time.
+HANGAR_SSO_TIMEOUT_S = float(os.environ.get("HANGAR_SSO_TIMEOUT_S", "10"))
+HANGAR_SSO_MAX_IN_FLIGHT = int(os.environ.get("HANGAR_SSO_MAX_IN_FLIGHT", "4"))
+HANGAR_SSO_METADATA_CACHE_S = int(os.environ.get("HANGAR_SSO_METADATA_CACHE_S", "300"))
+HANGAR_SSO_FAILURE_CACHE_S = int(os.environ.get("HANGAR_SSO_FAILURE_CACHE_S", "15"))

@@ -80,3 +80,19 @@ def browse_to_callback(authorize_url: str, username: str, password: str) -> dict
         location = back.headers["location"]
     assert location.startswith("http://127.0.0.1:8000/api/auth/sso/callback"), location
     return {key: values[0] for key, values in parse_qs(urlsplit(location).query).items()}
+
+
+def provider_at(org, issuer: str, domain: str = "evil.test"):
+    """An enabled provider of `org` at `issuer`, its `domain` proven (as an operator's approval leaves it),
+    written directly: the tests of the sign-in's mechanics start from a configured provider."""
+    from hangar.projects import crypto
+    from hangar.sso.models import IdentityProvider, SsoDomain
+
+    provider = IdentityProvider.objects.create(
+        org=org, issuer=issuer, client_id="c", client_secret=crypto.encrypt("s")
+    )
+    fields = {f.name for f in SsoDomain._meta.get_fields()}
+    SsoDomain.objects.create(
+        provider=provider, domain=domain, **({"verified_by": "operator"} if "verified_by" in fields else {})
+    )
+    return provider

@@ -5,27 +5,12 @@ such endpoint, gets no sign-in started: the start is a 502 naming the member, ne
 
 import pytest
 
-from hangar.sso.models import IdentityProvider, SsoDomain
+from tests.console.idp import provider_at
 from tests.oidc_idp.hostile import HostileIdp, discovery_with
 
 pytestmark = pytest.mark.django_db
 
 START = "/api/auth/sso/start"
-
-
-def provider_at(org, issuer: str, domain: str = "evil.test") -> IdentityProvider:
-    from hangar.projects import crypto
-
-    provider = IdentityProvider.objects.create(
-        org=org, issuer=issuer, client_id="c", client_secret=crypto.encrypt("s")
-    )
-    SsoDomain.objects.create(provider=provider, domain=domain, **_verified())
-    return provider
-
-
-def _verified() -> dict:
-    fields = {f.name for f in SsoDomain._meta.get_fields()}
-    return {"verified_by": "operator"} if "verified_by" in fields else {}
 
 
 @pytest.mark.parametrize(

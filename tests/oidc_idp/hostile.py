@@ -1,7 +1,8 @@
 """An identity provider gone bad, for the SSO hardening tests: a stdlib HTTP server on 127.0.0.1 (a thread of
 the test process) whose discovery document is whatever the test says, and which, with `drip_s`, answers
 every request one byte per `drip_s` seconds (status line and headers included), as a slow or hostile
-provider would. It counts the requests it was sent."""
+provider would. It serves `jwks` at its jwks_uri, and counts (and keeps the paths of) the requests it was
+sent."""
 
 from __future__ import annotations
 
@@ -12,10 +13,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class HostileIdp:
-    def __init__(self, discovery: Callable[[str], dict] | None = None, drip_s: float = 0.0):
+    def __init__(
+        self, discovery: Callable[[str], dict] | None = None, drip_s: float = 0.0, jwks: dict | None = None
+    ):
         self.discovery = discovery or (lambda issuer: {"issuer": issuer})
         self.drip_s = drip_s
+        self.jwks = jwks or {"keys": []}
         self.requests = 0
+        self.paths: list[str] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
         idp = self
@@ -29,7 +34,11 @@ class HostileIdp:
             def do_GET(self):
                 with idp._lock:
                     idp.requests += 1
-                body = json.dumps(idp.discovery(idp.issuer) if "openid-configuration" in self.path else {})
+                    idp.paths.append(self.path)
+                if "openid-configuration" in self.path:
+                    body = json.dumps(idp.discovery(idp.issuer))
+                else:
+                    body = json.dumps(idp.jwks if "jwks" in self.path else {})
                 raw = (
                     "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                     f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n{body}"

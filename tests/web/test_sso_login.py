@@ -7,8 +7,7 @@ import json
 
 import pytest
 
-from hangar.projects import crypto
-from hangar.sso.models import IdentityProvider, SsoDomain
+from tests.console.idp import provider_at
 from tests.oidc_idp.hostile import HostileIdp, discovery_with
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -29,15 +28,7 @@ def start_sso(page, email: str) -> None:
 def test_a_javascript_authorization_endpoint_runs_no_script_in_hangars_origin(alice, open_app):
     idp = HostileIdp(discovery_with(authorization_endpoint=SCRIPT))
     try:
-        provider = IdentityProvider.objects.create(
-            org=alice.org, issuer=idp.issuer, client_id="c", client_secret=crypto.encrypt("s")
-        )
-        fields = {f.name for f in SsoDomain._meta.get_fields()}
-        SsoDomain.objects.create(
-            provider=provider,
-            domain="evil.test",
-            **({"verified_by": "operator"} if "verified_by" in fields else {}),
-        )
+        provider_at(alice.org, idp.issuer)
         page = open_app().page
         start_sso(page, "zed@evil.test")
         alert = page.get_by_role("alert")

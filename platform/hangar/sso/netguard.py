@@ -6,7 +6,8 @@ The rule is sandbox.netguard's, opened only by the operator's HANGAR_SSO_ALLOWED
 identity provider on the company network; the tests' provider on 127.0.0.1). Plain http is accepted only
 when that setting is set (a private provider); otherwise https. Each request connects to the address that
 was checked (the URL pinned to it, the name kept for Host and TLS), so a DNS answer that changes between
-the check and the connect cannot redirect it. Bodies are read up to MAX_BYTES."""
+the check and the connect cannot redirect it. Bodies are read up to MAX_BYTES, within a total deadline
+(hangar.sso.outbound)."""
 
 from __future__ import annotations
 
@@ -15,14 +16,13 @@ import json
 import socket
 from urllib.parse import SplitResult, urlunsplit
 
-import httpx
 from django.conf import settings
 
+from hangar.sso import outbound
 from sandbox import netguard
 
 MAX_BYTES = 1 << 20
 MAX_URL = 2000
-TIMEOUT_S = 10.0
 
 
 class SsoRefused(ValueError):
@@ -104,20 +104,20 @@ def request_json(url: str, *, form: dict | None = None, auth: tuple[str, str] | 
     pinned = urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, ""))
     extensions = {"sni_hostname": host} if parts.scheme == "https" else {}
     headers = {"Host": parts.netloc, "Accept": "application/json"}
+    method = "POST" if form is not None else "GET"
     try:
-        with httpx.Client(timeout=TIMEOUT_S, follow_redirects=False) as client:
-            method = "POST" if form is not None else "GET"
-            with client.stream(
-                method, pinned, data=form, auth=auth, headers=headers, extensions=extensions
-            ) as response:
-                body = b""
-                for chunk in response.iter_bytes():
-                    body += chunk
-                    if len(body) > MAX_BYTES:
-                        raise SsoRefused(f"The identity provider's answer is over {MAX_BYTES} bytes.")
-                status = response.status_code
-    except httpx.HTTPError as exc:
-        raise SsoRefused(f"The identity provider did not answer ({type(exc).__name__}).") from None
+        status, body = outbound.fetch(
+            method,
+            pinned,
+            slot=f"{host}:{port}",
+            max_bytes=MAX_BYTES,
+            data=form,
+            auth=auth,
+            headers=headers,
+            extensions=extensions,
+        )
+    except outbound.Unavailable as exc:
+        raise SsoRefused(str(exc)) from None
     try:
         payload = json.loads(body)
     except ValueError:

@@ -4,14 +4,17 @@ JOSE library of Authlib; PKCE challenge by Authlib). Every connection goes throu
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 import time
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
 from authlib.oauth2.rfc7636 import create_s256_code_challenge
+from django.conf import settings
+from django.core.cache import cache
 from joserfc import jwt
-from joserfc.errors import JoseError
+from joserfc.errors import InvalidKeyIdError, JoseError
 from joserfc.jwk import KeySet
 
 from hangar.sso.netguard import SsoRefused, check_endpoint, request_json
@@ -20,6 +23,9 @@ from hangar.sso.netguard import SsoRefused, check_endpoint, request_json
 ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
 SCOPE = "openid email profile"
 LEEWAY_S = 60
+# A token naming a kid the cached keys lack fetches them again, at most once per this many seconds per
+# provider (a stream of forged kids must not turn each sign-in into a fetch).
+JWKS_REFRESH_S = 30
 # The discovery members that are URLs (OIDC Discovery 3, RFC 8414 2): all are checked.
 URL_MEMBERS = ("_endpoint", "_uri", "_iframe")
 USED = ("authorization_endpoint", "token_endpoint", "jwks_uri")
@@ -46,10 +52,31 @@ class Pending:
     started: float
 
 
+def _cache_key(kind: str, url: str) -> str:
+    return f"sso_meta_{kind}_{hashlib.sha256(url.encode()).hexdigest()[:32]}"
+
+
 def discover(issuer: str) -> Discovery:
     """The provider's metadata from `<issuer>/.well-known/openid-configuration`; its `issuer` must be the
-    configured one exactly (OIDC Discovery 4.3), and each endpoint a URL the guard accepts."""
-    doc = request_json(issuer + "/.well-known/openid-configuration")
+    configured one exactly (OIDC Discovery 4.3), and each endpoint a URL the guard accepts. The document is
+    cached (HANGAR_SSO_METADATA_CACHE_S) and checked again on every use, so a policy change applies at
+    once; a failed fetch is remembered for HANGAR_SSO_FAILURE_CACHE_S, so a provider that hangs costs one
+    request thread per that time, not one per sign-in attempt."""
+    key = _cache_key("discovery", issuer)
+    cached = cache.get(key)
+    if cached is None:
+        try:
+            cached = {"doc": request_json(issuer + "/.well-known/openid-configuration")}
+        except SsoRefused as exc:
+            cache.set(key, {"error": str(exc)}, settings.HANGAR_SSO_FAILURE_CACHE_S)
+            raise
+        cache.set(key, cached, settings.HANGAR_SSO_METADATA_CACHE_S)
+    if "error" in cached:
+        raise SsoRefused(cached["error"])
+    return _checked(issuer, cached["doc"])
+
+
+def _checked(issuer: str, doc: dict) -> Discovery:
     if doc.get("issuer") != issuer:
         raise SsoRefused("The discovery document names another issuer.")
     for key in ("authorization_endpoint", "token_endpoint", "jwks_uri"):
@@ -114,12 +141,29 @@ def exchange(
     return id_token
 
 
+def _keys(jwks_uri: str, *, fresh: bool = False) -> KeySet:
+    """The provider's published keys, cached; `fresh` fetches them again (a token named an unknown kid)."""
+    key = _cache_key("jwks", jwks_uri)
+    data = None if fresh else cache.get(key)
+    if data is None:
+        data = request_json(jwks_uri)
+        cache.set(key, data, settings.HANGAR_SSO_METADATA_CACHE_S)
+    try:
+        return KeySet.import_key_set(data)  # type: ignore[arg-type]
+    except (JoseError, ValueError, TypeError, KeyError) as exc:
+        raise SsoRefused(f"The identity provider's keys are not a JWK set ({type(exc).__name__}).") from None
+
+
 def verify_id_token(discovery: Discovery, id_token: str, *, client_id: str, nonce: str) -> dict:
     """The ID token's claims once its signature checks against the provider's published keys and its
     iss, aud (and azp), exp, iat, sub and nonce are what this sign-in expects (OIDC Core 3.1.3.7)."""
-    keys = KeySet.import_key_set(request_json(discovery.jwks_uri))  # type: ignore[arg-type]
     try:
-        token = jwt.decode(id_token, keys, algorithms=list(ALGORITHMS))
+        try:
+            token = jwt.decode(id_token, _keys(discovery.jwks_uri), algorithms=list(ALGORITHMS))
+        except InvalidKeyIdError:  # the provider may have rotated its keys since they were cached
+            if not cache.add(_cache_key("jwks_refresh", discovery.jwks_uri), 1, JWKS_REFRESH_S):
+                raise
+            token = jwt.decode(id_token, _keys(discovery.jwks_uri, fresh=True), algorithms=list(ALGORITHMS))
         claims = dict(token.claims)
         jwt.JWTClaimsRegistry(
             leeway=LEEWAY_S,
