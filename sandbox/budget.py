@@ -9,7 +9,9 @@ while every sandbox is still under its quota. A new volume is therefore refused 
     (HANGAR_SANDBOX_ORG_DISK_BUDGET_MB, or what the caller passes).
 Checks and the reservation (creating the image file) happen under one host-wide lock, so two creates
 cannot both take the last room. Unclaimed warm-pool volumes count globally, and towards an org once
-claimed.
+claimed. Repositories (mirrors and checkout layers, sandbox.repo_disk) are a term of their own, added to
+the global and org sums: they live outside every volume. `repo_room_bytes` is what the next clone or
+fetch may write.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import overload
 
-from sandbox import volumes
+from sandbox import repo_disk, volumes
 from sandbox.protocol import QuotaExceeded
 
 MB = 1024 * 1024
@@ -115,10 +117,11 @@ def check(size_mb: int, *, org_id: str = "", limits: Limits | None = None) -> No
     `reserving()`, with the volume's creation in the same block."""
     limits = limits or Limits.from_env()
     now = usage()
-    if limits.global_mb is not None and now.reserved_mb + size_mb > limits.global_mb:
+    repos = repo_disk.used_mb() if limits.global_mb is not None else 0.0
+    if limits.global_mb is not None and now.reserved_mb + repos + size_mb > limits.global_mb:
         raise QuotaExceeded(
-            f"sandbox disk budget exhausted: {now.reserved_mb:.0f} MB of {limits.global_mb} MB reserved, "
-            f"a new workspace asks {size_mb} MB"
+            f"sandbox disk budget exhausted: {now.reserved_mb + repos:.0f} MB of {limits.global_mb} MB "
+            f"reserved ({repos:.0f} MB by repositories), a new workspace asks {size_mb} MB"
         )
     room = now.free_mb - limits.headroom_mb - now.committed_mb
     if size_mb > room:
@@ -133,9 +136,24 @@ def check(size_mb: int, *, org_id: str = "", limits: Limits | None = None) -> No
 def check_org(size_mb: int, org_id: str, limits: Limits | None = None) -> None:
     """The org's part of `check` alone: for a claimed warm-pool volume, already reserved globally."""
     limits = limits or Limits.from_env()
-    mine = org_reserved_mb(org_id)
+    repos = repo_disk.used_mb(org_id)
+    mine = org_reserved_mb(org_id) + repos
     if mine + size_mb > limits.org_mb:
         raise QuotaExceeded(
-            f"organisation sandbox disk budget exhausted: {mine:.0f} MB of {limits.org_mb} MB reserved, "
-            f"a new workspace asks {size_mb} MB"
+            f"organisation sandbox disk budget exhausted: {mine:.0f} MB of {limits.org_mb} MB reserved "
+            f"({repos:.0f} MB by repositories), a new workspace asks {size_mb} MB"
         )
+
+
+def repo_room_bytes(org_id: str = "", limits: Limits | None = None) -> int:
+    """What the next clone, fetch or layer for `org_id` may write: the least of the repository cap
+    (HANGAR_REPO_MAX_MB), the room left in the org's budget and the global one, and the real free space
+    not promised to workspaces. Zero or less: no room."""
+    limits = limits or Limits.from_env()
+    now = usage()
+    rooms = [repo_disk.max_fetch_bytes(), int((now.free_mb - limits.headroom_mb - now.committed_mb) * MB)]
+    if limits.global_mb is not None:
+        rooms.append(int((limits.global_mb - now.reserved_mb - repo_disk.used_mb()) * MB))
+    if org_id:
+        rooms.append(int((limits.org_mb - org_reserved_mb(org_id) - repo_disk.used_mb(org_id)) * MB))
+    return min(rooms)

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sandbox import netguard, volumes
+from sandbox import budget, netguard, repo_disk, volumes
 from sandbox.gitjail import jailed
 
 HARDENING = (
@@ -231,7 +231,7 @@ def classify(output: str) -> str:
         return "auth"
     if "[rejected]" in text or "non-fast-forward" in text or "fetch first" in text:
         return "rejected"
-    if "no space left" in text or "disk quota" in text:
+    if "no space left" in text or "disk quota" in text or "file too large" in text:
         return "quota"
     if "authentication failed" in text or "could not read username" in text or " 401" in text:
         return "auth"
@@ -255,10 +255,16 @@ def git(
     timeout: float = GIT_TIMEOUT_S,
     check: bool = True,
     session: Path | None = None,
+    max_bytes: int | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run git hardened. `session`: the session git dir the command works on; then git runs jailed as the
-    sandbox uid with the host's own config and alternates over that git dir's (_SessionFiles)."""
+    sandbox uid with the host's own config and alternates over that git dir's (_SessionFiles).
+    `max_bytes`: no file git writes may grow beyond it (RLIMIT_FSIZE: a fetch's pack is one file, and
+    git fails with "File too large", GitError kind "quota")."""
     with _prepared(args, env, remote, as_sandbox_user, session) as (command, full_env):
+        if max_bytes is not None:
+            blocks = str(max(1, max_bytes // 512))
+            command = ["sh", "-c", 'trap "" XFSZ; ulimit -f "$0" && exec "$@"', blocks, *command]
         try:
             proc = subprocess.run(
                 command,
@@ -349,7 +355,7 @@ def _ssh_flags(remote: Remote, home: Path) -> tuple[str, ...]:
 
 
 def mirrors_dir() -> Path:
-    return volumes.ROOT / "mirrors"
+    return repo_disk.mirrors_dir()
 
 
 def mirror_path(scope: str, url: str) -> Path:
@@ -358,33 +364,63 @@ def mirror_path(scope: str, url: str) -> Path:
     return mirrors_dir() / (hashlib.sha256(f"{scope}\0{url}".encode()).hexdigest()[:32] + ".git")
 
 
+def _fetch_room(scope: str) -> int:
+    """The most this clone or fetch may write (sandbox.budget.repo_room_bytes), GitError(kind="quota")
+    when there is no room at all."""
+    room = budget.repo_room_bytes(scope)
+    if room <= 0:
+        raise GitError(
+            "The organisation's disk budget has no room left for repositories: remove sessions or ask the "
+            "operator for a larger budget.",
+            kind="quota",
+        )
+    return room
+
+
+def _too_large(exc: GitError, room: int) -> GitError:
+    if exc.kind != "quota":
+        return exc
+    return GitError(
+        f"The repository is larger than the {room // 2**20} MB a fetch may write here (the repository "
+        "size limit, HANGAR_REPO_MAX_MB, or the disk budget left): nothing was kept.",
+        kind="quota",
+        output=exc.output,
+    )
+
+
 def mirror_sync(remote: Remote, scope: str) -> Path:
-    """Create the mirror (`clone --mirror`) or bring it up to date (`fetch --prune`), under a lock."""
+    """Create the mirror (`clone --mirror`) or bring it up to date (`fetch --prune`), under a lock. Either
+    stops at the room the disk budgets leave (_fetch_room) with GitError(kind="quota"); a clone that
+    stops leaves nothing, a fetch that stops leaves the mirror as it was."""
     path = mirror_path(scope, remote.url)
     path.parent.mkdir(parents=True, exist_ok=True)
     os.chmod(path.parent, 0o755)
     with open(path.with_suffix(".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if (path / "HEAD").exists():
-            _readable_by_sandbox(path)
-            git(
-                "--git-dir",
-                str(path),
-                "fetch",
-                "--prune",
-                "--quiet",
-                remote.url,
-                "+refs/*:refs/*",
-                remote=remote,
-            )
-        else:
-            tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}")
-            try:
-                git("clone", "--mirror", "--quiet", "--", remote.url, str(tmp), remote=remote)
-                git("--git-dir", str(tmp), "config", "remote.origin.url", remote.url)
-                os.rename(tmp, path)
-            finally:
-                shutil.rmtree(tmp, ignore_errors=True)
+        room = _fetch_room(scope)
+        # unpackLimit 1: what is fetched stays one pack, one file, so the size cap applies to all of it.
+        packed = ("-c", "fetch.unpackLimit=1", "-c", "transfer.unpackLimit=1")
+        try:
+            if (path / "HEAD").exists():
+                _readable_by_sandbox(path)
+                git(*packed, "--git-dir", str(path), "fetch", "--prune", "--quiet", remote.url,
+                    "+refs/*:refs/*", remote=remote, max_bytes=room)  # fmt: skip
+            else:
+                tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}")
+                try:
+                    git(*packed, "clone", "--mirror", "--quiet", "--", remote.url, str(tmp), remote=remote,
+                        max_bytes=room)  # fmt: skip
+                    git("--git-dir", str(tmp), "config", "remote.origin.url", remote.url)
+                    os.rename(tmp, path)
+                finally:
+                    shutil.rmtree(tmp, ignore_errors=True)
+        except GitError as exc:
+            raise _too_large(exc, room) from None
+        finally:
+            for stray in (path / "objects" / "pack").glob("tmp_*"):
+                stray.unlink(missing_ok=True)
+        repo_disk.mark_used(path, scope)
+        repo_disk.measure_mirror(path)
     return path
 
 
@@ -457,8 +493,10 @@ def checkout(mirror: Path, session_id: str, sha: str, branch: str) -> Path:
         if not (layer / "tree").is_dir():
             size = tree_size(mirror, sha)
             _fits(size, capacity)
+            _fits_budget(size[1], repo_disk.mirror_org(mirror))
             _build_layer(mirror, sha, layer, size)
             built = True
+        repo_disk.mark_used(mirror, repo_disk.mirror_org(mirror))
         _fits(_layer_size(layer), capacity)
         worktree = volumes.attach_lower(volume_id, layer)
         os.utime(layer)  # recently used: pruned last
@@ -563,7 +601,7 @@ def _write_gitdir(gitdir: Path, mirror: Path, layer: Path, sha: str, branch: str
 
 
 def layers_dir() -> Path:
-    return volumes.ROOT / "layers"
+    return repo_disk.layers_dir()
 
 
 def layer_path(mirror: Path, sha: str) -> Path:
@@ -612,6 +650,17 @@ def _fits(size: tuple[int, int], capacity: tuple[int, int]) -> None:
         )
 
 
+def _fits_budget(size: int, org_id: str) -> None:
+    """A layer is the org's too (sandbox.repo_disk): it must fit what the disk budgets leave."""
+    room = budget.repo_room_bytes(org_id)
+    if size > room:
+        raise GitError(
+            f"The repository's files ({size // 2**20} MB) do not fit in the disk budget left for "
+            f"repositories ({max(room, 0) // 2**20} MB).",
+            kind="quota",
+        )
+
+
 def _layer_size(layer: Path) -> tuple[int, int]:
     files, size = (layer / "size").read_text().split()
     return int(files), int(size)
@@ -639,36 +688,93 @@ def _build_layer(mirror: Path, sha: str, layer: Path, size: tuple[int, int]) -> 
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def prune_layers(keep: int | None = None) -> list[str]:
-    """Remove the least recently used layers no volume stands on, beyond `keep` unused ones (a reference
-    whose volume is gone does not count)."""
+def _live_users(layer: Path) -> bool:
+    users = layer / "users"
+    return users.is_dir() and any(
+        (volumes.ROOT / "volumes" / f"{u.name}.img").exists() for u in users.iterdir()
+    )
+
+
+def prune_layers(keep: int | None = None, keep_bytes: int | None = None) -> list[str]:
+    """Remove the least recently used layers no volume stands on, beyond `keep` unused ones or beyond
+    `keep_bytes` of them, whichever comes first (a reference whose volume is gone does not count)."""
     keep = int(os.environ.get("HANGAR_REPO_LAYERS_KEEP", "8")) if keep is None else keep
+    keep_bytes = repo_disk.layers_keep_bytes() if keep_bytes is None else keep_bytes
     if not layers_dir().exists():
         return []
     unused = []
     for layer in layers_dir().iterdir():
         if layer.name.startswith(".") or not layer.is_dir():
             continue
-        users = layer / "users"
-        live = (
-            [u for u in users.iterdir() if (volumes.ROOT / "volumes" / f"{u.name}.img").exists()]
-            if (users.is_dir())
-            else []
-        )
-        if not live:
+        if not _live_users(layer):
             unused.append((layer.stat().st_mtime, layer))
+    kept = kept_bytes = 0
     removed = []
-    for _, layer in sorted(unused, reverse=True)[keep:]:
-        with _layer_lock(layer):
-            users = layer / "users"
-            if users.is_dir() and any(
-                (volumes.ROOT / "volumes" / f"{u.name}.img").exists() for u in users.iterdir()
-            ):
-                continue  # claimed meanwhile
-            doomed = layer.with_name(f".{layer.name}.gone-{uuid.uuid4().hex[:8]}")
-            os.rename(layer, doomed)
+    for _, layer in sorted(unused, reverse=True):
+        size = repo_disk.layer_bytes(layer)
+        if kept < keep and kept_bytes + size <= keep_bytes:
+            kept, kept_bytes = kept + 1, kept_bytes + size
+            continue
+        if _remove_layer(layer):
+            removed.append(layer.name)
+    return removed
+
+
+def _remove_layer(layer: Path) -> bool:
+    with _layer_lock(layer):
+        if not layer.is_dir() or _live_users(layer):
+            return False  # claimed meanwhile
+        doomed = layer.with_name(f".{layer.name}.gone-{uuid.uuid4().hex[:8]}")
+        os.rename(layer, doomed)
+    shutil.rmtree(doomed, ignore_errors=True)
+    return True
+
+
+def _borrowed_mirrors() -> set[str]:
+    """The object stores session git dirs borrow (the host's own records, and a git dir's own file where
+    the host kept none): a mirror named there stays."""
+    named: set[str] = set()
+    repos = volumes.ROOT / "repos"
+    if not repos.exists():
+        return named
+    for record in repos.glob("*.host/alternates"):
+        named.update(record.read_text().split())
+    for gitdir in repos.glob("*.git"):
+        if not (_host_dir(gitdir) / "alternates").exists():
+            try:
+                named.update((gitdir / ALTERNATES).read_text().split())
+            except OSError:
+                continue
+    return named
+
+
+def prune_mirrors(idle_s: float | None = None, now: float | None = None) -> list[str]:
+    """Remove the mirrors nobody used for `idle_s` (HANGAR_REPO_MIRROR_IDLE_DAYS) that no session git dir
+    borrows from and no volume stands on a layer of, with their unused layers."""
+    idle_s = repo_disk.mirror_idle_s() if idle_s is None else idle_s
+    now = time.time() if now is None else now
+    if not mirrors_dir().exists():
+        return []
+    borrowed = _borrowed_mirrors()
+    removed = []
+    for mirror in mirrors_dir().glob("*.git"):
+        if now - repo_disk.last_used(mirror) < idle_s or str(mirror / "objects") in borrowed:
+            continue
+        layers = list(layers_dir().glob(f"{mirror.stem}-*")) if layers_dir().exists() else []
+        if any(_live_users(layer) for layer in layers):
+            continue
+        with open(mirror.with_suffix(".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if now - repo_disk.last_used(mirror) < idle_s:
+                continue  # fetched meanwhile
+            doomed = mirror.with_name(f".{mirror.name}.gone-{uuid.uuid4().hex[:8]}")
+            os.rename(mirror, doomed)
+            for suffix in (".org", ".size"):
+                mirror.with_suffix(suffix).unlink(missing_ok=True)
         shutil.rmtree(doomed, ignore_errors=True)
-        removed.append(layer.name)
+        for layer in layers:
+            _remove_layer(layer)
+        removed.append(mirror.name)
     return removed
 
 

@@ -78,7 +78,7 @@ def check_model() -> str:
 
 
 def check_sandbox_disk() -> str:
-    from sandbox import budget
+    from sandbox import budget, repo_disk
     from sandbox.protocol import QuotaExceeded
 
     now, limits = budget.usage(), budget.Limits.from_env()
@@ -86,7 +86,8 @@ def check_sandbox_disk() -> str:
         raise QuotaExceeded("overcommitted")  # new workspaces are refused
     return (
         f"{now.free_mb:.0f} MB free, {now.reserved_mb:.0f} MB reserved by {now.volumes} workspaces "
-        f"({now.written_mb:.0f} MB written), {limits.headroom_mb} MB headroom"
+        f"({now.written_mb:.0f} MB written), {repo_disk.used_mb():.0f} MB in repositories (mirrors and "
+        f"layers), {limits.headroom_mb} MB headroom"
     )
 
 

@@ -22,4 +22,11 @@ def reap() -> dict[str, Any]:
         gone_grace_s=settings.HANGAR_SANDBOX_DELETE_GRACE_S,
         archived_idle_s=settings.HANGAR_SANDBOX_ARCHIVED_IDLE_S,
     ).run_once()
-    return getattr(report, "__dict__", {})
+    return {**getattr(report, "__dict__", {}), **prune_repositories()}
+
+
+def prune_repositories() -> dict[str, Any]:
+    """Mirrors nobody used for a while and layers beyond their byte budget (sandbox.repo_disk)."""
+    from sandbox import gitops
+
+    return {"mirrors_pruned": gitops.prune_mirrors(), "layers_pruned": gitops.prune_layers()}
