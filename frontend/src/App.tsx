@@ -4,6 +4,7 @@ import { Link, match, navigate, usePath } from "./router";
 import { Login } from "./views/Login";
 import { OrgHome } from "./views/OrgHome";
 import { ProjectPage } from "./views/ProjectPage";
+import { ProjectSettings } from "./views/ProjectSettings";
 import { Settings } from "./views/Settings";
 import { ModelReadiness } from "./views/ModelReadiness";
 import { Console, canSeeConsole } from "./views/console/Console";
@@ -68,6 +69,7 @@ export function App() {
         {org && route.name === "org" && <OrgHome org={org} />}
         {org && route.name === "settings" && <Settings org={org} me={me} />}
         {org && route.name === "console" && <Console org={org} me={me} section={route.section} />}
+        {org && route.name === "projectSettings" && <ProjectSettings key={route.project} org={org} project={route.project} me={me} />}
         {org && route.name === "project" && (
           <ProjectPage org={org} project={route.project} session={route.session} tab={route.tab} />
         )}

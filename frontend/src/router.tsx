@@ -27,7 +27,8 @@ export type Route =
   | { name: "settings"; org: string }
   | { name: "console"; org: string; section?: string }
   | { name: "invite"; secret: string }
-  | { name: "project"; org: string; project: number; session?: string; tab?: string };
+  | { name: "project"; org: string; project: number; session?: string; tab?: string }
+  | { name: "projectSettings"; org: string; project: number };
 
 export function match(path: string): Route {
   const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
@@ -37,6 +38,7 @@ export function match(path: string): Route {
     if (parts[2] === "settings") return { name: "settings", org: parts[1] };
     if (parts[2] === "console") return { name: "console", org: parts[1], section: parts[3] };
     if (parts[2] === "p" && parts[3]) {
+      if (parts[4] === "settings") return { name: "projectSettings", org: parts[1], project: Number(parts[3]) };
       return {
         name: "project",
         org: parts[1],
@@ -55,6 +57,7 @@ export function Link(props: {
   className?: string;
   children: React.ReactNode;
   title?: string;
+  label?: string;
   onNavigate?: () => void;
 }) {
   return (
@@ -62,6 +65,7 @@ export function Link(props: {
       href={props.to}
       className={props.className}
       title={props.title}
+      aria-label={props.label}
       onClick={(e) => {
         if (e.metaKey || e.ctrlKey || e.shiftKey || e.button !== 0) return;
         e.preventDefault();

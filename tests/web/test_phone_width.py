@@ -96,6 +96,7 @@ def test_no_screen_scrolls_sideways_at_phone_width(alice, bob, open_app, setting
         "org home": ("/o/acme", "heading", "Projects"),
         "settings": ("/o/acme/settings", "heading", "Organisation settings"),
         "project": (f"/o/acme/p/{project}", "button", "New session"),
+        "project settings": (f"/o/acme/p/{project}/settings", "heading", "Project settings"),
     }
     for section, heading in (
         ("members", "Members"),

@@ -98,7 +98,10 @@ function SessionList(props: { org: string; project: number; current?: string; pr
     <nav className="sidebar" aria-label="Sessions">
       <div className="sidehead">
         <Link to={`/o/${org}`} className="muted small">← {props.projectInfo?.name ?? "Projects"}</Link>
-        <button onClick={create}>New session</button>
+        <span className="sideactions">
+          <Link to={`/o/${org}/p/${project}/settings`} className="small" label="Project settings">Settings</Link>
+          <button onClick={create}>New session</button>
+        </span>
       </div>
       <label className="search">
         <span className="sr-only">Search sessions by title</span>

@@ -11,6 +11,22 @@ export function Repositories({ org }: { org: string }) {
   const { data: projects, error, reload } = useLoad<Project[]>(`/api/orgs/${org}/projects/`);
   const [picked, setPicked] = useState("");
   const project = projects?.find((p) => String(p.id) === picked) ?? projects?.[0];
+  if (!project) return <section className="card"><ErrorLine error={error} /></section>;
+  const picker = (
+    <label>Project
+      <select value={String(project.id)} onChange={(e) => setPicked(e.target.value)}>
+        {projects?.map((p) => <option key={p.id} value={p.id}>{p.name}</option>)}
+      </select>
+    </label>
+  );
+  return <RepositoryForm org={org} project={project} onSaved={reload} picker={picker} error={error} />;
+}
+
+// The repository of one project (also on the project's settings page).
+export function RepositoryForm(props: { org: string; project: Project; onSaved: () => void; picker?: React.ReactNode; error?: string }) {
+  const { org, project } = props;
+  const reload = props.onSaved;
+  const error = props.error ?? "";
   const [url, setUrl] = useState("");
   const [branch, setBranch] = useState("");
   const [username, setUsername] = useState("");
@@ -27,7 +43,6 @@ export function Repositories({ org }: { org: string }) {
     setKey("");
   }, [project?.id, project?.updated_at]);
   useEffect(() => setNotice(""), [project?.id]);
-  if (!project) return <section className="card"><ErrorLine error={error} /></section>;
 
   const patch = async (body: Record<string, string>, done: string) => {
     setNotice("");
@@ -53,11 +68,7 @@ export function Repositories({ org }: { org: string }) {
       </p>
       <ErrorLine error={error} />
       <form className="form" onSubmit={save} aria-label="Project repository">
-        <label>Project
-          <select value={String(project.id)} onChange={(e) => setPicked(e.target.value)}>
-            {projects?.map((p) => <option key={p.id} value={p.id}>{p.name}</option>)}
-          </select>
-        </label>
+        {props.picker}
         <label>Repository URL
           <input value={url} onChange={(e) => setUrl(e.target.value)} placeholder="https://github.com/org/repo.git or git@github.com:org/repo.git" spellCheck={false} />
         </label>

@@ -1,0 +1,298 @@
+// A project's settings: everything the project API can change (name, default model and agent, setup
+// script, sandbox limits, network policy and egress, permission rules, agents, env vars, repository), in
+// sections that each save on their own. A 400 names the field; what was typed stays in the form.
+import { useEffect, useState } from "react";
+import { api, get, projectPath, type Credential, type Me, type Project } from "../api/client";
+import { Link, navigate } from "../router";
+import { RepositoryForm } from "./console/Repositories";
+import { AgentsEditor, HostsEditor, RulesEditor, type AgentFields, type Rule } from "./editors";
+
+type EnvVar = { name: string; secret: boolean; value: string | null };
+
+export function ProjectSettings({ org, project, me }: { org: string; project: number; me: Me }) {
+  const [info, setInfo] = useState<Project | null>(null);
+  const [error, setError] = useState("");
+  const [models, setModels] = useState<string[]>([]);
+  const role = me.orgs.find((m) => m.org === org)?.role;
+  const admin = role === "owner" || role === "admin";
+  const load = () => get<Project>(projectPath(org, project)).then(setInfo).catch((e) => setError((e as Error).message));
+  useEffect(() => {
+    void load();
+    get<Credential[]>(`/api/orgs/${org}/credentials/`)
+      .then((creds) => setModels([...new Set(creds.flatMap((c) => c.models.map((m) => `${c.provider}/${m}`)))]))
+      .catch(() => setModels([]));
+  }, [org, project]);
+  if (error) return <p className="error center" role="alert">{error}</p>;
+  if (!info) return <p className="muted center" role="status">Loading…</p>;
+  const saved = (p: Project) => setInfo(p);
+  return (
+    <div className="page projectsettings">
+      <p className="small"><Link to={`/o/${org}/p/${project}`}>← {info.name}</Link></p>
+      <h1>Project settings</h1>
+      {!admin && <p className="banner warn" role="status">Only an org admin or owner changes a project's settings; you can read them.</p>}
+      <fieldset disabled={!admin} className="plain">
+        <General org={org} project={info} models={models} onSaved={saved} />
+        <Limits org={org} project={info} onSaved={saved} />
+        <Network org={org} project={info} onSaved={saved} />
+        <Rules org={org} project={info} onSaved={saved} />
+        <Agents org={org} project={info} onSaved={saved} />
+        <EnvVars org={org} project={info} admin={admin} />
+      </fieldset>
+      {admin && <RepositoryForm org={org} project={info} onSaved={load} />}
+      {admin && <Danger org={org} project={info} />}
+    </div>
+  );
+}
+
+// One section's form: PATCH what `body()` gives; a 400 shows its message (field: reason) under the form.
+function Section(props: {
+  org: string;
+  project: Project;
+  title: string;
+  id: string;
+  body: () => Record<string, unknown> | null;
+  onSaved: (p: Project) => void;
+  invalid?: string;
+  children: React.ReactNode;
+}) {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState("");
+  const [done, setDone] = useState(false);
+  const submit = async (e: React.FormEvent) => {
+    e.preventDefault();
+    setDone(false);
+    const body = props.body();
+    if (body === null || props.invalid) return;
+    setBusy(true);
+    setError("");
+    try {
+      props.onSaved(await api<Project>("PATCH", projectPath(props.org, props.project.id), body));
+      setDone(true);
+    } catch (err) {
+      setError((err as Error).message);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <section className="card" aria-labelledby={props.id}>
+      <h2 id={props.id}>{props.title}</h2>
+      <form className="form" onSubmit={submit} aria-label={props.title} onChange={() => setDone(false)}>
+        {props.children}
+        {(props.invalid || error) && <p className="error" role="alert">{props.invalid || error}</p>}
+        {done && <p className="banner ok" role="status">Saved.</p>}
+        <div><button type="submit" disabled={busy || !!props.invalid}>{busy ? "Saving…" : `Save ${props.title.toLowerCase()}`}</button></div>
+      </form>
+    </section>
+  );
+}
+
+function General({ org, project, models, onSaved }: { org: string; project: Project; models: string[]; onSaved: (p: Project) => void }) {
+  const [form, setForm] = useState({ name: "", default_model: "", default_agent: "", setup_script: "" });
+  useEffect(() => {
+    setForm({ name: project.name, default_model: project.default_model, default_agent: project.default_agent, setup_script: project.setup_script });
+  }, [project.id, project.updated_at]);
+  const set = (k: keyof typeof form) => (e: React.ChangeEvent<HTMLInputElement | HTMLTextAreaElement | HTMLSelectElement>) =>
+    setForm({ ...form, [k]: e.target.value });
+  const agents = [...new Set(["build", "plan", ...Object.keys(project.agents ?? {}), form.default_agent])];
+  return (
+    <Section org={org} project={project} title="General" id="general-h" body={() => form} onSaved={onSaved}>
+      <label>Name<input value={form.name} onChange={set("name")} required maxLength={150} /></label>
+      <label>Default model <span className="muted small">(provider/model; empty: the platform's default)</span>
+        <input value={form.default_model} onChange={set("default_model")} list="project-models" placeholder="openai/gpt-4o-mini" spellCheck={false} />
+        <datalist id="project-models">{models.map((m) => <option key={m} value={m} />)}</datalist>
+      </label>
+      <label>Default agent
+        <select value={form.default_agent} onChange={set("default_agent")}>
+          {agents.map((a) => <option key={a} value={a}>{a}</option>)}
+        </select>
+      </label>
+      <label>Setup script <span className="muted small">(runs in the sandbox before the first step of a new workspace)</span>
+        <textarea className="mono" rows={4} value={form.setup_script} onChange={set("setup_script")} spellCheck={false} />
+      </label>
+    </Section>
+  );
+}
+
+const LIMITS = [
+  ["sandbox_cpus", "CPUs", "0.1"],
+  ["sandbox_memory_mb", "Memory (MB)", "1"],
+  ["sandbox_pids", "Processes", "1"],
+  ["sandbox_disk_mb", "Disk (MB)", "1"],
+  ["command_timeout_s", "Command timeout (s)", "1"],
+] as const;
+
+function Limits({ org, project, onSaved }: { org: string; project: Project; onSaved: (p: Project) => void }) {
+  const initial = () => ({
+    sandbox_image: project.sandbox_image,
+    ...Object.fromEntries(LIMITS.map(([k]) => [k, String(project[k])])),
+    model_limits: JSON.stringify(project.model_limits, null, 2),
+  }) as Record<string, string>;
+  const [form, setForm] = useState<Record<string, string>>(initial);
+  const [invalid, setInvalid] = useState("");
+  useEffect(() => setForm(initial()), [project.id, project.updated_at]);
+  const body = () => {
+    let model_limits: unknown;
+    try {
+      model_limits = JSON.parse(form.model_limits || "{}");
+    } catch (err) {
+      setInvalid(`model_limits: not valid JSON (${(err as Error).message})`);
+      return null;
+    }
+    setInvalid("");
+    return {
+      sandbox_image: form.sandbox_image,
+      ...Object.fromEntries(LIMITS.map(([k]) => [k, form[k] === "" ? null : Number(form[k])])),
+      model_limits,
+    };
+  };
+  return (
+    <Section org={org} project={project} title="Sandbox limits" id="limits-h" body={body} onSaved={onSaved}>
+      <label>Image <span className="muted small">(empty: the platform's image)</span>
+        <input value={form.sandbox_image} onChange={(e) => setForm({ ...form, sandbox_image: e.target.value })} spellCheck={false} />
+      </label>
+      <div className="fieldgrid">
+        {LIMITS.map(([k, label, step]) => (
+          <label key={k}>{label}
+            <input type="number" step={step} min="0" value={form[k]} onChange={(e) => setForm({ ...form, [k]: e.target.value })} />
+          </label>
+        ))}
+      </div>
+      <label>Model limits (JSON) <span className="muted small">{'{"provider/model": {"context": N, "output": N}}'}</span>
+        <textarea className="mono rules short" value={form.model_limits} onChange={(e) => { setInvalid(""); setForm({ ...form, model_limits: e.target.value }); }} spellCheck={false} />
+      </label>
+      {invalid && <p className="error" role="alert">{invalid}</p>}
+    </Section>
+  );
+}
+
+function Network({ org, project, onSaved }: { org: string; project: Project; onSaved: (p: Project) => void }) {
+  const [policy, setPolicy] = useState(project.network_policy);
+  const [hosts, setHosts] = useState<string[]>(project.network_allowlist);
+  const [invalid, setInvalid] = useState("");
+  useEffect(() => {
+    setPolicy(project.network_policy);
+    setHosts(project.network_allowlist);
+  }, [project.id, project.updated_at]);
+  return (
+    <Section org={org} project={project} title="Network" id="network-h" invalid={invalid} onSaved={onSaved}
+      body={() => ({ network_policy: policy, network_allowlist: hosts.map((h) => h.trim()).filter(Boolean) })}>
+      <label>Network policy
+        <select value={policy} onChange={(e) => setPolicy(e.target.value)}>
+          <option value="none">none: no network in the sandbox</option>
+          <option value="allowlist">allowlist: only the hosts below</option>
+        </select>
+      </label>
+      <HostsEditor label="Egress allow-list" hosts={hosts} onChange={setHosts} onInvalid={setInvalid} />
+      <p className="muted small">Private, loopback and metadata addresses are refused.</p>
+    </Section>
+  );
+}
+
+function Rules({ org, project, onSaved }: { org: string; project: Project; onSaved: (p: Project) => void }) {
+  const [rules, setRules] = useState<Rule[]>(project.permission_rules as Rule[]);
+  const [invalid, setInvalid] = useState("");
+  useEffect(() => setRules(project.permission_rules as Rule[]), [project.id, project.updated_at]);
+  return (
+    <Section org={org} project={project} title="Permission rules" id="rules-h" invalid={invalid} onSaved={onSaved}
+      body={() => ({ permission_rules: rules })}>
+      <p className="muted small">The project's rules; the org's policy denies first, sessions may only narrow them.</p>
+      <RulesEditor label="Rules" rules={rules} onChange={setRules} onInvalid={setInvalid} />
+    </Section>
+  );
+}
+
+function Agents({ org, project, onSaved }: { org: string; project: Project; onSaved: (p: Project) => void }) {
+  const [agents, setAgents] = useState<Record<string, AgentFields>>(project.agents as Record<string, AgentFields>);
+  const [invalid, setInvalid] = useState("");
+  useEffect(() => setAgents(project.agents as Record<string, AgentFields>), [project.id, project.updated_at]);
+  return (
+    <Section org={org} project={project} title="Agents" id="agents-h" invalid={invalid} onSaved={onSaved}
+      body={() => ({ agents })}>
+      <p className="muted small">Agents a prompt can name and the task tool can start (OpenCode's <code>agent</code> config).</p>
+      <AgentsEditor label="Project agents" agents={agents} onChange={setAgents} onInvalid={setInvalid} />
+    </Section>
+  );
+}
+
+function EnvVars({ org, project, admin }: { org: string; project: Project; admin: boolean }) {
+  const base = `${projectPath(org, project.id)}env/`;
+  const [vars, setVars] = useState<EnvVar[] | null>(null);
+  const [form, setForm] = useState({ name: "", value: "", secret: true });
+  const [error, setError] = useState("");
+  const load = () => get<EnvVar[]>(base).then(setVars).catch((e) => setError((e as Error).message));
+  useEffect(() => {
+    void load();
+  }, [base]);
+  const set = async (e: React.FormEvent) => {
+    e.preventDefault();
+    setError("");
+    try {
+      await api("PUT", `${base}${encodeURIComponent(form.name)}`, { value: form.value, secret: form.secret });
+      setForm({ name: "", value: "", secret: true });
+      void load();
+    } catch (err) {
+      setError((err as Error).message);
+    }
+  };
+  const remove = (name: string) =>
+    api("DELETE", `${base}${encodeURIComponent(name)}`).then(load).catch((e) => setError((e as Error).message));
+  return (
+    <section className="card" aria-labelledby="env-h">
+      <h2 id="env-h">Environment variables</h2>
+      <p className="muted small">Secret values are write-only and stay out of the sandbox; the others are set in it.</p>
+      {vars?.length === 0 && <p className="muted">No variables.</p>}
+      {!!vars?.length && (
+        <div className="tablewrap" tabIndex={0}>
+          <table aria-label="Environment variables">
+            <thead><tr><th>Name</th><th>Value</th>{admin && <th><span className="sr-only">Actions</span></th>}</tr></thead>
+            <tbody>
+              {vars.map((v) => (
+                <tr key={v.name}>
+                  <td className="mono">{v.name}</td>
+                  <td className="mono small">{v.secret ? <span className="badge">secret</span> : v.value}</td>
+                  {admin && <td><button type="button" className="ghost danger" onClick={() => remove(v.name)}>Delete</button></td>}
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      {admin && (
+        <form className="inline" onSubmit={set} aria-label="Set a variable">
+          <label>Name<input value={form.name} onChange={(e) => setForm({ ...form, name: e.target.value })} required className="mono" spellCheck={false} /></label>
+          <label className="grow">Value<input value={form.value} onChange={(e) => setForm({ ...form, value: e.target.value })} type={form.secret ? "password" : "text"} autoComplete="off" /></label>
+          <label className="check"><input type="checkbox" checked={form.secret} onChange={(e) => setForm({ ...form, secret: e.target.checked })} /> Secret</label>
+          <button type="submit">Set variable</button>
+        </form>
+      )}
+      {error && <p className="error" role="alert">{error}</p>}
+    </section>
+  );
+}
+
+function Danger({ org, project }: { org: string; project: Project }) {
+  const [typed, setTyped] = useState("");
+  const [error, setError] = useState("");
+  const remove = async (e: React.FormEvent) => {
+    e.preventDefault();
+    try {
+      await api("DELETE", projectPath(org, project.id));
+      navigate(`/o/${org}`);
+    } catch (err) {
+      setError((err as Error).message);
+    }
+  };
+  return (
+    <section className="card danger" aria-labelledby="danger-h">
+      <h2 id="danger-h">Delete the project</h2>
+      <form className="inline" onSubmit={remove} aria-label="Delete the project">
+        <label className="grow">Type the project's name, {project.name}, to delete it with its sessions
+          <input value={typed} onChange={(e) => setTyped(e.target.value)} autoComplete="off" />
+        </label>
+        <button type="submit" className="danger" disabled={typed !== project.name}>Delete project</button>
+      </form>
+      {error && <p className="error" role="alert">{error}</p>}
+    </section>
+  );
+}
