@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import docker
 from docker.types import LogConfig, Mount
 
 from sandbox import egress, volumes
@@ -81,3 +82,11 @@ def create_kwargs(
         ipc_mode="private",
         ulimits=None,
     )
+
+
+def update_limits(api: docker.APIClient, container: str, spec: SandboxSpec) -> None:
+    """Bring a running container's CPUs, memory (no swap on top) and pids to `spec`'s: the kernel applies
+    them at once. docker-py's update_container knows neither NanoCpus nor PidsLimit: the Engine API does."""
+    memory = spec.memory_mb * 1024 * 1024
+    data = {"NanoCpus": int(spec.cpus * 1e9), "Memory": memory, "MemorySwap": memory, "PidsLimit": spec.pids}
+    api._result(api._post_json(api._url("/containers/{0}/update", container), data=data), True)

@@ -39,13 +39,6 @@ def _same(a: SandboxSpec, b: SandboxSpec) -> bool:
     }
 
 
-def _update_limits(api: docker.APIClient, name: str, spec: SandboxSpec) -> None:
-    """docker-py's update_container knows neither NanoCpus nor PidsLimit: the Engine API does."""
-    memory = spec.memory_mb * 1024 * 1024
-    data = {"NanoCpus": int(spec.cpus * 1e9), "Memory": memory, "MemorySwap": memory, "PidsLimit": spec.pids}
-    api._result(api._post_json(api._url("/containers/{0}/update", name), data=data), True)
-
-
 def _save_record(spec: SandboxSpec) -> None:
     """The registry keeps the spec other processes reconnect with (a web terminal, the reaper)."""
     key = volumes.session_key(spec.session_id)
@@ -82,7 +75,7 @@ def apply(manager: DockerSandboxes, box: DockerSandbox, new: SandboxSpec) -> lis
         manager._ensure_egress(new)  # a new config label: the proxy is replaced
         done.append("egress allowlist replaced")
     if any(getattr(new, f) != getattr(old, f) for f in LIMITS):
-        _update_limits(manager.api, box.container_name, new)
+        containers.update_limits(manager.api, box.container_name, new)
         done.append("limits updated")
     if new.env != old.env:
         box._call("bind", {"env": new.env})

@@ -11,6 +11,12 @@ an empty fresh workspace volume of their own. Claiming one binds it to a session
      session's workspace; 4. the session's env is bound through the agent.
 Any process may claim any pooled container; the pool refills in a background thread.
 
+Every project warm: a claim whose memory, CPUs or pids differ from the template's is sized at claim time
+(`docker update`, one call, before the container is bound); the image and the workspace quota are fixed
+when a container is made, so the pool keeps containers of each shape (image, quota) that sessions asked
+for lately, as many as they were claimed (`pool_demand.py`: the demand is the host's). A claim of a shape
+never asked for is cold once, and warm from the pool's next refill (which the miss wakes).
+
 A claim costs a handful of Docker calls, so it avoids the rest: it tries the containers this
 pool made first (it knows their ids: no listing, no inspect) and hands over the connection it
 warmed them with (no attach; the env is still bound by `_attach`). Those idle connections let
@@ -24,25 +30,31 @@ import dataclasses
 import logging
 import os
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterator
+from pathlib import Path
 
 import docker
 import docker.errors
 
-from sandbox import budget, containers, volumes
+from sandbox import budget, containers, pool_demand, volumes
 from sandbox.connection import AgentConnection
 from sandbox.docker_backend import DockerSandbox
 from sandbox.image import ensure_image
 from sandbox.manager import DockerSandboxes, local_api
+from sandbox.pool_demand import DEMAND_WINDOW_S, Shape
 from sandbox.protocol import SandboxSpec
 
 log = logging.getLogger(__name__)
 POOL_LABEL = "hangar.pool"
 IMAGE_LABEL = "hangar.image"
 ROOT_LABEL = "hangar.root"
-# Limits that are fixed at container creation; a spec must match them to use the pool.
-FIXED_FIELDS = ("image", "cpus", "memory_mb", "pids", "disk_mb", "network")
+DISK_LABEL = "hangar.disk_mb"
+# Set at claim time when a spec asks other values than the template's (`docker update`).
+CLAIM_LIMITS = ("cpus", "memory_mb", "pids")
+
+__all__ = ["DEMAND_WINDOW_S", "WarmPool"]
 
 
 class WarmPool:
@@ -73,64 +85,116 @@ class WarmPool:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._fill_lock = threading.Lock()
-        # Containers this pool made and warmed, oldest first: id -> (name, idle agent connection).
-        self._warm: OrderedDict[str, tuple[str, AgentConnection]] = OrderedDict()
+        # Containers this pool made and warmed, oldest first: id -> (name, idle agent connection, shape).
+        self._warm: OrderedDict[str, tuple[str, AgentConnection, Shape]] = OrderedDict()
         self._warm_lock = threading.Lock()
         self._pids: dict[str, int] = {}  # container id -> its init's host pid, learnt while warming
+        self._asked: list[tuple[Shape, float]] = []  # claims not yet written to the host's demand record
 
-    # --- filling ----------------------------------------------------------------------------
+    # --- shapes -----------------------------------------------------------------------------
 
     @property
     def pooled_image(self) -> str:
         return self.template.image or self.image
 
-    def _label_filter(self, *, current_image: bool = True) -> list[str]:
-        # Only containers of the image this pool runs now: after an upgrade, a container started from the
-        # old image (an older in-container agent) must never be handed to a session.
-        image = [f"{IMAGE_LABEL}={self.pooled_image}"] if current_image else []
-        return [f"{POOL_LABEL}=1", *image] + [f"{k}={v}" for k, v in self.extra_labels.items()]
+    def shape_of(self, spec: SandboxSpec) -> Shape:
+        return Shape(None if spec.image in (None, "", self.image) else spec.image, spec.disk_mb)
 
-    def available(self) -> list[str]:
-        """Names of unclaimed, running pooled containers (oldest first)."""
-        found = self.api.containers(filters={"label": self._label_filter(), "status": "running"})
-        names = [c["Names"][0].lstrip("/") for c in sorted(found, key=lambda c: c["Created"])]
-        return [n for n in names if n.startswith(containers.POOL_PREFIX)]
+    @property
+    def template_shape(self) -> Shape:
+        return self.shape_of(self.template)
 
-    def retire_stale(self) -> int:
-        """Remove unclaimed pooled containers of any other image (left by an older release)."""
-        found = self.api.containers(all=True, filters={"label": self._label_filter(current_image=False)})
-        stale = [
-            c["Names"][0].lstrip("/") for c in found if c["Labels"].get(IMAGE_LABEL) != self.pooled_image
-        ]
-        stale = [n for n in stale if n.startswith(containers.POOL_PREFIX)]
+    def _image_of(self, shape: Shape) -> str:
+        return shape.image or self.image
+
+    def _demand_dir(self) -> Path:
+        return pool_demand.directory(self.extra_labels)
+
+    def _container_shape(self, labels: dict[str, str]) -> Shape | None:
+        """A pooled container's shape from its labels; None for one made before shapes were labelled."""
+        try:
+            disk_mb = int(labels[DISK_LABEL])
+        except (KeyError, ValueError):
+            return None
+        image = labels.get(IMAGE_LABEL, "")
+        return Shape(None if image == self.image else image, disk_mb)
+
+    def _label_filter(self, shape: Shape | None = None) -> list[str]:
+        # With a shape: only containers of the image it runs now: after an upgrade, a container started from
+        # the old image (an older in-container agent) must never be handed to a session.
+        only = [f"{IMAGE_LABEL}={self._image_of(shape)}", f"{DISK_LABEL}={shape.disk_mb}"] if shape else []
+        return [f"{POOL_LABEL}=1", *only] + [f"{k}={v}" for k, v in self.extra_labels.items()]
+
+    # --- filling ----------------------------------------------------------------------------
+
+    def _listing(self, *, running: bool = True) -> list[tuple[str, Shape | None]]:
+        """(name, shape) of pooled containers of this pool's labels, oldest first."""
+        found = self.api.containers(
+            all=not running,
+            filters={"label": self._label_filter()} | ({"status": "running"} if running else {}),
+        )
+        out = []
+        for c in sorted(found, key=lambda c: c["Created"]):
+            name = c["Names"][0].lstrip("/")
+            if name.startswith(containers.POOL_PREFIX):
+                out.append((name, self._container_shape(c["Labels"])))
+        return out
+
+    def available(self, shape: Shape | None = None, *, all_shapes: bool = False) -> list[str]:
+        """Names of unclaimed, running pooled containers of `shape` (default: the template's; every shape
+        with `all_shapes`), oldest first."""
+        shape = shape or self.template_shape
+        return [name for name, s in self._listing() if all_shapes or s == shape]
+
+    def retire_stale(self, wanted: dict[Shape, int] | None = None) -> int:
+        """Remove unclaimed pooled containers of a shape no longer wanted: another image (left by an older
+        release) or a quota nobody asked for lately."""
+        wanted = self.targets() if wanted is None else wanted
+        stale = [name for name, shape in self._listing(running=False) if shape not in wanted]
         for name in stale:
             self._remove_unclaimed(name)
         return len(stale)
 
-    def fill(self) -> int:
-        """Create pooled containers until `size` are available. Returns how many were added."""
-        with self._fill_lock:
-            self.retire_stale()
-            available = self.available()
-            self._drop_warm(keep=set(available))
-            missing = self.size - len(available)
-            for _ in range(max(missing, 0)):
-                self._add_one()
-            return max(missing, 0)
+    def targets(self) -> dict[Shape, int]:
+        return pool_demand.targets(self._demand_dir(), self.template_shape, self.size)
 
-    def _add_one(self) -> None:
+    def _flush_demand(self) -> None:
+        with self._warm_lock:
+            asked, self._asked = self._asked, []
+        by_shape: dict[Shape, list[float]] = {}
+        for shape, stamp in asked:
+            by_shape.setdefault(shape, []).append(stamp)
+        for shape, stamps in by_shape.items():
+            pool_demand.record(self._demand_dir(), shape, stamps)
+
+    def fill(self) -> int:
+        """Create pooled containers until each wanted shape has its count available. Returns how many were
+        added."""
+        with self._fill_lock:
+            self._flush_demand()
+            wanted = self.targets()
+            self.retire_stale(wanted)
+            listing = self._listing()
+            self._drop_warm(keep={name for name, _ in listing})
+            added = 0
+            for shape, count in wanted.items():
+                missing = count - sum(1 for _, s in listing if s == shape)
+                for _ in range(max(missing, 0)):
+                    self._add_one(shape)
+                    added += 1
+            return added
+
+    def _add_one(self, shape: Shape | None = None) -> None:
+        shape = shape or self.template_shape
+        image = self._image_of(shape)
+        spec = dataclasses.replace(self.template, image=image, disk_mb=shape.disk_mb)
         volume_id = volumes.new_volume_id()
         with budget.reserving():
-            budget.check(self.template.disk_mb, limits=self.budget_limits)  # unclaimed: no org yet
-            volumes.create_volume(volume_id, self.template.disk_mb)
+            budget.check(shape.disk_mb, limits=self.budget_limits)  # unclaimed: no org yet
+            volumes.create_volume(volume_id, shape.disk_mb)
         name = containers.POOL_PREFIX + volume_id
-        kwargs = containers.create_kwargs(
-            self.template,
-            self.pooled_image,
-            name,
-            volume_id,
-            self.extra_labels | {POOL_LABEL: "1", IMAGE_LABEL: self.pooled_image},
-        )
+        labels = {POOL_LABEL: "1", IMAGE_LABEL: image, DISK_LABEL: str(shape.disk_mb)}
+        kwargs = containers.create_kwargs(spec, image, name, volume_id, self.extra_labels | labels)
         container = self.client.containers.create(**kwargs)
         container.start()
         # Warm the agent (python imports, first fork, the snapshot repo) and keep the connection for
@@ -145,7 +209,7 @@ class WarmPool:
         conn.release_lock()
         pid = self.api.inspect_container(container.id)["State"]["Pid"]  # off the claim's path
         with self._warm_lock:
-            self._warm[container.id] = (name, conn)
+            self._warm[container.id] = (name, conn, shape)
             self._pids[container.id] = pid
 
     def _drop_warm(self, keep: set[str] | None = None) -> None:
@@ -153,7 +217,7 @@ class WarmPool:
         with self._warm_lock:
             gone = [
                 cid
-                for cid, (name, conn) in self._warm.items()
+                for cid, (name, conn, _shape) in self._warm.items()
                 if keep is None or name not in keep or conn.dead
             ]
             dropped = [self._warm.pop(cid)[1] for cid in gone]
@@ -186,29 +250,31 @@ class WarmPool:
             self._wake.clear()
 
     def drain(self) -> None:
-        """Remove every unclaimed pooled container and its volume."""
+        """Remove every unclaimed pooled container (of any shape) and its volume."""
         self._drop_warm()
-        for name in self.available():
+        for name, _shape in self._listing(running=False):
             self._remove_unclaimed(name)
 
     def _remove_unclaimed(self, name: str) -> None:
         volume_id = name[len(containers.POOL_PREFIX) :]
         if self._take(volume_id):  # a claimer that got there first keeps it
-            try:
-                container_id = self.api.inspect_container(name)["Id"]
-                self.api.remove_container(container_id, force=True)
-                volumes.lock_path(container_id).unlink(missing_ok=True)
-            except docker.errors.NotFound:
-                pass
-            volumes.destroy_volume(volume_id)
+            self._remove_taken(name, volume_id)
+
+    def _remove_taken(self, name_or_id: str, volume_id: str) -> None:
+        try:
+            container_id = self.api.inspect_container(name_or_id)["Id"]
+            self.api.remove_container(container_id, force=True)
+            volumes.lock_path(container_id).unlink(missing_ok=True)
+        except docker.errors.NotFound:
+            pass
+        volumes.destroy_volume(volume_id)
 
     # --- claiming ---------------------------------------------------------------------------
 
     def fits(self, spec: SandboxSpec) -> bool:
-        # Pooled containers have no network at all; never hand one to an allowlist spec.
-        return spec.network == "none" and all(
-            getattr(spec, f) == getattr(self.template, f) for f in FIXED_FIELDS
-        )
+        """The pool may hold a container for `spec`: any image, quota and limits, but no network at all
+        (never hand one to an allowlist spec)."""
+        return spec.network == "none"
 
     @staticmethod
     def _take(volume_id: str) -> bool:
@@ -219,20 +285,22 @@ class WarmPool:
         except FileExistsError:
             return False
 
-    def _candidates(self) -> Iterator[tuple[str, str, AgentConnection | None]]:
-        """(id, name, warm connection or None): this pool's own first, then any other, oldest first."""
+    def _candidates(self, shape: Shape) -> Iterator[tuple[str, str, AgentConnection | None]]:
+        """(id, name, warm connection or None) of `shape`: this pool's own first, then any other, oldest
+        first."""
         tried = set()
         while True:
             with self._warm_lock:
-                if not self._warm:
+                mine = next((cid for cid, entry in self._warm.items() if entry[2] == shape), None)
+                if mine is None:
                     break
-                container_id, (name, conn) = self._warm.popitem(last=False)
+                name, conn, _shape = self._warm.pop(mine)
             if conn.dead:  # stopped, removed, or the daemon restarted: the listing decides
                 conn.close()
                 continue
-            tried.add(container_id)
-            yield container_id, name, conn
-        found = self.api.containers(filters={"label": self._label_filter(), "status": "running"})
+            tried.add(mine)
+            yield mine, name, conn
+        found = self.api.containers(filters={"label": self._label_filter(shape), "status": "running"})
         for c in sorted(found, key=lambda c: c["Created"]):
             name = c["Names"][0].lstrip("/")
             if c["Id"] in tried or not name.startswith(containers.POOL_PREFIX):
@@ -241,25 +309,46 @@ class WarmPool:
                 warm = self._warm.pop(c["Id"], None)
             yield c["Id"], name, warm[1] if warm else None
 
-    def _give_back(self, container_id: str, name: str, conn: AgentConnection | None) -> None:
+    def _give_back(self, container_id: str, name: str, conn: AgentConnection | None, shape: Shape) -> None:
         if conn is not None:
             conn.release_lock()
             with self._warm_lock:
-                self._warm[container_id] = (name, conn)
+                self._warm[container_id] = (name, conn, shape)
                 self._warm.move_to_end(container_id, last=False)
+
+    def _differs(self, spec: SandboxSpec) -> bool:
+        return any(getattr(spec, f) != getattr(self.template, f) for f in CLAIM_LIMITS)
+
+    def _size_to(self, container_id: str, spec: SandboxSpec) -> bool:
+        """Give a taken container `spec`'s memory, CPUs and pids; False if Docker refused (the caller
+        removes it: it is no longer the template's, nor the spec's)."""
+        try:
+            containers.update_limits(self.api, container_id, spec)
+        except docker.errors.APIError:
+            log.warning("could not size pooled container %s for a claim", container_id, exc_info=True)
+            return False
+        return True
 
     def claim(self, manager: DockerSandboxes, spec: SandboxSpec) -> DockerSandbox | None:
         """Bind a pooled container to `spec.session_id`, or None (no fit, none left, or the session
-        got a sandbox meanwhile: the caller then reconnects to it)."""
+        got a sandbox meanwhile: the caller then reconnects to it). Every claim is demand for its shape."""
         if not self.fits(spec):
             return None
+        shape = self.shape_of(spec)
+        with self._warm_lock:
+            self._asked.append((shape, time.time()))
         name = containers.session_container_name(spec.session_id)
         key = volumes.session_key(spec.session_id)
-        for container_id, pooled, conn in self._candidates():
+        for container_id, pooled, conn in self._candidates(shape):
             volume_id = pooled[len(containers.POOL_PREFIX) :]
             if not self._take(volume_id):
                 if conn is not None:
                     conn.close()  # claimed (or being drained) by another process
+                continue
+            if self._differs(spec) and not self._size_to(container_id, spec):
+                if conn is not None:
+                    conn.close()
+                self._remove_taken(container_id, volume_id)
                 continue
             if conn is not None and not conn.take_lock(str(volumes.lock_path(container_id))):
                 conn.close()  # cannot happen while we hold the claim marker; attach afresh if it does
@@ -271,27 +360,17 @@ class WarmPool:
                     conn.close()
                 continue  # removed meanwhile
             except docker.errors.APIError as exc:
-                os.unlink(volumes.claim_marker(volume_id))  # still pooled: leave it claimable
-                self._give_back(container_id, pooled, conn)
-                if exc.status_code == 409:  # the session already has a container
+                if exc.status_code == 409 and self._sized_back(container_id, spec):
+                    os.unlink(volumes.claim_marker(volume_id))  # still pooled: leave it claimable
+                    self._give_back(container_id, pooled, conn, shape)
+                    return None  # the session already has a container
+                if conn is not None:
+                    conn.close()
+                self._remove_taken(container_id, volume_id)
+                if exc.status_code == 409:
                     return None
                 raise
-            record = {
-                "session_id": spec.session_id,
-                "volume": volume_id,
-                "org_id": spec.org_id,
-                "project_id": spec.project_id,
-                "spec": dataclasses.asdict(spec),
-                "pooled": True,
-            }
-            if not volumes.register(key, record):
-                # Registered by a racing cold create whose container lost the name to us: the
-                # record names its volume; drop that orphan volume, keep ours.
-                stale = volumes.lookup(key) or {}
-                volumes.unregister(key)
-                if stale.get("volume") and stale["volume"] != volume_id:
-                    volumes.destroy_volume(stale["volume"])
-                volumes.register(key, record)
+            self._register(key, spec, volume_id)
             self._wake.set()
             with self._warm_lock:
                 pid = self._pids.pop(container_id, 0)
@@ -299,3 +378,26 @@ class WarmPool:
             return manager._attach(spec, name, container_id, conn)
         self._wake.set()
         return None
+
+    @staticmethod
+    def _register(key: str, spec: SandboxSpec, volume_id: str) -> None:
+        record = {
+            "session_id": spec.session_id,
+            "volume": volume_id,
+            "org_id": spec.org_id,
+            "project_id": spec.project_id,
+            "spec": dataclasses.asdict(spec),
+            "pooled": True,
+        }
+        if not volumes.register(key, record):
+            # Registered by a racing cold create whose container lost the name to us: the
+            # record names its volume; drop that orphan volume, keep ours.
+            stale = volumes.lookup(key) or {}
+            volumes.unregister(key)
+            if stale.get("volume") and stale["volume"] != volume_id:
+                volumes.destroy_volume(stale["volume"])
+            volumes.register(key, record)
+
+    def _sized_back(self, container_id: str, spec: SandboxSpec) -> bool:
+        """Return a container sized for a claim that did not happen to the template's limits."""
+        return not self._differs(spec) or self._size_to(container_id, self.template)

@@ -111,7 +111,7 @@ def test_a_container_claimed_elsewhere_is_attached_and_its_pool_lets_go_of_it_at
     assert box is not None and box.connection.mode == "attach"
     assert calls["containers"] == 1 and calls["inspect_container"] == 0  # the listing gave the id
     own.fill()  # refills, and closes its idle connection to the container it no longer has
-    assert pooled not in [name for name, _ in own._warm.values()] and len(own._warm) == 1
+    assert pooled not in [entry[0] for entry in own._warm.values()] and len(own._warm) == 1
     assert box.exec("echo still mine").output == "still mine\n"
 
 

@@ -27,7 +27,8 @@ _lock = threading.Lock()
 
 
 def _pool_template() -> SandboxSpec:
-    """A pooled container fits sessions whose project keeps the default limits (the common case)."""
+    """The pool's template: the project defaults. Other limits are set at claim; other images and quotas
+    are pooled once sessions ask for them (sandbox/pool_demand.py)."""
     from hangar.projects.models import Project
 
     default = {f.name: f.default for f in Project._meta.fields}
