@@ -20,6 +20,14 @@ session's background work (Hangar's warm pool creating the container the next se
 hundred ms of Docker and mkfs CPU) is not billed to the next session's steps, as it would not be for a
 person starting one session after another. --gap 0 shows the back-to-back figure. The last line printed
 is one JSON object.
+
+Hangar runs two projects in the same window, sessions alternating: `bench` (256 MB workspaces, non-default
+sandbox settings) and `bench-default` (the default settings). A session's sandbox is warm (claimed from the
+warm pool) or cold (created: loop image, mkfs, container); the host registry says which. The per-step
+figures count warm sessions only; a measured session that started cold is left out and counted
+(`hangar_measured_cold`). Then --cold sessions per project start cold on purpose (the pool drained just
+before): `hangar_start` names both paths per project, the median session wall of each and what a cold start
+adds (`cold_start_extra_ms`).
 """
 
 from __future__ import annotations
@@ -37,6 +45,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import common
 import httpx
@@ -51,10 +60,12 @@ from common import (
     open_bench_db,
     stop,
     wait_port,
+    wait_quiet,
 )
 
 OPENCODE_BIN = ROOT / "tests/opencode_client/node_modules/opencode-linux-x64/bin/opencode"
 STEPS = 5
+PROJECT_256, PROJECT_DEFAULT = "bench-256mb", "default"
 
 
 def five_steps(path: str) -> list[list[dict]]:
@@ -190,8 +201,9 @@ class Hangar:
         self.env = bench_env(HANGAR_ENGINE_QUEUE=f"bench-{uuid.uuid4().hex[:6]}")
         open_bench_db(self.env)
         self.scripted = scripted
-        self.token, self.project = self._tenant()
+        self.token, self.projects = self._tenant()
         self.procs: list[subprocess.Popen] = []
+        self._drainer: Any = None  # a WarmPool, made at the first drain
         self.logs = Path(tempfile.mkdtemp(prefix="hangar-bench-"))
         self.procs.append(
             subprocess.Popen(  # the worker as deployed (threads, its DB pool), on its own queue
@@ -218,22 +230,38 @@ class Hangar:
             )
         )
         wait_port(self.port, self.procs[-1], "daphne")
-        self.base = f"http://127.0.0.1:{self.port}/oc/{self.project.pk}"
+        self.bases = {name: f"http://127.0.0.1:{self.port}/oc/{p.pk}" for name, p in self.projects.items()}
 
     def _tenant(self):
         from hangar.accounts import tokens
         from hangar.accounts.models import ApiToken
 
-        actor, project = bench_tenant(self.scripted.url, "bench")
+        actor, project = bench_tenant(self.scripted.url, "bench")  # 256 MB workspaces
+        _actor, default = bench_tenant(self.scripted.url, "bench-default", disk_mb=None)
         raw, prefix = tokens.generate()
         ApiToken.objects.create(
             org_id=actor.org_id, user=actor.user, name="bench", prefix=prefix, digest=tokens.digest(raw)
         )
-        return raw, project
+        return raw, {PROJECT_256: project, PROJECT_DEFAULT: default}
 
     def use_script(self, script_id: str) -> None:
-        self.project.default_model = f"scripted/{script_id}"
-        self.project.save(update_fields=["default_model", "updated_at"])
+        for project in self.projects.values():
+            project.default_model = f"scripted/{script_id}"
+            project.save(update_fields=["default_model", "updated_at"])
+
+    def started_warm(self, session_id: str) -> bool:
+        """The session's sandbox was claimed from the warm pool (the host registry's record says so)."""
+        from sandbox import volumes
+
+        record = volumes.lookup(volumes.session_key(session_id)) or {}
+        return bool(record.get("pooled"))
+
+    def drain_pool(self) -> None:
+        """Remove every unclaimed pooled container: the next session starts cold."""
+        from sandbox import WarmPool
+
+        drainer = self._drainer = self._drainer or WarmPool(0)
+        drainer.drain()
 
     def stop(self) -> None:
         for proc in self.procs:
@@ -248,7 +276,8 @@ class Hangar:
         from sandbox import DockerSandboxes, WarmPool
 
         sandboxes = DockerSandboxes()
-        for session_id in Session.objects.filter(project=self.project).values_list("pk", flat=True):
+        projects = list(self.projects.values())
+        for session_id in Session.objects.filter(project__in=projects).values_list("pk", flat=True):
             try:
                 sandboxes.destroy(session_id)
             except Exception as exc:
@@ -325,6 +354,59 @@ def measure(
     return per_step, first_tools
 
 
+def measure_hangar(
+    hangar: Hangar, clients: dict[str, OpenCodeClient], sessions: int, own_s: float, gap_s: float, cold: int
+) -> dict:
+    """Sessions alternating between the projects: per project, the step time of warm sessions, and the session
+    wall of warm and cold ones (cold on purpose: the pool drained first)."""
+    out: dict = {
+        name: {"steps": [], "warm_wall": [], "cold_wall": [], "measured_cold": 0, "tools": None}
+        for name in clients
+    }
+    for i in range(sessions + 1):  # session 0 warms up (imports, the first container of each shape)
+        for name, client in clients.items():
+            time.sleep(gap_s)
+            wall = client.session(f"bench hangar {name} session {i} {uuid.uuid4().hex[:6]}")
+            warm = hangar.started_warm(client.last_session)
+            if i == 0:
+                out[name]["tools"] = client.tools(client.last_session)
+                log(f"hangar {name}: warm-up {wall * 1000:.0f} ms ({'warm' if warm else 'cold'})")
+                continue
+            if not warm:
+                out[name]["measured_cold"] += 1
+                out[name]["cold_wall"].append(wall)
+                log(f"hangar {name}: session {i} started cold, {wall * 1000:.0f} ms: not counted in steps")
+                continue
+            out[name]["warm_wall"].append(wall)
+            out[name]["steps"].append(max(0.0, wall - own_s) / STEPS * 1000)
+            log(
+                f"hangar {name}: session {i} wall {wall * 1000:.0f} ms → {out[name]['steps'][-1]:.1f} ms/step"
+            )
+    for i in range(cold):
+        for name, client in clients.items():
+            wait_quiet()  # the refill of the last drain is not billed to this session
+            hangar.drain_pool()
+            wall = client.session(f"bench hangar {name} cold {i} {uuid.uuid4().hex[:6]}")
+            if hangar.started_warm(client.last_session):  # the worker's refill won the race: not a sample
+                log(f"hangar {name}: cold {i} was claimed warm after all, {wall * 1000:.0f} ms")
+                continue
+            out[name]["cold_wall"].append(wall)
+            log(f"hangar {name}: cold {i} wall {wall * 1000:.0f} ms")
+    return out
+
+
+def start_figures(side: dict) -> dict:
+    warm = statistics.median(side["warm_wall"]) * 1000 if side["warm_wall"] else None
+    cold = statistics.median(side["cold_wall"]) * 1000 if side["cold_wall"] else None
+    return {
+        "warm_session_ms": round(warm, 1) if warm is not None else None,
+        "cold_session_ms": round(cold, 1) if cold is not None else None,
+        "cold_start_extra_ms": round(cold - warm, 1) if warm is not None and cold is not None else None,
+        "warm_n": len(side["warm_wall"]),
+        "cold_n": len(side["cold_wall"]),
+    }
+
+
 def main() -> None:
     args = arguments(
         __doc__,
@@ -338,6 +420,7 @@ def main() -> None:
                 "background (Hangar's warm pool starting the next container) is not billed to the next",
             },
         ),
+        ("--cold", {"type": int, "default": 3, "help": "cold-start sessions per Hangar project"}),
     )
 
     scripted = Scripted()
@@ -348,9 +431,8 @@ def main() -> None:
 
         hangar = Hangar(scripted)
         hangar.use_script(scripted.load(five_steps("/workspace/bench.py")))
-        hangar_steps, hangar_tools = measure(
-            "hangar", OpenCodeClient(hangar.base, hangar.token), args.sessions, own_s, args.gap
-        )
+        clients = {name: OpenCodeClient(base, hangar.token) for name, base in hangar.bases.items()}
+        sides = measure_hangar(hangar, clients, args.sessions, own_s, args.gap, args.cold)
         hangar.stop()
 
         oc_script = scripted.load([])  # placeholder id: the real turns need OpenCode's project path
@@ -371,20 +453,28 @@ def main() -> None:
                 except Exception:
                     pass
 
-    hangar_p50 = statistics.median(hangar_steps)
+    def p50(samples: list[float]) -> float | None:
+        return round(statistics.median(samples), 1) if samples else None
+
+    hangar_p50 = p50(sides[PROJECT_256]["steps"])
     opencode_p50 = statistics.median(opencode_steps)
     emit(
         {
             "sessions": args.sessions,
             "gap_s": args.gap,
             "steps_per_session": STEPS,
-            "hangar_step_p50_ms": round(hangar_p50, 1),
+            # Warm sessions only; the project asks 256 MB workspaces (non-default sandbox settings).
+            "hangar_step_p50_ms": hangar_p50,
+            "hangar_default_step_p50_ms": p50(sides[PROJECT_DEFAULT]["steps"]),
             "opencode_step_p50_ms": round(opencode_p50, 1),
             "ratio": round(opencode_p50 / hangar_p50, 2) if hangar_p50 else None,
-            "hangar_step_ms": [round(v, 1) for v in hangar_steps],
+            "hangar_start": {name: start_figures(side) for name, side in sides.items()},
+            "hangar_measured_cold": {name: side["measured_cold"] for name, side in sides.items()},
+            "hangar_step_ms": [round(v, 1) for v in sides[PROJECT_256]["steps"]],
+            "hangar_default_step_ms": [round(v, 1) for v in sides[PROJECT_DEFAULT]["steps"]],
             "opencode_step_ms": [round(v, 1) for v in opencode_steps],
             "scripted_own_ms_per_session": round(own_s * 1000, 2),
-            "hangar_tools": hangar_tools,
+            "hangar_tools": sides[PROJECT_256]["tools"],
             "opencode_tools": opencode_tools,
         }
     )

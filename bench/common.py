@@ -208,9 +208,10 @@ def open_bench_db(env: dict[str, str]) -> None:
     django.setup()
 
 
-def bench_tenant(api_base: str, project_slug: str) -> tuple[Any, Any]:
+def bench_tenant(api_base: str, project_slug: str, disk_mb: int | None = 256) -> tuple[Any, Any]:
     """The bench org, its owner and a project whose "scripted" provider is `api_base`: (actor, project).
-    Set up directly, not through the services: a fixture of the benchmark, found again on the next run."""
+    Set up directly, not through the services: a fixture of the benchmark, found again on the next run.
+    `disk_mb`: the project's workspace quota (None: the default sandbox settings)."""
     from hangar.accounts.actors import Actor
     from hangar.accounts.models import Membership, Org, Role, User
     from hangar.audit.models import ActorType
@@ -228,8 +229,9 @@ def bench_tenant(api_base: str, project_slug: str) -> tuple[Any, Any]:
     Membership.objects.get_or_create(org=org, user=user, defaults={"role": Role.OWNER})
     # 256 MB workspaces (the default is 2 GB): a hundred of them must fit the org's and the host's disk
     # budgets (sandbox/budget.py), which refuse promising more than the disk can give.
+    disk = disk_mb if disk_mb is not None else Project._meta.get_field("sandbox_disk_mb").default
     project, _ = Project.objects.update_or_create(
-        org=org, slug=project_slug, defaults={"name": project_slug, "sandbox_disk_mb": 256}
+        org=org, slug=project_slug, defaults={"name": project_slug, "sandbox_disk_mb": disk}
     )
     ProviderCredential.objects.update_or_create(
         org=org,
