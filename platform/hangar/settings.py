@@ -308,3 +308,5 @@ HANGAR_SSO_TIMEOUT_S = float(os.environ.get("HANGAR_SSO_TIMEOUT_S", "10"))
 HANGAR_SSO_MAX_IN_FLIGHT = int(os.environ.get("HANGAR_SSO_MAX_IN_FLIGHT", "4"))
 HANGAR_SSO_METADATA_CACHE_S = int(os.environ.get("HANGAR_SSO_METADATA_CACHE_S", "300"))
 HANGAR_SSO_FAILURE_CACHE_S = int(os.environ.get("HANGAR_SSO_FAILURE_CACHE_S", "15"))
+# Where an email domain's proof (a DNS TXT record) is looked up: host:port nameservers; unset, the system's.
+HANGAR_SSO_DNS_NAMESERVERS = csv("HANGAR_SSO_DNS_NAMESERVERS")

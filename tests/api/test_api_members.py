@@ -20,10 +20,11 @@ def test_alice_adds_a_new_user_by_email_with_an_unusable_password(api, alice):
     assert not User.objects.get(email="eve@acme.test").has_usable_password()
 
 
-def test_alice_adds_an_existing_user_from_another_org(api, alice, charlie):
+def test_alice_invites_an_existing_user_from_another_org_instead_of_adding_them(api, alice, charlie):
+    """An existing account joins only by accepting (tests/console/test_sso_domains.py says why)."""
     response = api(alice).post("/api/orgs/acme/members/", {"email": charlie.user.email}, format="json")
-    assert response.status_code == 201
-    assert Membership.objects.filter(org=alice.org, user=charlie.user, role=Role.MEMBER).exists()
+    assert response.status_code == 202 and response.json()["invited"] is True
+    assert not Membership.objects.filter(org=alice.org, user=charlie.user).exists()
 
 
 def test_adding_an_existing_member_again_is_a_400_naming_email(api, alice, bob):

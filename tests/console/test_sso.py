@@ -4,8 +4,11 @@ JWKS; the first sign-in provisions the member with the org's default role, the s
 sign-in and refusal is audited; the provider's configuration is the org admins' alone and its issuer is
 checked against private addresses."""
 
+import io
+
 import pytest
 from django.conf import settings
+from django.core.management import call_command
 from django.test import Client
 
 from hangar.accounts.models import Membership, User
@@ -28,7 +31,9 @@ def idp():
     state.cleanup()
 
 
-def configure(api, persona, issuer, org="acme", **extra):
+def configure(api, persona, issuer, org="acme", approve=True, **extra):
+    """Set the org's provider; with `approve`, the operator then approves its domains (an unproven domain
+    routes no sign-in: tests/console/test_sso_domains.py)."""
     body = {
         "issuer": issuer,
         "client_id": idp_mod.CLIENT_ID,
@@ -37,7 +42,11 @@ def configure(api, persona, issuer, org="acme", **extra):
         "default_role": "viewer",
         **extra,
     }
-    return api(persona).put(SSO.format(org=org), body, format="json")
+    answer = api(persona).put(SSO.format(org=org), body, format="json")
+    if approve and answer.status_code == 200:
+        for domain in answer.json()["provider"]["domains"]:
+            call_command("sso_domain_approve", org, domain, stdout=io.StringIO())
+    return answer
 
 
 def sign_in(email: str, username: str, password: str) -> tuple[Client, object]:
@@ -116,9 +125,9 @@ def test_an_existing_account_is_not_taken_over_by_an_org_provider(api, alice, ch
     assert not Membership.objects.filter(org=charlie.org, user=alice.user).exists()
 
 
-def test_a_domain_belongs_to_one_org(api, alice, charlie, idp):
+def test_a_proven_domain_belongs_to_one_org(api, alice, charlie, idp):
     assert configure(api, alice, idp.issuer).status_code == 200
-    taken = configure(api, charlie, idp.issuer, org="globex")
+    taken = configure(api, charlie, idp.issuer, org="globex", approve=False)
     assert taken.status_code == 400 and "domains" in taken.json()["error"]["fields"]
 
 

@@ -12,7 +12,8 @@ from rest_framework.exceptions import PermissionDenied, ValidationError
 
 from hangar.accounts import tokens
 from hangar.accounts.actors import Actor
-from hangar.accounts.models import ApiToken, Membership, Org, Role, User
+from hangar.accounts.invitation_services import invitation_create
+from hangar.accounts.models import ApiToken, Invitation, Membership, Org, Role, User
 from hangar.accounts.permission_rules import clean_permission_rules
 from hangar.accounts.selectors import require_role
 from hangar.accounts.signals import announce_access_changed, member_leaving
@@ -66,24 +67,29 @@ def _guard_owner_change(acting: Membership, target_role: str, new_role: str | No
 
 
 @transaction.atomic
-def member_add(*, actor: Actor, org: Org, email: str, role: str = Role.MEMBER, name: str = "") -> Membership:
-    """Add a user to the org by email, creating the user (with an unusable password) if missing."""
+def member_add(
+    *, actor: Actor, org: Org, email: str, role: str = Role.MEMBER, name: str = ""
+) -> Membership | Invitation:
+    """Add a new user to the org by email (created with an unusable password). An account that already
+    exists is never bound to an org it did not join: it is invited instead (the Invitation is returned; its
+    owner joins by accepting the link mailed to them)."""
     acting = require_role(actor, org.pk, Role.ADMIN)
     _valid_role(role)
     _guard_owner_change(acting, Role.VIEWER, role)
     email = User.objects.normalize_email(email).lower()
     user = User.objects.filter(email=email).first()
-    created = user is None
-    if user is None:
-        user = User.objects.create_user(email, password=None, name=name)  # set_password(None): unusable
-    if Membership.objects.filter(org=org, user=user).exists():
-        raise ValidationError({"email": ["This user is already a member."]})
+    if user is not None:
+        if Membership.objects.filter(org=org, user=user).exists():
+            raise ValidationError({"email": ["This user is already a member."]})
+        invitation, _raw = invitation_create(actor=actor, org=org, email=email, role=role)
+        return invitation
+    user = User.objects.create_user(email, password=None, name=name)  # set_password(None): unusable
     membership = Membership.objects.create(org=org, user=user, role=role)
     audit_record(
         actor=actor,
         action="member.add",
         target=membership,
-        data={"email": email, "role": role, "user_created": created},
+        data={"email": email, "role": role, "user_created": True},
     )
     return membership
 

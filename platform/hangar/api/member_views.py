@@ -5,7 +5,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from hangar.accounts.models import Role
+from hangar.accounts.models import Invitation, Role
 from hangar.accounts.selectors import member_get, member_list
 from hangar.accounts.services import member_add, member_remove, member_role_change
 from hangar.api.scoping import scope_for
@@ -17,6 +17,18 @@ class MemberOut(serializers.Serializer):
     name = serializers.CharField(source="user.name")
     role = serializers.CharField()
     created_at = serializers.DateTimeField()
+
+
+class InvitedOut(serializers.Serializer):
+    """An existing account was invited, not added: it joins by accepting the link mailed to it."""
+
+    invited = serializers.SerializerMethodField()
+    email = serializers.EmailField()
+    role = serializers.CharField()
+    expires_at = serializers.DateTimeField()
+
+    def get_invited(self, _invitation) -> bool:
+        return True
 
 
 class MemberAddIn(serializers.Serializer):
@@ -35,13 +47,17 @@ class MemberListAddView(APIView):
         scope = scope_for(request, org)
         return Response(MemberOut(member_list(org=scope.org), many=True).data)
 
-    @extend_schema(operation_id="members_add", request=MemberAddIn, responses={201: MemberOut})
+    @extend_schema(
+        operation_id="members_add", request=MemberAddIn, responses={201: MemberOut, 202: InvitedOut}
+    )
     def post(self, request, org):
         scope = scope_for(request, org, Role.ADMIN)
         body = MemberAddIn(data=request.data)
         body.is_valid(raise_exception=True)
-        membership = member_add(actor=scope.actor, org=scope.org, **body.validated_data)
-        return Response(MemberOut(membership).data, status=status.HTTP_201_CREATED)
+        added = member_add(actor=scope.actor, org=scope.org, **body.validated_data)
+        if isinstance(added, Invitation):  # an existing account joins only by accepting
+            return Response(InvitedOut(added).data, status=status.HTTP_202_ACCEPTED)
+        return Response(MemberOut(added).data, status=status.HTTP_201_CREATED)
 
 
 class MemberDetailView(APIView):

@@ -25,6 +25,7 @@ from hangar.accounts.models import Role
 from hangar.api.scoping import scope_for
 from hangar.api.usage_views import reader_scope
 from hangar.sso import oidc
+from hangar.sso.domain_services import claim_view, sso_domain_verify
 from hangar.sso.netguard import SsoRefused
 from hangar.sso.selectors import client_secret, provider_by_id, provider_for_email, provider_of
 from hangar.sso.services import (
@@ -101,6 +102,16 @@ class OrgSsoView(APIView):
             raise NotFound()
         sso_provider_delete(actor=scope.actor, provider=provider)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class SsoDomainVerifyView(APIView):
+    """Prove the org's claim to an email domain by its DNS TXT record (admins); until then, and unless the
+    operator approves it, the domain routes no sign-in."""
+
+    @extend_schema(operation_id="sso_domain_verify", request=None, responses=dict)
+    def post(self, request, org, domain):
+        scope = scope_for(request, org, Role.ADMIN)
+        return Response(claim_view(sso_domain_verify(actor=scope.actor, org=scope.org, domain=domain)))
 
 
 class SsoStartView(APIView):

@@ -33,6 +33,11 @@ urlpatterns: list = [
     path("auth/sso/start", sso_views.SsoStartView.as_view(), name="sso-start"),
     path("auth/sso/callback", sso_views.SsoCallbackView.as_view(), name="sso-callback"),
     path(ORG + "sso", sso_views.OrgSsoView.as_view(), name="org-sso"),
+    path(
+        ORG + "sso/domains/<str:domain>/verify",
+        sso_views.SsoDomainVerifyView.as_view(),
+        name="org-sso-domain-verify",
+    ),
     path("orgs/", org_views.OrgListCreateView.as_view(), name="orgs"),
     path(ORG, org_views.OrgDetailView.as_view(), name="org"),
     path(

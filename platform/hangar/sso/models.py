@@ -21,11 +21,32 @@ class IdentityProvider(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
 
+class DomainProof(models.TextChoices):
+    DNS = "dns"
+    OPERATOR = "operator"
+
+
 class SsoDomain(models.Model):
-    """An email domain routed to one org's provider; a domain belongs to at most one org."""
+    """An org's claim to an email domain. It routes sign-ins to the org's provider only once proven
+    (`verified_at`): a DNS TXT record `_hangar-challenge.<domain>` holding `hangar-domain-verification=<token>`,
+    or the operator's approval. Any number of orgs may claim a domain; only one may have it proven."""
 
     provider = models.ForeignKey(IdentityProvider, on_delete=models.CASCADE, related_name="domains")
-    domain = models.CharField(max_length=253, unique=True)
+    domain = models.CharField(max_length=253)
+    token = models.CharField(max_length=64)
+    verified_at = models.DateTimeField(null=True, blank=True)
+    verified_by = models.CharField(max_length=16, choices=DomainProof.choices, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, null=True)  # null: claims from before proofs
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["provider", "domain"], name="sso_domain_claim_once"),
+            models.UniqueConstraint(
+                fields=["domain"],
+                condition=models.Q(verified_at__isnull=False),
+                name="sso_domain_proven_once",
+            ),
+        ]
 
 
 class SsoIdentity(models.Model):

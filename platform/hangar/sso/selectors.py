@@ -13,11 +13,16 @@ def provider_of(*, org: Org) -> IdentityProvider | None:
 
 
 def provider_for_email(email: str) -> IdentityProvider | None:
-    """The enabled provider whose org maps the email's domain, with its org."""
+    """The enabled provider whose org has proven the email's domain, with its org. An unproven claim routes
+    nothing (hangar.sso.domain_services)."""
     domain = email.rpartition("@")[2].strip().lower()
     if not domain:
         return None
-    return IdentityProvider.objects.select_related("org").filter(domains__domain=domain, enabled=True).first()
+    return (
+        IdentityProvider.objects.select_related("org")
+        .filter(domains__domain=domain, domains__verified_at__isnull=False, enabled=True)
+        .first()
+    )
 
 
 def provider_by_id(provider_id: int) -> IdentityProvider | None:

@@ -4,6 +4,7 @@ a verified sign-in provisions the member on first use and reuses them after (aud
 from __future__ import annotations
 
 import re
+import secrets
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -15,6 +16,7 @@ from hangar.accounts.selectors import require_role
 from hangar.audit.models import ActorType
 from hangar.audit.services import audit_record
 from hangar.projects import crypto
+from hangar.sso.domain_services import claim_view
 from hangar.sso.models import IdentityProvider, SsoDomain, SsoIdentity
 from hangar.sso.netguard import SsoRefused, check_url
 
@@ -31,6 +33,9 @@ def provider_view(provider: IdentityProvider | None) -> dict | None:
         "client_id": provider.client_id,
         "has_client_secret": bool(provider.client_secret),
         "domains": sorted(d.domain for d in provider.domains.all()),
+        "domain_claims": sorted(
+            (claim_view(d) for d in provider.domains.all()), key=lambda claim: claim["domain"]
+        ),
         "default_role": provider.default_role,
         "enabled": provider.enabled,
     }
@@ -71,8 +76,9 @@ def sso_provider_set(
     if default_role not in DEFAULT_ROLES:
         raise ValidationError({"default_role": [f"Must be one of: {', '.join(DEFAULT_ROLES)}."]})
     cleaned = _clean_domains(domains)
+    # Only a proven domain is taken: an unproven claim (anyone's) blocks no one (hangar.sso.domain_services).
     taken = (
-        SsoDomain.objects.filter(domain__in=cleaned)
+        SsoDomain.objects.filter(domain__in=cleaned, verified_at__isnull=False)
         .exclude(provider__org=org)
         .values_list("domain", flat=True)
     )
@@ -95,11 +101,11 @@ def sso_provider_set(
     for domain in cleaned:
         try:
             with transaction.atomic():
-                SsoDomain.objects.get_or_create(provider=provider, domain=domain)
-        except IntegrityError:  # claimed by another org between the check and here
-            raise ValidationError(
-                {"domains": [f"Already mapped by another organisation: {domain}."]}
-            ) from None
+                SsoDomain.objects.get_or_create(
+                    provider=provider, domain=domain, defaults={"token": secrets.token_urlsafe(24)}
+                )
+        except IntegrityError:  # claimed by this org concurrently
+            raise ValidationError({"domains": [f"{domain} is being claimed concurrently."]}) from None
     after = provider_view(provider)
     audit_record(
         actor=actor,
@@ -143,7 +149,7 @@ def _provision(
     if claims.get("email_verified") is False:
         raise PermissionDenied("The identity provider has not verified this email address.")
     email = User.objects.normalize_email(email).lower()
-    if not provider.domains.filter(domain=email.rpartition("@")[2]).exists():
+    if not provider.domains.filter(domain=email.rpartition("@")[2], verified_at__isnull=False).exists():
         raise PermissionDenied(f"{email} is not in a domain this organisation signs in with.")
     if User.objects.filter(email=email).exists():
         raise PermissionDenied(f"An account for {email} already exists; sign in with its password.")
