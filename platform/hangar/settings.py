@@ -16,8 +16,8 @@ ALLOWED_HOSTS = csv("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserve
 CSRF_TRUSTED_ORIGINS = csv("DJANGO_CSRF_TRUSTED_ORIGINS", "http://localhost:8000,http://127.0.0.1:8000")
 # How many reverse proxies in front of Daphne append to X-Forwarded-For (0: trust no forwarded header).
 HANGAR_TRUSTED_PROXY_HOPS = int(os.environ.get("HANGAR_TRUSTED_PROXY_HOPS", "0"))
-# Login attempts (API and admin) allowed per window, per client address and per account named
-# (hangar.accounts.login_throttle).
+# Login attempts (API, admin and SSO starts) allowed per window, per client address and per account named
+# from that address (hangar.accounts.login_throttle).
 HANGAR_LOGIN_WINDOW_S = int(os.environ.get("HANGAR_LOGIN_WINDOW_S", "60"))
 HANGAR_LOGIN_MAX_PER_ADDRESS = int(os.environ.get("HANGAR_LOGIN_MAX_PER_ADDRESS", "20"))
 HANGAR_LOGIN_MAX_PER_ACCOUNT = int(os.environ.get("HANGAR_LOGIN_MAX_PER_ACCOUNT", "20"))

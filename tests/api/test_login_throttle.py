@@ -1,4 +1,4 @@
-"""M2: the login throttle counts per account and per real client address, trusts X-Forwarded-For only
+"""M2: the login throttle counts per account and real client address, and per address, trusts X-Forwarded-For only
 behind the proxies the operator declares (HANGAR_TRUSTED_PROXY_HOPS), and covers /admin/login/ too."""
 
 from django.test import Client
@@ -37,14 +37,25 @@ def test_m2_behind_a_trusted_proxy_the_real_client_address_is_throttled(alice, s
     assert other.status_code == 401
 
 
-def test_m2_one_account_is_throttled_whatever_the_address(alice):
-    statuses = [api_login(APIClient(REMOTE_ADDR=f"10.78.0.{i + 1}")).status_code for i in range(21)]
+def test_one_account_from_one_address_is_throttled(alice):
+    client = APIClient(REMOTE_ADDR="10.78.0.1")
+    statuses = [api_login(client).status_code for _ in range(21)]
     assert statuses[:20] == [401] * 20 and statuses[20] == 429
     # Even the right password waits for the window; the email's case does not open a new budget.
-    right = api_login(
-        APIClient(REMOTE_ADDR="10.78.1.1"), email="Alice@Acme.test", password="pw-alice@acme.test"
-    )
+    right = api_login(client, email="Alice@Acme.test", password="pw-alice@acme.test")
     assert right.status_code == 429 and int(right["Retry-After"]) > 0
+
+
+def test_anyone_spending_an_accounts_budget_does_not_lock_its_owner_out(alice, settings):
+    """Low: the budget was the account's alone, so anyone naming alice 20 times locked her out everywhere.
+    It is the account's per address now: the guesser waits, alice (another address) signs in."""
+    settings.HANGAR_LOGIN_MAX_PER_ADDRESS = 1000
+    for i in range(4):
+        guesser = APIClient(REMOTE_ADDR=f"10.78.2.{i + 1}")
+        statuses = [api_login(guesser).status_code for _ in range(21)]
+        assert statuses[:20] == [401] * 20 and statuses[20] == 429
+    owner = api_login(APIClient(REMOTE_ADDR="10.78.3.1"), password="pw-alice@acme.test")
+    assert owner.status_code == 200, owner.content
 
 
 def test_m2_the_admin_login_is_throttled(db):
@@ -60,11 +71,11 @@ def test_m2_the_admin_login_is_throttled(db):
 
 
 def test_m2_admin_and_api_logins_share_one_account_budget(alice):
-    for i in range(20):
-        Client(REMOTE_ADDR=f"10.80.0.{i + 1}").post(
+    for _ in range(20):
+        Client(REMOTE_ADDR="10.80.0.1").post(
             "/admin/login/", {"username": "alice@acme.test", "password": "wrong"}
         )
-    assert api_login(APIClient(REMOTE_ADDR="10.80.1.1")).status_code == 429
+    assert api_login(APIClient(REMOTE_ADDR="10.80.0.1")).status_code == 429
 
 
 def test_m2_the_admin_login_page_still_signs_a_superuser_in(db):

@@ -1,7 +1,9 @@
-"""The login throttle, shared by the API login and the Django admin's login page. Each attempt counts
-against two budgets: the real client address (X-Forwarded-For only behind the proxies the operator
-declares, `client_ip`) and the account named (so spreading guesses over many addresses does not help).
-Either budget spent refuses the attempt, right password or not.
+"""The login throttle, shared by the API login, the Django admin's login page and the SSO start. Each attempt
+counts against two budgets: the real client address (X-Forwarded-For only behind the proxies the operator
+declares, `client_ip`), and the account named from that address. Either budget spent refuses the attempt,
+right password or not. The account's budget is per address: an account-wide one let anyone who names an
+account lock its owner out everywhere (tests/api/test_login_throttle.py); guesses spread over many
+addresses each spend that address's own budget.
 
 The budget holds for any `window` seconds: an attempt counts in the current fixed window and is weighed
 with the previous window's count too. A fixed window alone let a client spend its budget at the end of one
@@ -49,8 +51,9 @@ def login_wait(request, email: str) -> int:
     """Count one login attempt for `email` from this request's client; the seconds it must wait before
     trying again (0: go ahead)."""
     window, now = settings.HANGAR_LOGIN_WINDOW_S, time.time()
-    by_address = _count("addr", client_ip(request) or "unknown", window, now)
-    by_account = _count("acct", email.strip().lower(), window, now)
+    address = client_ip(request) or "unknown"
+    by_address = _count("addr", address, window, now)
+    by_account = _count("acct", f"{email.strip().lower()}\n{address}", window, now)
     return max(
         _wait(*by_address, settings.HANGAR_LOGIN_MAX_PER_ADDRESS, window, now),
         _wait(*by_account, settings.HANGAR_LOGIN_MAX_PER_ACCOUNT, window, now),
