@@ -1,17 +1,18 @@
-"""Disk budgets for workspace volumes: a quota is reserved before its sparse image exists.
+"""Disk budgets for workspace volumes, thin provisioned: what is written counts, not the quota.
 
-A volume's image is sparse, so its quota is a promise, not space: promised too often, the host's disk fills
-while every sandbox is still under its quota. A new volume is therefore refused (QuotaExceeded) when
-  * global: the quotas of all volumes plus the new one exceed HANGAR_SANDBOX_DISK_BUDGET_MB (unset: no
-    fixed cap), or the space the existing volumes may still take (quota minus blocks already written)
-    plus the new quota exceeds the filesystem's real free space minus HANGAR_SANDBOX_DISK_HEADROOM_MB;
-  * per org: the quotas of the org's registered volumes plus the new one exceed its budget
-    (HANGAR_SANDBOX_ORG_DISK_BUDGET_MB, or what the caller passes).
-Checks and the reservation (creating the image file) happen under one host-wide lock, so two creates
-cannot both take the last room. Unclaimed warm-pool volumes count globally, and towards an org once
-claimed. Repositories (mirrors and checkout layers, sandbox.repo_disk) are a term of their own, added to
-the global and org sums: they live outside every volume. `repo_room_bytes` is what the next clone or
-fetch may write.
+A volume's image is sparse: its quota is a cap on one workspace, not space taken from the host, so promising
+every quota in full capped a host at a few dozen workspaces, live or not. The budgets count the blocks the
+images hold (a hibernated workspace is compacted: `volumes.compact`) plus what repositories take
+(sandbox.repo_disk: mirrors and checkout layers live outside every volume). A new volume is refused
+(QuotaExceeded) when
+  * global: written bytes exceed HANGAR_SANDBOX_DISK_BUDGET_MB (unset: no fixed cap), or the filesystem's
+    real free space is below HANGAR_SANDBOX_DISK_HEADROOM_MB: the high watermark;
+  * per org: the org's written bytes exceed its budget (HANGAR_SANDBOX_ORG_DISK_BUDGET_MB, or the caller's).
+Since quotas are not held, running workspaces can still fill the disk: `pressure` says which line is
+crossed now (the host's watermark or budget, an org's budget) and `sandbox.watermark` pauses the heaviest
+writer behind it. Checks and the creation of the image file happen under one host-wide lock. Unclaimed
+warm-pool volumes count globally, and towards an org once claimed. `repo_room_bytes` is what the next
+clone or fetch may write.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import overload
 
 from sandbox import repo_disk, volumes
@@ -57,15 +59,19 @@ class Limits:
 
 @dataclass(frozen=True)
 class Usage:
-    reserved_mb: float  # sum of all quotas
+    reserved_mb: float  # sum of all quotas: what the workspaces may grow to (not held: thin provisioning)
     written_mb: float  # blocks the images hold now
     free_mb: float  # real free space of the sandbox root's filesystem
     volumes: int
 
-    @property
-    def committed_mb(self) -> float:
-        """What the volumes may still take from the disk if every one fills to its quota."""
-        return self.reserved_mb - self.written_mb
+
+def _written(path: Path) -> tuple[int, int]:
+    """(quota, written) bytes of a volume image; (0, 0) if it is gone."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return 0, 0  # destroyed meanwhile
+    return st.st_size, min(st.st_blocks * 512, st.st_size)
 
 
 def usage() -> Usage:
@@ -74,29 +80,27 @@ def usage() -> Usage:
     count = 0
     if images.exists():
         for path in images.glob("*.img"):
-            try:
-                st = path.stat()
-            except FileNotFoundError:
-                continue  # destroyed meanwhile
-            reserved += st.st_size
-            written += min(st.st_blocks * 512, st.st_size)
+            quota, blocks = _written(path)
+            reserved += quota
+            written += blocks
             count += 1
     volumes.ROOT.mkdir(parents=True, exist_ok=True)
     fs = os.statvfs(volumes.ROOT)
     return Usage(reserved / MB, written / MB, fs.f_bavail * fs.f_frsize / MB, count)
 
 
-def org_reserved_mb(org_id: str) -> float:
-    """The quotas of the org's registered volumes (records name the org and the volume)."""
-    total = 0
+def volume_written_mb(volume_id: str) -> float:
+    return _written(volumes.ROOT / "volumes" / f"{volume_id}.img")[1] / MB
+
+
+def org_written_mb(org_id: str) -> float:
+    """What the org's registered volumes hold (records name the org and the volume)."""
+    total = 0.0
     for key in volumes.registered_keys():
         record = volumes.lookup(key)
-        if record and record.get("org_id") == org_id:
-            try:
-                total += (volumes.ROOT / "volumes" / f"{record['volume']}.img").stat().st_size
-            except (FileNotFoundError, KeyError):
-                pass
-    return total / MB
+        if record and record.get("org_id") == org_id and record.get("volume"):
+            total += volume_written_mb(record["volume"])
+    return total
 
 
 @contextmanager
@@ -113,47 +117,63 @@ def reserving() -> Iterator[None]:
 
 
 def check(size_mb: int, *, org_id: str = "", limits: Limits | None = None) -> None:
-    """Raise QuotaExceeded if a new `size_mb` volume (for `org_id`, if any) would overcommit. Call under
-    `reserving()`, with the volume's creation in the same block."""
+    """Raise QuotaExceeded if no new workspace (of quota `size_mb`, for `org_id` if any) may start now: the
+    host is at its high watermark or over its budget, or the org over its own. Call under `reserving()`,
+    with the volume's creation in the same block."""
     limits = limits or Limits.from_env()
-    now = usage()
-    repos = repo_disk.used_mb() if limits.global_mb is not None else 0.0
-    if limits.global_mb is not None and now.reserved_mb + repos + size_mb > limits.global_mb:
-        raise QuotaExceeded(
-            f"sandbox disk budget exhausted: {now.reserved_mb + repos:.0f} MB of {limits.global_mb} MB "
-            f"reserved ({repos:.0f} MB by repositories), a new workspace asks {size_mb} MB"
-        )
-    room = now.free_mb - limits.headroom_mb - now.committed_mb
-    if size_mb > room:
-        raise QuotaExceeded(
-            f"sandbox disk full: {now.free_mb:.0f} MB free, {now.committed_mb:.0f} MB promised to existing "
-            f"workspaces, {limits.headroom_mb} MB kept free; a new workspace asks {size_mb} MB"
-        )
+    reason = host_pressure(usage(), limits)
+    if reason:
+        raise QuotaExceeded(f"{reason}; a new workspace (quota {size_mb} MB) cannot start")
     if org_id:
         check_org(size_mb, org_id, limits)
 
 
 def check_org(size_mb: int, org_id: str, limits: Limits | None = None) -> None:
-    """The org's part of `check` alone: for a claimed warm-pool volume, already reserved globally."""
+    """The org's part of `check` alone: for a claimed warm-pool volume, already counted globally."""
     limits = limits or Limits.from_env()
-    repos = repo_disk.used_mb(org_id)
-    mine = org_reserved_mb(org_id) + repos
-    if mine + size_mb > limits.org_mb:
-        raise QuotaExceeded(
-            f"organisation sandbox disk budget exhausted: {mine:.0f} MB of {limits.org_mb} MB reserved "
-            f"({repos:.0f} MB by repositories), a new workspace asks {size_mb} MB"
+    reason = org_pressure(org_id, limits)
+    if reason:
+        raise QuotaExceeded(f"{reason}; a new workspace (quota {size_mb} MB) cannot start")
+
+
+def host_pressure(now: Usage, limits: Limits) -> str:
+    """Why the host takes no more writing now ("" if it does): its high watermark or its budget."""
+    if now.free_mb < limits.headroom_mb:
+        return (
+            f"sandbox disk at its high watermark: {now.free_mb:.0f} MB free, {limits.headroom_mb} MB kept free "
+            f"({now.written_mb:.0f} MB written by {now.volumes} workspaces)"
         )
+    if limits.global_mb is not None:
+        repos = repo_disk.used_mb()
+        if now.written_mb + repos >= limits.global_mb:
+            return (
+                f"sandbox disk budget exhausted: {now.written_mb + repos:.0f} MB of {limits.global_mb} MB "
+                f"written ({repos:.0f} MB by repositories)"
+            )
+    return ""
+
+
+def org_pressure(org_id: str, limits: Limits) -> str:
+    """Why the org may write no more now ("" if it may)."""
+    repos = repo_disk.used_mb(org_id)
+    mine = org_written_mb(org_id) + repos
+    if mine >= limits.org_mb:
+        return (
+            f"organisation sandbox disk budget exhausted: {mine:.0f} MB of {limits.org_mb} MB written "
+            f"({repos:.0f} MB by repositories)"
+        )
+    return ""
 
 
 def repo_room_bytes(org_id: str = "", limits: Limits | None = None) -> int:
     """What the next clone, fetch or layer for `org_id` may write: the least of the repository cap
     (HANGAR_REPO_MAX_MB), the room left in the org's budget and the global one, and the real free space
-    not promised to workspaces. Zero or less: no room."""
+    above the high watermark. Zero or less: no room."""
     limits = limits or Limits.from_env()
     now = usage()
-    rooms = [repo_disk.max_fetch_bytes(), int((now.free_mb - limits.headroom_mb - now.committed_mb) * MB)]
+    rooms = [repo_disk.max_fetch_bytes(), int((now.free_mb - limits.headroom_mb) * MB)]
     if limits.global_mb is not None:
-        rooms.append(int((limits.global_mb - now.reserved_mb - repo_disk.used_mb()) * MB))
+        rooms.append(int((limits.global_mb - now.written_mb - repo_disk.used_mb()) * MB))
     if org_id:
-        rooms.append(int((limits.org_mb - org_reserved_mb(org_id) - repo_disk.used_mb(org_id)) * MB))
+        rooms.append(int((limits.org_mb - org_written_mb(org_id) - repo_disk.used_mb(org_id)) * MB))
     return min(rooms)

@@ -19,6 +19,7 @@ from sandbox.protocol import (
     GrepMatch,
     ReadResult,
     SandboxError,
+    SandboxPaused,
     SandboxSpec,
     SandboxUnavailable,
 )
@@ -61,6 +62,11 @@ class DockerSandbox:
             return self._conn
 
     def _call(self, op: str, args: dict[str, Any] | None = None, **kwargs: Any) -> Any:
+        paused = volumes.paused_reason(volumes.session_key(self.session_id))
+        if paused is not None:  # frozen by sandbox.watermark: say why at once rather than wait on it
+            raise SandboxPaused(
+                f"sandbox paused: {paused}. Its files are kept; it runs again once the disk has room."
+            )
         now = time.monotonic()
         if now - self._touched > TOUCH_EVERY_S:
             self._touched = now

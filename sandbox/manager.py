@@ -107,18 +107,32 @@ class DockerSandboxes:
         return self._remember(box)
 
     def hibernate(self, session_id: str) -> None:
-        """Stop the container (and its egress proxy) and unmount the workspace volume (its loop device
-        goes with it); the volume's image (and snapshots) stay, and resume mounts it again."""
+        """Stop the container (and its egress proxy), compact the workspace volume (its free blocks go
+        back to the host) and unmount it (its loop device goes with it); the volume's image (and
+        snapshots) stay, and resume mounts it again."""
         self._forget(session_id)
+        key = volumes.session_key(session_id)
+        self._unpause(session_id)
         try:
             self.api.stop(containers.session_container_name(session_id), timeout=STOP_TIMEOUT_S)
         except docker.errors.NotFound:
             pass
-        key = volumes.session_key(session_id)
         egress.stop(self.api, key)
         record = volumes.lookup(key)
         if record and record.get("volume"):
+            volumes.compact(record["volume"])
             volumes.unmount(record["volume"])
+
+    def _unpause(self, session_id: str) -> None:
+        """A sandbox paused at the disk's watermark (sandbox.watermark) is let go before it is stopped."""
+        key = volumes.session_key(session_id)
+        if volumes.paused_reason(key) is None:
+            return
+        try:
+            self.api.unpause(containers.session_container_name(session_id))
+        except docker.errors.APIError:
+            pass  # not paused (any more), or gone
+        volumes.clear_paused(key)
 
     def resume(self, session_id: str) -> DockerSandbox:
         return self.connect(session_id)
@@ -131,6 +145,7 @@ class DockerSandboxes:
         """Remove the container, its egress proxy and network, the volume and the registry entry.
         Idempotent."""
         self._forget(session_id)
+        self._unpause(session_id)
         key = volumes.session_key(session_id)
         record = volumes.lookup(key)
         name = containers.session_container_name(session_id)

@@ -31,7 +31,13 @@ class FileNotFound(SandboxError):
 
 
 class QuotaExceeded(SandboxError):
-    """A new workspace would overcommit the host's disk or its organisation's budget (sandbox/budget.py)."""
+    """No new workspace now: the host's disk is at its high watermark or over its budget, or the organisation
+    over its own (sandbox/budget.py)."""
+
+
+class SandboxPaused(SandboxError):
+    """The sandbox is paused because the disk (or its org's budget) is at its line (sandbox/watermark.py):
+    its files are kept, and it runs again once there is room."""
 
 
 @dataclass(frozen=True)

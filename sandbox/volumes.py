@@ -8,7 +8,8 @@ volume has a size but does not persist. A loop filesystem is a real, persistent 
 hibernate (stop/start) and host reboots (remounted on resume), and creating one is cheap next to
 creating the container (bench/sandbox.py).
 
-The image is sparse, so an idle 1 GB workspace costs only the blocks actually written.
+The image is sparse, so an idle 1 GB workspace costs only the blocks actually written; hibernate compacts it
+(`compact`: the blocks of deleted files go back to the host), so idle history costs its files only.
 
 Layout of a volume filesystem:  workspace/  (-> /workspace)   state/  (-> /home/hangar/.hangar:
 the shadow-git snapshot repo and the bound env; persistent, under the same quota, outside the
@@ -278,6 +279,59 @@ def touch(key: str) -> None:
 def unregister(key: str) -> None:
     _record_path(key).unlink(missing_ok=True)
     _hint_path(key).unlink(missing_ok=True)
+    _paused_path(key).unlink(missing_ok=True)
+
+
+# --- a sandbox paused at the disk's watermark (sandbox.watermark) -----------------------------
+
+
+def _paused_path(key: str) -> Path:
+    return _dirs()[2] / f"{key}.paused"
+
+
+def mark_paused(key: str, scope: str, reason: str) -> None:
+    sessions = _dirs()[2]
+    sessions.mkdir(parents=True, exist_ok=True)
+    tmp = sessions / f".{key}.{uuid.uuid4().hex}.paused.tmp"
+    tmp.write_text(json.dumps({"scope": scope, "reason": reason, "at": time.time()}))
+    os.replace(tmp, _paused_path(key))
+
+
+def clear_paused(key: str) -> None:
+    _paused_path(key).unlink(missing_ok=True)
+
+
+def _paused(key: str) -> dict[str, Any] | None:
+    try:
+        data: dict[str, Any] = json.loads(_paused_path(key).read_text())
+        return data
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def paused_reason(key: str) -> str | None:
+    """Why the session's sandbox is paused (None: it is not). One failed open when it is not."""
+    data = _paused(key)
+    return str(data.get("reason", "")) if data is not None else None
+
+
+def paused_scope(key: str) -> str | None:
+    data = _paused(key)
+    return str(data.get("scope", "")) if data is not None else None
+
+
+def compact(volume_id: str) -> None:
+    """Give the free blocks of a mounted volume back to the host (syncfs, then fstrim: the loop device
+    punches them out of the sparse image), so a hibernated workspace holds only its files. Best effort."""
+    mnt = mount_point(volume_id)
+    if not os.path.ismount(mnt):
+        return
+    fd = os.open(mnt, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        _libc.syncfs(fd)  # the blocks of deleted files are free only once the deletion is committed
+    finally:
+        os.close(fd)
+    _run("fstrim", str(mnt))
 
 
 def registered_keys() -> list[str]:

@@ -82,11 +82,11 @@ def check_sandbox_disk() -> str:
     from sandbox.protocol import QuotaExceeded
 
     now, limits = budget.usage(), budget.Limits.from_env()
-    if now.free_mb - now.committed_mb < limits.headroom_mb:
-        raise QuotaExceeded("overcommitted")  # new workspaces are refused
+    if now.free_mb < limits.headroom_mb:
+        raise QuotaExceeded("at its high watermark")  # new workspaces are refused, writers paused
     return (
-        f"{now.free_mb:.0f} MB free, {now.reserved_mb:.0f} MB reserved by {now.volumes} workspaces "
-        f"({now.written_mb:.0f} MB written), {repo_disk.used_mb():.0f} MB in repositories (mirrors and "
+        f"{now.free_mb:.0f} MB free, {now.written_mb:.0f} MB written by {now.volumes} workspaces "
+        f"(quotas {now.reserved_mb:.0f} MB, not held), {repo_disk.used_mb():.0f} MB in repositories (mirrors and "
         f"layers), {limits.headroom_mb} MB headroom"
     )
 

@@ -4,6 +4,8 @@ BEAT_SCHEDULE = {
     # Runs whose lease expired (worker killed) are resumed by another worker.
     "engine-recover-expired-leases": {"task": "hangar.engine.recover_expired_runs", "schedule": 5.0},
     "sandbox-reap": {"task": "hangar.engine.reap_sandboxes", "schedule": 60.0},
+    # Workspaces are thin provisioned: the writer behind a crossed disk line is paused within seconds.
+    "sandbox-watermark": {"task": "hangar.engine.sandbox_watermark", "schedule": 5.0},
     # Each org's audit rows older than its retention (default 180 days); the purge audits itself.
     "audit-retention-purge": {"task": "hangar.accounts.purge_audit", "schedule": 3600.0},
     # Old events of finished sessions, per HANGAR_EVENT_RETENTION_DAYS (hangar.conversations.retention_services).

@@ -79,13 +79,13 @@ def test_mirrors_and_layers_count_against_the_org_disk_budget(
     org = str(alice.org.pk)
     repos = repo_disk.used_mb(org)
     assert repos >= 6  # the mirror's pack and the layer's tree, ~3 MB each at least
-    volumes_mb = budget.org_reserved_mb(org)
+    volumes_mb = budget.org_written_mb(org)
     # Room for one more 1 MB workspace if repositories were free; they are not.
     limits = budget.Limits(org_mb=math.ceil(volumes_mb) + 1 + math.floor(repos / 2))
     with pytest.raises(QuotaExceeded, match="by repositories"):
         budget.check_org(1, org, limits)
     with pytest.raises(QuotaExceeded, match="by repositories"):
-        budget.check(1, org_id=org, limits=budget.Limits(global_mb=math.ceil(budget.usage().reserved_mb) + 1))
+        budget.check(1, org_id=org, limits=budget.Limits(global_mb=math.ceil(budget.usage().written_mb) + 1))
     # An org whose budget the repositories already fill fetches nothing more.
     monkeypatch.setenv("HANGAR_SANDBOX_ORG_DISK_BUDGET_MB", str(math.floor(volumes_mb + repos)))
     with pytest.raises(gitops.GitError) as caught:

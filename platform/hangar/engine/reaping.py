@@ -25,6 +25,14 @@ def reap() -> dict[str, Any]:
     return {**getattr(report, "__dict__", {}), **prune_repositories()}
 
 
+def watermark() -> dict[str, Any]:
+    """The disk's lines (sandbox.watermark): thin-provisioned workspaces must not fill the disk."""
+    from hangar.engine.sandboxes import manager
+    from sandbox import watermark as lines
+
+    return lines.sweep(manager()).__dict__
+
+
 def prune_repositories() -> dict[str, Any]:
     """Mirrors nobody used for a while and layers beyond their byte budget (sandbox.repo_disk)."""
     from sandbox import gitops

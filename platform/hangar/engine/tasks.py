@@ -76,6 +76,14 @@ def reap_sandboxes() -> dict[str, Any]:
     return reap()
 
 
+@shared_task(name="hangar.engine.sandbox_watermark", ignore_result=True)
+def sandbox_watermark() -> dict[str, Any]:
+    """Pause the heaviest writer behind a crossed disk line, unpause when there is room (sandbox.watermark)."""
+    from hangar.engine.reaping import watermark
+
+    return watermark()
+
+
 @shared_task(name="hangar.engine.purge_events", ignore_result=True)
 def purge_events() -> dict[str, Any]:
     """Delete old events of finished sessions (HANGAR_EVENT_RETENTION_DAYS; conversations.retention_services)."""
