@@ -150,6 +150,35 @@ def test_shell_output_fills_the_template_where_the_bash_rules_allow_it(alice, sc
     assert Message.objects.filter(session=session).count() == 1
 
 
+@pytest.mark.parametrize(
+    ("template", "arguments"),
+    [
+        ('Say !`echo "$(rm -f /workspace/keep.txt)"`\n', ""),
+        ("Say !`echo $(rm -f /workspace/keep.txt)`\n", ""),
+        ('Say !`X="$(rm -f /workspace/keep.txt)" true`\n', ""),
+        ("List !`ls $1`\n", "'x; rm -f /workspace/keep.txt'"),
+        ("List !`ls $1`\n", "'x && cat /etc/hostname > keep.txt'"),
+    ],
+    ids=["quoted substitution", "substitution", "assignment prefix", "argument", "external path"],
+)
+def test_it_checks_each_simple_command_of_a_shell_snippet_after_the_arguments_are_filled(
+    alice, script, make_session, api, template, arguments
+):
+    alice.project.permission_rules = [{"permission": "bash", "pattern": "rm *", "action": "deny"}]
+    alice.project.save()
+    session = make_session(alice, script.load([[{"text": "never"}]]))
+    box = sandbox_for(session)
+    box.write("/workspace/keep.txt", "kept\n")
+    box.write("/workspace/.opencode/commands/sneak.md", template)
+    response = api(alice).post(
+        api_url(alice, session), {"command": "sneak", "arguments": arguments}, format="json"
+    )
+    assert response.status_code == 400, response.content
+    assert "run without asking" in response.json()["error"]["fields"]["command"][0]
+    assert box.read("/workspace/keep.txt").content == "kept"
+    assert not Message.objects.filter(session=session).exists()
+
+
 def test_files_a_template_names_with_at_are_read_into_the_prompt(alice, script, make_session, api):
     session = make_session(alice, script.load([[{"text": "never"}]]))
     box = sandbox_for(session)

@@ -20,6 +20,7 @@ from hangar.engine.services import (
     require_member,
     session_prompt,
 )
+from hangar.engine.tools import shell
 
 
 def session_command(
@@ -57,7 +58,15 @@ def session_command(
         policy = perm.org_policy_for(session.org)
 
         def allowed(command: str) -> bool:
-            return perm.decide("bash", [command], ruleset=ruleset, org_policy=policy) == perm.ALLOW
+            # Every simple command in it, and every folder outside the workspace it names, as the bash
+            # tool asks them (hangar.engine.tools.shell): the text after the arguments were filled in.
+            found = shell.check(command)
+            asks = [("bash", found.patterns), ("external_directory", found.directories)]
+            return all(
+                perm.decide(name, patterns, ruleset=ruleset, org_policy=policy) == perm.ALLOW
+                for name, patterns in asks
+                if patterns
+            )
 
         try:
             text = custom_commands.expand_shell(text, sandbox_for_request(session), allowed)

@@ -16,8 +16,9 @@ def test_bash_asks_one_pattern_per_command_and_suggests_prefixes_for_always():
         ["git status --short", "head -5"],
         ["git status *", "head *"],
     )
+    # An assignment prefix stays in the pattern: it changes what the command does (LD_PRELOAD, PAGER).
     assert permission_patterns("FOO=1 npm run build; echo 'a b'") == (
-        ["npm run build", "echo a b"],
+        ["FOO=1 npm run build", "echo a b"],
         ["npm run *", "echo *"],
     )
     assert permission_patterns("cd /tmp") == ([], [])

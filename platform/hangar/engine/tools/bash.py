@@ -1,15 +1,16 @@
 """bash: run a shell command in the session's sandbox, streaming its output into the tool part.
 
-Permission `bash` is asked with one pattern per simple command (the command text) and an `always`
-suggestion of its prefix (`git status *`, `ls *`), a simplified form of OpenCode's tree-sitter walk.
+Permission `bash` is asked with one pattern per simple command and an `always` suggestion of its prefix
+(`git status *`, `ls *`), and `external_directory` for the folders outside the workspace it names or
+runs in, from a parse of the command with tree-sitter's bash grammar (hangar.engine.tools.shell), as
+OpenCode's bash tool does.
 """
 
 from __future__ import annotations
 
-import shlex
-
 from pydantic import BaseModel, Field
 
+from hangar.engine.tools import shell
 from hangar.engine.tools.base import EXTRA_SESSION, ToolContext, ToolError, ToolResult
 from hangar.engine.tools.common import description, resolve
 from hangar.engine.tools.truncate import output_path, truncate_output
@@ -18,37 +19,6 @@ from sandbox.protocol import WORKSPACE
 DEFAULT_TIMEOUT_MS = 120_000  # a command the model gives no timeout (OpenCode's default)
 DEFAULT_LIMIT_MS = 600_000  # the longest any command may run, when no project says otherwise
 METADATA_CHARS = 30_000  # the running part shows the tail of the output, as OpenCode's card does
-OPERATORS = {";", "&&", "||", "|", "&", "|&", ";;", "(", ")"}
-# Commands whose second word is a subcommand worth keeping in the `always` prefix.
-SUBCOMMANDS = {
-    "git",
-    "npm",
-    "pnpm",
-    "yarn",
-    "bun",
-    "cargo",
-    "go",
-    "docker",
-    "kubectl",
-    "pip",
-    "pip3",
-    "uv",
-    "poetry",
-    "make",
-    "dotnet",
-    "gh",
-    "apt",
-    "apt-get",
-    "brew",
-    "deno",
-    "npx",
-    "composer",
-    "mvn",
-    "gradle",
-    "terraform",
-    "helm",
-    "systemctl",
-}
 
 
 class BashParams(BaseModel):
@@ -67,59 +37,10 @@ class BashParams(BaseModel):
     )
 
 
-def simple_commands(command: str) -> list[list[str]]:
-    """Split a command line into simple commands (word lists) at shell operators and newlines."""
-    commands: list[list[str]] = []
-    for line in command.splitlines():
-        lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|()")
-        lexer.whitespace_split = True
-        lexer.commenters = "#"
-        try:
-            tokens = list(lexer)
-        except ValueError:  # unbalanced quotes: treat the line as one command
-            tokens = line.split()
-        current: list[str] = []
-        for token in tokens:
-            if token in OPERATORS:
-                if current:
-                    commands.append(current)
-                current = []
-            else:
-                current.append(token)
-        if current:
-            commands.append(current)
-    return commands
-
-
-def _skip_env(words: list[str]) -> list[str]:
-    i = 0
-    while (
-        i < len(words)
-        and "=" in words[i]
-        and not words[i].startswith("=")
-        and words[i].split("=")[0].isidentifier()
-    ):
-        i += 1
-    return words[i:] or words
-
-
 def permission_patterns(command: str) -> tuple[list[str], list[str]]:
-    """(patterns, always) for the `bash` permission. `cd` alone needs no permission (OpenCode)."""
-    patterns: list[str] = []
-    always: list[str] = []
-    for words in simple_commands(command):
-        words = _skip_env(words)
-        if words[0] == "cd":
-            continue
-        text = " ".join(words)
-        head = words[0]
-        sub = next((w for w in words[1:] if not w.startswith("-")), None)
-        prefix = f"{head} {sub} *" if head in SUBCOMMANDS and sub else f"{head} *"
-        if text not in patterns:
-            patterns.append(text)
-        if prefix not in always:
-            always.append(prefix)
-    return patterns, always
+    """(patterns, always) for the `bash` permission (hangar.engine.tools.shell). `cd` alone needs none."""
+    found = shell.check(command, None)
+    return found.patterns, found.always
 
 
 def command_limit_ms(ctx: ToolContext) -> int:
@@ -141,9 +62,17 @@ class BashTool:
         limit_ms = command_limit_ms(ctx)
         timeout_ms = min(args.timeout or DEFAULT_TIMEOUT_MS, limit_ms)
         cwd = resolve(args.workdir)
-        patterns, always = permission_patterns(args.command)
-        if patterns:
-            ctx.ask("bash", patterns, always, {"command": args.command, "description": args.description})
+        found = shell.check(args.command, cwd)
+        if found.directories:  # as OpenCode: where it runs first, then what runs
+            remembered = [d for d in found.directories if d != shell.UNKNOWN]
+            ctx.ask("external_directory", found.directories, remembered, {"command": args.command})
+        if found.patterns:
+            ctx.ask(
+                "bash",
+                found.patterns,
+                found.always,
+                {"command": args.command, "description": args.description},
+            )
         shown: list[str] = []
         size = 0
 
