@@ -56,3 +56,25 @@ async def test_alice_types_in_the_sandbox_shell_and_sees_the_output(alice, alice
     assert await AuditEvent.objects.filter(
         action="session.terminal.open", target_id=alices_session.pk
     ).aexists()
+
+
+async def test_removing_a_member_closes_their_terminal_within_the_recheck(
+    alice, bob, alices_session, monkeypatch
+):
+    from asgiref.sync import sync_to_async
+
+    from hangar.accounts.services import member_remove
+    from tests.realtime.test_stream_access import cookie_for
+    from tests.realtime.test_stream_revocation import closed_within
+
+    monkeypatch.setattr("hangar.realtime.access.RECHECK_S", 0.5)
+    cookie = await sync_to_async(cookie_for)(bob)  # a browser's session: outlives the membership
+    comm = communicator(f"/ws/sessions/{alices_session.pk}/terminal/", cookie=cookie)
+    connected, _ = await comm.connect(timeout=60)
+    assert connected
+    await comm.send_to(text_data=json.dumps({"type": "input", "data": "echo still-$((6*7))\n"}))
+    seen = ""
+    while "still-42" not in seen:
+        seen += await comm.receive_from(timeout=30)
+    await sync_to_async(member_remove)(actor=alice.actor, membership=bob.membership)
+    assert await closed_within(comm, 5) == 4403  # no longer a member: the shell goes with the socket

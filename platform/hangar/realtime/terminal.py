@@ -5,7 +5,11 @@ before accept: 4401 no credentials, 4404 a session the caller cannot see (foreig
 A shell can change the workspace, so it takes the member role (4403 for a viewer), and each opening is
 audited. Output goes out as text frames; the client sends `{"type": "input", "data"}` and
 `{"type": "resize", "cols", "rows"}` as JSON. The sandbox gets only what the agent's sandbox gets: no
-secrets travel over this route."""
+secrets travel over this route.
+
+The caller is checked again every `access.RECHECK_S` seconds, as the event streams are
+(hangar.realtime.access): a member removed or made a viewer, a user deactivated, a token revoked or
+expired loses the shell (close 4403 or 4401, the pty closed with the socket)."""
 
 import asyncio
 import json
@@ -20,6 +24,7 @@ from hangar.accounts.models import Role
 from hangar.accounts.selectors import membership_for
 from hangar.audit.services import audit_record
 from hangar.logging import get_logger
+from hangar.realtime import access
 from hangar.realtime.consumers import (
     CLOSE_NOT_FOUND,
     CLOSE_UNAUTHENTICATED,
@@ -71,6 +76,7 @@ class TerminalConsumer(AsyncWebsocketConsumer):
     channel_layer_alias = NO_CHANNEL_LAYER
     pty = None
     pump: asyncio.Task | None = None
+    watcher: asyncio.Task | None = None
 
     async def connect(self):
         user = self.scope.get("user")
@@ -104,7 +110,23 @@ class TerminalConsumer(AsyncWebsocketConsumer):
             await self.send(text_data="\r\n[the sandbox could not start a shell]\r\n")
             return await self.close(code=CLOSE_SANDBOX_FAILED)
         self.pump = asyncio.ensure_future(self._pump())
+        self.watcher = asyncio.ensure_future(self._watch(user, token, session))
         return None
+
+    async def _watch(self, user, token, session) -> None:
+        """Close the shell once its caller no longer may drive this session (the streams' re-check)."""
+        while True:
+            await asyncio.sleep(access.RECHECK_S)
+            fresh_user, fresh_token, code = await database_sync_to_async(access.credentials_now)(user, token)
+            if code is None:
+                still = await _visible_session(fresh_user, fresh_token, session.pk)
+                if still is None or not await _may_drive(fresh_user, fresh_token, still):
+                    code = access.CLOSE_REVOKED
+            if code is not None:
+                log.info("terminal_access_revoked", session=session.pk, code=code)
+                await self.close(code=code)
+                await self._close_pty()
+                return
 
     async def _pump(self) -> None:
         while True:
@@ -138,8 +160,12 @@ class TerminalConsumer(AsyncWebsocketConsumer):
             await sync_to_async(self.pty.resize, thread_sensitive=False)(cols, rows)
 
     async def disconnect(self, code):
-        if self.pump is not None:
-            self.pump.cancel()
+        for task in (self.pump, self.watcher):
+            if task is not None and task is not asyncio.current_task():
+                task.cancel()
+        await self._close_pty()
+
+    async def _close_pty(self) -> None:
         if self.pty is not None:
             pty, self.pty = self.pty, None
             await sync_to_async(pty.close, thread_sensitive=False)()
