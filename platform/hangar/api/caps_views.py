@@ -11,7 +11,7 @@ from hangar.api.scoping import scope_for
 from hangar.api.usage_views import budget_out
 from hangar.projects.caps_services import org_project_caps_set, projects_over
 from hangar.usage.selectors import budget_get
-from hangar.usage.services import budget_override
+from hangar.usage.services import MAX_OVERRIDE, budget_override
 
 
 class CapsIO(serializers.Serializer):
@@ -39,7 +39,11 @@ class ProjectCapsView(APIView):
 
 
 class OverrideIn(serializers.Serializer):
-    amount = serializers.FloatField(help_text="US dollars more this period; 0 withdraws the override")
+    amount = serializers.FloatField(
+        help_text="US dollars more this period; 0 withdraws the override",
+        min_value=0,
+        max_value=MAX_OVERRIDE,
+    )
 
 
 class BudgetOverrideView(APIView):

@@ -20,7 +20,9 @@ class PreviewIn(serializers.Serializer):
     tool = serializers.CharField(max_length=100, required=False, help_text="a tool name (edit, bash...)")
     permission = serializers.CharField(max_length=100, required=False, help_text="or the permission itself")
     pattern = serializers.CharField(max_length=2000, default="*", trim_whitespace=False)
-    project = serializers.IntegerField(required=False, allow_null=True, default=None)
+    project = serializers.IntegerField(
+        required=False, allow_null=True, default=None, min_value=1, max_value=2**63 - 1
+    )
 
 
 class PermissionPreviewView(APIView):

@@ -75,7 +75,7 @@ class SessionListQuery(serializers.Serializer):
 
 
 class EventsQuery(serializers.Serializer):
-    after = serializers.IntegerField(min_value=0, required=False, default=0)
+    after = serializers.IntegerField(min_value=0, max_value=2**63 - 1, required=False, default=0)
     limit = serializers.IntegerField(min_value=1, max_value=1000, required=False, default=1000)
 
 

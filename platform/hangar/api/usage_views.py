@@ -18,6 +18,7 @@ from rest_framework.views import APIView
 
 from hangar.accounts.models import Role
 from hangar.accounts.selectors import check_reader
+from hangar.api import csv_cells
 from hangar.api.scoping import OrgScope, scope_for
 from hangar.usage.selectors import (
     GROUPS,
@@ -29,7 +30,13 @@ from hangar.usage.selectors import (
     model_allowlist,
     usage_report,
 )
-from hangar.usage.services import budget_delete, budget_set, budget_view, model_allowlist_set
+from hangar.usage.services import (
+    MAX_LIMIT,
+    budget_delete,
+    budget_set,
+    budget_view,
+    model_allowlist_set,
+)
 
 
 def reader_scope(request, org: str) -> OrgScope:
@@ -88,7 +95,7 @@ class UsageExportView(APIView):
         writer = csv.writer(out)
         writer.writerow([*keys, *SUMS])
         for row in report["rows"]:
-            writer.writerow([row.get(k) or "" for k in keys] + [row[s] for s in SUMS])
+            writer.writerow(csv_cells.row([row.get(k) or "" for k in keys] + [row[s] for s in SUMS]))
         response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
         name = f"usage-{org}-{report['group_by']}-{report['from']}-{report['to']}.csv"
         response["Content-Disposition"] = f'attachment; filename="{name}"'
@@ -98,10 +105,18 @@ class UsageExportView(APIView):
 class BudgetIn(serializers.Serializer):
     scope = serializers.CharField()
     period = serializers.CharField()
-    hard_limit = serializers.FloatField(required=False, allow_null=True, default=None)
-    soft_limit = serializers.FloatField(required=False, allow_null=True, default=None)
-    project = serializers.IntegerField(required=False, allow_null=True, default=None)
-    member = serializers.IntegerField(required=False, allow_null=True, default=None, help_text="user id")
+    hard_limit = serializers.FloatField(
+        required=False, allow_null=True, default=None, min_value=0, max_value=MAX_LIMIT
+    )
+    soft_limit = serializers.FloatField(
+        required=False, allow_null=True, default=None, min_value=0, max_value=MAX_LIMIT
+    )
+    project = serializers.IntegerField(
+        required=False, allow_null=True, default=None, min_value=1, max_value=2**63 - 1
+    )
+    member = serializers.IntegerField(
+        required=False, allow_null=True, default=None, help_text="user id", min_value=1, max_value=2**63 - 1
+    )
 
 
 def budget_out(budget) -> dict:

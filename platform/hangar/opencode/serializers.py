@@ -39,7 +39,8 @@ class SessionCreateIn(StrictSerializer):
 
 
 class SessionTimeIn(StrictSerializer):
-    archived = serializers.FloatField()
+    # Milliseconds since 1970 (0 unarchives), up to the last moment a date can hold (9999-12-31).
+    archived = serializers.FloatField(min_value=0, max_value=253_402_300_799_999)
 
 
 class SessionUpdateIn(StrictSerializer):

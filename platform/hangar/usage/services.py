@@ -37,11 +37,14 @@ def budget_view(budget: Budget | None) -> dict | None:
     }
 
 
+MAX_LIMIT = 1_000_000_000.0  # US dollars: beyond it a limit means nothing, and a float loses cents
+
+
 def _limit(name: str, value) -> float | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-        raise ValidationError({name: ["A non-negative amount in US dollars, or null."]})
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= MAX_LIMIT:
+        raise ValidationError({name: [f"An amount in US dollars from 0 to {MAX_LIMIT:.0f}, or null."]})
     return float(value)
 
 

@@ -48,7 +48,7 @@ class TriggerCreatedOut(TriggerOut):
 
 class TriggerIn(serializers.Serializer):
     name = serializers.CharField(max_length=150)
-    project = serializers.IntegerField()
+    project = serializers.IntegerField(min_value=1, max_value=2**63 - 1)
     session = serializers.CharField(max_length=40, required=False)
     prompt_template = serializers.CharField(max_length=8000, trim_whitespace=False)
     agent = serializers.CharField(max_length=64, required=False, default="")
@@ -72,7 +72,7 @@ class EndpointCreatedOut(EndpointOut):
 
 class EndpointIn(serializers.Serializer):
     url = serializers.CharField(max_length=2000)
-    project = serializers.IntegerField(required=False, allow_null=True)
+    project = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=2**63 - 1)
     event_types = serializers.ListField(
         child=serializers.ChoiceField(choices=EventType.values), max_length=len(EventType.values)
     )
