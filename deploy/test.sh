@@ -18,8 +18,17 @@ if [ -f tests/opencode_client/package.json ]; then
   fi
 fi
 
+# The whole suite runs in parallel test processes (pytest-xdist), each with its own test database, Redis
+# database and sandbox root (tests/envdefaults.py); a module's tests stay in one process, since they share
+# module-scoped workers and servers. Most tests wait on Docker, Postgres or a worker rather than the CPU,
+# so more processes than cores pays. HANGAR_TEST_WORKERS=0 runs them in this one process. A run of a
+# subset (arguments given) stays in one process unless it asks for -n itself.
+workers=()
+if [ $# -eq 0 ] && [ "${HANGAR_TEST_WORKERS:-4}" != 0 ]; then
+  workers=(-n "${HANGAR_TEST_WORKERS:-4}" --dist loadfile)
+fi
 set +e
-.venv/bin/python -m pytest "$@"
+.venv/bin/python -m pytest "${workers[@]}" "$@"
 code=$?
 set -e
 if [ $code -eq 5 ]; then echo "[test] pytest collected no tests"; exit 1; fi
