@@ -175,6 +175,66 @@ def test_members_and_auditors_cannot_set_budgets_and_other_orgs_get_404(api, ali
     assert Budget.objects.filter(pk=budget_id).exists()
 
 
+def test_an_admin_edits_a_budgets_limits_in_place_audited(api, alice):
+    client = api(alice)
+    body = {
+        "scope": "project",
+        "project": alice.project.pk,
+        "period": "month",
+        "hard_limit": 50,
+        "soft_limit": 40,
+    }
+    budget_id = client.post(BUDGETS, body, format="json").json()["id"]
+    edited = client.patch(f"{BUDGETS}{budget_id}", {"hard_limit": 80, "soft_limit": None}, format="json")
+    assert edited.status_code == 200, edited.content
+    assert (edited.json()["id"], edited.json()["hard_limit"], edited.json()["soft_limit"]) == (
+        budget_id,
+        80.0,
+        None,
+    )
+    assert (edited.json()["scope"], edited.json()["project"], edited.json()["period"]) == (
+        "project",
+        alice.project.pk,
+        "month",
+    )
+    row = AuditEvent.objects.filter(action="budget.set").latest("id")
+    assert (row.data["before"]["hard_limit"], row.data["after"]["hard_limit"]) == (50.0, 80.0)
+    assert Budget.objects.count() == 1
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"hard_limit": -1}, "hard_limit"),
+        ({"hard_limit": None, "soft_limit": None}, "hard_limit"),
+        ({"hard_limit": 10, "soft_limit": 20}, "soft_limit"),
+        ({"hard_limit": "lots"}, "hard_limit"),
+    ],
+)
+def test_a_bad_budget_edit_is_a_400_naming_the_field_and_changes_nothing(api, alice, body, field):
+    client = api(alice)
+    budget_id = client.post(
+        BUDGETS, {"scope": "org", "period": "day", "hard_limit": 5}, format="json"
+    ).json()["id"]
+    response = client.patch(f"{BUDGETS}{budget_id}", body, format="json")
+    assert response.status_code == 400 and field in response.json()["error"]["fields"], response.content
+    assert Budget.objects.get(pk=budget_id).hard_limit == 5.0
+
+
+def test_only_the_orgs_admins_edit_a_budget_and_another_org_gets_404(api, alice, bob, erin, charlie):
+    budget_id = (
+        api(alice)
+        .post(BUDGETS, {"scope": "org", "period": "day", "hard_limit": 5}, format="json")
+        .json()["id"]
+    )
+    assert api(bob).patch(f"{BUDGETS}{budget_id}", {"hard_limit": 9}, format="json").status_code == 403
+    assert api(erin).patch(f"{BUDGETS}{budget_id}", {"hard_limit": 9}, format="json").status_code == 403
+    assert api(charlie).patch(f"{BUDGETS}{budget_id}", {"hard_limit": 9}, format="json").status_code == 404
+    foreign = f"/api/orgs/globex/budgets/{budget_id}"
+    assert api(charlie).patch(foreign, {"hard_limit": 9}, format="json").status_code == 404
+    assert Budget.objects.get(pk=budget_id).hard_limit == 5.0
+
+
 ALLOW = "/api/orgs/acme/model-allowlist"
 
 

@@ -13,6 +13,7 @@ from hangar.api.scoping import scope_for
 
 class MemberOut(serializers.Serializer):
     id = serializers.IntegerField()
+    user = serializers.IntegerField(source="user_id", help_text="the user's id (a member budget names it)")
     email = serializers.EmailField(source="user.email")
     name = serializers.CharField(source="user.name")
     role = serializers.CharField()

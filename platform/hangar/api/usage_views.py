@@ -33,6 +33,7 @@ from hangar.usage.selectors import (
 from hangar.usage.services import (
     MAX_LIMIT,
     budget_delete,
+    budget_limits_set,
     budget_set,
     budget_view,
     model_allowlist_set,
@@ -119,6 +120,15 @@ class BudgetIn(serializers.Serializer):
     )
 
 
+class BudgetLimitsIn(serializers.Serializer):
+    hard_limit = serializers.FloatField(
+        required=False, allow_null=True, default=None, min_value=0, max_value=MAX_LIMIT
+    )
+    soft_limit = serializers.FloatField(
+        required=False, allow_null=True, default=None, min_value=0, max_value=MAX_LIMIT
+    )
+
+
 def budget_out(budget) -> dict:
     return {**(budget_view(budget) or {}), "updated_at": budget.updated_at}
 
@@ -153,6 +163,15 @@ class BudgetDetailView(APIView):
     def get(self, request, org, budget_id):
         scope = reader_scope(request, org)
         return Response(budget_out(budget_get(org=scope.org, budget_id=budget_id)))
+
+    @extend_schema(operation_id="budgets_update", request=BudgetLimitsIn, responses={200: dict})
+    def patch(self, request, org, budget_id):
+        scope = scope_for(request, org, Role.ADMIN)
+        budget = budget_get(org=scope.org, budget_id=budget_id)
+        body = BudgetLimitsIn(data=request.data)
+        body.is_valid(raise_exception=True)
+        budget = budget_limits_set(actor=scope.actor, budget=budget, **body.validated_data)
+        return Response(budget_out(budget))
 
     @extend_schema(operation_id="budgets_delete", responses={204: None})
     def delete(self, request, org, budget_id):

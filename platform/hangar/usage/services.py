@@ -79,11 +79,7 @@ def budget_set(
         raise ValidationError({"scope": [f"Must be one of: {', '.join(BudgetScope.values)}."]})
     if period not in BudgetPeriod.values:
         raise ValidationError({"period": [f"Must be one of: {', '.join(BudgetPeriod.values)}."]})
-    hard, soft = _limit("hard_limit", hard_limit), _limit("soft_limit", soft_limit)
-    if hard is None and soft is None:
-        raise ValidationError({"hard_limit": ["Set a hard limit, a soft limit, or both."]})
-    if hard is not None and soft is not None and soft > hard:
-        raise ValidationError({"soft_limit": ["The soft limit cannot exceed the hard limit."]})
+    hard, soft = _limits(hard_limit, soft_limit)
     project_id, user_id = _scope_target(org, scope, project_id, user_id)
     budget = (
         Budget.objects.select_for_update()
@@ -94,6 +90,33 @@ def budget_set(
     if budget is None:
         budget = Budget(org=org, scope=scope, project_id=project_id, user_id=user_id, period=period)
     elif soft != budget.soft_limit:
+        budget.alerted_for = None  # a new soft limit alerts afresh
+    budget.hard_limit, budget.soft_limit = hard, soft
+    budget.save()
+    audit_record(
+        actor=actor, action="budget.set", target=budget, data={"before": before, "after": budget_view(budget)}
+    )
+    return budget
+
+
+def _limits(hard_limit, soft_limit) -> tuple[float | None, float | None]:
+    hard, soft = _limit("hard_limit", hard_limit), _limit("soft_limit", soft_limit)
+    if hard is None and soft is None:
+        raise ValidationError({"hard_limit": ["Set a hard limit, a soft limit, or both."]})
+    if hard is not None and soft is not None and soft > hard:
+        raise ValidationError({"soft_limit": ["The soft limit cannot exceed the hard limit."]})
+    return hard, soft
+
+
+@transaction.atomic
+def budget_limits_set(*, actor: Actor, budget: Budget, hard_limit=None, soft_limit=None) -> Budget:
+    """Change an existing budget's limits in place (its scope, target and period stay). A limit of None
+    removes that limit; audited as `budget.set` with before and after."""
+    require_role(actor, budget.org_id, Role.ADMIN)
+    hard, soft = _limits(hard_limit, soft_limit)
+    budget = Budget.objects.select_for_update().get(pk=budget.pk)
+    before = budget_view(budget)
+    if soft != budget.soft_limit:
         budget.alerted_for = None  # a new soft limit alerts afresh
     budget.hard_limit, budget.soft_limit = hard, soft
     budget.save()
