@@ -13,6 +13,7 @@ import pytest
 
 from hangar.conversations.models import Session
 from hangar.engine.sandboxes import manager
+from tests.engine.conftest import wait_for
 from tests.opencode.live import OPENCODE_BIN, call, opencode_env
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(180)]
@@ -94,12 +95,15 @@ def test_the_tui_shows_a_run_live_with_its_title_and_file_card(
 
 
 def test_the_tui_with_another_orgs_token_gets_nothing(alice, charlie, daphne, tmp_path):
+    def answered() -> list[tuple[str, str]]:
+        log = daphne.log_path.read_text()
+        return re.findall(rf'"GET /oc/{alice.project.pk}(/[^ ?"]*)[^"]*" (\d+)', log)
+
     tui = Tui(f"{daphne.url}/oc/{alice.project.pk}", charlie.token, tmp_path)
     try:
-        time.sleep(5)  # what it asks at start, refused
+        # What it asks at start (several routes at once), each refused; a loaded machine starts it slowly.
+        wait_for(lambda: len(answered()) >= 3, timeout=90, what="the TUI's first requests")
     finally:
         tui.close()
-    log = daphne.log_path.read_text()
-    answered = re.findall(rf'"GET /oc/{alice.project.pk}(/[^ ?"]*)[^"]*" (\d+)', log)
-    assert answered and all(code in ("401", "404") for _, code in answered), answered
+    assert all(code in ("401", "404") for _, code in answered()), answered()
     assert not Session.objects.filter(project=alice.project).exists()
