@@ -158,7 +158,7 @@ def test_an_org_admin_installs_the_app_through_oauth_v2_and_the_bot_token_is_sto
     query = parse_qs(urlsplit(start["Location"]).query)
     assert query["client_id"] == ["123.456"] and "chat:write" in query["scope"][0]
 
-    done = Client().get("/hooks/slack/oauth", {"code": "good-code", "state": query["state"][0]})
+    done = browser.get("/hooks/slack/oauth", {"code": "good-code", "state": query["state"][0]})
 
     assert done.status_code == 200, done.content
     install = SlackInstall.objects.get()

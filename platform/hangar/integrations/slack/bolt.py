@@ -16,6 +16,7 @@ from hangar.integrations.slack import selectors, services
 from hangar.integrations.slack.client import web_client
 from hangar.integrations.slack.models import SlackPermissionMessage
 from hangar.integrations.slack.options import parse
+from hangar.integrations.slack.progress import escape
 from hangar.integrations.slack.tasks import status_show
 
 
@@ -177,7 +178,10 @@ def _on_permission_button(ack, body, action, logger):
     if held is not None:
         word = {"once": "Allowed once", "always": "Always allowed", "reject": "Rejected"}[request.status]
         web_client(install).chat_update(
-            channel=channel, ts=held.message_ts, text=f"{word} by <@{user}>: {request.permission}", blocks=[]
+            channel=channel,
+            ts=held.message_ts,
+            text=f"{word} by <@{user}>: {escape(request.permission)}",
+            blocks=[],
         )
 
 
@@ -203,7 +207,9 @@ def _on_question_button(ack, body, action, logger):
     held = SlackPermissionMessage.objects.filter(request_id=request.pk).first()
     if held is not None:
         said = (
-            "Dismissed" if request.status == "rejected" else f"Answered “{(request.answers or [[]])[0][0]}”"
+            "Dismissed"
+            if request.status == "rejected"
+            else f"Answered “{escape(str((request.answers or [[]])[0][0]))}”"
         )
         web_client(install).chat_update(
             channel=channel, ts=held.message_ts, text=f"{said} by <@{user}>", blocks=[]

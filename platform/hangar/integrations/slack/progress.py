@@ -48,6 +48,13 @@ def on_events(session: Session, events: list[Event]) -> None:
             )
 
 
+def escape(text: str) -> str:
+    """Text from the model (or a workspace) as Slack shows it literally: Slack's three control characters
+    escaped (https://api.slack.com/reference/surfaces/formatting#escaping), so `<!channel>`, `<@U…>` and
+    `<url|label>` in an answer are not a ping, a mention or a dressed link."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def session_url(session: Session) -> str:
     return f"{settings.PUBLIC_URL}/sessions/{session.pk}"
 
@@ -57,7 +64,8 @@ def status_text(session: Session, done: bool = False) -> str:
     bits = ["Done" if done else ("Working" if session.status != "idle" else "Queued")]
     tool = Part.objects.filter(session=session, type="tool").order_by("-id").first()
     if tool is not None and not done:
-        bits.append(f"tool: {tool.data.get('tool')} ({tool.data.get('state', {}).get('status')})")
+        state = tool.data.get("state", {}).get("status")
+        bits.append(f"tool: {escape(str(tool.data.get('tool')))} ({escape(str(state))})")
     todos = list(Todo.objects.filter(session=session).values_list("status", flat=True))
     if todos:
         bits.append(f"todos: {sum(1 for s in todos if s == 'completed')}/{len(todos)} done")
@@ -76,5 +84,5 @@ def summary_text(thread: SlackThread, session: Session) -> str:
         error = (last.data.get("error") or {}).get("data", {}).get("message")
         if error:
             text = f"{text}\nError: {error}".strip()
-    text = text if len(text) <= 2_500 else text[:2_500] + "…"
+    text = escape(text if len(text) <= 2_500 else text[:2_500] + "…")
     return f"<@{thread.requester_slack_id}> {text or '(no answer text)'}\n<{session_url(session)}|open in Hangar>"

@@ -2,6 +2,9 @@
 explicitly, with that member's role (the engine services check it); an unlinked user gets NotLinked and
 nothing runs. Installs, bindings and links are audited."""
 
+import hmac
+import secrets
+
 from django.core import signing
 from django.db import transaction
 from rest_framework.exceptions import NotFound, ValidationError
@@ -29,6 +32,7 @@ from hangar.projects.models import Project
 LINK_SALT = "hangar.slack.link"
 INSTALL_SALT = "hangar.slack.install"
 LINK_MAX_AGE_S = 24 * 3600
+INSTALL_STATE_MAX_AGE_S = 600
 
 
 class NotLinked(Exception):
@@ -54,6 +58,16 @@ def link_token(install: SlackInstall, slack_user_id: str) -> str:
     return signing.dumps({"i": install.pk, "u": slack_user_id}, salt=LINK_SALT)
 
 
+def link_target(token: str) -> tuple[SlackInstall, str] | None:
+    """(the install, the Slack user id) a link token names, if it verifies and has not expired."""
+    try:
+        data = signing.loads(token, salt=LINK_SALT, max_age=LINK_MAX_AGE_S)
+    except signing.BadSignature:
+        return None
+    install = SlackInstall.objects.filter(pk=data["i"]).first()
+    return (install, data["u"]) if install is not None else None
+
+
 def user_link(*, actor: Actor, token: str) -> SlackUserLink:
     """Link the signed-in member to the Slack user named in the signed `token` (from the bot's message)."""
     try:
@@ -77,21 +91,31 @@ def user_link(*, actor: Actor, token: str) -> SlackUserLink:
     return link
 
 
-def install_state(*, actor: Actor) -> str:
-    """The OAuth `state`: who asked to install, for which org (signed, checked at the callback)."""
+def install_state(*, actor: Actor) -> tuple[str, str]:
+    """(the OAuth `state`, the browser's nonce). The state says who asked to install, for which org, and
+    carries the nonce (signed, checked at the callback); the nonce goes to the browser that asked as a
+    cookie, so the state is good only in that browser (RFC 6749 10.12)."""
     if actor.org_id is None:
         raise NotFound()
     require_role(actor, actor.org_id, Role.ADMIN)
+    nonce = secrets.token_urlsafe(24)
+    return signing.dumps({"o": actor.org_id, "u": actor.user_id, "n": nonce}, salt=INSTALL_SALT), nonce
 
-    return signing.dumps({"o": actor.org_id, "u": actor.user_id}, salt=INSTALL_SALT)
 
-
-def install_complete(*, state: str, oauth: dict) -> SlackInstall:
-    """Store the workspace from `oauth.v2.access`'s answer; the bot token is encrypted at rest."""
+def install_state_check(state: str, nonce: str) -> dict:
+    """The state's data, if it verifies, is recent and was started by the browser holding `nonce`."""
     try:
-        data = signing.loads(state, salt=INSTALL_SALT, max_age=600)
+        data = signing.loads(state, salt=INSTALL_SALT, max_age=INSTALL_STATE_MAX_AGE_S)
     except signing.BadSignature:
         raise ValidationError({"state": ["Invalid or expired install state."]}) from None
+    if not nonce or not hmac.compare_digest(str(data.get("n", "")), nonce):
+        raise ValidationError({"state": ["This install was started in another browser; start it again."]})
+    return data
+
+
+def install_complete(*, state: str, nonce: str, oauth: dict) -> SlackInstall:
+    """Store the workspace from `oauth.v2.access`'s answer; the bot token is encrypted at rest."""
+    data = install_state_check(state, nonce)
     team = oauth.get("team") or {}
     if not oauth.get("ok") or not team.get("id") or not oauth.get("access_token"):
         raise ValidationError({"code": ["Slack refused the install."]})

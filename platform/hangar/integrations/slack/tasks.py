@@ -49,11 +49,12 @@ def slack_finish(session_id: str) -> None:
 
 
 def permission_blocks(request: PermissionRequest) -> list[dict]:
-    patterns = ", ".join(request.patterns)[:500] or "*"
+    patterns = progress.escape(", ".join(request.patterns)[:500] or "*")
+    asked = progress.escape(request.permission)
     return [
         {
             "type": "section",
-            "text": {"type": "mrkdwn", "text": f"Permission asked: *{request.permission}* `{patterns}`"},
+            "text": {"type": "mrkdwn", "text": f"Permission asked: *{asked}* `{patterns}`"},
         },
         {
             "type": "actions",
@@ -88,7 +89,10 @@ def slack_permission(request_id: str) -> None:
     if request is not None:
         thread = selectors.thread_for_session(request.session_id)
         post_buttons(
-            thread, request_id, f"Permission asked: {request.permission}", permission_blocks(request)
+            thread,
+            request_id,
+            f"Permission asked: {progress.escape(request.permission)}",
+            permission_blocks(request),
         )
 
 
@@ -96,7 +100,7 @@ def question_blocks(request: QuestionRequest, url: str) -> list[dict]:
     """One question with single-choice options: a button per option. Anything else (several questions,
     several choices, the person's own text) is answered in the web app; the message links there. Every
     question message can be dismissed (rejected) from Slack."""
-    asked = "\n".join(f"*{q['header']}*: {q['question']}" for q in request.questions)[:2900]
+    asked = progress.escape("\n".join(f"*{q['header']}*: {q['question']}" for q in request.questions)[:2900])
     only = request.questions[0] if len(request.questions) == 1 else None
     buttons = []
     if only is not None and not only.get("multiple"):
@@ -131,7 +135,7 @@ def slack_question(request_id: str) -> None:
     request = selectors.pending_question(request_id)
     if request is not None:
         thread = selectors.thread_for_session(request.session_id)
-        text = f"The agent asks: {request.questions[0]['question'][:200]}"
+        text = f"The agent asks: {progress.escape(request.questions[0]['question'][:200])}"
         post_buttons(
             thread, request_id, text, question_blocks(request, progress.session_url(request.session))
         )

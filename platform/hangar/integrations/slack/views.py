@@ -22,6 +22,7 @@ from hangar.integrations.slack.bolt import bolt_app
 from hangar.integrations.slack.client import web_client
 
 SCOPES = "app_mentions:read,chat:write,commands,im:history,channels:history,groups:history"
+STATE_COOKIE = "hangar_slack_install"
 REPLAY_WINDOW_S = 600  # Bolt refuses timestamps older than 5 minutes; a signature is remembered longer
 
 
@@ -63,7 +64,7 @@ def slack_install(request):
     if actor is None or not settings.SLACK_CLIENT_ID:
         return HttpResponse(status=404)
     try:
-        state = services.install_state(actor=actor)
+        state, nonce = services.install_state(actor=actor)
     except APIException:
         return HttpResponse(status=403)
     query = urlencode(
@@ -74,14 +75,32 @@ def slack_install(request):
             "redirect_uri": f"{settings.PUBLIC_URL}/hooks/slack/oauth",
         }
     )
-    return HttpResponseRedirect(f"{settings.SLACK_AUTHORIZE_URL}?{query}")
+    answer = HttpResponseRedirect(f"{settings.SLACK_AUTHORIZE_URL}?{query}")
+    # Lax: sent on Slack's top-level redirect back to us, never on a cross-site subrequest.
+    answer.set_cookie(
+        STATE_COOKIE,
+        nonce,
+        max_age=services.INSTALL_STATE_MAX_AGE_S,
+        path="/hooks/slack/",
+        secure=settings.SESSION_COOKIE_SECURE,
+        httponly=True,
+        samesite="Lax",
+    )
+    return answer
 
 
 def slack_oauth(request):
-    """Slack redirects here with `code` and our `state`: exchange the code and store the install."""
+    """Slack redirects here with `code` and our `state`: exchange the code and store the install. The state
+    must come back to the browser that started the install (its cookie), or someone could hand an admin a
+    callback URL carrying their own workspace's code, or use an admin's leaked state elsewhere."""
     code, state = request.GET.get("code", ""), request.GET.get("state", "")
     if not code or not state:
         return HttpResponseBadRequest("missing code or state")
+    nonce = request.COOKIES.get(STATE_COOKIE, "")
+    try:
+        services.install_state_check(state, nonce)  # before the code is spent
+    except APIException as exc:
+        return HttpResponseBadRequest(html.escape(str(exc.detail)))
     try:
         answer = web_client().oauth_v2_access(
             client_id=settings.SLACK_CLIENT_ID,
@@ -91,13 +110,15 @@ def slack_oauth(request):
         )
         if not isinstance(answer.data, dict):
             return HttpResponseBadRequest("Slack's answer was not a JSON object")
-        install = services.install_complete(state=state, oauth=answer.data)
+        install = services.install_complete(state=state, nonce=nonce, oauth=answer.data)
 
     except APIException as exc:
         return HttpResponseBadRequest(html.escape(str(exc.detail)))
     except Exception as exc:  # slack_sdk's SlackApiError: Slack said no
         return HttpResponseBadRequest(html.escape(type(exc).__name__))
-    return HttpResponse(f"Hangar is installed in {html.escape(install.team_name or install.team_id)}.")
+    done = HttpResponse(f"Hangar is installed in {html.escape(install.team_name or install.team_id)}.")
+    done.delete_cookie(STATE_COOKIE, path="/hooks/slack/")
+    return done
 
 
 @login_required
@@ -117,10 +138,20 @@ def slack_link(request):
         except APIException:
             return HttpResponse("This link is invalid, expired, or not for your organization.", status=404)
         return HttpResponse("Linked: your Slack messages now run as you in Hangar.")
+    # The page says which Slack identity will act as this member: a link someone else's Slack user was
+    # sent would otherwise let them run prompts as whoever opens it.
+    target = services.link_target(token)
+    if target is None:
+        return HttpResponse("This link is invalid or has expired.", status=404)
+    install, slack_user = target
+    workspace = install.team_name or install.team_id
     return HttpResponse(
         '<form method="post">'
         f'<input type="hidden" name="csrfmiddlewaretoken" value="{html.escape(_csrf(request))}">'
-        f"<p>Link your Slack account to {html.escape(request.user.email)}?</p>"
+        f"<p>Link the Slack user <strong>{html.escape(slack_user)}</strong> of the workspace "
+        f"<strong>{html.escape(workspace)}</strong> to your Hangar account "
+        f"<strong>{html.escape(request.user.email)}</strong>? Its Slack messages will run as you.</p>"
+        "<p>Only link a Slack user that is yours.</p>"
         '<button type="submit">Link</button></form>'
     )
 
