@@ -1,6 +1,6 @@
 # The Hangar platform image: one image, three roles chosen by command (see deploy/compose.yaml):
 #   web:    daphne -b 0.0.0.0 -p 8000 hangar.asgi:application      (the default CMD)
-#   worker: celery -A hangar worker --pool threads --concurrency 100
+#   worker: bash deploy/run-worker.sh  (the engine's queue, and the repository queue in a second process)
 #   beat:   celery -A hangar beat --schedule /tmp/celerybeat-schedule
 #   once:   python manage.py migrate / bootstrap --json
 # BASE_IMAGE: python:3.11-slim on a normal machine. Where no registry is reachable, build FROM the offline
@@ -40,6 +40,7 @@ RUN python3 -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.tom
 COPY manage.py ./
 COPY platform ./platform
 COPY sandbox ./sandbox
+COPY deploy/run-worker.sh ./deploy/run-worker.sh
 
 # Static files (admin, Swagger UI sidecar) baked in; the placeholder keys exist only for this build step.
 RUN DJANGO_SECRET_KEY=build HANGAR_TOKEN_PEPPERS=build HANGAR_ENCRYPTION_KEYS=build \

@@ -24,6 +24,7 @@ from scripted_llm import ScriptedServer
 
 ROOT = Path(__file__).resolve().parents[2]
 QUEUE = os.environ["HANGAR_ENGINE_QUEUE"]  # the run's own queue (tests/envdefaults.py chose it)
+REPO_QUEUE = f"{QUEUE}.repo"  # clones, setup scripts, pushes: hangar.engine.enqueue.repo_queue's default
 os.environ.setdefault("HANGAR_SANDBOX_POOL", "0")  # the test process only cleans up; workers keep a pool
 
 
@@ -71,7 +72,14 @@ def script(scripted) -> Script:
 
 
 class Worker:
-    def __init__(self, db_name: str, beat: bool = False, concurrency: int = 20, env: dict | None = None):
+    def __init__(
+        self,
+        db_name: str,
+        beat: bool = False,
+        concurrency: int = 20,
+        env: dict | None = None,
+        queues: list[str] | None = None,
+    ):
         env = {
             **os.environ,
             "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{db_name}",
@@ -93,7 +101,8 @@ class Worker:
             "--concurrency",
             str(concurrency),
             "-Q",
-            QUEUE,
+            # The engine's queue and the repository work's (hangar.engine.enqueue.repo_queue).
+            ",".join(queues or [QUEUE, REPO_QUEUE]),
             "--loglevel",
             "WARNING",
             "-n",
@@ -122,8 +131,10 @@ def start_worker(django_db_setup):
     started: list[Worker] = []
     db_name = settings.DATABASES["default"]["NAME"]
 
-    def start(beat: bool = False, env: dict | None = None, concurrency: int = 20) -> Worker:
-        worker = Worker(db_name, beat=beat, env=env, concurrency=concurrency)
+    def start(
+        beat: bool = False, env: dict | None = None, concurrency: int = 20, queues: list[str] | None = None
+    ) -> Worker:
+        worker = Worker(db_name, beat=beat, env=env, concurrency=concurrency, queues=queues)
         started.append(worker)
         return worker
 

@@ -17,6 +17,13 @@ def engine_queue() -> str:
     return os.environ.get("HANGAR_ENGINE_QUEUE", "celery")
 
 
+def repo_queue() -> str:
+    """The queue of repository work (clone, setup script, push, pull: minutes, not a step's
+    milliseconds), consumed by workers of its own (deploy/run-worker.sh), so a slow clone never holds a
+    thread an agent step waits for. HANGAR_REPO_QUEUE, default "<engine queue>.repo"."""
+    return os.environ.get("HANGAR_REPO_QUEUE") or f"{engine_queue()}.repo"
+
+
 class _Sent:
     """What app.send_task hands back instead of an AsyncResult (run_session's result is ignored)."""
 

@@ -4,13 +4,20 @@ setup script run in the sandbox with its output streamed to the session's event 
 
 `workspace_ensure` is called wherever the engine obtains a session's sandbox (hangar.engine.sandboxes):
 after the first preparation it costs one stat of a host marker file. Preparation is serialised per session
-by a Postgres advisory lock (a worker that dies releases it with its connection)."""
+by a lock on a host file (flock: a worker that dies releases it with its process), not on a database
+connection: git and the setup script may take many minutes, and no pooled connection is held across them
+(`_release_connection` before each long part; the next query takes one again). Each part has its deadline:
+every git process GIT_TIMEOUT_S, a mirror prefetch the same, the setup script the project's command
+timeout. The preparation task and pushes and pulls run on the repository queue
+(hangar.engine.enqueue.repo_queue), not the engine's."""
 
 from __future__ import annotations
 
+import fcntl
+import os
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +30,7 @@ from hangar.projects import crypto
 from hangar.projects.models import Project
 from hangar.repos import services as repos
 from hangar.repos.models import SessionWorkspace, WorkspaceState
-from sandbox import gitops
+from sandbox import gitops, volumes
 from sandbox.protocol import WORKSPACE, Sandbox, SandboxError
 
 log = get_logger(__name__)
@@ -54,25 +61,45 @@ def remote_for(project: Project, url: str | None = None) -> gitops.Remote:
 
 
 class _SessionLock:
-    """pg_advisory_lock on the session id, on this thread's connection."""
+    """An exclusive flock on the session's host lock file, taken with no database connection held."""
 
     def __init__(self, session_id: str):
-        self.key = f"hangar.workspace:{session_id}"
+        self.path = volumes.ROOT / "locks" / f"workspace-{volumes.session_key(session_id)}.lock"
 
     def __enter__(self) -> None:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_lock(hashtext(%s))", [self.key])
+        _release_connection()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
 
     def __exit__(self, *exc: object) -> None:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_unlock(hashtext(%s))", [self.key])
+        os.close(self.fd)  # releases the lock
 
 
 def session_lock(session_id: str) -> _SessionLock:
     return _SessionLock(session_id)
 
 
-_fetchers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mirror-fetch")
+def _release_connection() -> None:
+    """Give this thread's database connection back (to the pool) before minutes of git or setup; the next
+    query takes one again. Inside a transaction there is nothing to give back safely: it stays."""
+    if not connection.in_atomic_block:
+        connection.close()
+
+
+def _fetch_in_thread(project: Project, url: str, scope: str) -> Future[Path]:
+    """A mirror fetch on a thread of its own (a shared pool let four slow repositories hold up everyone
+    else's); bounded by git's own deadline (GIT_TIMEOUT_S per process). No database work in it."""
+    future: Future[Path] = Future()
+
+    def fetch() -> None:
+        try:
+            future.set_result(gitops.mirror_sync(remote_for(project, url), scope=scope))
+        except BaseException as exc:  # handed to whoever waits on the future
+            future.set_exception(exc)
+
+    threading.Thread(target=fetch, name="mirror-fetch", daemon=True).start()
+    return future
 
 
 @dataclass(frozen=True)
@@ -90,9 +117,7 @@ def mirror_prefetch(session: Session) -> MirrorFetch | None:
     if not project.repo_url or gitops.ready_marker(session.pk).exists():
         return None
     url, scope = project.repo_url, str(session.org_id)
-    return MirrorFetch(
-        url, _fetchers.submit(lambda: gitops.mirror_sync(remote_for(project, url), scope=scope))
-    )
+    return MirrorFetch(url, _fetch_in_thread(project, url, scope))
 
 
 def workspace_ensure(session: Session, box: Sandbox, prefetch: MirrorFetch | None = None) -> None:
@@ -118,8 +143,9 @@ def _prepare(
     try:
         if row.repo_url:
             repos.workspace_preparing(row=row, phase="clone")
+            _release_connection()
             if prefetch is not None and prefetch.url == row.repo_url:
-                mirror = prefetch.future.result()
+                mirror = _prefetched(prefetch)
             else:
                 mirror = gitops.mirror_sync(remote_for(project, row.repo_url), scope=str(session.org_id))
             ref = row.ref or gitops.default_branch(mirror)
@@ -128,6 +154,7 @@ def _prepare(
             repos.workspace_cloned(row=row, ref=ref, base_commit=sha)
         if project.setup_script.strip():
             repos.workspace_preparing(row=row, phase="setup")
+            _release_connection()
             code, output = _run_setup(session, box, project)
             if code != 0:
                 message = f"The project's setup script failed (exit code {code}); see the setup log."
@@ -152,6 +179,13 @@ def _prepare(
     marker.touch()
 
 
+def _prefetched(prefetch: MirrorFetch) -> Path:
+    try:
+        return prefetch.future.result(timeout=gitops.GIT_TIMEOUT_S * 2 + 60)  # a clone's two git processes
+    except TimeoutError:
+        raise gitops.GitError("The repository's fetch did not finish in time.", kind="unreachable") from None
+
+
 HOST_KEY_CHANGED = (
     "The repository host's SSH key does not match the key pinned on the project. If the host really "
     "changed its key, set the project's repo_ssh_host_key again."
@@ -166,7 +200,7 @@ def _git_message(exc: gitops.GitError) -> str:
         "unreachable": "The repository's host cannot be reached.",
         "not_found": str(exc),
         "invalid": str(exc),
-        "quota": "The repository does not fit in the session's disk quota.",
+        "quota": str(exc),  # the session's quota, the repository size limit or the disk budget: said
     }.get(exc.kind, f"Cloning the repository failed: {exc}")
 
 

@@ -5,7 +5,6 @@ workspace and told to the session, so this task has nothing more to report."""
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
 
 from celery import shared_task
@@ -40,7 +39,7 @@ def prepare_workspace(session_id: str) -> None:
 
 def workspace_prepare_soon(session: Session) -> None:
     """Called by the edges that create sessions: enqueue the preparation if the project has a repository
-    or a setup script (after the caller's transaction commits, on the engine's queue)."""
+    or a setup script (after the caller's transaction commits, on the repository queue)."""
     project = session.project
     if project.repo_url or project.setup_script.strip():
         enqueue_prepare(session.pk)
@@ -49,7 +48,9 @@ def workspace_prepare_soon(session: Session) -> None:
 def enqueue_prepare(session_id: str) -> None:
     from celery import current_app
 
-    queue = os.environ.get("HANGAR_ENGINE_QUEUE", "celery")
+    from hangar.engine.enqueue import repo_queue
+
+    queue = repo_queue()
 
     def send() -> None:
         if current_app.conf.task_always_eager:
@@ -73,7 +74,9 @@ def workspace_operation(operation_id: int) -> None:
 def enqueue_operation(operation_id: int) -> None:
     from celery import current_app
 
-    queue = os.environ.get("HANGAR_ENGINE_QUEUE", "celery")
+    from hangar.engine.enqueue import repo_queue
+
+    queue = repo_queue()
 
     def send() -> None:
         if current_app.conf.task_always_eager:
