@@ -148,3 +148,26 @@ def test_another_orgs_invitations_are_not_found(api, alice, charlie):
 def test_inviting_an_existing_member_is_a_400_naming_email(api, alice, bob):
     response = invite(api, alice, email=bob.user.email)
     assert response.status_code == 400 and "email" in response.json()["error"]["fields"]
+
+
+def test_an_address_with_a_pending_invitation_cannot_be_invited_again(api, alice):
+    assert invite(api, alice, "newbie@acme.test").status_code == 201
+    again = invite(api, alice, "Newbie@ACME.test", "admin")
+    assert again.status_code == 400, again.content
+    message = " ".join(again.json()["error"]["fields"]["email"])
+    assert "pending" in message and "revoke" in message.lower(), message
+    assert Invitation.objects.count() == 1 and len(mail.outbox) == 1
+    # Once the pending one is revoked (or used, or expired), the address may be invited again.
+    row = Invitation.objects.get()
+    assert api(alice).delete(INVITES.format(org="acme") + str(row.pk)).status_code == 204
+    assert invite(api, alice, "newbie@acme.test").status_code == 201
+    Invitation.objects.filter(revoked_at=None).update(expires_at=dt.datetime(2020, 1, 1, tzinfo=dt.UTC))
+    assert invite(api, alice, "newbie@acme.test").status_code == 201
+
+
+def test_the_inviting_admin_gets_the_link_once_to_copy(api, alice):
+    response = invite(api, alice, "newbie@acme.test")
+    link = response.json()["link"]
+    assert link.endswith("/invite/" + link_secret())  # the same link the mail carries
+    listed = api(alice).get(INVITES.format(org="acme")).json()
+    assert "link" not in listed[0]  # only a digest is stored: the list cannot show it again

@@ -262,3 +262,29 @@ def test_an_admin_sets_the_orgs_instructions_and_a_projects_agents(alice, open_a
     saved = Project.objects.get(pk=alice.project.pk).agents
     assert saved["reviewer"]["mode"] == "subagent" and saved["reviewer"]["prompt"] == "Review."
     app.shot("console-agents")
+
+
+def test_an_admin_copies_a_new_invitations_link_and_cannot_invite_the_address_twice(alice, open_app):
+    app = open_app(alice)
+    app.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page = app.page
+    page.goto("/o/acme/console/members")
+    invite = page.get_by_role("form", name="Invite a member")
+    invite.get_by_label("Email").fill("newbie@acme.test")
+    invite.get_by_role("button", name="Send invitation").click()
+    page.get_by_text("Invitation sent to newbie@acme.test.").wait_for()
+    link = page.get_by_label("Invitation link").input_value()
+    assert "/invite/" in link
+    page.get_by_role("button", name="Copy link").click()
+    page.get_by_role("button", name="Copied").wait_for()
+    assert page.evaluate("navigator.clipboard.readText()") == link
+    app.shot("console-invite-link")
+    # The link works: it opens the invitation for that address.
+    visitor = open_app().page
+    visitor.goto("/invite/" + link.split("/invite/", 1)[1])  # PUBLIC_URL may name another host
+    visitor.get_by_text("invites newbie@acme.test as member").wait_for()
+
+    invite.get_by_label("Email").fill("newbie@acme.test")
+    invite.get_by_role("button", name="Send invitation").click()
+    page.get_by_role("alert").filter(has_text="already has a pending invitation").wait_for()
+    assert Invitation.objects.filter(email="newbie@acme.test").count() == 1

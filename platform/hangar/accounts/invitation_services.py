@@ -69,6 +69,20 @@ def invitation_create(
     email = User.objects.normalize_email(email).lower()
     if Membership.objects.filter(org=org, user__email=email).exists():
         raise ValidationError({"email": ["This user is already a member."]})
+    # One pending invitation per address: the org's row lock orders two admins inviting at once.
+    Org.objects.select_for_update().filter(pk=org.pk).first()
+    pending = Invitation.objects.filter(
+        org=org, email=email, accepted_at=None, revoked_at=None, expires_at__gt=timezone.now()
+    ).exists()
+    if pending:
+        raise ValidationError(
+            {
+                "email": [
+                    f"{email} already has a pending invitation. Revoke it to send a new one "
+                    "(for another role or a fresh link)."
+                ]
+            }
+        )
     raw = secrets.token_urlsafe(32)
     invitation = Invitation.objects.create(
         org=org,

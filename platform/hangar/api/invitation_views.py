@@ -17,6 +17,7 @@ from hangar.accounts.invitation_services import (
     invitation_accept,
     invitation_create,
     invitation_digest,
+    invitation_link,
     invitation_revoke,
 )
 from hangar.accounts.models import ApiToken, Role
@@ -48,6 +49,13 @@ class InvitationOut(serializers.Serializer):
         return row.invited_by.email if row.invited_by else None
 
 
+class InvitationCreatedOut(InvitationOut):
+    link = serializers.CharField(
+        help_text="the link the mail carries, for the inviting admin to copy; only in this answer (only a "
+        "digest of its secret is stored)"
+    )
+
+
 class InvitationCreateIn(serializers.Serializer):
     email = serializers.EmailField()
     role = serializers.ChoiceField(choices=Role.choices, default=Role.MEMBER)
@@ -74,14 +82,14 @@ class InvitationListCreateView(APIView):
         return Response([_out(row) for row in invitation_list(org=scope.org)[:500]])
 
     @extend_schema(
-        operation_id="invitations_create", request=InvitationCreateIn, responses={201: InvitationOut}
+        operation_id="invitations_create", request=InvitationCreateIn, responses={201: InvitationCreatedOut}
     )
     def post(self, request, org):
         scope = scope_for(request, org, Role.ADMIN)
         body = InvitationCreateIn(data=request.data)
         body.is_valid(raise_exception=True)
-        row, _raw = invitation_create(actor=scope.actor, org=scope.org, **body.validated_data)
-        return Response(_out(row), status=status.HTTP_201_CREATED)
+        row, raw = invitation_create(actor=scope.actor, org=scope.org, **body.validated_data)
+        return Response({**_out(row), "link": invitation_link(raw)}, status=status.HTTP_201_CREATED)
 
 
 class InvitationRevokeView(APIView):

@@ -15,20 +15,38 @@ const ROLE_TEXT: Record<string, string> = {
   auditor: "Reads the audit log, usage and budgets; nothing else.",
 };
 
+// The clipboard where the browser allows it (a secure context); else the link is left selected to copy.
+async function copyLink(link: string): Promise<boolean> {
+  try {
+    await navigator.clipboard.writeText(link);
+    return true;
+  } catch {
+    const input = document.querySelector<HTMLInputElement>("input[aria-label='Invitation link']");
+    input?.focus();
+    input?.select();
+    return false;
+  }
+}
+
 export function Members({ org, me }: { org: string; me: Me }) {
   const members = useLoad<Member[]>(`/api/orgs/${org}/members/`);
   const invitations = useLoad<Invitation[]>(`/api/orgs/${org}/invitations/`);
   const [busy, error, run] = useAction();
+  const [inviting, inviteError, runInvite] = useAction();
   const [email, setEmail] = useState("");
   const [role, setRole] = useState("member");
   const [sent, setSent] = useState("");
+  const [link, setLink] = useState("");
+  const [copied, setCopied] = useState(false);
   const owner = me.orgs.find((m) => m.org === org)?.role === "owner";
   const roles = owner ? ROLES : ROLES.filter((r) => r !== "owner");
 
   const invite = async (e: React.FormEvent) => {
     e.preventDefault();
     setSent("");
-    if (await run(() => post(`/api/orgs/${org}/invitations/`, { email, role }))) {
+    setLink("");
+    setCopied(false);
+    if (await runInvite(async () => setLink((await post<{ link: string }>(`/api/orgs/${org}/invitations/`, { email, role })).link))) {
       setSent(`Invitation sent to ${email}.`);
       setEmail("");
       invitations.reload();
@@ -76,9 +94,20 @@ export function Members({ org, me }: { org: string; me: Me }) {
               {roles.map((r) => <option key={r} value={r}>{r}</option>)}
             </select>
           </label>
-          <button type="submit" disabled={busy}>Send invitation</button>
+          <button type="submit" disabled={inviting}>Send invitation</button>
         </form>
-        {sent && <p className="banner ok" role="status">{sent}</p>}
+        <ErrorLine error={inviteError} />
+        {sent && (
+          <div className="banner ok invited" role="status">
+            <p>{sent} The mail carries this link; copy it to send it another way. It is shown only now.</p>
+            {link && (
+              <div className="copyline">
+                <input readOnly value={link} aria-label="Invitation link" className="mono" onFocus={(e) => e.target.select()} />
+                <button type="button" className="secondary" onClick={() => copyLink(link).then(setCopied)}>{copied ? "Copied" : "Copy link"}</button>
+              </div>
+            )}
+          </div>
+        )}
         <ErrorLine error={invitations.error} />
         {invitations.data?.length === 0 && <p className="muted">No invitations yet.</p>}
         {!!invitations.data?.length && (
