@@ -231,6 +231,9 @@ HANGAR_DIRECT_OPENAI_COMPAT = flag("HANGAR_DIRECT_OPENAI_COMPAT", default=True)
 # Off in production: a URL is a server-side request (rule: sandbox/netguard.py).
 HANGAR_REPO_ALLOW_PRIVATE_HOSTS = flag_or_csv("HANGAR_REPO_ALLOW_PRIVATE_HOSTS")
 SANDBOX_POOL_SIZE = int(os.environ.get("HANGAR_SANDBOX_POOL_SIZE", "2"))
+# The Docker images a project's `sandbox_image` may name besides the platform's own (comma-separated, exact
+# names): a project admin chooses among what the operator built and trusts, never any image at all.
+HANGAR_SANDBOX_IMAGES = csv("HANGAR_SANDBOX_IMAGES")
 # Per-org fair shares (hangar.engine.fairness) where the org sets none (Org.max_concurrent_runs, ...):
 # a share of a worker's threads (HANGAR_WORKER_CONCURRENCY, default 100) and of a host's sandboxes.
 HANGAR_ORG_MAX_RUNS = int(os.environ.get("HANGAR_ORG_MAX_RUNS", "32"))

@@ -65,13 +65,16 @@ def manager() -> DockerSandboxes:
 def spec_for(session: Session) -> SandboxSpec:
     from hangar.projects.env import env_for_sandbox
     from hangar.projects.models import NetworkPolicy
+    from hangar.projects.validation import sandbox_image_allowed
 
     project = session.project
+    # An image saved before the operator's list (or taken off it since) is not run: the platform's is.
+    image = project.sandbox_image if sandbox_image_allowed(project.sandbox_image) else ""
     return SandboxSpec(
         session_id=session.pk,
         org_id=str(session.org_id),
         project_id=str(project.pk),
-        image=project.sandbox_image or None,
+        image=image or None,
         cpus=project.sandbox_cpus,
         memory_mb=project.sandbox_memory_mb,
         pids=project.sandbox_pids,

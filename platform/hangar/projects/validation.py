@@ -107,7 +107,30 @@ def clean_project_fields(values: dict) -> dict:
         raise ValidationError({"network_policy": [f"Must be one of: {', '.join(NetworkPolicy.values)}."]})
     if "agents" in values:
         values["agents"] = clean_agents(values["agents"])
+    if values.get("sandbox_image"):
+        clean_sandbox_image(values["sandbox_image"])
     return clean_repo_fields(clean_limits(values))
+
+
+def sandbox_image_allowed(image: str) -> bool:
+    """Empty (the platform's own image) or one the operator lists in HANGAR_SANDBOX_IMAGES."""
+    from django.conf import settings
+
+    return not image or image in settings.HANGAR_SANDBOX_IMAGES
+
+
+def clean_sandbox_image(image: str) -> None:
+    from django.conf import settings
+
+    if not sandbox_image_allowed(image):
+        allowed = ", ".join(settings.HANGAR_SANDBOX_IMAGES) or "none besides the platform's own"
+        raise ValidationError(
+            {
+                "sandbox_image": [
+                    f"Must be empty (the platform's image) or an image the operator allows: {allowed}."
+                ]
+            }
+        )
 
 
 MAX_PROJECT_AGENTS = 50
