@@ -117,10 +117,12 @@ class Handler:
                     log("deny-sni", method, host, port)
                     return None
             else:
-                headers = [
-                    h for h in lines[1:] if not h.lower().startswith(("proxy-", "connection:", "keep-alive:"))
-                ]
-                out = [f"{method} {path} {version}", *headers, "Connection: close", "", ""]
+                # The Host the upstream sees is the one checked (the request line's), never the client's:
+                # a Host header naming another virtual host behind the same address must not ride along.
+                dropped = ("proxy-", "connection:", "keep-alive:", "host:")
+                headers = [h for h in lines[1:] if not h.lower().lstrip().startswith(dropped)]
+                checked = f"Host: {authority}"
+                out = [f"{method} {path} {version}", checked, *headers, "Connection: close", "", ""]
                 upstream.sendall("\r\n".join(out).encode("latin-1"))
             if rest:
                 upstream.sendall(rest)

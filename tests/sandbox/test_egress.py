@@ -75,6 +75,8 @@ print(head.split(b"\r\n")[0].decode(), "|", "UPSTREAM" if data else "CLOSED")
 class _Hello(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         body = f"hello from {self.server.server_address[1]}".encode()
+        if self.path == "/host":  # what the request said its host was, every Host header of it
+            body = "|".join(self.headers.get_all("Host") or []).encode()
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -375,3 +377,29 @@ def test_a_connect_tunnel_whose_tls_sni_names_another_host_is_closed(netbox, hos
     assert "200" in same and "UPSTREAM" in same, same
     fronted = netbox.exec(f"python3 hello.py allowed.test {allowed} evil.example", timeout_s=30).output
     assert "200" in fronted and "CLOSED" in fronted, fronted
+
+
+FORGED_HOST = r"""
+import socket, sys
+target = sys.argv[1]
+s = socket.create_connection(("egress", 3128), timeout=10)
+s.sendall(f"GET http://{target}/host HTTP/1.1\r\nHost: admin.internal:9999\r\nhost: other.test\r\n\r\n".encode())
+data = b""
+while True:
+    chunk = s.recv(4096)
+    if not chunk:
+        break
+    data += chunk
+print(data.split(b"\r\n\r\n", 1)[1].decode())
+"""
+
+
+def test_a_plain_http_request_reaches_the_checked_host_whatever_its_host_header_says(
+    netbox, gw, host_servers
+):
+    """The proxy checks the request line's host; a Host header naming another (a virtual host behind the
+    same address, an internal name) must not ride along: the upstream sees the checked host only."""
+    allowed = host_servers[0]
+    netbox.write("forged.py", FORGED_HOST)
+    seen = netbox.exec(f"python3 forged.py {gw}:{allowed}", timeout_s=30).output.strip()
+    assert seen == f"{gw}:{allowed}"
