@@ -47,6 +47,9 @@ class ProjectOut(serializers.Serializer):
     )
     repo_url = serializers.CharField()
     repo_default_branch = serializers.CharField()
+    protected_branches = serializers.ListField(
+        child=serializers.CharField(), help_text="branch patterns only admins push to, besides the default"
+    )
     repo_username = serializers.CharField()
     repo_token_hint = serializers.CharField(
         help_text="what may be seen of the token; the token is write-only"
@@ -90,6 +93,7 @@ class ProjectIn(serializers.Serializer):
     agents = serializers.JSONField(required=False)
     repo_url = serializers.CharField(max_length=500, required=False, allow_blank=True)
     repo_default_branch = serializers.CharField(max_length=250, required=False, allow_blank=True)
+    protected_branches = serializers.JSONField(required=False)
     repo_username = serializers.CharField(max_length=100, required=False, allow_blank=True)
     repo_token = serializers.CharField(
         required=False, allow_blank=True, write_only=True, trim_whitespace=False, help_text='"" clears it'

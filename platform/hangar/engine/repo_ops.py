@@ -11,6 +11,7 @@ the in-container agent for the same reason."""
 
 from __future__ import annotations
 
+import fnmatch
 import posixpath
 import re
 import zlib
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING
 from django.conf import settings
 
 from hangar.accounts.actors import Actor
+from hangar.accounts.models import Role
 from hangar.audit.models import ActorType
 from hangar.conversations.models import Session
 from hangar.engine import zipstream
@@ -99,6 +101,7 @@ def workspace_push(
     _check_message(message)
     name, email = _author(actor, author_name, author_email)
     row = _ready_workspace(session)
+    check_branch_protection(actor, session, row)
     with session_lock(session.pk):
         try:
             gitops.commit_all(session.pk, message, name, email)
@@ -134,6 +137,35 @@ def workspace_push(
         status=PushStatus.PUSHED,
         compare_url=compare_url(row.repo_url, base, row.branch),
     )
+
+
+def branch_protected(session: Session, row: SessionWorkspace) -> bool:
+    """The repository's default branch (the project's, else the remote's HEAD as the mirror knows it) and
+    the project's `protected_branches` patterns are protected."""
+    project = session.project
+    default = project.repo_default_branch
+    if not default:
+        mirror = gitops.mirror_path(str(session.org_id), row.repo_url)
+        default = gitops.default_branch(mirror) if (mirror / "HEAD").exists() else ""
+    patterns = project.protected_branches or []
+    return row.branch == default or any(fnmatch.fnmatchcase(row.branch, p) for p in patterns)
+
+
+def check_branch_protection(actor: Actor, session: Session, row: SessionWorkspace) -> None:
+    """A push to a protected branch needs an org admin: the project's write credential is the team's, not
+    each member's, so the host's own branch protection cannot tell them apart."""
+    if not branch_protected(session, row):
+        return
+    from hangar.accounts.selectors import membership_for
+
+    membership = membership_for(actor.user, session.org_id) if actor.user is not None else None
+    if membership is None or not membership.has_role(Role.ADMIN):
+        raise RepoOpError(
+            f"The branch {row.branch} is protected: only an org admin may push to it. Push from a session on "
+            "another branch (and open a pull request).",
+            kind="protected",
+            status=403,
+        )
 
 
 def _push_message(exc: gitops.GitError) -> str:
@@ -202,7 +234,9 @@ def operation_request(
     if kind == OperationKind.PUSH:
         _check_message(message)
     _author(actor, author_name, author_email)
-    _ready_workspace(session)
+    row = _ready_workspace(session)
+    if kind == OperationKind.PUSH:
+        check_branch_protection(actor, session, row)
     params = {"author_name": author_name, "author_email": author_email}
     if kind == OperationKind.PUSH:
         params["message"] = message

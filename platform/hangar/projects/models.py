@@ -40,6 +40,9 @@ class Project(models.Model):
     # The repository a session's workspace is cloned from (hangar.repos); empty: sessions start empty.
     repo_url = models.CharField(max_length=500, blank=True)
     repo_default_branch = models.CharField(max_length=250, blank=True, help_text="empty: the remote's HEAD")
+    # Branches only an org admin may push to (fnmatch patterns, e.g. "release/*"), besides the repository's
+    # default branch, which always is (hangar.engine.repo_ops: a member's push there is a 403).
+    protected_branches = models.JSONField(default=list, blank=True)
     repo_username = models.CharField(max_length=100, blank=True)
     # The token is encrypted like provider keys and only ever decrypted by host-side git (never a sandbox).
     repo_token_encrypted = models.TextField(blank=True)

@@ -40,6 +40,7 @@ PROJECT_FIELDS = (
     "repo_url",
     "repo_default_branch",
     "repo_username",
+    "protected_branches",
 )
 
 

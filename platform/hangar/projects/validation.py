@@ -107,9 +107,33 @@ def clean_project_fields(values: dict) -> dict:
         raise ValidationError({"network_policy": [f"Must be one of: {', '.join(NetworkPolicy.values)}."]})
     if "agents" in values:
         values["agents"] = clean_agents(values["agents"])
+    if "protected_branches" in values:
+        values["protected_branches"] = clean_protected_branches(values["protected_branches"])
     if values.get("sandbox_image"):
         clean_sandbox_image(values["sandbox_image"])
     return clean_repo_fields(clean_limits(values))
+
+
+MAX_PROTECTED_BRANCHES = 50
+
+
+def clean_protected_branches(patterns) -> list[str]:
+    """Branch name patterns (fnmatch: `release/*`), at most 50, each 1-200 printable characters without
+    spaces; a 400 names the bad element."""
+    if not isinstance(patterns, list) or len(patterns) > MAX_PROTECTED_BRANCHES:
+        raise ValidationError(
+            {"protected_branches": [f"Must be a list of at most {MAX_PROTECTED_BRANCHES} branch patterns."]}
+        )
+    for index, pattern in enumerate(patterns):
+        if not isinstance(pattern, str) or not 0 < len(pattern) <= 200 or any(ord(c) <= 32 for c in pattern):
+            raise ValidationError(
+                {
+                    f"protected_branches[{index}]": [
+                        "Must be a branch pattern of 1 to 200 characters, no spaces."
+                    ]
+                }
+            )
+    return patterns
 
 
 def sandbox_image_allowed(image: str) -> bool:
