@@ -67,7 +67,20 @@ def test_an_admin_runs_the_console(alice, bob, open_app):
     decision = page.get_by_role("status", name="Decision")
     decision.get_by_text("DENY", exact=True).wait_for()
     assert "org rule #1" in decision.inner_text()
-    bad = page.get_by_role("form", name="Organisation policy").get_by_label("Rules (JSON)")
+    policy = page.get_by_role("form", name="Organisation policy")
+    # Rows first: the saved rule is one, a second is added with the selects.
+    expect(policy.get_by_role("listitem", name="Rule 1").get_by_label("Pattern")).to_have_value("rm *")
+    policy.get_by_role("button", name="Add rule").click()
+    second = policy.get_by_role("listitem", name="Rule 2")
+    second.get_by_label("Permission").select_option("webfetch")
+    second.get_by_label("Action").select_option("deny")
+    page.get_by_role("button", name="Save policy").click()
+    page.get_by_text("Policy saved.").wait_for()
+    alice.org.refresh_from_db()
+    assert alice.org.permission_policy[1] == {"permission": "webfetch", "pattern": "*", "action": "deny"}
+    # The JSON view, the advanced one: a bad action is the server's 400 naming it.
+    policy.get_by_role("button", name="Advanced (JSON)").click()
+    bad = policy.get_by_label("Rules (JSON)")
     bad.fill('[{"permission": "bash", "pattern": "*", "action": "sometimes"}]')
     page.get_by_role("button", name="Save policy").click()
     page.get_by_text("rules[0].action").wait_for()
@@ -207,13 +220,15 @@ def test_an_admin_edits_a_projects_rules_and_egress_and_the_model_allow_list(ali
     page = app.page
     page.goto("/o/acme/console/policies")
     form = page.get_by_role("form", name="Project rules")
+    form.get_by_role("group", name="Permission rules").get_by_role("button", name="Advanced (JSON)").click()
     rules = form.get_by_label("Permission rules (JSON)")
     rules.fill('[{"permission": "bash", "pattern": "rm *", "action": "maybe"}]')
     form.get_by_role("button", name="Save project rules").click()
     form.get_by_role("alert").filter(has_text="permission_rules[0].action").wait_for()
 
     rules.fill('[{"permission": "bash", "pattern": "rm *", "action": "deny"}]')
-    egress = form.get_by_label("Egress allow-list (JSON", exact=False)
+    form.get_by_role("group", name="Egress allow-list").get_by_role("button", name="Advanced (JSON)").click()
+    egress = form.get_by_label("Egress allow-list (JSON)")
     egress.fill('["169.254.169.254"]')
     form.get_by_role("button", name="Save project rules").click()
     form.get_by_role("alert").filter(has_text="network_allowlist[0]").wait_for()
@@ -249,6 +264,7 @@ def test_an_admin_sets_the_orgs_instructions_and_a_projects_agents(alice, open_a
     assert alice.org.instructions == "Write tests first.\nAnswer briefly."
 
     agents = page.get_by_role("form", name="Project agents")
+    agents.get_by_role("button", name="Advanced (JSON)").click()
     text = agents.get_by_label("Agents (JSON)")
     expect(text).to_have_value("{}")
     text.fill('{"reviewer": {"description": "Reviews", "mode": "boss", "prompt": "Review."}}')
@@ -261,6 +277,14 @@ def test_an_admin_sets_the_orgs_instructions_and_a_projects_agents(alice, open_a
     agents.get_by_text("Agents saved.").wait_for()
     saved = Project.objects.get(pk=alice.project.pk).agents
     assert saved["reviewer"]["mode"] == "subagent" and saved["reviewer"]["prompt"] == "Review."
+    # Back to the rows: the agent is one, its fields editable there.
+    agents.get_by_role("button", name="Back to rows").click()
+    row = agents.get_by_role("listitem", name="Agent reviewer")
+    expect(row.get_by_label("Mode", exact=True)).to_have_value("subagent")
+    row.get_by_label("Description").fill("Reviews diffs")
+    agents.get_by_role("button", name="Save agents").click()
+    agents.get_by_text("Agents saved.").wait_for()
+    assert Project.objects.get(pk=alice.project.pk).agents["reviewer"]["description"] == "Reviews diffs"
     app.shot("console-agents")
 
 

@@ -87,7 +87,7 @@ export function RulesEditor(props: {
         {rules.map((rule, i) => (
           <li key={i} className="row" aria-label={`Rule ${i + 1}`}>
             <label>Permission
-              <select value={rule.permission} onChange={(e) => put(i, { permission: e.target.value })}>
+              <select aria-label="Permission" value={rule.permission} onChange={(e) => put(i, { permission: e.target.value })}>
                 {[...new Set([rule.permission, ...PERMISSIONS])].map((p) => <option key={p} value={p}>{p === "*" ? "* (any)" : p}</option>)}
               </select>
             </label>
@@ -95,7 +95,7 @@ export function RulesEditor(props: {
               <input value={rule.pattern} onChange={(e) => put(i, { pattern: e.target.value })} className="mono" spellCheck={false} placeholder="*" />
             </label>
             <label>Action
-              <select value={rule.action} onChange={(e) => put(i, { action: e.target.value })}>
+              <select aria-label="Action" value={rule.action} onChange={(e) => put(i, { action: e.target.value })}>
                 {[...new Set([rule.action, ...ACTIONS])].map((a) => <option key={a} value={a}>{a}</option>)}
               </select>
             </label>
@@ -166,7 +166,7 @@ export function AgentsEditor(props: {
             <div className="row">
               <label>Name<input value={name} onChange={(e) => rename(i, e.target.value)} spellCheck={false} /></label>
               <label>Mode
-                <select value={String(fields.mode ?? "all")} onChange={(e) => put(i, "mode", e.target.value)}>
+                <select aria-label="Mode" value={String(fields.mode ?? "all")} onChange={(e) => put(i, "mode", e.target.value)}>
                   {MODES.map((m) => <option key={m} value={m}>{m}</option>)}
                 </select>
               </label>

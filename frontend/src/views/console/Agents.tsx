@@ -1,10 +1,12 @@
 // What the agent is told and who it can be: the org's instructions (sent in every session after the
 // workspace's AGENTS.md; a running session is told of a change at its next step), and a project's own
 // agents (OpenCode's `agent` config: {name: {description, mode, prompt, model, steps, permission...}}),
-// edited as JSON with the server's errors naming the bad field.
+// edited as rows (name, mode, model, description, prompt) or as JSON, with the server's errors naming the
+// bad field.
 import { useEffect, useState } from "react";
 import { api, type Project } from "../../api/client";
-import { ErrorLine, parseJson, useAction, useLoad } from "./common";
+import { AgentsEditor, type AgentFields } from "../editors";
+import { ErrorLine, useAction, useLoad } from "./common";
 
 const EXAMPLE = {
   reviewer: {
@@ -68,21 +70,19 @@ function ProjectAgents({ org }: { org: string }) {
   const { data: projects, error, reload } = useLoad<Project[]>(`/api/orgs/${org}/projects/`);
   const [picked, setPicked] = useState("");
   const project = projects?.find((p) => String(p.id) === picked) ?? projects?.[0];
-  const [text, setText] = useState("");
+  const [agents, setAgents] = useState<Record<string, AgentFields>>({});
   const [saved, setSaved] = useState(false);
-  const [parseError, setParseError] = useState("");
+  const [invalid, setInvalid] = useState("");
   const [busy, actionError, run] = useAction();
   useEffect(() => {
-    if (project) setText(JSON.stringify(project.agents ?? {}, null, 2));
+    if (project) setAgents((project.agents ?? {}) as Record<string, AgentFields>);
   }, [project?.id, project?.updated_at]);
   useEffect(() => setSaved(false), [project?.id]);
   if (!project) return <section className="card"><ErrorLine error={error} /></section>;
   const save = async (e: React.FormEvent) => {
     e.preventDefault();
     setSaved(false);
-    const parsed = parseJson([text], setParseError);
-    if (!parsed) return;
-    const [agents] = parsed;
+    if (invalid) return;
     if (await run(() => api("PATCH", `/api/orgs/${org}/projects/${project.id}/`, { agents }))) {
       setSaved(true);
       reload();
@@ -101,13 +101,11 @@ function ProjectAgents({ org }: { org: string }) {
             {projects?.map((p) => <option key={p.id} value={p.id}>{p.name}</option>)}
           </select>
         </label>
-        <label>Agents (JSON)
-          <textarea className="mono rules" value={text} onChange={(e) => setText(e.target.value)} spellCheck={false} />
-        </label>
-        <p className="muted small">For example: <code>{JSON.stringify(EXAMPLE)}</code></p>
-        <ErrorLine error={parseError || actionError} />
+        <AgentsEditor label="Agents" agents={agents} onChange={setAgents} onInvalid={setInvalid} />
+        <p className="muted small">In the JSON view, for example: <code>{JSON.stringify(EXAMPLE)}</code></p>
+        <ErrorLine error={invalid || actionError} />
         {saved && <p className="banner ok" role="status">Agents saved.</p>}
-        <button type="submit" disabled={busy}>Save agents</button>
+        <div><button type="submit" disabled={busy || !!invalid}>Save agents</button></div>
       </form>
     </section>
   );

@@ -1,8 +1,9 @@
-// The org's permission policy (its denies beat every project and session rule), edited as JSON with errors
+// The org's permission policy (its denies beat every project and session rule), edited as rows or JSON with errors
 // that name the bad item; the "what would happen" preview; and the caps on what a project may set.
 import { useEffect, useState } from "react";
 import { api, get, post, type Project } from "../../api/client";
-import { ErrorLine, parseJson, type Rule, useAction, useLoad } from "./common";
+import { HostsEditor, RulesEditor } from "../editors";
+import { ErrorLine, type Rule, useAction, useLoad } from "./common";
 
 type Preview = {
   action: string;
@@ -27,33 +28,29 @@ export function Policies({ org }: { org: string }) {
 
 function PolicyEditor({ org }: { org: string }) {
   const { data, error } = useLoad<{ rules: Rule[] }>(`/api/orgs/${org}/permission-policy`);
-  const [text, setText] = useState("");
+  const [rules, setRules] = useState<Rule[]>([]);
   const [saved, setSaved] = useState(false);
   const [busy, actionError, run] = useAction();
-  const [parseError, setParseError] = useState("");
+  const [invalid, setInvalid] = useState("");
   useEffect(() => {
-    if (data) setText(JSON.stringify(data.rules, null, 2));
+    if (data) setRules(data.rules);
   }, [data]);
   const save = async (e: React.FormEvent) => {
     e.preventDefault();
     setSaved(false);
-    const parsed = parseJson([text], setParseError);
-    if (!parsed) return;
-    const [rules] = parsed;
+    if (invalid) return;
     if (await run(() => api("PUT", `/api/orgs/${org}/permission-policy`, { rules }))) setSaved(true);
   };
   return (
     <section className="card" aria-labelledby="policy-h">
       <h2 id="policy-h">Organisation permission policy</h2>
-      <p className="muted small">A list of {"{permission, pattern, action}"}; an org deny wins over every project, agent and session rule.</p>
+      <p className="muted small">Rules of permission, pattern and action; an org deny wins over every project, agent and session rule.</p>
       <ErrorLine error={error} />
       <form className="form" onSubmit={save} aria-label="Organisation policy">
-        <label>Rules (JSON)
-          <textarea className="mono rules" value={text} onChange={(e) => setText(e.target.value)} spellCheck={false} />
-        </label>
-        <ErrorLine error={parseError || actionError} />
+        <RulesEditor label="Rules" rules={rules} onChange={setRules} onInvalid={setInvalid} />
+        <ErrorLine error={invalid || actionError} />
         {saved && <p className="banner ok" role="status">Policy saved.</p>}
-        <button type="submit" disabled={busy}>Save policy</button>
+        <div><button type="submit" disabled={busy || !!invalid}>Save policy</button></div>
       </form>
     </section>
   );
@@ -65,24 +62,24 @@ function ProjectRules({ org }: { org: string }) {
   const { data: projects, error } = useLoad<Project[]>(`/api/orgs/${org}/projects/`);
   const [picked, setPicked] = useState("");
   const project = projects?.find((p) => String(p.id) === picked) ?? projects?.[0];
-  const [rules, setRules] = useState("");
-  const [allowlist, setAllowlist] = useState("");
+  const [rules, setRules] = useState<Rule[]>([]);
+  const [allowlist, setAllowlist] = useState<string[]>([]);
   const [saved, setSaved] = useState(false);
-  const [parseError, setParseError] = useState("");
+  const [badRules, setBadRules] = useState("");
+  const [badHosts, setBadHosts] = useState("");
+  const invalid = badRules || badHosts;
   const [busy, actionError, run] = useAction();
   useEffect(() => {
     if (!project) return;
-    setRules(JSON.stringify(project.permission_rules, null, 2));
-    setAllowlist(JSON.stringify(project.network_allowlist, null, 2));
+    setRules(project.permission_rules as Rule[]);
+    setAllowlist(project.network_allowlist);
     setSaved(false);
   }, [project?.id]);
   const save = async (e: React.FormEvent) => {
     e.preventDefault();
-    if (!project) return;
+    if (!project || invalid) return;
     setSaved(false);
-    const parsed = parseJson([rules, allowlist], setParseError);
-    if (!parsed) return;
-    const body = { permission_rules: parsed[0], network_allowlist: parsed[1] };
+    const body = { permission_rules: rules, network_allowlist: allowlist.map((h) => h.trim()).filter(Boolean) };
     if (await run(() => api("PATCH", `/api/orgs/${org}/projects/${project.id}/`, body))) setSaved(true);
   };
   return (
@@ -97,15 +94,12 @@ function ProjectRules({ org }: { org: string }) {
               {projects?.map((p) => <option key={p.id} value={p.id}>{p.name}</option>)}
             </select>
           </label>
-          <label>Permission rules (JSON)
-            <textarea className="mono rules" value={rules} onChange={(e) => setRules(e.target.value)} spellCheck={false} />
-          </label>
-          <label>Egress allow-list (JSON, host or host:port; network policy: {project.network_policy})
-            <textarea className="mono rules short" value={allowlist} onChange={(e) => setAllowlist(e.target.value)} spellCheck={false} />
-          </label>
-          <ErrorLine error={parseError || actionError} />
+          <RulesEditor label="Permission rules" rules={rules} onChange={setRules} onInvalid={setBadRules} />
+          <HostsEditor label="Egress allow-list" hosts={allowlist} onChange={setAllowlist} onInvalid={setBadHosts} />
+          <p className="muted small">Network policy: {project.network_policy} (changed on the project's settings page).</p>
+          <ErrorLine error={invalid || actionError} />
           {saved && <p className="banner ok" role="status">Project rules saved.</p>}
-          <button type="submit" disabled={busy}>Save project rules</button>
+          <div><button type="submit" disabled={busy || !!invalid}>Save project rules</button></div>
         </form>
       )}
     </section>

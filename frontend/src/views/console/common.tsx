@@ -43,17 +43,4 @@ export function useAction(): [boolean, string, (fn: () => Promise<unknown>) => P
   return [busy, error, run];
 }
 
-// Each JSON text a form holds, parsed; on the first that is not JSON, says why through `setError` and
-// gives null, so nothing is sent.
-export function parseJson(texts: string[], setError: (message: string) => void): unknown[] | null {
-  try {
-    const values = texts.map((text) => JSON.parse(text) as unknown);
-    setError("");
-    return values;
-  } catch (err) {
-    setError(`Not valid JSON: ${(err as Error).message}`);
-    return null;
-  }
-}
-
 export const money = (n: number) => `$${n.toFixed(n < 1 ? 4 : 2)}`;
