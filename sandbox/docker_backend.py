@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import builtins  # annotations after `def list` in a class body say builtins.list: there `list` is the method
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -48,6 +49,8 @@ class DockerSandbox:
         self._conn: AgentConnection | None = conn
         self._reconnect_lock = threading.Lock()
         self._touched = 0.0
+        self._key = volumes.session_key(spec.session_id)
+        self._paused_marker = str(volumes.paused_path(self._key))  # one stat per call: no Path built
 
     # --- plumbing ---------------------------------------------------------------------------
 
@@ -62,7 +65,7 @@ class DockerSandbox:
             return self._conn
 
     def _call(self, op: str, args: dict[str, Any] | None = None, **kwargs: Any) -> Any:
-        paused = volumes.paused_reason(volumes.session_key(self.session_id))
+        paused = volumes.paused_reason(self._key) if os.path.exists(self._paused_marker) else None
         if paused is not None:  # frozen by sandbox.watermark: say why at once rather than wait on it
             raise SandboxPaused(
                 f"sandbox paused: {paused}. Its files are kept; it runs again once the disk has room."
@@ -70,7 +73,7 @@ class DockerSandbox:
         now = time.monotonic()
         if now - self._touched > TOUCH_EVERY_S:
             self._touched = now
-            volumes.touch(volumes.session_key(self.session_id))
+            volumes.touch(self._key)
         kwargs.setdefault("timeout", CALL_TIMEOUT_S)
         return self.connection.call(op, args, **kwargs)
 

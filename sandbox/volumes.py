@@ -279,13 +279,13 @@ def touch(key: str) -> None:
 def unregister(key: str) -> None:
     _record_path(key).unlink(missing_ok=True)
     _hint_path(key).unlink(missing_ok=True)
-    _paused_path(key).unlink(missing_ok=True)
+    paused_path(key).unlink(missing_ok=True)
 
 
 # --- a sandbox paused at the disk's watermark (sandbox.watermark) -----------------------------
 
 
-def _paused_path(key: str) -> Path:
+def paused_path(key: str) -> Path:
     return _dirs()[2] / f"{key}.paused"
 
 
@@ -294,16 +294,16 @@ def mark_paused(key: str, scope: str, reason: str) -> None:
     sessions.mkdir(parents=True, exist_ok=True)
     tmp = sessions / f".{key}.{uuid.uuid4().hex}.paused.tmp"
     tmp.write_text(json.dumps({"scope": scope, "reason": reason, "at": time.time()}))
-    os.replace(tmp, _paused_path(key))
+    os.replace(tmp, paused_path(key))
 
 
 def clear_paused(key: str) -> None:
-    _paused_path(key).unlink(missing_ok=True)
+    paused_path(key).unlink(missing_ok=True)
 
 
 def _paused(key: str) -> dict[str, Any] | None:
     try:
-        data: dict[str, Any] = json.loads(_paused_path(key).read_text())
+        data: dict[str, Any] = json.loads(paused_path(key).read_text())
         return data
     except (FileNotFoundError, ValueError):
         return None
