@@ -238,6 +238,9 @@ HANGAR_SANDBOX_IMAGES = csv("HANGAR_SANDBOX_IMAGES")
 # a share of a worker's threads (HANGAR_WORKER_CONCURRENCY, default 100) and of a host's sandboxes.
 HANGAR_ORG_MAX_RUNS = int(os.environ.get("HANGAR_ORG_MAX_RUNS", "32"))
 HANGAR_ORG_MAX_SANDBOXES = int(os.environ.get("HANGAR_ORG_MAX_SANDBOXES", "64"))
+# How many orgs one account may own: anyone can sign up and create orgs, and the caps above are per org
+# (hangar.accounts.ownership_services). The operator's own tools (bootstrap) are not held to it.
+HANGAR_USER_MAX_OWNED_ORGS = int(os.environ.get("HANGAR_USER_MAX_OWNED_ORGS", "5"))
 # Private ranges an egress allowlist may reach (comma-separated CIDRs, e.g. a package mirror on 10.0.0.0/8).
 # Loopback, link-local and metadata addresses stay unreachable whatever this says (sandbox/agent/netpolicy.py).
 HANGAR_EGRESS_ALLOW_PRIVATE = os.environ.get("HANGAR_EGRESS_ALLOW_PRIVATE", "")

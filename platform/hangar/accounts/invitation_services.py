@@ -21,6 +21,7 @@ from rest_framework.exceptions import NotAuthenticated, NotFound, PermissionDeni
 
 from hangar.accounts.actors import Actor
 from hangar.accounts.models import Invitation, Membership, Org, Role, User
+from hangar.accounts.ownership_services import require_owned_orgs_below_cap
 from hangar.accounts.selectors import require_role
 from hangar.audit.models import ActorType
 from hangar.audit.services import audit_record
@@ -176,6 +177,8 @@ def invitation_accept(
     user = _accepting_user(invitation, user, new_account)
     if Membership.objects.filter(org=invitation.org, user=user).exists():
         raise ValidationError({"email": ["You are already a member of this org."]})
+    if invitation.role == Role.OWNER:
+        require_owned_orgs_below_cap(user)
     membership = Membership.objects.create(org=invitation.org, user=user, role=invitation.role)
     invitation.accepted_at, invitation.accepted_by = timezone.now(), user
     invitation.save(update_fields=["accepted_at", "accepted_by"])

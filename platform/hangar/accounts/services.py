@@ -14,6 +14,7 @@ from hangar.accounts import tokens
 from hangar.accounts.actors import Actor
 from hangar.accounts.invitation_services import invitation_create
 from hangar.accounts.models import ApiToken, Invitation, Membership, Org, Role, User
+from hangar.accounts.ownership_services import require_owned_orgs_below_cap
 from hangar.accounts.permission_rules import clean_permission_rules
 from hangar.accounts.selectors import require_role
 from hangar.accounts.signals import announce_access_changed, member_leaving
@@ -35,6 +36,8 @@ def org_create(*, actor: Actor, name: str, slug: str = "", owner: User | None = 
     owner = owner or actor.user
     if owner is None:
         raise ValidationError({"owner": ["An org needs an owner."]})
+    if actor.user is not None:  # a person; the operator's own tools (bootstrap) are not capped
+        require_owned_orgs_below_cap(owner)
     org = Org.objects.create(name=name, slug=slug)
     Membership.objects.create(org=org, user=owner, role=Role.OWNER)
     audit_record(
@@ -122,6 +125,8 @@ def member_role_change(*, actor: Actor, membership: Membership, role: str) -> Me
     old = membership.role
     if old == Role.OWNER and role != Role.OWNER and _owner_count(membership.org_id) <= 1:
         raise ValidationError({"role": ["The last owner cannot be demoted."]})
+    if role == Role.OWNER and old != Role.OWNER:
+        require_owned_orgs_below_cap(membership.user)
     membership.role = role
     membership.save(update_fields=["role"])
     announce_access_changed(org_id=membership.org_id, user_id=membership.user_id)
