@@ -232,10 +232,10 @@ class WorkspaceFilesView(ProjectScopedView):
         summary="One directory of the session's workspace (directories first)",
     )
     def get(self, request, org, project_id, session_id):
-        _, session = self.session(request)
+        scope, session = self.session(request)
         path = _path(request)
         try:
-            entries, truncated = files().list_dir(session, path)
+            entries, truncated = files().list_dir(session, path, actor=scope.actor)
         except files().FileError as exc:
             return _file_error(exc)
         body = {"path": files().workspace_relative(path), "entries": entries, "truncated": truncated}
@@ -257,12 +257,16 @@ class WorkspaceFindView(ProjectScopedView):
         summary="Workspace paths holding the query (folders end in /): what `@` in a prompt offers",
     )
     def get(self, request, org, project_id, session_id):
-        _, session = self.session(request)
+        scope, session = self.session(request)
         query = FindQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
         found = query.validated_data
         try:
-            return Response(files().find_paths(session, found["query"], found.get("type"), found["limit"]))
+            return Response(
+                files().find_paths(
+                    session, found["query"], found.get("type"), found["limit"], actor=scope.actor
+                )
+            )
         except files().FileError as exc:
             return _file_error(exc)
 
@@ -276,9 +280,10 @@ class WorkspaceFileView(ProjectScopedView):
         summary="One file of the session's workspace (text up to 1 MiB; binary files are named, not sent)",
     )
     def get(self, request, org, project_id, session_id):
-        _, session = self.session(request)
+        scope, session = self.session(request)
         try:
-            return Response(FileContentOut(files().read_file(session, _path(request))).data)
+            content = files().read_file(session, _path(request), actor=scope.actor)
+            return Response(FileContentOut(content).data)
         except files().FileError as exc:
             return _file_error(exc)
 

@@ -24,6 +24,14 @@ log = get_logger(__name__)
 
 _manager: DockerSandboxes | None = None
 _lock = threading.Lock()
+_pool_allowed = False  # set in workers only (allow_warm_pool): a web process never keeps a warm pool
+
+
+def allow_warm_pool() -> None:
+    """Called when a Celery worker starts: its manager keeps the warm pool. A web process (where any
+    signed-in request could otherwise have started one) never does."""
+    global _pool_allowed
+    _pool_allowed = True
 
 
 def _pool_template() -> SandboxSpec:
@@ -44,9 +52,9 @@ def _pool_template() -> SandboxSpec:
 
 
 def manager() -> DockerSandboxes:
-    """The process's DockerSandboxes. With a warm pool (settings.SANDBOX_POOL_SIZE > 0, unless
+    """The process's DockerSandboxes. In a worker with a warm pool (settings.SANDBOX_POOL_SIZE > 0, unless
     HANGAR_SANDBOX_POOL=0) a new session claims a started container instead of creating one in its
-    first step (bench/sandbox.py prints both)."""
+    first step (bench/sandbox.py prints both); elsewhere (a web process) there is no pool."""
 
     global _manager
     if _manager is None:
@@ -54,7 +62,8 @@ def manager() -> DockerSandboxes:
             if _manager is None:
                 from sandbox import DockerSandboxes, WarmPool
 
-                size = settings.SANDBOX_POOL_SIZE if os.environ.get("HANGAR_SANDBOX_POOL", "1") != "0" else 0
+                on = _pool_allowed and os.environ.get("HANGAR_SANDBOX_POOL", "1") != "0"
+                size = settings.SANDBOX_POOL_SIZE if on else 0
                 pool = WarmPool(size, template=_pool_template()) if size > 0 else None
                 _manager = DockerSandboxes(pool=pool)
                 if pool is not None:

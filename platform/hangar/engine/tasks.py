@@ -31,11 +31,13 @@ def warm_up_worker(**_kwargs: object) -> None:
     from hangar.engine import tool_calls, worker  # noqa: F401  (the loop and everything it imports)
     from hangar.engine.providers import openai_compat, resolve  # noqa: F401
     from hangar.engine.providers.litellm_model import warm_up
+    from hangar.engine.sandboxes import allow_warm_pool
     from hangar.engine.tools import execute  # noqa: F401
     from hangar.engine.tools.registry import ALL, tool_schemas
     from hangar.heap import freeze_start_up_heap
     from hangar.projects import credentials  # noqa: F401
 
+    allow_warm_pool()  # this process, a worker, keeps the warm pool (never a web process)
     warm_up()
     tool_schemas(ALL)
     freeze_start_up_heap()  # last: what was loaded above is never walked by a full collection again

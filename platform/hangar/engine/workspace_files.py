@@ -10,6 +10,7 @@ import posixpath
 import shlex
 from dataclasses import dataclass
 
+from hangar.accounts.actors import Actor
 from hangar.conversations.models import Session
 from sandbox.protocol import WORKSPACE, Sandbox, SandboxError
 
@@ -53,16 +54,35 @@ def workspace_relative(path: str) -> str:
     return _relative(workspace_path(path))
 
 
-def session_box(session: Session) -> Sandbox:
-    from hangar.engine.sandboxes import sandbox_for
+def session_box(session: Session, actor: Actor | None = None) -> Sandbox:
+    """The session's sandbox for a read. Someone who may drive the session (a member) may have it started
+    (resumed if hibernated, its workspace prepared); a viewer reads only a sandbox that runs: a read-only
+    role never makes the platform create, resume or prepare anything (FileError 409)."""
+    from hangar.engine.sandboxes import manager, sandbox_for
 
-    return sandbox_for(session)  # running (resumed if hibernated), workspace prepared
+    if actor is None or _may_start(actor, session):
+        return sandbox_for(session)
+    if not manager().is_running(session.pk):
+        raise FileError(
+            "The session's sandbox is not running: it starts with the session's next prompt.", 409
+        )
+    return manager().connect(session.pk)
 
 
-def list_dir(session: Session, path: str = "") -> tuple[list[Entry], bool]:
+def _may_start(actor: Actor, session: Session) -> bool:
+    from hangar.accounts.models import Role
+    from hangar.accounts.selectors import membership_for
+
+    if actor.user is None:
+        return True  # a system or integration actor, scoped to the org by its edge
+    membership = membership_for(actor.user, session.org_id)
+    return membership is not None and membership.has_role(Role.MEMBER)
+
+
+def list_dir(session: Session, path: str = "", *, actor: Actor | None) -> tuple[list[Entry], bool]:
     """The directory's entries, directories first, then by name; True when there were more."""
     full = workspace_path(path)
-    box = session_box(session)
+    box = session_box(session, actor)
     found = box.stat(full)
     if found is None:
         raise FileError("No such directory.", 404)
@@ -89,13 +109,15 @@ def list_dir(session: Session, path: str = "") -> tuple[list[Entry], bool]:
 MAX_FOUND = 200
 
 
-def find_paths(session: Session, query: str, kind: str | None = None, limit: int = 50) -> list[str]:
+def find_paths(
+    session: Session, query: str, kind: str | None = None, limit: int = 50, *, actor: Actor | None
+) -> list[str]:
     """Workspace paths whose text holds `query` (case-insensitive): files (rg lists them, .gitignore
     honoured) and their folders (with a trailing "/"); `kind` "file" or "directory" keeps one kind. Those
     whose own name holds it come first, then the shorter."""
     command = "rg --files --hidden --no-require-git --glob '!.git/' | head -n 20000"
     try:
-        result = session_box(session).exec(command, cwd=WORKSPACE, timeout_s=20)
+        result = session_box(session, actor).exec(command, cwd=WORKSPACE, timeout_s=20)
     except SandboxError as exc:
         raise FileError(f"The search failed: {exc}", 503) from None
     files = [f for f in result.output.splitlines() if f]
@@ -107,10 +129,10 @@ def find_paths(session: Session, query: str, kind: str | None = None, limit: int
     return found[: max(1, min(limit, MAX_FOUND))]
 
 
-def read_file(session: Session, path: str) -> dict[str, object]:
+def read_file(session: Session, path: str, *, actor: Actor | None) -> dict[str, object]:
     """{path, type: text | binary, size, content (text only), tooLarge}."""
     full = workspace_path(path)
-    box = session_box(session)
+    box = session_box(session, actor)
     found = box.stat(full)
     if found is None:
         raise FileError("No such file.", 404)

@@ -60,7 +60,7 @@ class FileList(OpenCodeView):
         if session is None:
             return Response([])
         try:
-            entries, _ = workspace_files.list_dir(session, path)
+            entries, _ = workspace_files.list_dir(session, path, actor=self.scope.actor)
         except FileError as exc:
             raise _file_error(exc) from None
         return Response(
@@ -85,7 +85,7 @@ class FileContent(OpenCodeView):
         if session is None:
             raise NotFound("No session of this project has a workspace yet.")
         try:
-            found = workspace_files.read_file(session, path)
+            found = workspace_files.read_file(session, path, actor=self.scope.actor)
         except FileError as exc:
             raise _file_error(exc) from None
         return Response({"type": found["type"], "content": found["content"]})
@@ -125,7 +125,10 @@ class FindText(OpenCodeView):
             f' | grep \'^{{"type":"match"\' | head -n {MAX_MATCHES}'
         )
         try:
-            result = workspace_files.session_box(session).exec(command, cwd=WORKSPACE, timeout_s=20)
+            box = workspace_files.session_box(session, self.scope.actor)
+            result = box.exec(command, cwd=WORKSPACE, timeout_s=20)
+        except FileError as exc:
+            raise _file_error(exc) from None
         except SandboxError as exc:
             raise Unavailable(f"The search failed: {exc}") from None
         matches = []
@@ -168,7 +171,7 @@ class FindFile(OpenCodeView):
         if session is None:
             return Response([])
         try:
-            return Response(workspace_files.find_paths(session, query, kind, limit))
+            return Response(workspace_files.find_paths(session, query, kind, limit, actor=self.scope.actor))
         except FileError as exc:
             raise _file_error(exc) from None
 

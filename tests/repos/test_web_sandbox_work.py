@@ -1,0 +1,38 @@
+"""Web requests and sandboxes: a viewer's read of the workspace never starts (or resumes, or prepares) a
+sandbox, it reads one that runs; and the web process never starts a warm pool, only a worker does."""
+
+import pytest
+
+from hangar.conversations.models import Session
+from hangar.engine import sandboxes
+from sandbox import volumes
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def test_a_viewer_reading_the_workspace_never_starts_a_sandbox(api, alice, dave, sessions_made):
+    base = f"/api/orgs/acme/projects/{alice.project.pk}/sessions/"
+    response = api(alice).post(base, {"title": "t"}, format="json")
+    session = Session.objects.get(pk=response.json()["id"])
+    sessions_made.append(session.pk)
+    url = base + f"{session.pk}/workspace/"
+    for path, query in (("files/", {}), ("file/", {"path": "x.txt"}), ("find/", {"query": "x"})):
+        refused = api(dave).get(url + path, query)
+        assert refused.status_code == 409, (path, refused.content)
+        assert "not running" in refused.json()["error"]["message"]
+    assert volumes.lookup(volumes.session_key(session.pk)) is None  # nothing was made for it
+    assert not sandboxes.manager().is_running(session.pk)
+    assert api(alice).get(url + "files/").status_code == 200  # a member may start it
+    assert api(dave).get(url + "files/").status_code == 200  # now it runs: a viewer reads it
+
+
+def test_the_web_process_never_starts_a_warm_pool(settings, monkeypatch):
+    settings.SANDBOX_POOL_SIZE = 1
+    monkeypatch.setenv("HANGAR_SANDBOX_POOL", "1")
+    monkeypatch.setattr(sandboxes, "_manager", None)
+    made = sandboxes.manager()  # in this process, as a web request would
+    try:
+        assert made.pool is None
+    finally:
+        if made.pool is not None:
+            made.pool.drain()
