@@ -21,6 +21,8 @@ HANGAR_TRUSTED_PROXY_HOPS = int(os.environ.get("HANGAR_TRUSTED_PROXY_HOPS", "0")
 HANGAR_LOGIN_WINDOW_S = int(os.environ.get("HANGAR_LOGIN_WINDOW_S", "60"))
 HANGAR_LOGIN_MAX_PER_ADDRESS = int(os.environ.get("HANGAR_LOGIN_MAX_PER_ADDRESS", "20"))
 HANGAR_LOGIN_MAX_PER_ACCOUNT = int(os.environ.get("HANGAR_LOGIN_MAX_PER_ACCOUNT", "20"))
+# A WebSocket ticket (hangar.accounts.ws_tickets) opens one connection within this many seconds.
+HANGAR_WS_TICKET_TTL_S = int(os.environ.get("HANGAR_WS_TICKET_TTL_S", "30"))
 PUBLIC_URL = os.environ.get("HANGAR_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
 
 # Transport security follows the public URL: a site served over https sends its session and CSRF cookies only

@@ -12,9 +12,10 @@ ORIGIN = (b"origin", b"http://testserver")  # the app validates Origin against A
 def communicator(
     path: str, *, token: str | None = None, header_token: str | None = None, cookie: str | None = None
 ) -> WebsocketCommunicator:
+    """`token` and `header_token` both send `Authorization: Bearer` (a token never rides in the URL:
+    tests/realtime/test_ws_tickets.py); a browser's way is a ticket in the path (`?ticket=`)."""
     headers = [ORIGIN]
-    if token is not None:
-        path += ("&" if "?" in path else "?") + f"token={token}"
+    header_token = header_token if header_token is not None else token
     if header_token is not None:
         headers.append((b"authorization", f"Bearer {header_token}".encode()))
     if cookie is not None:

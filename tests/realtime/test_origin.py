@@ -32,8 +32,8 @@ async def test_a_foreign_origin_is_refused_even_with_a_valid_token(alice):
     session = await sync_to_async(session_create)(actor=alice.actor, project=alice.project)
     comm = WebsocketCommunicator(
         application,
-        f"/ws/sessions/{session.pk}/?token={alice.token}",
-        headers=[(b"origin", b"https://evil.example")],
+        f"/ws/sessions/{session.pk}/",
+        headers=[(b"origin", b"https://evil.example"), (b"authorization", f"Bearer {alice.token}".encode())],
     )
     connected, _ = await comm.connect()
     assert not connected

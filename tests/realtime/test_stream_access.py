@@ -33,14 +33,6 @@ async def first_frame(comm) -> dict:
     return json.loads(await comm.receive_from(timeout=3))
 
 
-async def test_a_token_in_the_query_string_opens_the_session_stream(alice):
-    session = await sync_to_async(new_session)(alice)
-    comm = communicator(f"/ws/sessions/{session.pk}/", token=alice.token)
-    assert (await comm.connect())[0]
-    assert (await first_frame(comm))["seq"] == 1
-    await comm.disconnect()
-
-
 async def test_a_bearer_header_opens_the_session_stream(alice):
     session = await sync_to_async(new_session)(alice)
     comm = communicator(f"/ws/sessions/{session.pk}/", header_token=alice.token)

@@ -2,6 +2,16 @@
 // once (seq must be exactly last + 1; anything at or below is a replay we already have), pass ephemeral
 // frames (token deltas) through without moving the cursor, and reconnect after a drop from where we were.
 
+import { post } from "./client";
+
+// A WebSocket URL on this site carrying a fresh one-use ticket (POST /api/auth/ws-ticket, acting as this
+// browser's session): credentials never ride in a WebSocket URL, and a ticket is good once, for seconds.
+export async function socketUrl(path: string): Promise<string> {
+  const { ticket } = await post<{ ticket: string }>("/api/auth/ws-ticket");
+  const proto = location.protocol === "https:" ? "wss" : "ws";
+  return `${proto}://${location.host}${path}${path.includes("?") ? "&" : "?"}ticket=${encodeURIComponent(ticket)}`;
+}
+
 export type Frame = {
   seq: number | null;
   type: string;
@@ -29,9 +39,23 @@ export class SessionStream {
   }
 
   private open(): void {
-    const proto = location.protocol === "https:" ? "wss" : "ws";
-    const url = `${proto}://${location.host}/ws/sessions/${encodeURIComponent(this.sessionId)}/?after=${this.last}`;
     this.onState(this.attempt === 0 ? "connecting" : "reconnecting");
+    socketUrl(`/ws/sessions/${encodeURIComponent(this.sessionId)}/?after=${this.last}`).then(
+      (url) => this.connect(url),
+      () => this.retry(),
+    );
+  }
+
+  private retry(): void {
+    if (this.closed) return;
+    this.attempt += 1;
+    this.onState("reconnecting");
+    const delay = Math.min(250 * 2 ** (this.attempt - 1), 5000);
+    this.timer = window.setTimeout(() => this.open(), delay);
+  }
+
+  private connect(url: string): void {
+    if (this.closed) return;
     const socket = new WebSocket(url);
     this.socket = socket;
     socket.onopen = () => {
@@ -57,10 +81,7 @@ export class SessionStream {
       if (event.code === 4404 || event.code === 4401) return this.onState("denied");
       if (event.code === 4410 && this.purged) return location.reload();
       if (event.code === 4410) return this.onState("gone");
-      this.attempt += 1;
-      this.onState("reconnecting");
-      const delay = Math.min(250 * 2 ** (this.attempt - 1), 5000);
-      this.timer = window.setTimeout(() => this.open(), delay);
+      this.retry();
     };
   }
 
@@ -99,13 +120,21 @@ function openOrgSocket(org: string, onFrame: (frame: Frame) => void): () => void
   let stopped = false;
   let timer: number | undefined;
   const open = () => {
-    const proto = location.protocol === "https:" ? "wss" : "ws";
-    socket = new WebSocket(`${proto}://${location.host}/ws/orgs/${encodeURIComponent(org)}/`);
-    socket.onmessage = (m) => onFrame(JSON.parse(m.data) as Frame);
-    socket.onopen = () => onFrame({ seq: null, type: "stream.open", payload: {}, session: "" });
-    socket.onclose = (e) => {
-      if (!stopped && e.code !== 4404 && e.code !== 4401) timer = window.setTimeout(open, 1000);
-    };
+    socketUrl(`/ws/orgs/${encodeURIComponent(org)}/`).then(
+      (url) => {
+        if (stopped) return;
+        const opened = new WebSocket(url);
+        socket = opened;
+        opened.onmessage = (m) => onFrame(JSON.parse(m.data) as Frame);
+        opened.onopen = () => onFrame({ seq: null, type: "stream.open", payload: {}, session: "" });
+        opened.onclose = (e) => {
+          if (!stopped && e.code !== 4404 && e.code !== 4401) timer = window.setTimeout(open, 1000);
+        };
+      },
+      () => {
+        if (!stopped) timer = window.setTimeout(open, 1000);
+      },
+    );
   };
   open();
   return () => {

@@ -2,6 +2,7 @@ import { useEffect, useRef, useState } from "react";
 import { Terminal as XTerm } from "@xterm/xterm";
 import { FitAddon } from "@xterm/addon-fit";
 import "@xterm/xterm/css/xterm.css";
+import { socketUrl } from "../api/stream";
 
 // A shell on the session sandbox's pty over /ws/sessions/<id>/terminal/: output arrives as text frames,
 // keystrokes and resizes go out as JSON.
@@ -14,26 +15,34 @@ export default function Terminal({ sessionId }: { sessionId: string }) {
     term.loadAddon(fit);
     term.open(host.current!);
     fit.fit();
-    const proto = location.protocol === "https:" ? "wss" : "ws";
-    const socket = new WebSocket(
-      `${proto}://${location.host}/ws/sessions/${encodeURIComponent(sessionId)}/terminal/?cols=${term.cols}&rows=${term.rows}`,
+    let socket: WebSocket | null = null;
+    let disposed = false;
+    socketUrl(`/ws/sessions/${encodeURIComponent(sessionId)}/terminal/?cols=${term.cols}&rows=${term.rows}`).then(
+      (url) => {
+        if (disposed) return;
+        const opened = new WebSocket(url);
+        socket = opened;
+        opened.onopen = () => {
+          setState("open");
+          term.focus();
+        };
+        opened.onmessage = (m) => term.write(typeof m.data === "string" ? m.data : "");
+        opened.onclose = (e) => setState(e.code === 4404 ? "not found" : e.code === 4403 ? "not allowed" : "closed");
+      },
+      () => setState("closed"),
     );
-    socket.onopen = () => {
-      setState("open");
-      term.focus();
-    };
-    socket.onmessage = (m) => term.write(typeof m.data === "string" ? m.data : "");
-    socket.onclose = (e) => setState(e.code === 4404 ? "not found" : e.code === 4403 ? "not allowed" : "closed");
-    const input = term.onData((data) => socket.readyState === 1 && socket.send(JSON.stringify({ type: "input", data })));
+    const send = (frame: object) => socket?.readyState === 1 && socket.send(JSON.stringify(frame));
+    const input = term.onData((data) => send({ type: "input", data }));
     const onResize = () => {
       fit.fit();
-      if (socket.readyState === 1) socket.send(JSON.stringify({ type: "resize", cols: term.cols, rows: term.rows }));
+      send({ type: "resize", cols: term.cols, rows: term.rows });
     };
     window.addEventListener("resize", onResize);
     return () => {
       window.removeEventListener("resize", onResize);
       input.dispose();
-      socket.close();
+      disposed = true;
+      socket?.close();
       term.dispose();
     };
   }, [sessionId]);

@@ -13,6 +13,16 @@ from hangar.accounts.services import token_record_use
 from hangar.accounts.token_rows import Join, token_find
 
 
+def check_usable(found: ApiToken) -> None:
+    """AuthenticationFailed saying why, unless the token (with .user loaded) may be used now."""
+    if found.revoked_at is not None:
+        raise exceptions.AuthenticationFailed("Token has been revoked.")
+    if found.expires_at is not None and found.expires_at <= timezone.now():
+        raise exceptions.AuthenticationFailed("Token has expired.")
+    if not found.user.is_active:
+        raise exceptions.AuthenticationFailed("User is inactive.")
+
+
 def resolve_token(raw: str, join: Join | None = None) -> ApiToken:
     """Find the usable token for `raw` or raise AuthenticationFailed saying why. The token comes with
     .user, .org and .membership (the user's in the token's org, or None), and `join`'s row if given."""
@@ -24,12 +34,7 @@ def resolve_token(raw: str, join: Join | None = None) -> ApiToken:
     found = token_find(list(candidates), join)
     if found is None:
         raise exceptions.AuthenticationFailed("Invalid token.")
-    if found.revoked_at is not None:
-        raise exceptions.AuthenticationFailed("Token has been revoked.")
-    if found.expires_at is not None and found.expires_at <= timezone.now():
-        raise exceptions.AuthenticationFailed("Token has expired.")
-    if not found.user.is_active:
-        raise exceptions.AuthenticationFailed("User is inactive.")
+    check_usable(found)
     token_record_use(token=found, raw=raw, signed_with_current=candidates[found.digest] == 0)
     return found
 

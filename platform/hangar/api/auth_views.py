@@ -1,5 +1,6 @@
 """Browser login: email + password into a Django session cookie, with CSRF. API clients use tokens instead."""
 
+from django.conf import settings
 from django.contrib.auth import authenticate, login, logout
 from django.middleware.csrf import get_token
 from django.utils.decorators import method_decorator
@@ -17,6 +18,7 @@ from hangar.accounts.login_throttle import login_wait
 from hangar.accounts.models import ApiToken
 from hangar.accounts.selectors import memberships_for_user
 from hangar.accounts.signin_services import sign_in_record
+from hangar.accounts.ws_tickets import ticket_issue
 
 
 class LoginIn(serializers.Serializer):
@@ -130,3 +132,24 @@ class MeView(APIView):
     @extend_schema(operation_id="me", responses=MeOut)
     def get(self, request):
         return Response(me_payload(request))
+
+
+class WsTicketView(APIView):
+    """A one-use ticket to open a WebSocket with (`/ws/...?ticket=`), for clients that cannot set headers on
+    one: it acts as the token or browser session that asked for it (hangar.accounts.ws_tickets)."""
+
+    @extend_schema(
+        operation_id="auth_ws_ticket",
+        request=None,
+        responses={
+            201: inline_serializer(
+                "WsTicketOut", {"ticket": serializers.CharField(), "expires_in": serializers.IntegerField()}
+            )
+        },
+    )
+    def post(self, request):
+        token = request.auth if isinstance(request.auth, ApiToken) else None
+        ticket = ticket_issue(user=request.user, token=token)
+        return Response(
+            {"ticket": ticket, "expires_in": settings.HANGAR_WS_TICKET_TTL_S}, status=status.HTTP_201_CREATED
+        )

@@ -30,6 +30,7 @@ urlpatterns: list = [
     path("auth/login", auth_views.LoginView.as_view(), name="auth-login"),
     path("auth/logout", auth_views.LogoutView.as_view(), name="auth-logout"),
     path("me", auth_views.MeView.as_view(), name="me"),
+    path("auth/ws-ticket", auth_views.WsTicketView.as_view(), name="auth-ws-ticket"),
     path("auth/sso/start", sso_views.SsoStartView.as_view(), name="sso-start"),
     path("auth/sso/callback", sso_views.SsoCallbackView.as_view(), name="sso-callback"),
     path(ORG + "sso", sso_views.OrgSsoView.as_view(), name="org-sso"),
