@@ -12,6 +12,7 @@ BASE = "orgs/<slug:org>/projects/<int:project_id>/sessions/"
 ONE = BASE + "<str:session_id>/"
 
 urlpatterns = [
+    path("orgs/<slug:org>/sessions/recent", v.OrgRecentSessionsView.as_view(), name="sessions-recent"),
     path(BASE, v.SessionCollectionView.as_view(), name="sessions"),
     path(ONE, v.SessionDetailView.as_view(), name="session"),
     path(ONE + "archive/", v.SessionArchiveView.as_view(), name="session-archive"),

@@ -6,7 +6,7 @@ creator."""
 
 from django.db import transaction
 from drf_spectacular.utils import extend_schema
-from rest_framework import status
+from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -37,6 +37,28 @@ class ProjectScopedView(OrgScopedMixin, APIView):
 
 def _session_json(session: Session) -> dict:
     return s.SessionOutput(session).data
+
+
+class RecentQuery(serializers.Serializer):
+    limit = serializers.IntegerField(min_value=1, max_value=50, default=10)
+
+
+class OrgRecentSessionsView(OrgScopedMixin, APIView):
+    @extend_schema(
+        tags=TAG,
+        operation_id="sessions_recent",
+        parameters=[RecentQuery],
+        responses=s.SessionOutput(many=True),
+        summary="The org's newest live root sessions across its projects",
+    )
+    def get(self, request, org):
+        scope: OrgScope = self.scope(request, Role.VIEWER)
+        query = RecentQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        items = selectors.sessions_recent(scope.actor, limit=query.validated_data["limit"])
+        for session in items:
+            session.org = scope.org  # already known: saves a query per row in the output
+        return Response([_session_json(x) for x in items])
 
 
 class SessionCollectionView(ProjectScopedView):

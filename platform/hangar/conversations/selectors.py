@@ -80,6 +80,12 @@ def sessions_list(
     return list(sessions.order_by("id")[:limit])
 
 
+def sessions_recent(actor: Actor, *, limit: int = 10) -> list[Session]:
+    """The org's newest live root sessions across its projects (the web app's home), newest first."""
+    sessions = visible_sessions(actor).filter(archived_at__isnull=True, parent__isnull=True)
+    return list(sessions.select_related("project").order_by("id")[: max(1, min(limit, MAX_LIMIT))])
+
+
 def session_children(actor: Actor, session: Session) -> list[Session]:
     return list(visible_sessions(actor).filter(parent_id=session.pk).order_by("id"))
 
