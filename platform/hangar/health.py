@@ -77,6 +77,21 @@ def check_model() -> str:
     return ""
 
 
+def _model_check() -> dict:
+    """The bundled model: ok once it answers; while deploy/local-model.sh builds it, `starting` with what
+    it is doing and the minutes left (the web app's readiness badge shows the detail)."""
+    from hangar import local_model
+
+    check = _check(check_model)
+    starting = local_model.status() if check["status"] != "ok" else None
+    if starting is not None and starting["state"] in (*local_model.NOT_READY, "serving"):
+        state = "error" if starting["state"] == "failed" else "starting"
+        check = {"status": state, "detail": local_model.describe(starting)}
+        if state == "starting" and local_model.minutes_left(starting):
+            check["minutes_left"] = local_model.minutes_left(starting)
+    return check
+
+
 def check_sandbox_disk() -> str:
     from sandbox import budget, repo_disk
     from sandbox.protocol import QuotaExceeded
@@ -111,15 +126,18 @@ def health_report(*, detail: bool) -> tuple[dict, int]:
         "sandbox_disk": _check(check_sandbox_disk),
     }
     if settings.MODEL_HEALTH_URL:
-        checks["model"] = _check(check_model)
+        checks["model"] = _model_check()
     all_ok = all(check["status"] == "ok" for check in checks.values())
     status = "ok" if all_ok else ("degraded" if essential_ok else "error")
     return {"status": status, "checks": checks}, code
 
 
 class CheckOut(serializers.Serializer):
-    status = serializers.ChoiceField(choices=["ok", "error"])
+    status = serializers.ChoiceField(
+        choices=["ok", "starting", "error"], help_text="`starting`: the bundled model."
+    )
     detail = serializers.CharField(required=False)
+    minutes_left = serializers.IntegerField(required=False, help_text="The bundled model's estimate.")
 
 
 class HealthOut(serializers.Serializer):

@@ -262,6 +262,8 @@ HANGAR_EVENT_RETENTION_DAYS = float(os.environ.get("HANGAR_EVENT_RETENTION_DAYS"
 # local price map, else zero; and the offline local model used when a provider has no credential.
 HANGAR_MODEL_PRICES = __import__("json").loads(os.environ.get("HANGAR_MODEL_PRICES", "{}"))
 HANGAR_LOCAL_MODEL_URL = os.environ.get("HANGAR_LOCAL_MODEL_URL", "")
+# The bundled model's start-up report (deploy/local-model.sh writes it; hangar.local_model reads it).
+HANGAR_LOCAL_MODEL_STATUS = os.environ.get("HANGAR_LOCAL_MODEL_STATUS", "")
 # Model endpoints (a credential's api_base) may resolve only to globally routable addresses, plus these
 # networks (CIDRs): e.g. "10.20.0.0/16" for a self-hosted model. Tests and the dev scripts allow loopback
 # (127.0.0.0/8, ::1/128) for the scripted server and the bundled local model; production should not.

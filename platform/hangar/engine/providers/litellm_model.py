@@ -44,6 +44,7 @@ from hangar.engine.providers.assemble import StreamAssembler, openai_sse_events
 from hangar.engine.providers.base import ProviderError, StreamEvent, Usage, is_retryable
 from hangar.engine.providers.guard import guarded
 from hangar.engine.providers.limits import bounded_lines, cap
+from hangar.engine.providers.local import still_starting
 from hangar.engine.providers.overflow import is_overflow, overflow_error
 from hangar.engine.providers.redact import redact
 from hangar.engine.providers.wire import usage_of, wire_messages
@@ -251,6 +252,8 @@ class LiteLLMModel:
 
     def _error(self, exc: Exception) -> ProviderError:
         error = _error(exc)
+        if error.status is None:  # no answer at all: the bundled model may still be building
+            error = still_starting(self._api_base) or error
         error.message = redact(error.message, self._api_key or "")
         error.args = (error.message,)
         return error

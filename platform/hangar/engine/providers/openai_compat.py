@@ -23,6 +23,7 @@ from hangar.engine.providers.assemble import openai_sse_events
 from hangar.engine.providers.base import ProviderError, StreamEvent, Usage, is_retryable
 from hangar.engine.providers.guard import guarded
 from hangar.engine.providers.limits import TooLarge, cap
+from hangar.engine.providers.local import still_starting
 from hangar.engine.providers.overflow import is_overflow, overflow_error
 from hangar.engine.providers.redact import redact
 from hangar.engine.providers.wire import usage_of, wire_messages
@@ -77,6 +78,7 @@ class OpenAICompatModel:
         self, *, provider_id: str, model_id: str, api_base: str, api_key: str = "", timeout_s: float = 600.0
     ):
         self.provider_id, self.model_id = provider_id, model_id
+        self._api_base = api_base
         self._url = api_base.rstrip("/") + "/chat/completions"
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._key = api_key
@@ -89,7 +91,7 @@ class OpenAICompatModel:
                 self._url, json.dumps(body).encode(), self._headers, read_timeout=self._timeout
             )
         except http.HTTPError as exc:
-            raise _transport_error(exc) from exc
+            raise still_starting(self._api_base) or _transport_error(exc) from exc
         if response.status >= 400:
             try:
                 error = _error_of(response)
