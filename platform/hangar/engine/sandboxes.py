@@ -170,3 +170,27 @@ def sandbox_for_request(session: Session) -> Sandbox:
     if sandbox_factory is _docker_sandbox:
         return _docker_sandbox(session, _plain())
     return sandbox_factory(session)
+
+
+def hibernate_all() -> tuple[int, int]:
+    """What deploy/up.sh does when it stops: every running sandbox of this host's sandbox root (its
+    registry, HANGAR_SANDBOX_ROOT) hibernated, its workspace kept for the session's next run, and the
+    warm pool's unclaimed containers removed. (hibernated, pooled removed)."""
+    from sandbox import WarmPool, containers, volumes
+
+    sandboxes = _plain()
+    mine = set(volumes.registered_keys())
+    running = sandboxes.api.containers(filters={"name": containers.SESSION_PREFIX, "status": "running"})
+    hibernated = 0
+    for found in running:
+        key = found["Names"][0].lstrip("/")[len(containers.SESSION_PREFIX) :]
+        record = volumes.lookup(key) if key in mine else None
+        if record:
+            sandboxes.hibernate(record["session_id"])
+            hibernated += 1
+    removed = 0
+    if settings.SANDBOX_POOL_SIZE > 0 and os.environ.get("HANGAR_SANDBOX_POOL", "1") != "0":
+        pool = WarmPool(settings.SANDBOX_POOL_SIZE, template=_pool_template())
+        removed = len(pool.available())
+        pool.drain()
+    return hibernated, removed
