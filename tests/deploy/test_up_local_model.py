@@ -1,0 +1,72 @@
+"""deploy/up.sh with the bundled model still building (its first start compiles for minutes): the banner
+comes as soon as the web answers, the model's progress stays on the status line, and up keeps running
+while the model's log is empty (a second run used to die silently there: `grep` on the emptied log under
+`set -euo pipefail`). The script runs as written in a tree whose interpreter, web, worker and model are
+stand-ins (tests/deploy/test_up_key_argv.py); the model's stand-in reports progress the way
+deploy/local-model.sh does (deploy/model_progress.py) and never answers."""
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+
+from tests.deploy.test_up_key_argv import standin_tree
+from tests.engine.conftest import ROOT
+from tests.opencode.live import free_port
+
+MODEL_STANDIN = """#!/usr/bin/env bash
+python3 deploy/model_progress.py start "$HANGAR_LOCAL_MODEL_STATUS" "http://127.0.0.1:$HANGAR_LOCAL_MODEL_PORT/v1" \\
+  var/log/model.log 420
+exec sleep 600
+"""
+
+
+def test_up_shows_the_banner_before_the_local_model_is_built_and_keeps_running_on_an_empty_model_log(
+    tmp_path,
+):
+    script = standin_tree(tmp_path / "tree", (ROOT / "deploy" / "up.sh").read_text())
+    tree = script.parent.parent
+    (tree / "deploy" / "local-model.sh").write_text(MODEL_STANDIN)
+    (tree / "deploy" / "local-model.sh").chmod(0o755)
+    shutil.copy(ROOT / "deploy" / "model_progress.py", tree / "deploy")
+    (tree / "platform" / "hangar").mkdir(parents=True)
+    shutil.copy(ROOT / "platform" / "hangar" / "local_model.py", tree / "platform" / "hangar")
+    (tree / "var" / "log").mkdir()
+    (tree / "var" / "log" / "model.log").write_text("")  # the previous run's, emptied
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("HANGAR_")},
+        "HANGAR_SKIP_SETUP": "1",
+        "PORT": str(free_port()),
+        "HANGAR_LOCAL_MODEL_PORT": str(free_port()),
+        "RECORD_DIR": str(tmp_path),
+    }
+    proc = subprocess.Popen(
+        [str(script)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    lines: list[str] = []
+    try:
+        began = time.monotonic()
+        banner = -1  # the model's line is shown after the banner (and may be before it too)
+        while banner < 0 or not any("local model: installing" in line for line in lines[banner:]):
+            line = proc.stdout.readline()
+            assert line and time.monotonic() - began < 60, "up.sh exited early:\n" + "".join(lines)
+            lines.append(line)
+            if "Hangar is up" in line:
+                banner = len(lines)
+        text = "".join(lines)
+        assert "about 7 min left (log: var/log/model.log)" in text
+        time.sleep(12)  # past the old 10 s note, which read the empty log and died
+        assert proc.poll() is None, "up.sh exited:\n" + text + proc.stdout.read()
+        proc.send_signal(signal.SIGINT)
+        rest, _ = proc.communicate(timeout=30)
+        assert proc.returncode == 130, text + rest
+        assert not (tree / "var" / "local-model.json").exists()  # this run's report goes with it
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
