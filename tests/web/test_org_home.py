@@ -3,6 +3,7 @@ project with that prompt and opens it; the org's recent sessions across its proj
 and project. Screenshots at desktop and phone width (var/screenshots/org-home-*)."""
 
 import pytest
+from playwright.sync_api import expect
 
 from hangar.conversations.models import Message, Part, Session
 from hangar.conversations.services import session_create
@@ -26,6 +27,7 @@ def test_the_home_starts_a_session_in_the_picked_project_and_lists_recent_ones(
     app.shot("org-home")
 
     form = page.get_by_role("form", name="Start a session")
+    expect(form.get_by_label("Project")).to_have_value(str(alice.project.pk))  # the newest session's
     form.get_by_label("Project").select_option(label="probe")
     form.get_by_label("What should the agent do?").fill("Add a health check endpoint")
     form.get_by_role("button", name="Start session").click()

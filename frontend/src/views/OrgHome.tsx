@@ -25,7 +25,7 @@ export function OrgHome({ org }: { org: string }) {
 
   return (
     <div className="page home">
-      {!!projects?.length && <StartSession org={org} projects={projects} />}
+      {!!projects?.length && recent !== null && <StartSession org={org} projects={projects} preferred={recent[0]?.project} />}
       {!!recent?.length && (
         <section aria-labelledby="recent-h">
           <h2 id="recent-h">Recent sessions</h2>
@@ -66,9 +66,10 @@ export function OrgHome({ org }: { org: string }) {
   );
 }
 
-// Type what to do, pick the project, go: a new session of that project gets the prompt, and opens.
-function StartSession({ org, projects }: { org: string; projects: Project[] }) {
-  const [project, setProject] = useState(String(projects[0].id));
+// Type what to do, pick the project (at first the one of the newest session), go: a new session of that
+// project gets the prompt, and opens.
+function StartSession({ org, projects, preferred }: { org: string; projects: Project[]; preferred?: number }) {
+  const [project, setProject] = useState(String(projects.some((p) => p.id === preferred) ? preferred : projects[0].id));
   const [text, setText] = useState("");
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState("");
