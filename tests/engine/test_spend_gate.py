@@ -110,7 +110,10 @@ def test_a_hard_budget_stops_the_session_before_the_call_that_would_pass_it(
     assert errors[0]["data"]["budget"]["spent"] == pytest.approx(0.04)
     audit = AuditEvent.objects.get(action="budget.blocked")
     assert (audit.org_id, audit.data["session"], audit.actor_type) == (alice.org.pk, session.pk, "system")
-    assert Message.objects.filter(session=session, role="assistant").count() == 2  # no empty third step
+    answers = [m.data for m in Message.objects.filter(session=session, role="assistant").order_by("id")]
+    # No third step: the prompt's answer ends with the stop, told in OpenCode's shape.
+    assert [a.get("error", {}).get("name") for a in answers] == [None, None, "UnknownError"]
+    assert answers[-1]["error"]["data"]["message"] == errors[0]["data"]["message"]
     assert not UsageRecord.objects.filter(kind="title").exists()  # a blocked turn makes no title call
 
     # Prompting again is refused at once: no call, the same clear error.
@@ -152,6 +155,7 @@ def test_a_model_outside_the_allow_list_is_refused_before_any_call(alice, script
     assert [e["name"] for e in errors] == ["ModelNotAllowedError"]
     assert f"scripted/{script_id}" in errors[0]["data"]["message"]
     assert AuditEvent.objects.get(action="policy.model_refused").data["model"] == f"scripted/{script_id}"
-    assert not Message.objects.filter(session=session, role="assistant").exists()
+    (answer,) = Message.objects.filter(session=session, role="assistant")  # the refusal, no call
+    assert answer.data["error"] == {"name": "UnknownError", "data": {"message": errors[0]["data"]["message"]}}
     assert not UsageRecord.objects.filter(session_id=session.pk).exists()
     assert Session.objects.get(pk=session.pk).status == "idle"

@@ -8,6 +8,7 @@ import pytest
 
 from hangar.conversations.models import Session
 from hangar.engine.sandboxes import manager
+from tests.opencode.conftest import assert_matches, schema_of
 from tests.opencode.live import OPENCODE_BIN, call, opencode_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -70,3 +71,28 @@ def test_opencode_run_attach_with_another_orgs_token_fails_without_touching_the_
     done = opencode_run(f"{daphne.url}/oc/{project.pk}", charlie.token, "hello", tmp_path, timeout=60)
     assert done.returncode != 0 or not done.stdout.strip()
     assert not Session.objects.filter(project=project).exists()
+
+
+def test_opencode_run_attach_exits_with_the_error_of_a_run_that_cannot_start(
+    alice, daphne, worker, scripted_project, tmp_path, oc
+):
+    project = scripted_project(alice, [[{"text": "never"}]])
+    project.default_model = "nobody-configured-this/some-model"  # no credential for its provider
+    project.save()
+    done = opencode_run(f"{daphne.url}/oc/{project.pk}", alice.token, "hello", tmp_path, timeout=90)
+
+    events = [json.loads(line) for line in done.stdout.splitlines() if line.strip().startswith("{")]
+    errors = [e["error"] for e in events if e["type"] == "error"]
+    assert [e["name"] for e in errors] == ["ProviderAuthError"], done.stdout[-2000:] + done.stderr[-2000:]
+    assert "no credential" in errors[0]["data"]["message"]
+    session = Session.objects.get(project=project)
+    assert session.status == "idle"
+    # The prompt is answered by the error, in OpenCode's shape, for any client that reloads.
+    messages = oc(alice).get(f"/oc/{project.pk}/session/{session.pk}/message").json()
+    assert [m["info"]["role"] for m in messages] == ["user", "assistant"]
+    answer = messages[1]["info"]
+    assert_matches(answer, schema_of("AssistantMessage"))
+    assert answer["error"] == {
+        "name": "ProviderAuthError",
+        "data": {"providerID": "nobody-configured-this", "message": errors[0]["data"]["message"]},
+    }

@@ -80,3 +80,18 @@ def test_question_events_fit_opencodes_schemas():
     assert translated("question.replied", replied)[0]["properties"] == replied
     rejected = translated("question.rejected", {"sessionID": SES, "requestID": "que_1"})
     assert rejected[0]["type"] == "question.rejected"
+
+
+def test_a_session_error_of_hangars_own_kind_becomes_an_opencode_unknown_error():
+    budget = {
+        "name": "BudgetExceededError",
+        "data": {"message": "The org's daily budget is used up", "budget": {}},
+    }
+    [event] = translated("session.error", {"sessionID": SES, "error": budget})
+    assert event["properties"]["error"] == {
+        "name": "UnknownError",
+        "data": {"message": "The org's daily budget is used up"},
+    }
+    auth = {"name": "ProviderAuthError", "data": {"providerID": "p", "message": "no credential"}}
+    [event] = translated("session.error", {"sessionID": SES, "error": auth})
+    assert event["properties"]["error"] == auth  # OpenCode's own kinds pass as they are

@@ -61,8 +61,8 @@ def test_a_wrong_token_fails_the_workspace_with_a_clear_error(alice, repo_projec
         sandbox_for(session)
     row = SessionWorkspace.objects.get(session=session)
     assert row.state == "failed" and row.error["kind"] == "auth"
-    error = Event.objects.filter(session=session, type="session.error").get()
-    assert "refused the credential" in error.payload["error"]["data"]["message"]
+    told = Event.objects.filter(session=session, type="workspace.updated").order_by("seq").last()
+    assert "refused the credential" in told.payload["workspace"]["error"]["message"]
     with pytest.raises(WorkspaceError):  # sticky: the next call is told the same without retrying git
         sandbox_for(session)
 

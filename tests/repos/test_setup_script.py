@@ -64,8 +64,8 @@ def test_a_failing_setup_script_marks_the_session_with_a_clear_error_and_its_log
     row = SessionWorkspace.objects.get(session=session)
     assert row.state == "failed" and row.error["kind"] == "setup" and row.setup_exit_code == 3
     assert "compiling" in row.setup_log and "boom: missing dep" in row.setup_log
-    error = Event.objects.get(session=session, type="session.error")
-    assert "exit code 3" in error.payload["error"]["data"]["message"]
+    told = Event.objects.filter(session=session, type="workspace.updated").order_by("seq").last()
+    assert "exit code 3" in told.payload["workspace"]["error"]["message"]
 
 
 def test_a_project_without_a_repository_still_runs_its_setup_script(alice, allow_private, sessions_made):

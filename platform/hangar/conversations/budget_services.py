@@ -1,5 +1,6 @@
 """What a session shows when the usage gate (hangar.usage.gate) stops or warns before a model call: the
-event its viewers see and the audit row, in one transaction.
+error the turn fails with (told by hangar.conversations.failure_services, as every failed turn is), the
+events integrations follow and the audit row.
 
 Named errors, so a client can tell them apart from a provider's failure: `BudgetExceededError` (a hard
 limit; the session then ends idle with `{"blocked": "budget"}` in its status) and `ModelNotAllowedError`
@@ -12,7 +13,7 @@ from django.db import transaction
 
 from hangar.accounts.actors import system_actor
 from hangar.audit.services import audit_record
-from hangar.conversations.events import publish, publish_many
+from hangar.conversations.events import publish
 from hangar.conversations.models import Session
 from hangar.usage.gate import BudgetState
 from hangar.usage.services import budget_alert_claim
@@ -36,7 +37,8 @@ def budget_blocked_error(state: BudgetState) -> dict:
 
 @transaction.atomic
 def session_budget_blocked(*, session: Session, state: BudgetState) -> dict:
-    """Tell the session's viewers the call was not made, and audit it. Returns the error shown."""
+    """Audit the stop and tell integrations (`budget.reached`). Returns the error the turn fails with (the
+    engine tells it: hangar.conversations.failure_services)."""
     error = budget_blocked_error(state)
     audit_record(
         actor=system_actor(session.org_id, "budget"),
@@ -45,19 +47,14 @@ def session_budget_blocked(*, session: Session, state: BudgetState) -> dict:
         target_id=str(state.id),
         data={"session": session.pk, "project": session.project_id, "budget": state.view()},
     )
-    publish_many(
-        session,
-        [
-            ("session.error", {"sessionID": session.pk, "error": error}),
-            # For integrations (the outbound webhooks' budget.reached): the stop, with the budget's state.
-            ("budget.reached", {"sessionID": session.pk, "budget": state.view()}),
-        ],
-    )
+    # For integrations (the outbound webhooks' budget.reached): the stop, with the budget's state.
+    publish(session, "budget.reached", {"sessionID": session.pk, "budget": state.view()})
     return error
 
 
 @transaction.atomic
 def session_model_refused(*, session: Session, model: str) -> dict:
+    """Audit the refusal. Returns the error the turn fails with (told as any failed turn is)."""
     error = {
         "name": "ModelNotAllowedError",
         "data": {"message": f"The model {model} is not on this org's allow-list.", "model": model},
@@ -68,7 +65,6 @@ def session_model_refused(*, session: Session, model: str) -> dict:
         target=session,
         data={"session": session.pk, "project": session.project_id, "model": model},
     )
-    publish(session, "session.error", {"sessionID": session.pk, "error": error})
     return error
 
 

@@ -254,6 +254,18 @@ def open_assistant_messages(session: Session) -> list[Message]:
     return messages
 
 
+def prompt_without_answer(session_id: str) -> Message | None:
+    """The session's latest prompt if no assistant message after it carries an error yet (a turn that
+    failed must say so once), else None. None too for a session with no prompt."""
+    user = Message.objects.filter(session_id=session_id, role="user").order_by("-id").first()
+    if user is None:
+        return None
+    answers = Message.objects.filter(session_id=session_id, role="assistant", pk__gt=user.pk)
+    if any(data.get("error") for data in answers.values_list("data", flat=True)):
+        return None
+    return user
+
+
 def message_data(message: Message) -> dict:
     """The message's stored data (another writer, e.g. a tool part's event, may have changed it)."""
     message.refresh_from_db(fields=["data"])

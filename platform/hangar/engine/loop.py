@@ -33,7 +33,6 @@ from django.db import transaction
 
 from hangar.conversations import loop_selectors as reads
 from hangar.conversations import services as store
-from hangar.conversations.events import publish
 from hangar.conversations.loop_selectors import StepReader, StepState, session_for_run
 from hangar.conversations.models import Message, Session
 from hangar.conversations.revert_services import revert_cleanup
@@ -45,18 +44,20 @@ from hangar.engine.compaction import ContextWindow
 from hangar.engine.custom_agents import UnknownAgent, project_agents, resolve_agent
 from hangar.engine.dbconn import release_connection
 from hangar.engine.diffs import summarize as summarize_diffs
+from hangar.engine.failures import sandbox_error, turn_failed
 from hangar.engine.history import since_boundary, to_model_messages
 from hangar.engine.live_policy import LivePolicy
 from hangar.engine.outcomes import (
     Aborted,
     BudgetBlocked,
     ContextOverflow,
-    ContextUnavailable,
+    Failed,
     Finished,
     MaxSteps,
     ModelUnavailable,
     NothingToAnswer,
     ProviderFailed,
+    SandboxFailed,
     Stopped,
     TurnEnded,
 )
@@ -80,10 +81,15 @@ from hangar.engine.tools.registry import get_tools, tool_schemas_for
 from hangar.logging import get_logger
 from hangar.projects.models import NetworkPolicy
 from hangar.usage.ledger_services import ledger_writes
-from sandbox.protocol import Sandbox
+from sandbox.protocol import Sandbox, SandboxError
 
 log = get_logger(__name__)
 CONTINUES = ("tool-calls", "unknown")  # finish reasons after which the turn goes on
+
+
+def _made_a_call(message: Message) -> bool:
+    """Whether an assistant message stands for a model call (not a turn's error answer, which costs 0)."""
+    return not message.data.get("error") or bool(message.data.get("cost"))
 
 
 class Loop:
@@ -142,16 +148,18 @@ class Loop:
                 self.step()
         except PermissionAsked:
             return  # parked: the reply re-enqueues the run
-        except (ModelUnavailable, ProviderFailed, ContextUnavailable) as failed:
-            publish(session, "session.error", {"sessionID": self.session_id, "error": failed.args[0]})
-            ended = failed
-        except BudgetBlocked as exc:  # told and audited by the check: the session shows it stays blocked
-            blocked, ended = exc.detail, exc
-        except TurnEnded as exc:  # Finished, Stopped, Aborted, MaxSteps, NothingToAnswer: it goes idle
+        except SandboxError as exc:  # the sandbox could not be attached where the step needed it
+            log.warning("run_sandbox_failed", session=self.session_id, exc_info=True)
+            ended = SandboxFailed(sandbox_error(exc))
+        except TurnEnded as exc:  # Finished, Stopped, Aborted, MaxSteps, NothingToAnswer, Failed
             ended = exc
         if self.lost.is_set():
             log.warning("lease_lost_run_stopped", session=self.session_id)
             return
+        if isinstance(ended, Failed) and not self.abort.is_set():
+            turn_failed(session, ended.error)  # the one way a failure is told (hangar.engine.failures)
+            if isinstance(ended, BudgetBlocked):  # the session shows it stays blocked
+                blocked = ended.detail
         aborted = self.abort.is_set()
         if aborted:
             finish_aborted_turn(session, self.abort)
@@ -214,8 +222,12 @@ class Loop:
         if self.agent.steps and self.steps > self.agent.steps:
             raise MaxSteps()
         last_step = bool(self.agent.steps and self.steps == self.agent.steps)
-        # The next call is estimated at what the session's last one cost (kept across runs: its message).
-        estimate = (assistant.data.get("cost") or 0.0) if assistant is not None else 0.0
+        # The next call is estimated at what the session's last one cost (kept across runs: its message; a
+        # failed turn's answer made no call).
+        called = next(
+            (m for m in reversed(state.messages) if m.role == "assistant" and _made_a_call(m)), None
+        )
+        estimate = (called.data.get("cost") or 0.0) if called is not None else 0.0
         check_before_call(
             self.session,
             self.model_ref["providerID"],
@@ -475,7 +487,11 @@ class Loop:
                 org_id=session.org_id, user_id=session.prompter_id, provider_id=key[0], model_id=key[1]
             )
         except ProviderError as exc:  # e.g. no credential for the provider: the user can act on this
-            raise ModelUnavailable({"name": exc.name, "data": {"message": exc.message}}) from exc
+            data = {
+                "message": exc.message,
+                **({"providerID": key[0]} if exc.name == "ProviderAuthError" else {}),
+            }
+            raise ModelUnavailable({"name": exc.name, "data": data}) from exc
         self._model_key = key
 
     def _may(self, permission: str, pattern: str, ruleset: list[dict[str, Any]]) -> bool:

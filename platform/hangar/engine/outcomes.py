@@ -51,43 +51,53 @@ class MaxSteps(TurnEnded):
     outcome = "max_steps"
 
 
-class ProviderFailed(TurnEnded):
+class Failed(TurnEnded):
+    """A turn that fails, with its error (`{"name", "data": {"message", ...}}`, any name: Hangar's own
+    names are shaped for OpenCode where its shape is owed). `Loop.run` tells every one the same way
+    (hangar.engine.failures): the prompt is answered by an assistant message carrying the error (unless
+    the failed step's own message carries it), `session.error` is published, the session goes idle.
+    Raise it (or a subclass) from anywhere in a step for a new cause: nothing else needs to know."""
+
+    outcome = "error"
+
+    def __init__(self, error: dict[str, Any]):
+        super().__init__(error)
+        self.error = error
+
+
+class ProviderFailed(Failed):
     """The model call failed for good (not retryable, retries exhausted, or failed after producing
-    output): the step's message carries the error and `session.error` was published."""
-
-    outcome = "error"
+    output): the step's message carries the error."""
 
 
-class ModelUnavailable(TurnEnded):
-    """The model could not be resolved (e.g. no credential for its provider): the person can act on it;
-    `session.error` was published. No message was created."""
-
-    outcome = "error"
+class ModelUnavailable(Failed):
+    """The model could not be resolved (e.g. no credential for its provider): the person can act on it.
+    Raised before any step: the prompt's answer is an error message."""
 
 
-class ContextUnavailable(TurnEnded):
+class ContextUnavailable(Failed):
     """The session's first system context (or a fresh one after a compaction) could not be read from its
-    sandbox: the turn is not started on an incomplete baseline; `session.error` was published, the prompt
-    stays and a new prompt (or a retry) runs it. No message was created."""
-
-    outcome = "error"
+    sandbox: the turn is not started on an incomplete baseline; a new prompt (or a retry) runs it."""
 
 
-class BudgetBlocked(TurnEnded):
-    """A hard budget leaves no room for the next model call (hangar.usage.gate): the call is not made,
-    `session.error` (BudgetExceededError) was published and audited; the session ends idle, its status
-    saying `{"blocked": "budget"}`."""
+class SandboxFailed(Failed):
+    """The session's sandbox could not be attached or started (e.g. the org's sandbox disk budget is
+    used up) where the step cannot go on without it."""
+
+
+class BudgetBlocked(Failed):
+    """A hard budget leaves no room for the next model call (hangar.usage.gate): the call is not made
+    (audited, BudgetExceededError); the session ends idle, its status saying `{"blocked": "budget"}`."""
 
     outcome = "blocked"
 
-    def __init__(self, detail: dict[str, Any]):
-        super().__init__(detail)
+    def __init__(self, error: dict[str, Any], detail: dict[str, Any]):
+        super().__init__(error)
         self.detail = detail
 
 
-class ModelRefused(TurnEnded):
-    """The org's allow-list refuses the model: `session.error` (ModelNotAllowedError) was published and
-    audited before any call."""
+class ModelRefused(Failed):
+    """The org's allow-list refuses the model (audited, ModelNotAllowedError) before any call."""
 
     outcome = "refused"
 

@@ -24,7 +24,7 @@ from hangar.usage.ledger_services import ModelCall
 def check_before_call(
     session: Session, provider: str, model: str, estimate: float = 0.0, read: GateRow | None = None
 ) -> None:
-    """Raise ModelRefused or BudgetBlocked (told and audited) unless the call may be made; tell each soft
+    """Raise ModelRefused or BudgetBlocked (audited; the loop tells them) unless the call may be made; tell each soft
     limit passed, once per period. `estimate`: what the call is expected to cost; `read`: the allow-list
     and budgets as the step's own read just took them (else read here)."""
     verdict = usage_gate(
@@ -41,8 +41,8 @@ def check_before_call(
     for state in verdict.alerts:
         session_budget_alert(session=session, state=state)
     if verdict.blocked is not None:
-        session_budget_blocked(session=session, state=verdict.blocked)
-        raise BudgetBlocked({"blocked": "budget", "budget": verdict.blocked.view()})
+        error = session_budget_blocked(session=session, state=verdict.blocked)
+        raise BudgetBlocked(error, {"blocked": "budget", "budget": verdict.blocked.view()})
 
 
 def quiet_check(session: Session, provider: str, model: str, estimate: float = 0.0) -> bool:

@@ -9,12 +9,12 @@ import threading
 from django.db import close_old_connections, transaction
 
 from hangar.conversations import services as store
-from hangar.conversations.events import publish
 from hangar.conversations.fence import LeaseLost, fenced
 from hangar.conversations.loop_selectors import session_for_run
 from hangar.conversations.loop_services import session_abort_clear
 from hangar.engine.dbconn import release_connection
 from hangar.engine.enqueue import enqueue_run
+from hangar.engine.failures import crash_error, turn_failed
 from hangar.engine.fairness import Capped, lease_acquire_fair, wake_waiting
 from hangar.engine.leases import keeper, lease_release, new_owner
 from hangar.engine.loop import Loop
@@ -90,11 +90,7 @@ def _crashed(session_id: str, exc: Exception) -> None:
     """A bug in the loop must not leave the session busy forever: say so and go idle."""
     try:
         session = session_for_run(session_id)
-        publish(
-            session,
-            "session.error",
-            {"sessionID": session_id, "error": {"name": "UnknownError", "data": {"message": str(exc)[:500]}}},
-        )
+        turn_failed(session, crash_error(exc))  # told as every failed turn is: an error answer, session.error
         with transaction.atomic():
             store.session_status_set(session=session, status="idle")
             wake_parent(session)  # a task's child that crashed: its parent reads the failure

@@ -4,6 +4,7 @@ Our publish payloads already use OpenCode's names; OpenCode 1.18.33 adds a few e
 fill in here (checked against the OpenAPI `Event*` schemas and a capture of `opencode serve`):
 - every session-scoped event's properties carry `sessionID`;
 - `message.part.updated` carries `time` (ms);
+- `session.error`'s error is one of OpenCode's variants (hangar.conversations.errors);
 - token deltas are their own event, `message.part.delta {sessionID, messageID, partID, field, delta}`,
   not a `delta` key on `message.part.updated` (its schema forbids extra keys).
 Event types OpenCode does not know are dropped: its clients validate the stream.
@@ -12,6 +13,7 @@ Event types OpenCode does not know are dropped: its clients validate the stream.
 import json
 import time
 
+from hangar.conversations.errors import opencode_error
 from hangar.ids import ascending
 
 # OpenCode 1.18.33 event types that Hangar can emit, with the property keys each schema allows.
@@ -64,6 +66,8 @@ def to_opencode(event: dict) -> list[dict]:
         payload.setdefault("sessionID", session_id)
     if type_ == "message.part.updated":
         payload.setdefault("time", int(time.time() * 1000))
+    if type_ == "session.error" and "error" in payload:
+        payload["error"] = opencode_error(payload["error"])  # Hangar's own names become UnknownError
     if type_ == "permission.replied" and "requestID" not in payload and "id" in payload:
         payload["requestID"] = payload.pop("id")
     properties = {k: v for k, v in payload.items() if k in ALLOWED[type_]}

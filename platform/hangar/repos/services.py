@@ -111,16 +111,11 @@ def workspace_ready(
 def workspace_failed(
     *, row: SessionWorkspace, kind: str, message: str, setup_exit_code: int | None = None, setup_log: str = ""
 ) -> None:
-    """Mark the workspace failed and tell the session (OpenCode's session.error), with the setup log kept."""
-    with transaction.atomic():
-        row.state, row.error = WorkspaceState.FAILED, {"kind": kind, "message": message}
-        row.setup_exit_code, row.setup_log = setup_exit_code, setup_log[-SETUP_LOG_MAX:]
-        _save(row, "state", "error", "setup_exit_code", "setup_log")
-        publish(
-            row.session,
-            "session.error",
-            {"sessionID": row.session_id, "error": {"name": "WorkspaceError", "data": {"message": message}}},
-        )
+    """Mark the workspace failed (`workspace.updated` says why), with the setup log kept. The run that
+    needed it fails with the message (hangar.engine.failures: an error answer and `session.error`)."""
+    row.state, row.error = WorkspaceState.FAILED, {"kind": kind, "message": message}
+    row.setup_exit_code, row.setup_log = setup_exit_code, setup_log[-SETUP_LOG_MAX:]
+    _save(row, "state", "error", "setup_exit_code", "setup_log")
 
 
 def push_record(

@@ -175,7 +175,7 @@ def test_a_provider_error_that_cannot_be_retried_ends_the_turn_with_the_error(ri
     assert turn_endings(rig) == [{"outcome": "error", "steps": 1}]
 
 
-def test_a_model_that_cannot_be_resolved_says_so_and_creates_no_message(rig):
+def test_a_model_that_cannot_be_resolved_says_so_before_touching_the_sandbox(rig):
     rig.prompt("hello")
 
     def no_credential(**_):
@@ -189,7 +189,8 @@ def test_a_model_that_cannot_be_resolved_says_so_and_creates_no_message(rig):
         sandbox_for=lambda _session: attached.append(1) or rig.sandbox,
     )
     assert [e["error"]["name"] for e in events(rig, "session.error")] == ["ProviderAuthError"]
-    assert rig.assistants() == [] and rig.state().status == "idle"
+    assert [m["error"]["name"] for m in rig.assistants()] == ["ProviderAuthError"]
+    assert rig.state().status == "idle"
     assert attached == []  # it failed before anything (skills, instructions) needed the sandbox
 
 

@@ -162,7 +162,9 @@ def test_unavailable_instructions_keep_their_last_value_and_block_only_a_first_b
         e.payload["error"] for e in Event.objects.filter(session_id=rig.session.pk, type="session.error")
     ]
     assert error["name"] == "ContextUnavailable"
-    assert rig.assistants() == [] and rig.state().status == "idle" and epochs(rig) == []
+    [answer] = rig.assistants()  # the prompt is answered with the error, in OpenCode's shape
+    assert answer["error"] == {"name": "UnknownError", "data": {"message": error["data"]["message"]}}
+    assert rig.state().status == "idle" and epochs(rig) == []
 
     monkeypatch.setattr(rig.sandbox, "read", real_read)
     rig.sandbox.write("/workspace/AGENTS.md", "Always say rule-one.\n")
