@@ -4,19 +4,37 @@ import { renderMarkdown } from "./markdown";
 import { ToolCard } from "./ToolCard";
 import { fmtTokens } from "../views/SessionView";
 
-export const MessageRow = memo(function MessageRow({ message, queued }: { message: Message; queued: boolean }) {
+const NONE: ReadonlySet<string> = new Set();
+
+/** `waiting`: the call ids of this session's tool calls parked on a permission request. */
+export const MessageRow = memo(function MessageRow({
+  message,
+  queued,
+  waiting = NONE,
+}: {
+  message: Message;
+  queued: boolean;
+  waiting?: ReadonlySet<string>;
+}) {
   const { info, parts } = message;
   const user = info.role === "user";
   return (
     <article className={`msg ${user ? "user" : "assistant"}`} data-message-id={info.id} aria-label={user ? "You" : "Agent"}>
       {user && queued && <span className="badge queued" data-testid="queued">queued</span>}
-      {parts.map((p) => <PartView key={p.id} part={p} />)}
-      {info.error && <p className="error" role="alert">{info.error.data?.message || info.error.name}</p>}
+      {parts.map((p) => <PartView key={p.id} part={p} waiting={!!p.callID && waiting.has(p.callID)} />)}
+      {info.error && (
+        <p className="error" role="alert" data-testid="turn-error">{errorText(info.error)}</p>
+      )}
     </article>
   );
 });
 
-function PartView({ part }: { part: Part }) {
+/** An error as OpenCode shapes it ({name, data: {message}}), in words. */
+export function errorText(error: { name?: string; data?: { message?: string } }): string {
+  return error.data?.message || error.name || "The run failed";
+}
+
+function PartView({ part, waiting }: { part: Part; waiting: boolean }) {
   switch (part.type) {
     case "text":
       return part.synthetic ? null : <Markdown text={part.text ?? ""} />;
@@ -28,7 +46,7 @@ function PartView({ part }: { part: Part }) {
         </details>
       );
     case "tool":
-      return <ToolCard part={part} />;
+      return <ToolCard part={part} waiting={waiting} />;
     case "step-finish":
       return (
         <div className="stepcost muted small" data-testid="step-cost">

@@ -5,7 +5,22 @@ import { highlight } from "./markdown";
 const COMPACT = new Set(["read", "grep", "glob", "list", "ls", "todoread", "todowrite"]);
 const DIFFS = new Set(["edit", "write", "apply_patch", "patch", "multiedit"]);
 
-export function ToolCard({ part }: { part: Part }) {
+/** What a card shows: the part's status, except a finished command that exited non-zero ("failed", as
+ * OpenCode's bash keeps it "completed" with the exit code in its metadata) and a call parked on a
+ * permission request ("waiting", not "running"). */
+export function shownState(part: Part, waiting: boolean): { key: string; label: string } {
+  const state = part.state ?? { status: "pending" as const };
+  const exit = state.metadata?.exit;
+  if (waiting && (state.status === "pending" || state.status === "running")) {
+    return { key: "waiting", label: "waiting for approval" };
+  }
+  if (state.status === "completed" && typeof exit === "number" && exit !== 0) {
+    return { key: "failed", label: `failed · exit code ${exit}` };
+  }
+  return { key: state.status, label: state.status };
+}
+
+export function ToolCard({ part, waiting = false }: { part: Part; waiting?: boolean }) {
   const state = part.state ?? { status: "pending" as const };
   const tool = part.tool ?? "tool";
   const input = state.input ?? {};
@@ -15,13 +30,14 @@ export function ToolCard({ part }: { part: Part }) {
   const [open, setOpen] = useState(!compact);
   const output = tool === "bash" ? String(meta.output ?? state.output ?? "") : String(state.output ?? "");
   const diff = typeof meta.diff === "string" ? meta.diff : undefined;
+  const shown = shownState(part, waiting);
   return (
-    <div className={`tool tool-${state.status} ${compact ? "compact" : ""}`} data-tool={tool} data-state={state.status} data-call-id={part.callID}>
+    <div className={`tool tool-${shown.key} ${compact ? "compact" : ""}`} data-tool={tool} data-state={state.status} data-shown={shown.key} data-call-id={part.callID}>
       <button className="toolhead" onClick={() => setOpen(!open)} aria-expanded={open}>
-        <span className={`toolstate ${state.status}`} aria-label={state.status}>{icon(state.status)}</span>
+        <span className={`toolstate ${shown.key}`} aria-label={shown.label}>{icon(shown.key)}</span>
         <span className="toolname">{tool}</span>
         <span className="tooltitle">{title}</span>
-        <span className="muted small">{state.status}</span>
+        <span className="muted small toolstatus">{shown.label}</span>
       </button>
       {open && (
         <div className="toolbody">
@@ -54,5 +70,5 @@ function summary(tool: string, input: Record<string, unknown>): string {
 }
 
 function icon(status: string): string {
-  return { pending: "○", running: "◐", completed: "✓", error: "✕" }[status] ?? "○";
+  return { pending: "○", running: "◐", waiting: "⏸", completed: "✓", failed: "✕", error: "✕" }[status] ?? "○";
 }

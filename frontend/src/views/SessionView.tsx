@@ -8,7 +8,7 @@ import { Conversation } from "../api/conversation";
 import { SessionStream, type StreamState } from "../api/stream";
 import { Link } from "../router";
 import { Composer } from "./Composer";
-import { MessageRow } from "../parts/MessageRow";
+import { errorText, MessageRow } from "../parts/MessageRow";
 import { PermissionCard } from "../parts/PermissionCard";
 import { QuestionCard } from "../parts/QuestionCard";
 import { Changes } from "../parts/Changes";
@@ -127,8 +127,8 @@ export function SessionView(props: { org: string; project: number; sessionId: st
       )}
       {tab === "chat" && (
         <>
-          <Transcript convo={convo} queued={queued} />
-          {convo.error && <p className="error" role="alert">{convo.error}</p>}
+          <Transcript convo={convo} queued={queued} waiting={waitingCalls(pending)} />
+          {convo.error && !answeredWith(convo, convo.error) && <p className="error" role="alert">{convo.error}</p>}
           {pending.map((p) => <PermissionCard key={p.id} base={base} request={p} />)}
           {asked.map((q) => <QuestionCard key={q.id} base={base} request={q} />)}
           {convo.todos.length > 0 && <Todos todos={convo.todos} />}
@@ -159,7 +159,24 @@ export function SessionView(props: { org: string; project: number; sessionId: st
   );
 }
 
-function Transcript({ convo, queued }: { convo: Conversation; queued: Set<string> }) {
+let waitingKey = "";
+let waitingSet: ReadonlySet<string> = new Set();
+
+/** The call ids of the tool calls parked on these permission requests (the same set while they stay the
+ * same: the transcript's rows are memoised on it). */
+function waitingCalls(pending: PermissionRequest[]): ReadonlySet<string> {
+  const ids = pending.map((p) => String((p.tool as { callID?: string } | undefined)?.callID ?? "")).filter(Boolean);
+  const key = ids.join(",");
+  if (key !== waitingKey) [waitingKey, waitingSet] = [key, new Set(ids)];
+  return waitingSet;
+}
+
+/** Whether the transcript already shows this error as a failed turn's answer (told once, not twice). */
+function answeredWith(convo: Conversation, error: string): boolean {
+  return convo.list().some((m) => m.info.error && errorText(m.info.error) === error);
+}
+
+function Transcript({ convo, queued, waiting }: { convo: Conversation; queued: Set<string>; waiting: ReadonlySet<string> }) {
   const messages = convo.list();
   const end = useRef<HTMLDivElement>(null);
   const box = useRef<HTMLDivElement>(null);
@@ -182,7 +199,7 @@ function Transcript({ convo, queued }: { convo: Conversation; queued: Set<string
         stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < 80;
       }}
     >
-      {messages.map((m) => <MessageRow key={m.info.id} message={m} queued={queued.has(m.info.id)} />)}
+      {messages.map((m) => <MessageRow key={m.info.id} message={m} queued={queued.has(m.info.id)} waiting={waiting} />)}
       <div ref={end} />
     </div>
   );
