@@ -67,12 +67,49 @@ def session_admin_update(*, actor: Actor, session: Session, title: str, archived
     return session
 
 
-def session_title_generated(*, session: Session, title: str) -> bool:
-    """The title agent's answer, applied only while the session still has its default title (a person
-    may have renamed it meanwhile). Engine-made, so not audited; published like any rename."""
+PROVISIONAL_MAX_CHARS = 60
+
+
+def provisional_title(text: str) -> str:
+    """A session's title from its first prompt until the title agent names it: the prompt's first line,
+    spaces collapsed, cut at a word near 60 characters ("" for a prompt with no words)."""
+    line = next((" ".join(ln.split()) for ln in text.splitlines() if ln.strip()), "")
+    if len(line) <= PROVISIONAL_MAX_CHARS:
+        return line
+    cut = line[:PROVISIONAL_MAX_CHARS].rsplit(" ", 1)[0] or line[:PROVISIONAL_MAX_CHARS]
+    return cut.rstrip(" ,;:.") + "…"
+
+
+def _still_untitled(session: Session, provisional: str) -> bool:
+    """Nobody named the session: it has its default title, or its first prompt's provisional one."""
+    return session.title.startswith(DEFAULT_TITLE_PREFIX) or bool(
+        provisional and session.title == provisional
+    )
+
+
+def session_title_provisional(*, session: Session, text: str) -> bool:
+    """The first prompt's words as the session's title (instead of a timestamp) until the title agent
+    names it; only while the session has its default title. Engine-made, not audited; published."""
+    title = provisional_title(text)
+    if not title:
+        return False
+    with transaction.atomic():
+        locked = _locked(session)
+        if not locked.title.startswith(DEFAULT_TITLE_PREFIX) or locked.parent_id:
+            return False
+        locked.title = session.title = title
+        locked.save(update_fields=["title", "updated_at"])
+        _published_update(locked)
+    return True
+
+
+def session_title_generated(*, session: Session, title: str, provisional: str = "") -> bool:
+    """The title agent's answer, applied only while nobody named the session (its default title, or the
+    provisional one from its first prompt, `provisional`: a person may have renamed it meanwhile).
+    Engine-made, so not audited; published like any rename."""
     with transaction.atomic():
         session = _locked(session)
-        if not session.title.startswith(DEFAULT_TITLE_PREFIX):
+        if not _still_untitled(session, provisional):
             return False
         session.title = title
         session.save(update_fields=["title", "updated_at"])

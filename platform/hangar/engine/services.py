@@ -28,6 +28,8 @@ from hangar.conversations.models import (
 from hangar.conversations.question_services import question_settle
 from hangar.conversations.revert_services import revert_cleanup
 from hangar.conversations.selectors import last_message_id
+from hangar.conversations.services import DEFAULT_TITLE_PREFIX
+from hangar.conversations.session_services import session_title_provisional
 from hangar.engine import custom_agents
 from hangar.engine.agents import AGENTS, Agent, agent_get
 from hangar.engine.compaction import compaction_request
@@ -115,6 +117,9 @@ def session_prompt(
                 raise PromptRejected(f"unsupported part type {body.get('type')!r}")
             bodies.append(body)
         message = store.message_create(session=session, data=data, parts=bodies)  # one statement
+        if session.title.startswith(DEFAULT_TITLE_PREFIX) and not session.parent_id:  # its first prompt
+            text = "\n".join(b["text"] for b in bodies if b.get("type") == "text" and not b.get("synthetic"))
+            session_title_provisional(session=session, text=text)
         audit_record(
             actor=actor,
             action="session.prompt",

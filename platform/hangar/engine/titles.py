@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from hangar.conversations.loop_selectors import title_and_parent
 from hangar.conversations.services import DEFAULT_TITLE_PREFIX
-from hangar.conversations.session_services import session_title_generated
+from hangar.conversations.session_services import provisional_title, session_title_generated
 from hangar.engine.agents import agent_get
 from hangar.engine.providers.base import ProviderError, Usage
 from hangar.engine.providers.cost import step_cost
@@ -37,13 +37,16 @@ def title_maybe(run: Loop) -> None:
     if run.model is None:  # the turn never reached a model (e.g. no credential)
         return
     title, parent_id = title_and_parent(run.session_id)
-    if not title.startswith(DEFAULT_TITLE_PREFIX) or parent_id:
+    if parent_id:
         return
     messages = run.reader.messages  # read before the run's last step, which may have been its first reply
     first = next((m for m in messages if m.role == "user"), None)
     if first is None or not (run.steps or any(m.role == "assistant" for m in messages)):
         return
     text = "\n".join(p["text"] for p in run.reader.parts_of(first) if p["type"] == "text")
+    provisional = provisional_title(text)  # what the first prompt titled it with meanwhile
+    if not (title.startswith(DEFAULT_TITLE_PREFIX) or (provisional and title == provisional)):
+        return  # a person named it
     provider, model = run.model.provider_id, run.model.model_id
     if not quiet_check(run.session, provider, model):
         return
@@ -78,4 +81,4 @@ def title_maybe(run: Loop) -> None:
     title = clean_title(answer)
     if not title:
         return
-    session_title_generated(session=run.session, title=title)
+    session_title_generated(session=run.session, title=title, provisional=provisional)
