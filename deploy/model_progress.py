@@ -6,8 +6,10 @@ error a prompt gets before the model is ready; and by up.sh's status line).
   model_progress.py set STATUS STATE API_BASE LOG          serving | failed
   model_progress.py show STATUS                            one line for a person (up.sh's status line)
 
-`follow` copies its input to its output (the log) and counts the build's `[n/N]` steps: the estimate is
-the pace so far times the steps left, once a tenth of them are done. Standard library only."""
+`follow` copies its input to its output (the log) and counts the build's `[n/N]` steps. The time left
+blends the first estimate (the measured install time, less what has passed) with the pace so far times
+the steps left, trusting the pace as the steps get done: the first steps (C files) are much quicker than
+the last (llama.cpp's C++), so the pace alone promised too little early on. Standard library only."""
 
 from __future__ import annotations
 
@@ -62,12 +64,16 @@ def follow(path: str) -> None:
         if first is None:
             first = (now, done)
         data.update(state="compiling", done=done, total=total)
-        if done - first[1] >= max(1, total // 10):
-            pace = (now - first[0]) / (done - first[1])
-            data["eta"] = now + pace * (total - done) + INSTALL_TAIL_S
+        if done > first[1]:
+            by_estimate = max(0.0, data.get("started", now) + data.get("estimate_s", 0) - now)
+            by_pace = (now - first[0]) / (done - first[1]) * (total - done) + INSTALL_TAIL_S
+            share = done / total
+            data["eta"] = now + share * by_pace + (1 - share) * by_estimate
         if now - written >= 1 or done == total:
             write(path, data)
             written = now
+    if first is not None:
+        write(path, data)  # the last step seen, whatever the throttle skipped
 
 
 def main(argv: list[str]) -> int:
@@ -77,7 +83,14 @@ def main(argv: list[str]) -> int:
         now = time.time()
         write(
             path,
-            {"state": "installing", "api_base": api_base, "log": log, "started": now, "eta": now + estimate},
+            {
+                "state": "installing",
+                "api_base": api_base,
+                "log": log,
+                "started": now,
+                "estimate_s": estimate,
+                "eta": now + estimate,
+            },
         )
     elif command == "follow":
         follow(path)

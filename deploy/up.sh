@@ -27,10 +27,20 @@ done
 TTY=0
 [ -t 1 ] && TTY=1
 status_shown=""
-# One status line: rewritten in place on a terminal; elsewhere (a log, CI) printed only when it changes.
+status_key=""
+status_time=0
+# One status line: rewritten in place on a terminal; elsewhere (a log, CI) printed when it says something
+# new (its figures aside) or once a minute.
 status() {
-  if [ $TTY = 1 ]; then printf '\r\033[K\033[2m[up] %s\033[0m' "$*"; status_shown=1
-  elif [ "$*" != "$status_shown" ]; then printf '[up] %s\n' "$*"; status_shown="$*"; fi
+  if [ $TTY = 1 ]; then printf '\r\033[K\033[2m[up] %s\033[0m' "$*"; status_shown=1; return; fi
+  local key now
+  key=$(printf '%s' "$*" | tr -d '0-9')
+  now=$(date +%s)
+  if [ "$key" != "$status_key" ] || [ $((now - status_time)) -ge 60 ]; then
+    printf '[up] %s\n' "$*"
+    status_key=$key
+    status_time=$now
+  fi
 }
 say() {
   if [ $TTY = 1 ] && [ -n "$status_shown" ]; then printf '\r\033[K'; status_shown=""; fi

@@ -42,18 +42,24 @@ def minutes_left(data: dict[str, Any], now: float | None = None) -> int | None:
     return max(1, math.ceil((eta - (time.time() if now is None else now)) / 60))
 
 
-def describe(data: dict[str, Any]) -> str:
-    """One line for a person: what the model is doing and how long it should take."""
+def activity(data: dict[str, Any]) -> str:
+    """What the model is doing, for a person."""
     state, log = data["state"], data.get("log") or "var/log/model.log"
     if state == "failed":
         return f"the local model failed to install (see {log} on the server)"
     if state == "serving":
         return "the local model is loading"
-    left = minutes_left(data)
-    about = f"about {left} min left" if left else "a few minutes"
     if state == "compiling" and data.get("total"):
-        return f"compiling llama.cpp ({data.get('done', 0)}/{data['total']}), {about}"
-    return f"installing the local model, {about}"
+        return f"compiling llama.cpp ({data.get('done', 0)}/{data['total']})"
+    return "installing the local model"
+
+
+def describe(data: dict[str, Any]) -> str:
+    """One line for a person: what the model is doing and how long it should take."""
+    if data["state"] not in ("installing", "compiling"):
+        return activity(data)
+    left = minutes_left(data)
+    return f"{activity(data)}, {f'about {left} min left' if left else 'a few minutes left'}"
 
 
 def not_ready_message(api_base: str) -> str | None:
@@ -63,13 +69,12 @@ def not_ready_message(api_base: str) -> str | None:
     if data is None or str(data.get("api_base", "")).rstrip("/") != api_base.rstrip("/"):
         return None
     if data["state"] == "failed":
-        return f"The local model could not start: {describe(data)}. Configure a provider in the project settings."
+        return f"The local model could not start: {activity(data)}. Configure a provider in the project settings."
     if data["state"] == "serving":
         return (
             "The local model is still starting (loading the model, about 1 min). Send the prompt again then."
         )
-    left = minutes_left(data)
     return (
-        f"The local model is still starting (about {left or 'a few'} min: {describe(data)}). "
+        f"The local model is still starting (about {minutes_left(data) or 'a few'} min: {activity(data)}). "
         "Send the prompt again once it is ready, or configure a provider in the project settings."
     )

@@ -5,10 +5,12 @@ while the model's log is empty (a second run used to die silently there: `grep` 
 stand-ins (tests/deploy/test_up_key_argv.py); the model's stand-in reports progress the way
 deploy/local-model.sh does (deploy/model_progress.py) and never answers."""
 
+import json
 import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 
 from tests.deploy.test_up_key_argv import standin_tree
@@ -70,3 +72,28 @@ def test_up_shows_the_banner_before_the_local_model_is_built_and_keeps_running_o
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_the_build_report_counts_the_steps_and_trusts_the_pace_as_they_get_done(tmp_path):
+    """deploy/model_progress.py: `start` estimates from the measured install time; `follow` copies the
+    build's output (the log) and turns its [n/N] steps into progress and a time left that moves from the
+    estimate to the pace."""
+    status = tmp_path / "local-model.json"
+    progress = [sys.executable, str(ROOT / "deploy" / "model_progress.py")]
+    subprocess.run(
+        [*progress, "start", str(status), "http://127.0.0.1:1/v1", "var/log/model.log", "600"], check=True
+    )
+    assert json.loads(status.read_text())["state"] == "installing"
+    build = "".join(f"  [{n}/10] Building CXX object {n}.o\n" for n in range(1, 10))
+    out = subprocess.run(
+        [*progress, "follow", str(status)], input="pip says\n" + build, text=True, capture_output=True
+    )
+    assert out.stdout == "pip says\n" + build  # the log keeps every line
+    report = json.loads(status.read_text())
+    assert (report["state"], report["done"], report["total"]) == ("compiling", 9, 10)
+    # 9/10 done at once: mostly the pace (~0 s a step + the install's tail), a tenth of the 600 s estimate.
+    assert 30 <= report["eta"] - time.time() <= 30 + 61
+    shown = subprocess.run(
+        [*progress, "show", str(status)], capture_output=True, text=True, check=True
+    ).stdout
+    assert shown.strip() == "compiling llama.cpp (9/10), about 2 min left"
