@@ -236,6 +236,9 @@ SANDBOX_POOL_SIZE = int(os.environ.get("HANGAR_SANDBOX_POOL_SIZE", "2"))
 # The Docker images a project's `sandbox_image` may name besides the platform's own (comma-separated, exact
 # names): a project admin chooses among what the operator built and trusts, never any image at all.
 HANGAR_SANDBOX_IMAGES = csv("HANGAR_SANDBOX_IMAGES")
+# At most this many bytes of files per workspace upload (hangar.engine.repo_ops); the body is cut off as it
+# streams at this plus 1 MB of multipart framing (hangar.body_limit).
+HANGAR_WORKSPACE_UPLOAD_MAX_BYTES = int(os.environ.get("HANGAR_WORKSPACE_UPLOAD_MAX_BYTES", str(25 * 2**20)))
 # Per-org fair shares (hangar.engine.fairness) where the org sets none (Org.max_concurrent_runs, ...):
 # a share of a worker's threads (HANGAR_WORKER_CONCURRENCY, default 100) and of a host's sandboxes.
 HANGAR_ORG_MAX_RUNS = int(os.environ.get("HANGAR_ORG_MAX_RUNS", "32"))

@@ -172,7 +172,6 @@ def test_the_workspace_downloads_as_a_tar_gz_and_files_upload_into_it(
 
 
 def test_uploads_and_archives_are_size_capped(api, alice, repo_project, gitserver, sessions_made, settings):
-    from hangar.engine import repo_ops
 
     repo_project(gitserver.url("public/demo.git"))
     session, _ = _create(api, alice, sessions_made)
@@ -180,7 +179,7 @@ def test_uploads_and_archives_are_size_capped(api, alice, repo_project, gitserve
     response = api(alice).get(_base(alice, session.pk) + "workspace/archive/")
     assert response.status_code == 413
     assert api(alice).get(_base(alice, session.pk) + "workspace/archive/?type=zip").status_code == 413
-    big = io.BytesIO(b"x" * (repo_ops.UPLOAD_MAX_BYTES + 1))
+    big = io.BytesIO(b"x" * (settings.HANGAR_WORKSPACE_UPLOAD_MAX_BYTES + 1))
     big.name = "big.bin"
     response = api(alice).post(
         _base(alice, session.pk) + "workspace/upload/", {"file": [big]}, format="multipart"

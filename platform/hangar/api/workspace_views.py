@@ -4,6 +4,7 @@ follow it on the session's stream (`workspace.operation`) or at workspace/operat
 rejected because the remote branch moved ends `failed` with error kind `rejected` (status 409). Thin: the org-scoped session (404 when foreign), then one
 engine call (hangar.engine.repo_ops). Viewers read the state; the rest needs a member."""
 
+from django.conf import settings
 from django.http import StreamingHttpResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
@@ -314,14 +315,23 @@ class WorkspaceUploadView(ProjectScopedView):
     @extend_schema(tags=TAG, operation_id="workspace_upload", request=None, responses=dict)
     def post(self, request, org, project_id, session_id):
         scope, session = self.session(request, Role.MEMBER)
+        cap = settings.HANGAR_WORKSPACE_UPLOAD_MAX_BYTES
+        too_large = Response({"error": {"code": "too_large", "message": f"At most {cap} bytes."}}, status=413)
+        # Before the body is parsed: a declared length over the cap is refused unread (under ASGI the
+        # stream is also cut at the cap before Django spools it, hangar.body_limit).
+        try:
+            declared = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            declared = 0
+        if declared > cap + 2**20:
+            return too_large
         uploads = request.FILES.getlist("file")
         if not uploads:
             return Response(
                 {"error": {"code": "invalid", "message": "Send one or more 'file' parts."}}, status=400
             )
-        cap = ops().UPLOAD_MAX_BYTES
         if sum(f.size for f in uploads) > cap:
-            return Response({"error": {"code": "too_large", "message": f"At most {cap} bytes."}}, status=413)
+            return too_large
         files = [(f.name, f.read()) for f in uploads]
         try:
             written = ops().workspace_upload(

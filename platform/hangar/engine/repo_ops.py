@@ -47,7 +47,6 @@ if TYPE_CHECKING:
 
 log = get_logger(__name__)
 ARCHIVE_MAX_BYTES = 512 * 1024 * 1024
-UPLOAD_MAX_BYTES = 25 * 1024 * 1024
 MESSAGE_MAX = 10_000
 
 
@@ -380,7 +379,7 @@ def workspace_upload(
 ) -> list[str]:
     """Write (name, content) files under `directory` of the workspace, through the in-container agent."""
     require_member(actor, session)
-    cap = getattr(settings, "HANGAR_WORKSPACE_UPLOAD_MAX_BYTES", UPLOAD_MAX_BYTES)
+    cap = settings.HANGAR_WORKSPACE_UPLOAD_MAX_BYTES
     if sum(len(content) for _, content in files) > cap:
         raise RepoOpError(f"Uploads are limited to {cap} bytes at once.", kind="too_large", status=413)
     targets = [(_clean_path(directory, name), content) for name, content in files]
