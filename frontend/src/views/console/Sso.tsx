@@ -1,10 +1,12 @@
 // Single sign-on: the org's OpenID Connect provider (issuer, client, the email domains it answers for, the
-// role of members it provisions). The client secret is write-only.
+// role of members it provisions). The client secret is write-only. A domain routes sign-ins only once
+// proven: the page shows the DNS TXT record to publish and verifies it.
 import { useEffect, useState } from "react";
 import { api } from "../../api/client";
 import { ErrorLine, useAction, useLoad } from "./common";
 
-type Provider = { issuer: string; client_id: string; has_client_secret: boolean; domains: string[]; default_role: string; enabled: boolean };
+type Claim = { domain: string; verified: boolean; verified_by: string | null; txt_name: string; txt_value: string };
+type Provider = { issuer: string; client_id: string; has_client_secret: boolean; domains: string[]; domain_claims: Claim[]; default_role: string; enabled: boolean };
 type SsoOut = { provider: Provider | null; redirect_uri: string };
 
 export function Sso({ org, admin }: { org: string; admin: boolean }) {
@@ -44,6 +46,30 @@ export function Sso({ org, admin }: { org: string; admin: boolean }) {
           {data.provider.enabled ? "Enabled" : "Disabled"} for {data.provider.domains.join(", ")}; new members join as{" "}
           <strong>{data.provider.default_role}</strong>.
         </p>
+      )}
+      {data?.provider && data.provider.domain_claims.length > 0 && (
+        <div className="tablewrap">
+        <table aria-label="Email domains">
+          <thead><tr><th>Domain</th><th>Proof</th><th>DNS TXT record that proves it</th><th><span className="sr-only">Action</span></th></tr></thead>
+          <tbody>
+            {data.provider.domain_claims.map((c) => (
+              <tr key={c.domain}>
+                <td>{c.domain}</td>
+                <td>{c.verified ? `Proven (${c.verified_by === "dns" ? "DNS" : "operator"})` : "Not proven: routes no sign-in"}</td>
+                <td>{!c.verified && <><code>{c.txt_name}</code> TXT <code>{c.txt_value}</code></>}</td>
+                <td>
+                  {admin && !c.verified && (
+                    <button type="button" className="secondary" disabled={busy}
+                      onClick={() => run(() => api("POST", `/api/orgs/${org}/sso/domains/${encodeURIComponent(c.domain)}/verify`)).then((ok) => ok && reload())}>
+                      Verify {c.domain}
+                    </button>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+        </div>
       )}
       {admin && (
         <form className="form" onSubmit={save} aria-label="Identity provider">
