@@ -65,12 +65,13 @@ def test_a_provider_answering_a_byte_a_second_leaves_the_web_tier_serving_others
             except httpx.TimeoutException:
                 pytest.fail("a member's request waited 10 s behind the slow provider")
             assert answer.status_code == 200, answer.text
-            assert time.monotonic() - began < 3, "a member waited behind the slow provider"
+            # Normally milliseconds; the bound leaves room for a loaded CI machine, far below the pool's wait.
+            assert time.monotonic() - began < 5, "a member waited behind the slow provider"
         for thread in threads:
             thread.join(timeout=40)
         assert len(outcomes) == STARTS
         assert all(code in (502, 503) for code, _ in outcomes), outcomes
-        assert max(elapsed for _, elapsed in outcomes) < DEADLINE_S + 4, outcomes
+        assert max(elapsed for _, elapsed in outcomes) < DEADLINE_S + 8, outcomes  # the provider: 300 s
     finally:
         idp.stop()
         web.stop()
