@@ -82,3 +82,39 @@ def test_vcs_names_the_default_branch(oc, alice):
     response = oc(alice).get(f"{base_url(alice)}/vcs")
     assert_response(response, "/vcs")
     assert response.json() == {"default_branch": "trunk"}
+
+
+def models_offered(client, persona, route: str) -> dict[str, list[str]]:
+    body = client.get(f"{base_url(persona)}{route}").json()
+    providers = body["providers"] if route == "/config/providers" else body["all"]
+    return {p["id"]: sorted(p["models"]) for p in providers}
+
+
+def test_providers_list_the_orgs_models_not_only_the_projects_default(oc, modelled, bob, charlie):
+    from hangar.projects.models import ProviderCredential
+    from hangar.usage.models import ModelAllowList
+
+    org = modelled.org
+    ProviderCredential.objects.create(org=org, provider="openai", models_list=["gpt-4o", "gpt-4o-mini"])
+    ProviderCredential.objects.create(org=org, provider="scripted", models_list=["five-step", "other"])
+    ProviderCredential.objects.create(org=org, user=bob.user, provider="mine", models_list=["bobs"])
+    ProviderCredential.objects.create(org=charlie.org, provider="globex", models_list=["secret"])
+    for route in ("/config/providers", "/provider"):
+        assert_response(oc(modelled).get(f"{base_url(modelled)}{route}"), route)
+        assert models_offered(oc(modelled), modelled, route) == {
+            "scripted": ["five-step", "other"],
+            "openai": ["gpt-4o", "gpt-4o-mini"],
+        }
+        # A member's own credential is offered to them alone.
+        assert models_offered(oc(bob), modelled, route)["mine"] == ["bobs"]
+    body = oc(modelled).get(f"{base_url(modelled)}/config/providers").json()
+    assert body["default"]["scripted"] == "five-step"
+
+    # The allow-list narrows the offer; a project without a default model still offers the org's models.
+    ModelAllowList.objects.create(org=org, allowed=["openai/gpt-4o", "other"])
+    modelled.project.default_model = ""
+    modelled.project.save()
+    assert models_offered(oc(modelled), modelled, "/config/providers") == {
+        "openai": ["gpt-4o"],
+        "scripted": ["other"],
+    }

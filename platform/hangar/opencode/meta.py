@@ -76,13 +76,31 @@ def _limit(project: Project, provider_id: str, model_id: str) -> dict:
     }
 
 
-def providers(project: Project) -> tuple[list[dict], dict]:
-    """The project's default model as the one provider/model OpenCode clients need to name it."""
-    provider_id, _, model_id = (project.default_model or "").partition("/")
-    if not model_id:
-        return [], {}
+def providers(project: Project, models: list[str] | None = None) -> tuple[list[dict], dict]:
+    """OpenCode's providers for `models` ("provider/model" names: the org's offer, hangar.usage.selectors.
+    offered_models; else the project's default model alone), grouped by provider; the default is the
+    project's model, else each provider's first."""
+    names = models if models is not None else [project.default_model or ""]
+    grouped: dict[str, dict] = {}
+    for name in names:
+        provider_id, _, model_id = name.partition("/")
+        if not model_id:
+            continue
+        provider = grouped.setdefault(
+            provider_id,
+            {"id": provider_id, "name": provider_id, "source": "api", "env": [], "options": {}, "models": {}},
+        )
+        provider["models"][model_id] = _model(project, provider_id, model_id)
+    default = {pid: next(iter(p["models"])) for pid, p in grouped.items()}
+    chosen_provider, _, chosen_model = (project.default_model or "").partition("/")
+    if chosen_model and chosen_provider in grouped and chosen_model in grouped[chosen_provider]["models"]:
+        default[chosen_provider] = chosen_model
+    return list(grouped.values()), default
+
+
+def _model(project: Project, provider_id: str, model_id: str) -> dict:
     attachments = _limits(project, provider_id, model_id).attachments
-    model = {
+    return {
         "id": model_id,
         "providerID": provider_id,
         "name": model_id,
@@ -103,12 +121,3 @@ def providers(project: Project) -> tuple[list[dict], dict]:
         "headers": {},
         "release_date": "",
     }
-    provider = {
-        "id": provider_id,
-        "name": provider_id,
-        "source": "api",
-        "env": [],
-        "options": {},
-        "models": {model_id: model},
-    }
-    return [provider], {provider_id: model_id}

@@ -15,6 +15,7 @@ from hangar.engine.sandboxes import manager
 from hangar.engine.skills import read_skill, read_skills
 from hangar.opencode import meta
 from hangar.opencode.base import OpenCodeView
+from hangar.usage.selectors import offered_models
 from sandbox.protocol import Sandbox, SandboxError
 
 OC = ["opencode"]
@@ -53,18 +54,26 @@ class ProjectCurrent(OpenCodeView):
 class Providers(OpenCodeView):
     @extend_schema(tags=OC, operation_id="oc_provider_list", responses={200: dict})
     def get(self, request, project_id):
-        providers, default = meta.providers(self.scope.project)
+        providers, default = meta.providers(self.scope.project, _offered(self))
         return Response({"all": providers, "default": default, "connected": [p["id"] for p in providers]})
 
 
 class ConfigProviders(OpenCodeView):
     @extend_schema(tags=OC, operation_id="oc_config_providers", responses={200: dict})
     def get(self, request, project_id):
-        providers, default = meta.providers(self.scope.project)
+        providers, default = meta.providers(self.scope.project, _offered(self))
         return Response({"providers": providers, "default": default})
 
 
 # What an OpenCode client asks of the machine it runs against, answered for Hangar: no language servers,
+def _offered(view: OpenCodeView) -> list[str]:
+    """The org's models this member may pick (its credentials' and allow-list's), the project's first."""
+    scope = view.scope
+    return offered_models(
+        org=scope.project.org, membership=scope.membership, default=scope.project.default_model
+    )
+
+
 # formatters or MCP servers run beside a sandbox, providers are set up in Hangar (not by OpenCode's
 # auth flows), subagents report back to their caller (not in the background), and the project has one
 # directory, the sandbox's workspace.

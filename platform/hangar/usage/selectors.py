@@ -105,3 +105,23 @@ def budget_get(*, org: Org, budget_id: int) -> Budget:
 def model_allowlist(*, org: Org) -> list[str]:
     row = ModelAllowList.objects.filter(org=org).first()
     return list(row.allowed) if row else []
+
+
+def offered_models(*, org: Org, membership, default: str = "") -> list[str]:
+    """The "provider/model" names a member may pick in this org: `default` (the project's), the models its
+    credentials (org-wide and the member's own) name, and the allow-list's "provider/model" entries, kept
+    only if the allow-list lets them be called; `default` first, then by name."""
+    from hangar.projects.selectors import credential_list
+
+    allowed = model_allowlist(org=org)
+    usable = [  # an admin sees other members' own credentials, but a run uses only the prompter's
+        c for c in credential_list(org=org, membership=membership) if c.user_id in (None, membership.user_id)
+    ]
+    named = [f"{c.provider}/{m}" for c in usable for m in c.models_list or []]
+    named += [entry for entry in allowed if "/" in entry]
+
+    def may(name: str) -> bool:
+        return not allowed or name in allowed or name.partition("/")[2] in allowed
+
+    rest = sorted({name for name in named if name != default and may(name)})
+    return ([default] if default and "/" in default else []) + rest
