@@ -107,3 +107,47 @@ def test_the_tui_with_another_orgs_token_gets_nothing(alice, charlie, daphne, tm
         tui.close()
     assert all(code in ("401", "404") for _, code in answered()), answered()
     assert not Session.objects.filter(project=alice.project).exists()
+
+
+def test_the_tui_renders_every_step_of_two_runs_live_after_a_failing_edit_with_their_tokens(
+    alice, daphne, worker, scripted_project, tmp_path
+):
+    project = scripted_project(
+        alice,
+        [
+            [
+                {"text": "Trying an edit."},
+                call("edit", "c1", filePath="/workspace/missing.py", oldString="a", newString="b"),
+            ],
+            [{"text": "The edit failed; running instead."}, call("bash", "c2", command="echo step-two-ran")],
+            [{"text": "First answer done."}, {"usage": {"prompt_tokens": 1200, "completion_tokens": 300}}],
+            [{"text": "Again, then."}, call("bash", "c3", command="echo step-four-ran")],
+            [{"text": "Second answer done."}, {"usage": {"prompt_tokens": 2400, "completion_tokens": 600}}],
+        ],
+        title="Failing edit",
+    )
+    tui = Tui(f"{daphne.url}/oc/{project.pk}", alice.token, tmp_path)
+    try:
+        tui.wait_for("Build", "/workspace")
+        tui.type("edit missing.py")
+        first = tui.wait_for("Trying an edit.", "running instead.", "step-two-ran", "First answer done.")
+        session = Session.objects.get(project=project)
+        wait_status(session, "idle")
+        tui.type("once more")
+        screen = tui.wait_for("Again, then.", "step-four-ran", "Second answer done.")
+        tokens = Session.objects.get(pk=session.pk).tokens
+        assert tokens["input"] >= 3600, tokens
+        assert re.search(r"3[.,]?\d*K|3,?\d{3}", screen), screen  # the context's tokens, live
+    finally:
+        tui.close()
+    assert "First answer done." in first
+    manager().destroy(session.pk)
+
+
+def wait_status(session, status: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if Session.objects.get(pk=session.pk).status == status:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"the session never went {status}")
