@@ -26,9 +26,7 @@ import re
 from pathlib import PurePosixPath
 from typing import Any
 
-import yaml
-
-from hangar.agent_config import AgentConfigError, clean_agent_fields
+from hangar.agent_config import AgentConfigError, clean_agent_fields, load_frontmatter
 from hangar.engine.agents import AGENTS, Agent
 from sandbox.protocol import Sandbox, SandboxError
 
@@ -48,15 +46,7 @@ def split_frontmatter(text: str, where: str) -> tuple[dict[str, Any], str]:
     parts = re.split(r"^---[ \t]*$", text, maxsplit=2, flags=re.MULTILINE)
     if len(parts) < 3:
         raise AgentConfigError(f"{where}: the frontmatter is not closed by a line of ---")
-    try:
-        meta = yaml.safe_load(parts[1]) or {}
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" (line {mark.line + 2})" if mark is not None else ""
-        raise AgentConfigError(f"{where}: the frontmatter is not valid YAML{at}") from None
-    if not isinstance(meta, dict):
-        raise AgentConfigError(f"{where}: the frontmatter must be a mapping of fields")
-    return meta, parts[2].strip()
+    return load_frontmatter(parts[1], where, line_offset=1), parts[2].strip()
 
 
 def read_definition(sandbox: Sandbox, path: str) -> tuple[dict[str, Any], str, str]:
