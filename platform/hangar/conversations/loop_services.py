@@ -37,11 +37,25 @@ def session_lease_acquire(*, session_id: str, owner: str, ttl_s: int) -> str | N
     return None if row is None else row[0]
 
 
-def session_lease_release(*, session_id: str, owner: str) -> bool:
-    """Give the lease back; returns True if work was requested meanwhile (the caller re-enqueues)."""
+def session_takeover_count(*, session_id: str, owner: str) -> int:
+    """`owner` took the session over from a runner whose lease expired: count it; returns how many runs
+    in a row have now ended without releasing the lease (their worker died or stalled)."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "UPDATE conversations_session SET lease_owner = '', lease_expires_at = NULL"
+            "UPDATE conversations_session SET run_takeovers = run_takeovers + 1"
+            " WHERE id = %s AND lease_owner = %s RETURNING run_takeovers",
+            [session_id, owner],
+        )
+        row = cursor.fetchone()
+    return row[0] if row else 0
+
+
+def session_lease_release(*, session_id: str, owner: str) -> bool:
+    """Give the lease back; returns True if work was requested meanwhile (the caller re-enqueues). A run
+    that releases its lease did not take its worker down: the takeover count starts again."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE conversations_session SET lease_owner = '', lease_expires_at = NULL, run_takeovers = 0"
             " WHERE id = %s AND lease_owner = %s RETURNING run_requested",
             [session_id, owner],
         )

@@ -59,6 +59,9 @@ class Session(models.Model):
     lease_owner = models.CharField(max_length=100, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True, db_index=True)
     abort_requested = models.BooleanField(default=False)
+    # Runs taken over from a runner whose lease expired (it died or stalled), since a run last released
+    # the lease: a run that keeps taking its worker down is ended at the crash budget (engine.crash_budget).
+    run_takeovers = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
         ordering = ["id"]  # descending ids: newest first

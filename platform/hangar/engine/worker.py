@@ -12,6 +12,7 @@ from hangar.conversations import services as store
 from hangar.conversations.fence import LeaseLost, fenced
 from hangar.conversations.loop_selectors import session_for_run
 from hangar.conversations.loop_services import session_abort_clear
+from hangar.engine.crash_budget import end_crash_looping, over_budget
 from hangar.engine.dbconn import release_connection
 from hangar.engine.enqueue import enqueue_run
 from hangar.engine.failures import crash_error, turn_failed
@@ -39,16 +40,20 @@ def run_session_once(session_id: str) -> bool:
     lost = keeper.hold(session_id, owner, abort)
     try:
         with fenced(session_id, owner):  # every write of this run checks it still owns the session
+            takeovers = over_budget(session_id, owner) if previous else None
             if previous:
                 _kill_orphaned_commands(session_id)
             try:
-                Loop(
-                    session_id,
-                    abort,
-                    active_runs=keeper.active,
-                    lost=lost,
-                    policy_stamp=lambda: keeper.stamp(session_id),
-                ).run()
+                if takeovers is not None:  # its runs keep taking their worker down: not run again
+                    end_crash_looping(session_id, takeovers)
+                else:
+                    Loop(
+                        session_id,
+                        abort,
+                        active_runs=keeper.active,
+                        lost=lost,
+                        policy_stamp=lambda: keeper.stamp(session_id),
+                    ).run()
             except LeaseLost:
                 lost.set()
                 abort.set()  # a command still running for this run is killed (the tool's cancel)
