@@ -9,6 +9,9 @@
 # (HANGAR_REPO_QUEUE, default "<engine queue>.repo") and one more process consuming it with
 # HANGAR_REPO_WORKER_CONCURRENCY threads (default 8), so a slow clone never takes an agent step's thread;
 # HANGAR_REPO_WORKER_CONCURRENCY=0 makes the engine's processes consume it instead.
+# Outbound webhook deliveries wait on other people's servers: the same, on their own queue
+# (HANGAR_WEBHOOKS_QUEUE, default "<engine queue>.webhooks"; hangar.integrations.queue) and a process of
+# HANGAR_WEBHOOKS_WORKER_CONCURRENCY threads (default 16; 0: the engine's processes consume it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD/platform:$PWD${PYTHONPATH:+:$PYTHONPATH}"
@@ -17,8 +20,11 @@ export HANGAR_DB_POOL_MAX=${HANGAR_DB_POOL_MAX:-20}
 engine_queue=${HANGAR_ENGINE_QUEUE:-celery}
 repo_queue=${HANGAR_REPO_QUEUE:-$engine_queue.repo}
 repo_concurrency=${HANGAR_REPO_WORKER_CONCURRENCY:-8}
+webhooks_queue=${HANGAR_WEBHOOKS_QUEUE:-$engine_queue.webhooks}
+webhooks_concurrency=${HANGAR_WEBHOOKS_WORKER_CONCURRENCY:-16}
 queues=$engine_queue
-[ "$repo_concurrency" -gt 0 ] || queues="$engine_queue,$repo_queue"
+[ "$repo_concurrency" -gt 0 ] || queues="$queues,$repo_queue"
+[ "$webhooks_concurrency" -gt 0 ] || queues="$queues,$webhooks_queue"
 processes=${HANGAR_WORKER_PROCESSES:-1}
 worker() {  # NAME QUEUES CONCURRENCY [celery args]; exec: in the background its subshell (so $! is Celery)
   exec "${HANGAR_PYTHON:-.venv/bin/python}" -m celery -A hangar worker --pool threads -Q "$2" \
@@ -27,6 +33,10 @@ worker() {  # NAME QUEUES CONCURRENCY [celery args]; exec: in the background its
 pids=()
 if [ "$repo_concurrency" -gt 0 ]; then
   worker repo "$repo_queue" "$repo_concurrency" "$@" &
+  pids+=($!)
+fi
+if [ "$webhooks_concurrency" -gt 0 ]; then
+  worker webhooks "$webhooks_queue" "$webhooks_concurrency" "$@" &
   pids+=($!)
 fi
 for i in $(seq 1 "$processes"); do

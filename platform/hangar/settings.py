@@ -287,6 +287,11 @@ HANGAR_WEBHOOK_RETRY_BASE_S = float(os.environ.get("HANGAR_WEBHOOK_RETRY_BASE_S"
 HANGAR_WEBHOOK_RETRY_CAP_S = float(os.environ.get("HANGAR_WEBHOOK_RETRY_CAP_S", "1800"))
 HANGAR_WEBHOOK_MAX_ATTEMPTS = int(os.environ.get("HANGAR_WEBHOOK_MAX_ATTEMPTS", "8"))
 HANGAR_WEBHOOK_DISABLE_AFTER = int(os.environ.get("HANGAR_WEBHOOK_DISABLE_AFTER", "5"))
+# One attempt's total time (connect, send, the answer's headers and its first bytes), the attempts of one
+# org in flight at once, and how many endpoints an org may have (hangar.integrations.webhooks.outbound).
+HANGAR_WEBHOOK_ATTEMPT_DEADLINE_S = float(os.environ.get("HANGAR_WEBHOOK_ATTEMPT_DEADLINE_S", "15"))
+HANGAR_WEBHOOK_ORG_IN_FLIGHT = int(os.environ.get("HANGAR_WEBHOOK_ORG_IN_FLIGHT", "4"))
+HANGAR_WEBHOOK_MAX_ENDPOINTS_PER_ORG = int(os.environ.get("HANGAR_WEBHOOK_MAX_ENDPOINTS_PER_ORG", "20"))
 
 # Slack app credentials (api.slack.com: Basic Information) and where its Web API is (tests point it at a
 # local server speaking the same wire API). Without a signing secret the Slack endpoints answer 503.

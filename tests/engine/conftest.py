@@ -18,6 +18,7 @@ from django.conf import settings
 
 from hangar.conversations.models import Message, Part, Session
 from hangar.conversations.services import session_create
+from hangar.integrations.queue import WEBHOOKS_QUEUE
 from hangar.projects import crypto
 from hangar.projects.models import ProviderCredential
 from scripted_llm import ScriptedServer
@@ -84,6 +85,7 @@ class Worker:
             **os.environ,
             "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{db_name}",
             "HANGAR_ENGINE_QUEUE": QUEUE,
+            "HANGAR_WEBHOOKS_QUEUE": WEBHOOKS_QUEUE,
             "HANGAR_SANDBOX_POOL": "1",
             "PYTHONPATH": f"{ROOT}/platform:{ROOT}",
             "HANGAR_LEASE_TTL_S": "6",
@@ -101,8 +103,9 @@ class Worker:
             "--concurrency",
             str(concurrency),
             "-Q",
-            # The engine's queue and the repository work's (hangar.engine.enqueue.repo_queue).
-            ",".join(queues or [QUEUE, REPO_QUEUE]),
+            # The engine's queue, the repository work's (hangar.engine.enqueue.repo_queue) and the webhook
+            # deliveries' (hangar.integrations.queue).
+            ",".join(queues or [QUEUE, REPO_QUEUE, WEBHOOKS_QUEUE]),
             "--loglevel",
             "WARNING",
             "-n",

@@ -139,6 +139,12 @@ def endpoint_create(
     url, event_types = _clean_url(url), _clean_event_types(event_types)
     secret = signing.new_secret()
     with transaction.atomic():
+        Org.objects.select_for_update().filter(pk=org.pk).first()  # one create at a time counts them
+        cap = settings.HANGAR_WEBHOOK_MAX_ENDPOINTS_PER_ORG
+        if WebhookEndpoint.objects.filter(org=org).count() >= cap:
+            raise ValidationError(
+                {"endpoints": [f"An org has at most {cap} webhook endpoints: delete one to add another."]}
+            )
         endpoint = WebhookEndpoint.objects.create(
             org=org,
             project=project,

@@ -34,9 +34,13 @@ def webhooks_fanout(session_id: str, event_ids: list[int]) -> int:
 
 @shared_task(name="hangar.integrations.webhooks.deliver", ignore_result=True)
 def webhooks_deliver(delivery_id: int, manual: bool = False) -> None:
-    from hangar.integrations.webhooks.outbound import delivery_attempt
+    from hangar.integrations.webhooks.outbound import OrgBusy, delivery_attempt
 
-    delay = delivery_attempt(delivery_id, manual=manual)
+    try:
+        delay = delivery_attempt(delivery_id, manual=manual)
+    except OrgBusy as busy:  # nothing was sent: the same attempt, a moment later
+        enqueue_delivery(delivery_id, manual=manual, countdown=busy.retry_in)
+        return
     if delay is not None:
         enqueue_delivery(delivery_id, countdown=delay)
 
