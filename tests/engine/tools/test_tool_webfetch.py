@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import http.server
 import threading
+import time
+import tracemalloc
+import zlib
 from types import SimpleNamespace
 
 import pytest
@@ -26,10 +29,31 @@ PAGE = b"""<html><head><title>T</title><style>body{color:red}</style><script>var
 <ul><li>one</li><li>two</li></ul></body></html>"""
 
 
+def zlib_gzip(data: bytes) -> bytes:
+    packer = zlib.compressobj(6, zlib.DEFLATED, 31)
+    return packer.compress(data) + packer.flush()
+
+
+def gzip_bomb(megabytes: int) -> bytes:
+    """`megabytes` MB of zeros, gzipped (about a thousandth of that), made a megabyte at a time."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    zeros = bytes(1024 * 1024)
+    return b"".join([*(packer.compress(zeros) for _ in range(megabytes)), packer.flush()])
+
+
 class Handler(http.server.BaseHTTPRequestHandler):
     routes: dict = {}
 
     def do_GET(self):
+        if self.path == "/drip":  # headers at once, then one byte every 0.2 s
+            self.send_response(200)
+            self.send_header("Content-Length", "100000")
+            self.end_headers()
+            for _ in range(100000):
+                self.wfile.write(b"x")
+                self.wfile.flush()
+                time.sleep(0.2)
+            return
         status, headers, body = self.routes.get(self.path, (404, {}, b"missing"))
         self.send_response(status)
         for key, value in {"Content-Length": str(len(body)), **headers}.items():
@@ -59,6 +83,12 @@ def site():
         "/to-loopback": (302, {"Location": f"http://127.0.0.1:{loop_port}/page"}, b""),
         "/to-metadata": (302, {"Location": "http://169.254.169.254/latest/meta-data/"}, b""),
         "/huge": (200, {"Content-Type": "text/plain"}, b"x" * (5 * 1024 * 1024 + 1)),
+        "/bomb": (200, {"Content-Type": "text/plain", "Content-Encoding": "gzip"}, gzip_bomb(300)),
+        "/small.gz": (
+            200,
+            {"Content-Type": "text/plain", "Content-Encoding": "gzip"},
+            zlib_gzip(b"hello " * 100),
+        ),
     }
     for s in (server, loopback):
         threading.Thread(target=s.serve_forever, daemon=True).start()
@@ -139,3 +169,34 @@ def test_bad_urls_and_timeouts_get_clear_errors(fetcher):
         fetcher("ftp://example.org/")
     with pytest.raises(ToolError, match="Invalid timeout value"):
         fetcher("https://example.org/", timeout=-1)
+
+
+def test_a_page_dripping_one_byte_at_a_time_is_cut_at_its_timeout(fetcher, site):
+    """The deadline holds for every read, not only between 64 KB chunks."""
+    outcome: dict = {}
+
+    def run():
+        try:
+            fetcher(f"{site.base}/drip", timeout=2)
+        except ToolError as exc:
+            outcome["error"] = str(exc)
+
+    started = time.monotonic()
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(timeout=20)
+    assert not thread.is_alive(), "webfetch outlived its 2 s timeout by far"
+    assert time.monotonic() - started < 8
+    assert "timed out after 2 s" in outcome["error"]
+
+
+def test_a_gzip_bomb_is_refused_without_being_expanded_in_memory(fetcher, site):
+    assert fetcher(f"{site.base}/small.gz").output == "hello " * 100  # compressed pages still arrive
+    tracemalloc.start()
+    try:
+        with pytest.raises(ToolError, match=r"Response too large \(exceeds 5MB limit\)"):
+            fetcher(f"{site.base}/bomb")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 24 * 1024 * 1024, f"{peak / 1e6:.0f} MB held while reading a 300 MB gzip bomb"

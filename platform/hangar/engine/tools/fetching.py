@@ -6,7 +6,10 @@ must be on the project's allowlist, every address it resolves to must be reachab
 link-local or metadata; private ranges and this machine's own addresses only where the operator opened
 them, HANGAR_EGRESS_ALLOW_PRIVATE), and the request connects to the address that was checked (the name is
 kept for the Host header and TLS), so a DNS answer that changes in between cannot move it. Redirects are
-followed by hand, each hop checked again. The body is read under a byte cap and a deadline.
+followed by hand, each hop checked again. The body is read under a byte cap and one deadline that every
+socket operation keeps to (hangar.http_deadline: a page dripping a byte at a time is cut at the timeout,
+not at its next 64 KB), and a compressed body (gzip, deflate; nothing else is asked for or accepted) is
+expanded a bounded piece at a time, never past the cap: a small gzip bomb cannot fill the worker's memory.
 """
 
 from __future__ import annotations
@@ -14,12 +17,14 @@ from __future__ import annotations
 import ipaddress
 import threading
 import time
+import zlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlunsplit
 
 import httpx
 
+from hangar.http_deadline import Clock, httpx_transport
 from sandbox import netguard
 from sandbox.agent import netpolicy
 from sandbox.egress import interface_addresses, operator_ranges
@@ -77,7 +82,8 @@ def checked_address(rules: netpolicy.Rules, host: str, port: int) -> str:
 
 
 def fetch(url: str, rules: netpolicy.Rules, *, timeout_s: float, abort: threading.Event) -> Fetched:
-    deadline = time.monotonic() + timeout_s
+    clock = Clock(timeout_s)
+    deadline = clock.until
     for _hop in range(MAX_REDIRECTS + 1):
         try:
             parts, host, port = netguard.split_url(url)
@@ -86,14 +92,24 @@ def fetch(url: str, rules: netpolicy.Rules, *, timeout_s: float, abort: threadin
         address = checked_address(rules, host, port)
         literal = f"[{address}]" if ":" in address else address
         pinned = urlunsplit((parts.scheme, f"{literal}:{port}", parts.path or "/", parts.query, ""))
-        headers = {"Host": parts.netloc, "User-Agent": USER_AGENT, "Accept": "*/*"}
+        headers = {
+            "Host": parts.netloc,
+            "User-Agent": USER_AGENT,
+            "Accept": "*/*",
+            "Accept-Encoding": "gzip, deflate",
+        }
         extensions = {"sni_hostname": host} if parts.scheme == "https" else {}
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise FetchRefused(f"Request timed out after {timeout_s:g} s")
         try:
             with (
-                httpx.Client(timeout=remaining, follow_redirects=False, trust_env=False) as client,
+                httpx.Client(
+                    transport=httpx_transport(clock),
+                    timeout=remaining,
+                    follow_redirects=False,
+                    trust_env=False,
+                ) as client,
                 client.stream("GET", pinned, headers=headers, extensions=extensions) as response,
             ):
                 if response.is_redirect and "location" in response.headers:
@@ -111,17 +127,36 @@ def fetch(url: str, rules: netpolicy.Rules, *, timeout_s: float, abort: threadin
     raise FetchRefused(f"Too many redirects (more than {MAX_REDIRECTS}).")
 
 
+def _decoder(response: httpx.Response) -> Any:
+    """A zlib decompressor for the body's content encoding, None for none; FetchRefused for any other."""
+    encoding = response.headers.get("content-encoding", "identity").strip().lower()
+    if encoding in ("", "identity"):
+        return None
+    if encoding in ("gzip", "x-gzip", "deflate"):
+        return zlib.decompressobj(47)  # a gzip or zlib header, told apart by zlib
+    raise FetchRefused(f"Unsupported content encoding: {encoding[:40]}")
+
+
 def read_capped(response: httpx.Response, deadline: float, abort: threading.Event, timeout_s: float) -> bytes:
     declared = response.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > MAX_BYTES:
         raise FetchRefused("Response too large (exceeds 5MB limit)")
+    decoder = _decoder(response)
     body = bytearray()
-    for chunk in response.iter_bytes(CHUNK):
-        body += chunk
-        if len(body) > MAX_BYTES:
-            raise FetchRefused("Response too large (exceeds 5MB limit)")
+    for raw in response.iter_raw(CHUNK):
+        data = raw
+        while data:
+            # Never more out of one call than the cap leaves room for (plus one byte, to know it is over).
+            body += decoder.decompress(data, MAX_BYTES - len(body) + 1) if decoder else data
+            if len(body) > MAX_BYTES:
+                raise FetchRefused("Response too large (exceeds 5MB limit)")
+            data = decoder.unconsumed_tail if decoder else b""
         if abort.is_set():
             raise FetchRefused("Request aborted")
         if time.monotonic() > deadline:
             raise FetchRefused(f"Request timed out after {timeout_s:g} s")
+    if decoder:
+        body += decoder.flush()
+        if len(body) > MAX_BYTES:
+            raise FetchRefused("Response too large (exceeds 5MB limit)")
     return bytes(body)
