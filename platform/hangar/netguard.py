@@ -21,6 +21,29 @@ from sandbox import netguard
 
 BlockedAddress = netguard.Refused
 
+# Named providers that LiteLLM, given no api_base, sends to the vendor's public API. Any other (ollama,
+# llamafile, lemonade, lm_studio, xinference, vllm...) defaults to an address on the worker's own host or
+# one read from the environment, through a client of LiteLLM's own that no guard is on: such a provider
+# needs an explicit api_base, which is checked like any endpoint (`named_provider_refusal`).
+PUBLIC_NAMED_PROVIDERS = frozenset(
+    {
+        "openai", "anthropic", "gemini", "mistral", "codestral", "groq", "deepseek", "xai", "cohere",
+        "cohere_chat", "together_ai", "fireworks_ai", "perplexity", "openrouter", "deepinfra", "cerebras",
+        "ai21", "ai21_chat", "huggingface", "replicate", "nvidia_nim", "moonshot", "dashscope", "novita",
+        "sambanova", "nebius", "friendliai", "voyage", "vertex_ai", "bedrock",
+    }
+)  # fmt: skip
+
+
+def named_provider_refusal(provider: str, api_base: str | None) -> str | None:
+    """Why a call to `provider` without an api_base may not be made (None: it may)."""
+    if api_base or provider in PUBLIC_NAMED_PROVIDERS:
+        return None
+    return (
+        f"provider {provider[:60]!r} needs an api_base: without one it would connect to an address LiteLLM"
+        " picks (often on this server itself), which is never checked. Set the credential's api_base."
+    )
+
 
 def _operator_endpoint() -> tuple[str, int] | None:
     url = getattr(settings, "HANGAR_LOCAL_MODEL_URL", "")

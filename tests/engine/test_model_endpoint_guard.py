@@ -170,3 +170,46 @@ def test_provider_error_text_never_carries_the_key_into_events(scripted, route):
         _run(model)
     assert KEY[:12] not in caught.value.message and KEY not in caught.value.message, caught.value.message
     assert "Incorrect API key provided" in caught.value.message
+
+
+@pytest.mark.parametrize(
+    "provider", ["ollama", "ollama_chat", "llamafile", "lemonade", "lm_studio", "xinference"]
+)
+def test_a_named_provider_without_api_base_that_would_default_to_this_host_is_refused(strict, provider):
+    """LiteLLM sends these to an address on the worker's own host when no api_base is given (ollama:
+    localhost:11434), through a client of its own that no guard is on: refused before any connection,
+    like any loopback endpoint. A listener on ollama's default port sees nothing arrive."""
+    import socket
+
+    try:
+        listener = socket.create_server(("127.0.0.1", 11434))
+    except OSError:
+        listener = None  # something else has the port: the refusal is still checked
+    accepted: list = []
+
+    def accept():
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            accepted.append(conn)
+            conn.close()
+
+    if listener is not None:
+        threading.Thread(target=accept, daemon=True).start()
+    try:
+        model = LiteLLMModel(provider_id=provider, model_id="llama3", api_key="sk-x", timeout_s=5)
+        with pytest.raises(ProviderError, match="needs an api_base"):
+            list(
+                model.stream(
+                    system=["s"],
+                    messages=[{"role": "user", "content": "hi"}],
+                    tools=[],
+                    abort=threading.Event(),
+                )
+            )
+        assert not accepted, "the call reached this host's port"
+    finally:
+        if listener is not None:
+            listener.close()

@@ -236,6 +236,9 @@ class LiteLLMModel:
         self.last_usage: Usage | None = None  # of the last `complete` (the title call's ledger row)
 
     def _kwargs(self, temperature: float | None) -> dict[str, Any]:
+        refusal = netguard.named_provider_refusal(self.provider_id, self._api_base)
+        if refusal:  # before LiteLLM picks an address, on a client no guard is on
+            raise ProviderError(refusal, name="ProviderAuthError")
         kwargs = {
             "model": self._model,
             "api_base": self._api_base,
