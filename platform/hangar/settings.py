@@ -291,6 +291,8 @@ HANGAR_WEBHOOK_DISABLE_AFTER = int(os.environ.get("HANGAR_WEBHOOK_DISABLE_AFTER"
 # org in flight at once, and how many endpoints an org may have (hangar.integrations.webhooks.outbound).
 HANGAR_WEBHOOK_ATTEMPT_DEADLINE_S = float(os.environ.get("HANGAR_WEBHOOK_ATTEMPT_DEADLINE_S", "15"))
 HANGAR_WEBHOOK_ORG_IN_FLIGHT = int(os.environ.get("HANGAR_WEBHOOK_ORG_IN_FLIGHT", "4"))
+# A trigger's refused calls (forged, stale, replayed) are audited once per window, the next row counting the rest.
+HANGAR_WEBHOOK_REFUSED_AUDIT_WINDOW_S = float(os.environ.get("HANGAR_WEBHOOK_REFUSED_AUDIT_WINDOW_S", "60"))
 HANGAR_WEBHOOK_MAX_ENDPOINTS_PER_ORG = int(os.environ.get("HANGAR_WEBHOOK_MAX_ENDPOINTS_PER_ORG", "20"))
 
 # Slack app credentials (api.slack.com: Basic Information) and where its Web API is (tests point it at a

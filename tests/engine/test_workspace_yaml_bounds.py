@@ -72,3 +72,34 @@ def test_a_project_agent_config_is_bounded_the_same_way():
     assert "permission rule 1" in str(caught.value)
     fine = clean_agent_fields("docs", {"options": {"reasoningEffort": "high", "n": [1, 2]}}, "agents.docs")
     assert fine["name"] == "docs"
+
+
+def test_a_workspace_agent_file_only_narrows_the_asks_around_it(tmp_path):
+    """A file in the workspace is anyone's who can push to the repository, and the model's own writes: its
+    agent's rules may make a decision stricter (deny) but never skip an ask (the defaults' or the
+    project's). A project agent (an admin's config) keeps its allow."""
+    from hangar.engine import permissions as perm
+    from hangar.engine.custom_agents import project_agents, read_workspace_agents
+    from tests.engine.tools.local_sandbox import LocalSandbox
+
+    folder = tmp_path / "workspace" / ".opencode" / "agents"
+    folder.mkdir(parents=True)
+    (folder / "loose.md").write_text(
+        "---\npermission:\n  external_directory: allow\n  bash: allow\n  edit: deny\n---\nLoose.\n"
+    )
+    (agents, errors) = read_workspace_agents(LocalSandbox(tmp_path))
+    assert not errors
+    rules = perm.session_ruleset(
+        agents["loose"].permission, [{"permission": "bash", "pattern": "*", "action": "ask"}], []
+    )
+
+    def decide(permission: str, pattern: str) -> str:
+        return perm.decide(permission, [pattern], ruleset=rules, org_policy=[])
+
+    assert decide("external_directory", "/etc/passwd") == "ask"  # the default's ask stays
+    assert decide("bash", "rm -rf /") == "ask"  # the project's ask stays
+    assert decide("edit", "a.py") == "deny"  # narrowing works
+
+    admin = project_agents({"docs": {"permission": {"external_directory": "allow"}}})["docs"]
+    admin_rules = perm.session_ruleset(admin.permission, [], [])
+    assert perm.decide("external_directory", ["/x"], ruleset=admin_rules, org_policy=[]) == "allow"

@@ -12,7 +12,7 @@ from hangar.audit.models import AuditEvent
 from hangar.conversations.models import Message, Part, Session
 from hangar.integrations.webhooks import signing
 from hangar.integrations.webhooks.models import WebhookReceipt, WebhookTrigger
-from tests.engine.conftest import text_of, wait_idle
+from tests.engine.conftest import text_of, wait_for, wait_idle
 
 TEMPLATE = "CI failed on {{ body.repo }}: job {{ body.job.name }} (step {{ body.job.steps.0 }})."
 BODY = {"repo": "acme/rocket", "job": {"name": "unit-tests", "steps": ["pytest -x", "lint"]}}
@@ -199,3 +199,48 @@ def test_triggers_are_tenant_scoped_and_only_admins_create_them(alice, bob, char
     assert response.status_code == 403
     assert api(bob).get("/api/orgs/acme/webhooks/triggers/").status_code == 200
     assert WebhookTrigger.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_bad_signature_calls_write_one_audit_row_per_window_counting_the_rest(alice, api, settings):
+    """Anyone who knows a trigger's URL can call it: a flood of forged calls is refused each time, but
+    audited once per window (HANGAR_WEBHOOK_REFUSED_AUDIT_WINDOW_S), the next row counting those left out."""
+    settings.HANGAR_WEBHOOK_REFUSED_AUDIT_WINDOW_S = 5
+    trigger = create_trigger(api, alice, model="scripted/x")
+    forged = signing.new_secret()
+    for _ in range(20):
+        response, _ = call(trigger, BODY, secret=forged)
+        assert response.status_code == 401
+    [audit] = refusals(trigger["id"])
+    assert audit.data["reason"] == "No matching signature found" and "suppressed" not in audit.data
+
+    def second_row():
+        call(trigger, BODY, secret=forged)
+        return len(refusals(trigger["id"])) >= 2
+
+    wait_for(second_row, timeout=30, every=0.05, what="the next window's audit row")
+    latest = max(refusals(trigger["id"]), key=lambda a: a.pk)
+    assert latest.data["suppressed"] >= 19
+    assert not Session.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_webhook_started_session_asks_before_acting_even_under_permissive_project_rules(alice, api):
+    """Its prompt is a third party's text (an issue title, a CI log): whatever the project allows, the
+    session it starts asks a person before it runs a command, edits, fetches or starts a task."""
+    from hangar.engine import permissions as perm
+
+    alice.project.permission_rules = [{"permission": "*", "pattern": "*", "action": "allow"}]
+    alice.project.save(update_fields=["permission_rules"])
+    trigger = create_trigger(api, alice, model="scripted/x")
+    response, _ = call(trigger, BODY)
+    assert response.status_code == 202, response.content
+    session = Session.objects.get(pk=response.json()["session"])
+    rules = perm.session_ruleset([], alice.project.permission_rules, session.permission)
+
+    def decide(permission: str, pattern: str = "*") -> str:
+        return perm.decide(permission, [pattern], ruleset=rules, org_policy=[])
+
+    for permission in ("bash", "edit", "webfetch", "task", "external_directory"):
+        assert decide(permission, "x") == "ask", permission
+    assert decide("read", "src/app.py") == "allow"  # reading the workspace needs nobody

@@ -99,7 +99,8 @@ def agent_info(agent: Agent) -> dict[str, Any]:
         "mode": agent.mode,
         "native": agent.native,
         "hidden": agent.hidden,
-        "permission": agent.permission,
+        # OpenCode's rule shape: the `narrow` mark of a workspace agent's rules is the engine's own.
+        "permission": [{k: r[k] for k in ("permission", "pattern", "action")} for r in agent.permission],
         "options": {},
     }
     if agent.description:

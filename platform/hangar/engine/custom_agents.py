@@ -16,18 +16,23 @@ frontmatter then the agent's prompt; and the project's `agents` config, the same
     ---
     You are a careful reviewer...
 
-A built-in name wins over a custom one, and the project's over the workspace's. A file that does not parse is an error naming the file and the
+A built-in name wins over a custom one, and the project's over the workspace's. A workspace file is anyone's
+who can push to the repository (and the model's own writes): its agent's permission rules only narrow
+(hangar.engine.permissions.narrowing), so `bash: allow` there never skips the defaults' or the project's
+ask; a project agent, an admin's config, is taken as written. A file that does not parse is an error naming the file and the
 problem, never a crash: the agent is then unknown, and asking for it is refused with that message.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import PurePosixPath
 from typing import Any
 
 from hangar.agent_config import AgentConfigError, clean_agent_fields, load_frontmatter
 from hangar.engine.agents import AGENTS, Agent
+from hangar.engine.permissions import narrowing
 from sandbox.protocol import Sandbox, SandboxError
 
 AGENT_DIRS = ("/workspace/.opencode/agents", "/workspace/.opencode/agent")
@@ -84,7 +89,8 @@ def read_workspace_agents(sandbox: Sandbox) -> tuple[dict[str, Agent], list[str]
         try:
             meta, body, where = read_definition(sandbox, path)
             if not meta.get("disable"):
-                agents[name] = agent_from_fields(name, meta, where, prompt=body)
+                agent = agent_from_fields(name, meta, where, prompt=body)
+                agents[name] = dataclasses.replace(agent, permission=narrowing(agent.permission))
         except AgentConfigError as exc:
             errors.append(str(exc))
     return agents, errors

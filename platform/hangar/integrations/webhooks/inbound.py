@@ -1,12 +1,16 @@
 """A signed call to a trigger's URL starts a session (or prompts the trigger's session) with the prompt
 template filled from the JSON body. Verification first (signature, timestamp within 5 minutes, message id
-never seen): any failure is refused and audited, and nothing else happens. Then, in ONE transaction, the
+never seen): any failure is refused and audited, and nothing else happens. Anyone who knows a trigger's URL
+can call it, so refusals are audited once per trigger per HANGAR_WEBHOOK_REFUSED_AUDIT_WINDOW_S (default
+60 s), the next row counting the refusals left out (`suppressed`): a flood cannot fill the audit table. Then, in ONE transaction, the
 message id is recorded, the prompt rendered, the session created and prompted: a body that does not fit
 the template (or any other failure) leaves no receipt, no session and no message."""
 
 import json
 from dataclasses import dataclass
 
+from django.conf import settings
+from django.core.cache import cache
 from django.db import IntegrityError, transaction
 
 from hangar.accounts.actors import Actor
@@ -22,6 +26,14 @@ from hangar.integrations.webhooks.template import template_render
 from hangar.projects import crypto
 
 MAX_BODY = 256 * 1024
+# A session a call starts works from a third party's text (an issue title, a CI log): whatever the project
+# allows, it asks a person before it acts on anything outside reading the workspace. Session rules only
+# narrow (hangar.engine.permissions), so these make the project's allows asks and leave its asks and denies
+# as they are; a member can answer each ask, or give the session rules of their own.
+WEBHOOK_SESSION_RULES = [
+    {"permission": name, "pattern": "*", "action": "ask"}
+    for name in ("bash", "edit", "webfetch", "task", "external_directory", "skill")
+]
 MAX_MESSAGE_ID = 200
 
 
@@ -46,13 +58,23 @@ def trigger_actor(trigger: WebhookTrigger, ip: str | None, request_id: str = "")
 
 
 def _refuse(actor: Actor, trigger: WebhookTrigger, reason: str, message_id: str) -> Refused:
+    """The Refused to raise; audited unless this trigger's refusals were audited within the window."""
+    key = f"webhook_refused_throttle_{trigger.pk}"
+    if not cache.add(key, 1, timeout=max(1, int(settings.HANGAR_WEBHOOK_REFUSED_AUDIT_WINDOW_S))):
+        cache.add(f"{key}_n", 0, timeout=7 * 24 * 3600)
+        cache.incr(f"{key}_n")
+        return Refused(reason)
+    suppressed = cache.get(f"{key}_n") or 0
+    data = {"reason": reason, "message_id": message_id[:MAX_MESSAGE_ID]}
     with transaction.atomic():
         audit_record(
             actor=actor,
             action="webhook.trigger.refused",
             target=trigger,
-            data={"reason": reason, "message_id": message_id[:MAX_MESSAGE_ID]},
+            data={**data, "suppressed": suppressed} if suppressed else data,
         )
+    if suppressed:
+        cache.decr(f"{key}_n", suppressed)  # what this row counted; later ones go to the next
     return Refused(reason)
 
 
@@ -92,6 +114,7 @@ def trigger_receive(*, trigger: WebhookTrigger, body: bytes, headers: dict, acto
                     title=trigger.name[:200],
                     agent=trigger.agent or None,
                     model=model,
+                    permission=WEBHOOK_SESSION_RULES,
                     source="webhook",
                 )
             session_prompt(actor=actor, session=session, parts=[{"type": "text", "text": prompt}])
