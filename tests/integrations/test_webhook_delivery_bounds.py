@@ -19,6 +19,7 @@ from hangar.integrations.queue import WEBHOOKS_QUEUE
 from hangar.integrations.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from hangar.integrations.webhooks.outbound import MAX_RESPONSE_LOGGED, deliveries_create, delivery_attempt
 from tests.engine.conftest import QUEUE, text_of, text_prompt, wait_for, wait_idle
+from tests.faults.checks import wait_workers_ready
 from tests.integrations.conftest import HOOKS_WORKER_ENV
 from tests.integrations.test_webhooks_outbound import create_endpoint
 
@@ -197,6 +198,7 @@ def test_a_slow_endpoint_delays_neither_an_agent_step_nor_another_org_s_deliveri
     env = {**HOOKS_WORKER_ENV, "HANGAR_WEBHOOK_ATTEMPT_DEADLINE_S": "60", "HANGAR_WEBHOOK_ORG_IN_FLIGHT": "1"}
     start_worker(env=env, concurrency=3, queues=[QUEUE])
     start_worker(env=env, concurrency=3, queues=[WEBHOOKS_QUEUE])
+    wait_workers_ready(2)  # under load a worker takes a while to start: time the delivery, not that
     slow = bad_server("drip")
     create_endpoint(api, alice, slow.url, ["session.created"])
     create_endpoint(api, charlie, receiver.url, ["session.created"])
