@@ -206,7 +206,9 @@ def run_step(n: int, args, actor, project, model: dict, bystander_url: str, toke
     ticks_before, begin = machine_ticks(), time.monotonic()
     with Bystander(bystander_url, token) as bystander:
         for i, session in enumerate(sessions):
-            session_prompt(actor=actor, session=session, parts=[{"type": "text", "text": f"density {i}"}])
+            # A text of its own: the scripted server keeps each conversation's turn by its first message.
+            text = f"density {n}-{i} {uuid.uuid4().hex[:8]}"
+            session_prompt(actor=actor, session=session, parts=[{"type": "text", "text": text}])
         time.sleep(min(args.delay / 2, 10))  # every session is waiting on its model now
         sandbox_memory = sample_sandboxes(sessions)
         agent_load._wait([s.pk for s in sessions], timeout=args.turns * args.delay * 10 + 300)
