@@ -14,6 +14,7 @@ from __future__ import annotations
 import fnmatch
 import posixpath
 import re
+import threading
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -315,7 +316,7 @@ ARCHIVE_FORMATS = ("tar.gz", "zip")
 def workspace_archive(
     *, actor: Actor, session: Session, max_bytes: int | None = None, fmt: str = "tar.gz"
 ) -> Iterator[bytes]:
-    """A generator of the workspace as tar.gz or zip. Refused up front when the volume already holds more
+    """An iterator of the workspace as tar.gz or zip (close it to give its slot back, _HoldingSlot). Refused up front when the volume already holds more
     than the cap; the stream also stops at the cap (the archive is then cut short, never larger)."""
     if fmt not in ARCHIVE_FORMATS:
         raise RepoOpError("The archive format is tar.gz or zip.", kind="invalid", status=400)
@@ -332,12 +333,70 @@ def workspace_archive(
             kind="too_large",
             status=413,
         )
+    _archive_slot_take()
     try:
         api, name = _container(session)
+        stream, _ = api.get_archive(name, WORKSPACE + "/.")
     except WorkspaceError as exc:
+        _archive_slot_give()
         raise RepoOpError(str(exc), kind="not_ready") from None
-    stream, _ = api.get_archive(name, WORKSPACE + "/.")
-    return _gzip(stream, cap) if fmt == "tar.gz" else zipstream.from_tar(stream, cap)
+    except BaseException:
+        _archive_slot_give()
+        raise
+    packed = _gzip(stream, cap) if fmt == "tar.gz" else zipstream.from_tar(stream, cap)
+    return _HoldingSlot(packed)
+
+
+# The archive is compressed here, in the process that answers the request (a web process): at most
+# HANGAR_WORKSPACE_ARCHIVE_CONCURRENCY (default 2) at once per process, so downloads cannot take all of
+# its CPU; one more is a 429. A slot is held until the stream ends or is dropped (its generator closed).
+_archives_lock = threading.Lock()
+_archives_running = 0
+
+
+def _archive_slot_take() -> None:
+    global _archives_running
+    limit = int(getattr(settings, "HANGAR_WORKSPACE_ARCHIVE_CONCURRENCY", 2))
+    with _archives_lock:
+        if _archives_running >= limit:
+            raise RepoOpError(
+                f"At most {limit} archives are made at once here: try again in a moment.",
+                kind="busy",
+                status=429,
+            )
+        _archives_running += 1
+
+
+def _archive_slot_give() -> None:
+    global _archives_running
+    with _archives_lock:
+        _archives_running -= 1
+
+
+class _HoldingSlot:
+    """The archive's stream, holding its slot until exhausted or closed (a generator closed before its
+    first chunk would never run its `finally`, so this is a class: close() always gives the slot back)."""
+
+    def __init__(self, packed: Iterator[bytes]):
+        self.packed, self.held = packed, True
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self
+
+    def __next__(self) -> bytes:
+        try:
+            return next(self.packed)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        if self.held:
+            self.held = False
+            close = getattr(self.packed, "close", None)
+            if close:
+                close()
+            _archive_slot_give()
 
 
 def _used_bytes(session_id: str) -> int:
