@@ -33,6 +33,7 @@ from hangar.conversations.models import Message
 from hangar.conversations.services import now_ms
 from hangar.engine.history import boundary, since_boundary, to_model_messages
 from hangar.engine.outcomes import CompactionFailed, ContextOverflow
+from hangar.engine.providers.base import estimate_tokens
 from hangar.engine.providers.catalogue import ModelLimits, limits_for
 from hangar.engine.providers.overflow import NAME as OVERFLOW
 from hangar.engine.spend import check_before_call
@@ -51,11 +52,6 @@ COMPACTION_BUFFER = 20_000
 PROTECTED_TOOLS = frozenset({"skill"})  # what a skill says stays in context
 
 History = list[tuple[dict[str, Any], list[dict[str, Any]]]]
-
-
-def estimate(text: str) -> int:
-    """Tokens of a text, as OpenCode counts them without a tokenizer: a token is about four characters."""
-    return round(len(text) / 4)
 
 
 def usable(limits: ModelLimits) -> int:
@@ -99,7 +95,7 @@ def prunable(history: History) -> tuple[list[tuple[dict[str, Any], dict[str, Any
                 continue
             if (part["state"].get("time") or {}).get("compacted"):
                 return (chosen, freed) if freed > PRUNE_MINIMUM else ([], 0)
-            size = estimate(part["state"]["output"])
+            size = estimate_tokens(part["state"]["output"])
             total += size
             if total > PRUNE_PROTECT:
                 freed += size
@@ -184,7 +180,7 @@ class ContextWindow:
         loop.note_latency(message, began)
         data = {**message.data, **usage_data(loop.model_ref, result), "finish": "stop"}
         summary = self._summary_tokens(message, data)
-        after = summary + estimate(prompt_text("compaction_continue"))
+        after = summary + estimate_tokens(prompt_text("compaction_continue"))
         limit = usable(self.limits())
         failed = None
         if summary == 0:
@@ -238,7 +234,7 @@ class ContextWindow:
         )
         if not text.strip():
             return 0
-        return reported or estimate(text)
+        return reported or estimate_tokens(text)
 
     # --- 2. overflow by the last step's usage ----------------------------------------------------------
 

@@ -70,7 +70,7 @@ from hangar.engine.sandboxes import egress_refused, sandbox_for
 from hangar.engine.session_sandbox import SessionSandbox
 from hangar.engine.skills import listing as skills_listing
 from hangar.engine.spend import check_before_call, step_call
-from hangar.engine.step_usage import record_failed_call, usage_after, usage_data
+from hangar.engine.step_usage import estimate_unreported, record_failed_call, usage_after, usage_data
 from hangar.engine.subtasks import wake_parent, workspace_session
 from hangar.engine.system import base_prompt, turn_reminders
 from hangar.engine.system_context import SystemContext
@@ -408,6 +408,7 @@ class Loop:
                 result = processor.consume(events)
                 if self.abort.is_set():
                     raise Aborted()
+                estimate_unreported(result, system, history, tools)
                 if attempt:
                     store.session_status_set(session=self.session, status="busy")
                 return result

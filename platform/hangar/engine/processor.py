@@ -32,6 +32,7 @@ class StepResult:
     usage: Usage = field(default_factory=Usage)
     tool_calls: int = 0
     produced: bool = False  # any part written (a retry after this would duplicate output)
+    output_chars: int = 0  # text, reasoning and tool arguments streamed: the usage estimate's output
     tool_parts: list[dict[str, Any]] = field(default_factory=list)  # pending, not yet stored (see _tool_call)
 
 
@@ -68,6 +69,7 @@ class StreamProcessor:
         block = self._open if self._open is not None else self._start_block("text")
         block["text"] += text
         self._pending_delta += text
+        self.result.output_chars += len(text)
         if time.monotonic() - self._last_flush >= FLUSH_S:
             self._flush()
 
@@ -111,6 +113,7 @@ class StreamProcessor:
             }
         )
         self.result.tool_calls += 1
+        self.result.output_chars += len(event.arguments or "")
         self.result.produced = True
 
     def consume(self, events: Iterable[StreamEvent]) -> StepResult:

@@ -4,11 +4,12 @@ out of the loop so that it reads as the seeds' pseudocode."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from hangar.conversations.models import Session
 from hangar.engine.processor import StepResult
-from hangar.engine.providers.base import Usage
+from hangar.engine.providers.base import Usage, estimate_tokens
 from hangar.engine.providers.cost import step_cost
 from hangar.engine.spend import model_call
 from hangar.usage.ledger_services import usage_record
@@ -27,6 +28,24 @@ def usage_data(model_ref: dict[str, str], result: StepResult) -> dict[str, Any]:
             "cache": {"read": u.cache_read, "write": u.cache_write},
         },
     }
+
+
+def estimate_unreported(
+    result: StepResult, system: list[str], history: list[dict[str, Any]], tools: list[dict[str, Any]]
+) -> None:
+    """A server that reports no usage (the bundled llama.cpp model, some local servers) still costs
+    tokens: the call is counted as OpenCode counts without a tokenizer (hangar.engine.providers.base
+    `estimate_tokens`), from what was sent and what came back, so the ledger, budgets and the session's
+    totals are not zero. A reported figure is never replaced."""
+    u = result.usage
+    if u.input or u.output or not result.produced:
+        return
+    sent = (
+        "".join(system)
+        + json.dumps(history, separators=(",", ":"))
+        + json.dumps(tools, separators=(",", ":"))
+    )
+    result.usage = Usage(input=estimate_tokens(sent), output=max(1, round(result.output_chars / 4)))
 
 
 def usage_after(session: Session, data: dict[str, Any]) -> tuple[float, dict[str, Any]]:

@@ -264,3 +264,26 @@ def test_a_call_a_rule_denies_is_refused_to_the_model_and_audited(rig, alice):
     denied = AuditEvent.objects.get(action="tool.denied")
     assert denied.target_id == rig.session.pk and denied.data["patterns"] == ["rm -rf build"]
     assert denied.data["permission"] == "bash" and denied.data["session"] == rig.session.pk
+
+
+def test_a_model_that_reports_no_usage_is_counted_from_what_was_sent_and_streamed(rig):
+    """The bundled llama.cpp model reports no token counts: the ledger, budgets and the session's totals
+    must not read zero for it (counted as OpenCode counts without a tokenizer, four characters a token)."""
+    from hangar.usage.models import UsageRecord
+
+    rig.prompt("say something long")
+    answer = "word " * 200
+    model = ScriptedModel([[{"text": answer}], [{"text": "reported"}, {"usage": {"input": 7, "output": 2}}]])
+    rig.run(model)
+
+    first = rig.assistants()[0]["tokens"]
+    assert first["output"] == round(len(answer) / 4) == 250
+    assert first["input"] >= round(len("say something long") / 4) and first["input"] > 0
+    row = UsageRecord.objects.get(session_id=rig.session.pk, kind="step")
+    assert (row.input_tokens, row.output_tokens) == (first["input"], first["output"])
+    assert rig.state().tokens["output"] == 250
+
+    rig.prompt("again")
+    rig.run(model)
+    assert rig.assistants()[-1]["tokens"]["input"] == 7  # a reported figure is kept as reported
+    assert rig.assistants()[-1]["tokens"]["output"] == 2
