@@ -71,6 +71,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "hangar.logging.RequestIdMiddleware",
+    "hangar.csp.ContentSecurityPolicyMiddleware",  # on every response, errors and static files too
     "django.middleware.security.SecurityMiddleware",
     # Serves admin/Swagger/frontend static files from Daphne with DEBUG off (collectstatic output).
     "whitenoise.middleware.WhiteNoiseMiddleware",

@@ -1,6 +1,6 @@
 from django.contrib import admin
 from django.urls import include, path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from hangar import webapp
 from hangar.accounts.admin_login import throttled_admin_login
@@ -10,7 +10,7 @@ urlpatterns = [
     path("admin/login/", throttled_admin_login, name="admin-login"),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="swagger-ui"),
     path("api/", include("hangar.api.urls")),
     path("api/", include("hangar.integrations.webhooks.urls")),
     # Inbound integrations, authenticated by their own signatures (Standard Webhooks, Slack).

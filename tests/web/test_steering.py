@@ -188,7 +188,11 @@ PNG_DATA_URL = (
     "data:image/png;base64,"
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 )
-PASTE_PNG = """([selector, url]) => fetch(url).then(r => r.blob()).then(blob => {
+# The bytes are decoded in the page: a fetch() of a data: URL is a connection the app's
+# Content-Security-Policy refuses (connect-src is the platform and its WebSocket only).
+PASTE_PNG = """([selector, url]) => Promise.resolve(
+  new Blob([Uint8Array.from(atob(url.split(',')[1]), c => c.charCodeAt(0))], {type: 'image/png'})
+).then(blob => {
   const data = new DataTransfer();
   data.items.add(new File([blob], 'shot.png', {type: 'image/png'}));
   document.querySelector(selector).dispatchEvent(

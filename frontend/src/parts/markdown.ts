@@ -1,5 +1,8 @@
 // Markdown from the model is untrusted: parsed by marked, sanitised by DOMPurify, code highlighted by a
-// highlight.js core with a few common languages (the full set would triple the bundle).
+// highlight.js core with a few common languages (the full set would triple the bundle). An image from
+// anywhere but the platform itself or a data: URL is shown as a link, never loaded: a prompt-injected
+// answer could otherwise send workspace data to a server in the image's URL (the page's
+// Content-Security-Policy refuses such images too: hangar/csp.py).
 import DOMPurify from "dompurify";
 import { Marked } from "marked";
 import hljs from "highlight.js/lib/core";
@@ -41,8 +44,49 @@ export function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
 }
 
+// Elements that load media from their own URLs: never rendered from model output.
+const MEDIA = ["audio", "video", "source", "track", "picture", "iframe", "embed", "object"];
+
+function isOwnImage(src: string): boolean {
+  if (/^data:image\//i.test(src)) return true;
+  try {
+    return new URL(src, window.location.href).origin === window.location.origin;
+  } catch {
+    return false;
+  }
+}
+
+function linkRemoteImages(fragment: DocumentFragment): void {
+  for (const img of Array.from(fragment.querySelectorAll("img"))) {
+    img.removeAttribute("srcset");
+    const src = img.getAttribute("src") || "";
+    if (isOwnImage(src)) continue;
+    const label = img.getAttribute("alt") || src;
+    if (/^https?:/i.test(src)) {
+      const link = document.createElement("a");
+      link.href = src;
+      link.textContent = label;
+      link.title = `Image not loaded: ${src}`;
+      link.rel = "noopener noreferrer nofollow";
+      link.target = "_blank";
+      link.className = "remote-image";
+      img.replaceWith(link);
+    } else {
+      img.replaceWith(document.createTextNode(label));
+    }
+  }
+}
+
 export function renderMarkdown(text: string): string {
-  return DOMPurify.sanitize(marked.parse(text, { async: false }) as string);
+  const fragment = DOMPurify.sanitize(marked.parse(text, { async: false }) as string, {
+    RETURN_DOM_FRAGMENT: true,
+    FORBID_TAGS: MEDIA,
+    FORBID_ATTR: ["srcset", "poster", "background"],
+  });
+  linkRemoteImages(fragment);
+  const holder = document.createElement("div");
+  holder.appendChild(fragment);
+  return holder.innerHTML;
 }
 
 export function highlight(text: string, language: string): string {
