@@ -162,7 +162,9 @@ new_errors() {
     count=${count:-0}
     [ "$count" -gt "${errors_seen[$name]:-0}" ] || continue
     [ $((now - ${errors_said[$name]:-0})) -ge 60 ] || continue
-    last=$(grep -E "$ERROR_LINE" "$log" 2>/dev/null | tail -n 1 | cut -c1-140 || true)
+    # The line that names the error (a traceback's first line does not).
+    last=$(grep -E "$ERROR_LINE|^[A-Za-z_.]*(Error|Exception)\b|raised unexpected" "$log" 2>/dev/null \
+      | grep -v '^Traceback' | tail -n 1 | cut -c1-140 || true)
     warn "$name logged $((count - ${errors_seen[$name]:-0})) error(s), the last: $last (see $log)"
     errors_seen[$name]=$count
     errors_said[$name]=$now
