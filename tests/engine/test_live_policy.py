@@ -28,6 +28,15 @@ FETCH = (
 )
 
 
+@pytest.fixture(autouse=True)
+def probes_may_read_sys(alice):
+    """PROBE reads the cgroup's limits under /sys: outside the workspace, which bash asks about
+    (`external_directory`) unless the project allows it. No one is there to answer an ask here."""
+    Project.objects.filter(pk=alice.project.pk).update(
+        permission_rules=[{"permission": "external_directory", "pattern": "/sys/*", "action": "allow"}]
+    )
+
+
 def bash(call_id, command):
     return {"name": "bash", "id": call_id, "arguments": {"command": command, "description": "probe"}}
 
