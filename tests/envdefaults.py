@@ -30,6 +30,6 @@ if _xdist_worker:
     _base_db = int(m.group(1)) if (m := re.search(r"/(\d+)$", _redis)) else 0
     # Redis keeps 16 databases (0-15) by default: worker i takes base + 1 + i, wrapping inside them.
     _db = (_base_db + 1 + _index) % 16
+    # Only REDIS_URL: settings derive the broker from it. CELERY_BROKER_URL in the environment would
+    # override every app.conf.broker_url a test sets (Celery reads that variable first).
     os.environ["REDIS_URL"] = re.sub(r"(/\d+)?$", f"/{_db}", _redis, count=1)
-    if "CELERY_BROKER_URL" not in os.environ:
-        os.environ["CELERY_BROKER_URL"] = os.environ["REDIS_URL"]
