@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -74,7 +75,8 @@ def _load_state() -> dict[str, float]:
 def _save_state(state: dict[str, float]) -> None:
     path = _state_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    # A name per process and thread: the threaded worker may save from two threads at once.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
     tmp.write_text(json.dumps(state))
     os.replace(tmp, path)
 

@@ -180,3 +180,26 @@ def test_hibernate_unmounts_the_workspace_and_frees_its_loop_device_resume_mount
     resumed = sandboxes.resume(sid)
     assert resumed.exec("cat keep.txt").output == "kept\n"
     assert os.path.ismount(volumes.mount_point(volume_id))
+
+
+def test_the_sweeps_state_is_saved_by_many_threads_at_once_without_a_lost_write_error():
+    """The worker is threaded and beat's sweep may run in any thread: each save writes a temporary file of
+    its own before the rename (a name per process only had one thread rename another's file away)."""
+    import threading
+
+    errors: list[BaseException] = []
+
+    def save_many(n: int) -> None:
+        try:
+            for i in range(300):
+                watermark._save_state({f"org-{n}": float(i)})
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=save_many, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert watermark._load_state()  # the last save is whole JSON
