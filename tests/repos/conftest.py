@@ -66,3 +66,28 @@ def repo_project(alice, allow_private, gitserver):
         return project
 
     return configure
+
+
+def session_over_api(api, persona, made: list[str]):
+    """A session created through the API, as the web app does: (session, its sandbox, its workspace URL)."""
+    from hangar.conversations.models import Session
+    from hangar.engine.sandboxes import sandbox_for
+
+    base = f"/api/orgs/{persona.org.slug}/projects/{persona.project.pk}/sessions/"
+    response = api(persona).post(base, {"title": "t"}, format="json")
+    assert response.status_code == 201, response.content
+    made.append(response.json()["id"])
+    session = Session.objects.get(pk=response.json()["id"])
+    return session, sandbox_for(session), base + f"{session.pk}/workspace/"
+
+
+def operation_over_api(api, persona, url: str, kind: str, body: dict):
+    """Ask for a push or pull through the API, then run it here, as the worker's task does (so this
+    process's log is the one examined)."""
+    from hangar.engine import repo_ops
+    from hangar.repos.models import WorkspaceOperation
+
+    response = api(persona).post(url + f"{kind}/", body, format="json")
+    assert response.status_code == 202, response.content
+    repo_ops.operation_run(response.json()["operation"]["id"])
+    return WorkspaceOperation.objects.get(pk=response.json()["operation"]["id"])

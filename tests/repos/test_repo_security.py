@@ -13,32 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from hangar.conversations.models import Event, Session
-from hangar.engine import repo_ops
-from hangar.engine.sandboxes import sandbox_for
+from hangar.conversations.models import Event
 from hangar.repos.models import RepoPush, WorkspaceOperation
 from sandbox import gitops
-from tests.repos.conftest import FILES, TOKEN
+from tests.repos.conftest import FILES, TOKEN, operation_over_api, session_over_api
 
 pytestmark = pytest.mark.timeout(240)
-
-
-def _create(api, persona, made):
-    base = f"/api/orgs/{persona.org.slug}/projects/{persona.project.pk}/sessions/"
-    response = api(persona).post(base, {"title": "t"}, format="json")
-    assert response.status_code == 201, response.content
-    made.append(response.json()["id"])
-    session = Session.objects.get(pk=response.json()["id"])
-    return session, sandbox_for(session), base + f"{session.pk}/workspace/"
-
-
-def _operation(api, persona, url: str, kind: str, body: dict) -> WorkspaceOperation:
-    """Ask for a push or pull through the API, then run it here, as the worker's task does (so this
-    process's log is the one examined)."""
-    response = api(persona).post(url + f"{kind}/", body, format="json")
-    assert response.status_code == 202, response.content
-    repo_ops.operation_run(response.json()["operation"]["id"])
-    return WorkspaceOperation.objects.get(pk=response.json()["operation"]["id"])
 
 
 def test_the_credential_never_appears_in_the_sandbox_events_or_logs(
@@ -46,9 +26,9 @@ def test_the_credential_never_appears_in_the_sandbox_events_or_logs(
 ):
     caplog.set_level(logging.DEBUG)
     repo_project(gitserver.url("private/app.git"), token=TOKEN, username="alice", setup="sleep 2 &")
-    session, box, url = _create(api, alice, sessions_made)
+    session, box, url = session_over_api(api, alice, sessions_made)
     box.write("/workspace/change.txt", "x\n")
-    assert _operation(api, alice, url, "push", {"message": "change"}).status == "done"
+    assert operation_over_api(api, alice, url, "push", {"message": "change"}).status == "done"
     header = base64.b64encode(f"alice:{TOKEN}".encode()).decode()
     assert any(r["authorization"] == f"Basic {header}" for r in gitserver.requests)  # the server saw it
     secrets = (TOKEN, header)
@@ -99,7 +79,7 @@ def test_a_repositorys_hooks_fsmonitor_and_filters_never_run_on_the_host(
         },
     )
     repo_project(gitserver.url(name))
-    session, box, url = _create(api, alice, sessions_made)
+    session, box, url = session_over_api(api, alice, sessions_made)
     assert box.read(".githooks/post-checkout").content.strip().endswith(evil)  # it was checked out
     # What the sandbox can plant before asking the host to commit: a .git with config and hooks at the
     # top, and a nested repository with its own.
@@ -115,9 +95,9 @@ echo 'ref: refs/heads/main' > .git/HEAD; mkdir -p .git/objects .git/refs
 echo changed > src/app.py
 """
     assert box.exec(plant).exit_code == 0
-    pushed = _operation(api, alice, url, "push", {"message": "planted"})
+    pushed = operation_over_api(api, alice, url, "push", {"message": "planted"})
     assert pushed.status == "done", pushed.error
-    pulled = _operation(api, alice, url, "pull", {})
+    pulled = operation_over_api(api, alice, url, "pull", {})
     assert pulled.status == "done", pulled.error
     assert not marker.exists()
     assert gitserver.show(name, pushed.result["commit"], "src/app.py") == "changed\n"
@@ -143,9 +123,9 @@ def test_a_symlink_to_a_host_file_is_committed_as_a_link_not_the_files_content(
     (host_dir / "secret.txt").write_text(secret + "\n")
     (host_dir / "secret.txt").chmod(0o644)  # world-readable: the sandbox uid could read it on the host
     repo_project(gitserver.url("public/demo.git"))
-    _, box, url = _create(api, alice, sessions_made)
+    _, box, url = session_over_api(api, alice, sessions_made)
     assert box.exec(f"ln -s {host_dir}/secret.txt static-link && ln -s {host_dir} dir-link").exit_code == 0
-    pushed = _operation(api, alice, url, "push", {"message": "links"})
+    pushed = operation_over_api(api, alice, url, "push", {"message": "links"})
     assert pushed.status == "done", pushed.error
     commit, repo = pushed.result["commit"], str(gitserver.root / "public/demo.git")
     found = subprocess.run(["git", "--git-dir", repo, "grep", "-l", secret, commit], capture_output=True)
@@ -193,7 +173,7 @@ def test_a_file_swapped_for_a_symlink_while_git_reads_it_never_brings_in_a_host_
     host_dir = world_readable_dir
     (host_dir / "secret.txt").write_text(secret + "\n")
     repo_project(gitserver.url("public/demo.git"))
-    session, box, _ = _create(api, alice, sessions_made)
+    session, box, _ = session_over_api(api, alice, sessions_made)
     box.write("/workspace/racer.py", RACER)
     box.write("/workspace/.gitignore", "tmp/\nrace.stop\n")
     racing = box.exec(f"(python3 racer.py {host_dir}/secret.txt >/dev/null 2>&1 &) ; sleep 0.5; ls race0")

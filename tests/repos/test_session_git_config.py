@@ -14,30 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from hangar.conversations.models import Session
-from hangar.engine import repo_ops
-from hangar.engine.sandboxes import sandbox_for
-from hangar.repos.models import WorkspaceOperation
 from sandbox import gitops
-from tests.repos.conftest import TOKEN
+from tests.repos.conftest import TOKEN, operation_over_api, session_over_api
 
 pytestmark = pytest.mark.timeout(240)
-
-
-def _create(api, persona, made):
-    base = f"/api/orgs/{persona.org.slug}/projects/{persona.project.pk}/sessions/"
-    response = api(persona).post(base, {"title": "t"}, format="json")
-    assert response.status_code == 201, response.content
-    made.append(response.json()["id"])
-    session = Session.objects.get(pk=response.json()["id"])
-    return session, sandbox_for(session), base + f"{session.pk}/workspace/"
-
-
-def _operation(api, persona, url: str, kind: str, body: dict) -> WorkspaceOperation:
-    response = api(persona).post(url + f"{kind}/", body, format="json")
-    assert response.status_code == 202, response.content
-    repo_ops.operation_run(response.json()["operation"]["id"])
-    return WorkspaceOperation.objects.get(pk=response.json()["operation"]["id"])
 
 
 class Listener:
@@ -155,17 +135,17 @@ def test_host_git_ignores_every_key_planted_in_a_sessions_git_config(
 ):
     name = "private/app.git"
     repo_project(gitserver.url(name), token=TOKEN, username="alice")
-    session, box, url = _create(api, alice, sessions_made)
+    session, box, url = session_over_api(api, alice, sessions_made)
     gitdir = gitops.session_gitdir(session.pk)
     marker = _plant(gitdir, gitserver.url(""), listener.port)
     box.write("/workspace/.gitattributes", "* filter=evil diff=evil merge=evil\n")
     box.write("/workspace/src/app.py", "planted\n")
     before = len(gitserver.requests)
 
-    pushed = _operation(api, alice, url, "push", {"message": "after the plant"})
+    pushed = operation_over_api(api, alice, url, "push", {"message": "after the plant"})
     assert pushed.status == "done", pushed.error
     gitserver.advance(name, pushed.result["branch"], "remote.txt", "moved\n")
-    pulled = _operation(api, alice, url, "pull", {})
+    pulled = operation_over_api(api, alice, url, "pull", {})
     assert pulled.status == "done", pulled.error
     diff = api(alice).get(url + "diff/")
     assert diff.status_code == 200, diff.content
@@ -205,7 +185,7 @@ def test_host_git_never_reads_objects_a_session_git_dir_points_to_outside_the_ja
     name = f"public/alt-{uuid.uuid4().hex[:6]}.git"
     gitserver.create(name, {"README.md": "# alt\n"})
     repo_project(gitserver.url(name))
-    session, _box, url = _create(api, alice, sessions_made)
+    session, _box, url = session_over_api(api, alice, sessions_made)
     gitdir = gitops.session_gitdir(session.pk)
     base = (gitdir / "refs" / "hangar" / "base").read_text().strip()
     secret = f"HOST-SECRET-{uuid.uuid4().hex}"
@@ -243,7 +223,7 @@ def test_host_git_never_reads_objects_a_session_git_dir_points_to_outside_the_ja
     (gitdir / "refs" / "heads" / branch).write_text(commit + "\n")
     assert base != commit
 
-    pushed = _operation(api, alice, url, "push", {"message": "on top of the host's commit"})
+    pushed = operation_over_api(api, alice, url, "push", {"message": "on top of the host's commit"})
 
     served = gitserver.root / name
     found = subprocess.run(["git", "--git-dir", str(served), "cat-file", "-e", blob], capture_output=True)

@@ -3,27 +3,18 @@ workspace as it is now (untracked files included), bounded; tenant-scoped."""
 
 import pytest
 
-from hangar.conversations.models import Session
-from hangar.engine.sandboxes import sandbox_for
 from sandbox import gitops
+from tests.repos.conftest import session_over_api
 
 pytestmark = pytest.mark.timeout(240)
-
-
-def _create(api, persona, made):
-    base = f"/api/orgs/{persona.org.slug}/projects/{persona.project.pk}/sessions/"
-    response = api(persona).post(base, {"title": "t"}, format="json")
-    assert response.status_code == 201, response.content
-    made.append(response.json()["id"])
-    session = Session.objects.get(pk=response.json()["id"])
-    return session, sandbox_for(session), base + f"{session.pk}/workspace/diff/"
 
 
 def test_the_diff_against_the_base_commit_counts_lines_and_carries_the_patch(
     api, alice, repo_project, gitserver, sessions_made, settings
 ):
     repo_project(gitserver.url("public/demo.git"))
-    session, box, url = _create(api, alice, sessions_made)
+    session, box, url = session_over_api(api, alice, sessions_made)
+    url += "diff/"
     assert api(alice).get(url).json()["files"] == []  # nothing changed yet
     edit = "printf 'print(1)\\nprint(2)\\n' > src/app.py && rm setup.sh && printf 'a\\nb\\nc\\n' > NEW.md"
     assert box.exec(edit).exit_code == 0
@@ -54,7 +45,8 @@ def test_the_diff_against_the_base_commit_counts_lines_and_carries_the_patch(
 
 def test_the_diff_is_404_for_another_org(api, alice, charlie, repo_project, gitserver, sessions_made):
     repo_project(gitserver.url("public/demo.git"))
-    session, _, url = _create(api, alice, sessions_made)
+    session, _, url = session_over_api(api, alice, sessions_made)
+    url += "diff/"
     assert api(charlie).get(url).status_code == 404
     other = f"/api/orgs/globex/projects/{alice.project.pk}/sessions/{session.pk}/workspace/diff/"
     assert api(charlie).get(other).status_code == 404
