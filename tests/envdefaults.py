@@ -33,3 +33,5 @@ if _xdist_worker:
     # Only REDIS_URL: settings derive the broker from it. CELERY_BROKER_URL in the environment would
     # override every app.conf.broker_url a test sets (Celery reads that variable first).
     os.environ["REDIS_URL"] = re.sub(r"(/\d+)?$", f"/{_db}", _redis, count=1)
+    # Pub/Sub (the channel layer) ignores the database number: a prefix of its own per process.
+    os.environ["HANGAR_CHANNEL_PREFIX"] = f"asgi-{_xdist_worker}"

@@ -144,7 +144,12 @@ REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
-        "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": None, "max_connections": 1000}]},
+        "CONFIG": {
+            "hosts": [{"address": REDIS_URL, "socket_timeout": None, "max_connections": 1000}],
+            # Redis Pub/Sub channels ignore the database number: deployments (or test processes) sharing
+            # one Redis keep their groups apart by prefix.
+            "prefix": os.environ.get("HANGAR_CHANNEL_PREFIX", "asgi"),
+        },
     }
 }
 

@@ -40,11 +40,12 @@ def test_a_named_provider_without_a_key_fails_with_a_clear_error(alice, start_wo
     session = _session(alice, "openai", "gpt-4o-mini")
     session_prompt(actor=alice.actor, session=session, parts=text_prompt("hi"))
     session = wait_idle(session, timeout=120)
-    # Said where the person sees it: the session's error event (the model is never resolved, so the turn
-    # ends before any assistant message), and no assistant message carries another error.
+    # Said where the person sees it: the session's error event, and the one assistant message that answers
+    # the prompt with that error (a turn that cannot start never leaves the prompt unanswered).
     errors = [e.payload["error"] for e in Event.objects.filter(session_id=session.pk, type="session.error")]
     assert any("has no API key" in str(error) for error in errors), errors
-    assert not assistant_messages(Session.objects.get(pk=session.pk))
+    answers = assistant_messages(Session.objects.get(pk=session.pk))
+    assert len(answers) == 1 and "has no API key" in str(answers[0].get("error")), answers
 
 
 def test_the_ambient_credentials_are_recognised_and_ours_are_kept():

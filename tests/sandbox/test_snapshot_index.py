@@ -338,9 +338,10 @@ def test_gc_packs_what_the_agent_wrote_and_keeps_the_latest_tree(box):
         f"git --git-dir {STATE} cat-file -t {second} && git --git-dir {STATE} count-objects -v"
     )
     assert check.exit_code == 0, check.output
-    # the latest tree and its blob packed (the ref keeps them); the older snapshot stays loose until
-    # it is older than the prune window
-    assert "\ntree\ncount: 2\n" in check.output and "\nin-pack: 2\n" in check.output, check.output
+    # the latest tree and its blob packed (the ref keeps them); older snapshots stay loose until they
+    # are older than the prune window (their number is not this test's point: one xdist run counted 3
+    # loose trees, not 2, for a sandbox that may have come from the warm pool)
+    assert "\ntree\n" in check.output and "\nin-pack: 2\n" in check.output, check.output
     box.write("b.txt", "3\n")
     tree, paths = box.snapshot_track_changed(second)
     assert paths == ["b.txt"]
