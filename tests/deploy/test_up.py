@@ -15,6 +15,7 @@ import urllib.request
 import pytest
 from django.core.management import call_command
 
+from tests.deploy.conftest import start_script
 from tests.engine.conftest import ROOT
 from tests.opencode.live import free_port
 
@@ -47,15 +48,7 @@ def test_up_prints_the_banner_once_the_web_answers_and_a_signal_stops_everything
         "HANGAR_SKIP_SETUP": "1",  # deploy/test.sh has just run it
         "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{settings.DATABASES['default']['NAME']}",
     }
-    proc = subprocess.Popen(
-        [str(ROOT / "deploy" / "up.sh")],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,  # as a terminal would: SIGINT not ignored, our own process group
-    )
+    proc = start_script(ROOT / "deploy" / "up.sh", env, cwd=ROOT)
     lines: list[str] = []
     try:
         deadline = time.monotonic() + 240

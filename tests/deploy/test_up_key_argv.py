@@ -9,6 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from tests.deploy.conftest import start_script
 from tests.engine.conftest import ROOT
 from tests.opencode.live import free_port
 
@@ -66,14 +67,7 @@ def run_up(tmp_path: Path, up_script: str) -> tuple[list[str], dict[str, str]]:
         "HANGAR_MODEL_API_KEY": KEY,
         "RECORD_DIR": str(record),
     }
-    proc = subprocess.Popen(
-        [str(script)],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
+    proc = start_script(script, env)
     try:
         deadline, lines = time.monotonic() + 60, []
         while time.monotonic() < deadline:

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 
+from tests.deploy.conftest import start_script
 from tests.deploy.test_up_key_argv import standin_tree
 from tests.engine.conftest import ROOT
 from tests.opencode.live import free_port
@@ -43,14 +44,7 @@ def test_up_shows_the_banner_before_the_local_model_is_built_and_keeps_running_o
         "HANGAR_LOCAL_MODEL_PORT": str(free_port()),
         "RECORD_DIR": str(tmp_path),
     }
-    proc = subprocess.Popen(
-        [str(script)],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
+    proc = start_script(script, env)
     lines: list[str] = []
     try:
         began = time.monotonic()

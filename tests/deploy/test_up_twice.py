@@ -18,6 +18,7 @@ import pytest
 
 from sandbox import containers
 from scripted_llm.server import ScriptedServer
+from tests.deploy.conftest import start_script
 from tests.deploy.test_up import children_of_groups
 from tests.engine.conftest import ROOT, destroy_sandboxes
 from tests.opencode.live import free_port
@@ -29,14 +30,10 @@ pytestmark = [pytest.mark.django_db, pytest.mark.timeout(420)]
 class Up:
     def __init__(self, env: dict):
         self.lines: list[str] = []
-        self.proc = subprocess.Popen(
-            [str(ROOT / "deploy" / "up.sh")],
+        self.proc = start_script(
+            ROOT / "deploy" / "up.sh",
+            env,
             cwd=ROOT,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,  # as a terminal would: SIGINT not ignored, our own process group
             umask=0o077,
         )
 
