@@ -31,6 +31,7 @@ from hangar.conversations.selectors import last_message_id
 from hangar.conversations.services import DEFAULT_TITLE_PREFIX
 from hangar.conversations.session_services import session_title_provisional
 from hangar.engine import custom_agents
+from hangar.engine import permissions as perm
 from hangar.engine.agents import AGENTS, Agent, agent_get
 from hangar.engine.compaction import compaction_request
 from hangar.engine.enqueue import enqueue_run
@@ -109,6 +110,9 @@ def session_prompt(
         for part in parts:
             if part.get("type") == "subtask":
                 bodies.append(_subtask_part(part, session))
+                continue
+            if part.get("type") == "agent":
+                bodies.extend(_agent_parts(part, session, chosen))
                 continue
             body = {
                 k: v for k, v in part.items() if k in ("type", "text", "mime", "filename", "url", "synthetic")
@@ -190,6 +194,47 @@ def _subtask_part(part: dict[str, Any], session: Session) -> dict[str, Any]:
             raise PromptRejected("a subtask's model needs providerID and modelID")
         body["model"] = {"providerID": model["providerID"], "modelID": model["modelID"]}
     return body
+
+
+# OpenCode's words after an `@agent` mention (its SessionPrompt.createUserMessage), read by the model.
+AGENT_MENTION = (
+    " Use the above message and context to generate a prompt and call the task tool with subagent: "
+)
+
+
+def _agent_parts(part: dict[str, Any], session: Session, chosen: Agent) -> list[dict[str, Any]]:
+    """OpenCode's AgentPartInput (the TUI's `@explore`): the agent part kept as it came, then a synthetic
+    text telling the model to delegate to that subagent with the task tool, as OpenCode does. The name must
+    be a subagent the prompt's agent may start: OpenCode lets the user's mention pass its agent's `task`
+    rule, but here the project's and org's rules are governance, so a denied subagent is a 400 instead of a
+    task call the model would see refused."""
+    name = part.get("name")
+    if not isinstance(name, str) or not agent_config.NAME.fullmatch(name):
+        raise PromptRejected("an agent part needs 'name': an agent's name")
+    try:
+        agent = prompt_agent(session, name)
+    except PromptRejected:
+        agent = None
+    if agent is None or agent.mode == "primary" or agent.hidden:
+        raise PromptRejected(f"unknown subagent {name!r}")
+    ruleset = perm.session_ruleset(chosen.permission, session.project.permission_rules, session.permission)
+    if perm.decide("task", [name], ruleset=ruleset, org_policy=perm.org_policy_for(session.org)) == perm.DENY:
+        raise PromptRejected(f"the permission rules deny starting the subagent {name!r}")
+    body: dict[str, Any] = {"type": "agent", "name": name}
+    source = part.get("source")
+    if isinstance(source, dict) and _agent_source_ok(source):
+        body["source"] = {"value": source["value"], "start": source["start"], "end": source["end"]}
+    return [body, {"type": "text", "text": AGENT_MENTION + name, "synthetic": True}]
+
+
+def _agent_source_ok(source: dict[str, Any]) -> bool:
+    """Where in the typed text the mention stood ({value, start, end}), as the TUI sends it."""
+    value, start, end = source.get("value"), source.get("start"), source.get("end")
+    return (
+        isinstance(value, str)
+        and len(value) <= 200
+        and all(isinstance(n, int) and 0 <= n <= 1_000_000 for n in (start, end))
+    )
 
 
 def session_summarize(
