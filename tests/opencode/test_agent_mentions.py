@@ -33,7 +33,7 @@ def test_an_agent_mention_becomes_the_agent_part_and_opencodes_task_instruction(
     assert instruction.data["text"] == (
         " Use the above message and context to generate a prompt and call the task tool with subagent: explore"
     )
-    assert AGENT_MENTION + "explore" == instruction.data["text"]
+    assert instruction.data["text"] == AGENT_MENTION + "explore"
     for part in (agent, instruction):
         assert_matches(part.data, schema_of("Part"))
     messages = oc(alice).get(f"{base_url(alice)}/session/{alices_session.pk}/message").json()
