@@ -9,6 +9,7 @@ from hangar.opencode import (
     views_question,
     views_revert,
     views_session,
+    views_shell,
     views_steer,
     views_stream,
 )
@@ -82,4 +83,9 @@ urlpatterns = [
     path(
         "question/<str:request_id>/reject", views_question.QuestionReject.as_view(), name="oc-question-reject"
     ),
+]
+
+# The TUI's `!`, `/init`, `/share` and settings writes (views of their own modules).
+urlpatterns += [
+    path("session/<str:session_id>/shell", views_shell.Shell.as_view(), name="oc-session-shell"),
 ]
