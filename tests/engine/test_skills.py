@@ -50,10 +50,7 @@ def test_a_skill_is_listed_loaded_and_denied_where_the_rules_say(
     assert loaded["state"]["output"].startswith(
         '<skill_content name="release">\n# Skill: release\n\nRun make release'
     )
-    assert (
-        "Base directory for this skill: file:///workspace/.opencode/skills/release"
-        in loaded["state"]["output"]
-    )
+    assert "Base directory for this skill: /workspace/.opencode/skills/release\n" in loaded["state"]["output"]
     assert denied["state"]["status"] == "error"
     assert "a rule which prevents you from using this specific tool call" in denied["state"]["error"]
     assert "Never run this" not in str(script.requests(turns))  # its instructions never reached the model

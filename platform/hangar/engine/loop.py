@@ -353,7 +353,7 @@ class Loop:
                 **({"snapshot": end} if end else {}),
             }
         )
-        finish = "stop" if stopped else data["finish"]
+        finish = "stop" if stopped and not stopped.keep_finish else data["finish"]
         self.settle(
             message, calls.take_unsaved() + closing, {**data, "finish": finish}, model_call=model_call
         )

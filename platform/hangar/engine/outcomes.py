@@ -40,9 +40,14 @@ class Aborted(TurnEnded):
 
 
 class Stopped(TurnEnded):
-    """A person rejected a tool call without feedback: the step is closed with finish "stop"."""
+    """A person rejected a tool call without feedback: the step is closed with finish "stop". A dismissed
+    question (`keep_finish`) keeps the step's own finish ("tool-calls"), as OpenCode's blocked turn does."""
 
     outcome = "stopped"
+
+    def __init__(self, *, keep_finish: bool = False):
+        super().__init__()
+        self.keep_finish = keep_finish
 
 
 class MaxSteps(TurnEnded):

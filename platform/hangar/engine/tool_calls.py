@@ -42,6 +42,7 @@ from hangar.engine.tools.base import (
     Metadata,
     PermissionAsked,
     PermissionRejected,
+    QuestionDismissed,
     Tool,
     ToolContext,
     ToolError,
@@ -335,16 +336,7 @@ class ToolCalls:
         except PermissionDenied as exc:
             return self.fail(part, state["input"], start, str(exc))
         except PermissionRejected as exc:
-            feedback = exc.feedback
-            error = (
-                f"{REJECTED} The user said: {feedback}"
-                if feedback
-                else f"{REJECTED} You may try again with different parameters."
-            )
-            self.fail(part, state["input"], start, error)
-            if not feedback:
-                raise Stopped() from exc
-            return part
+            return self.rejected(part, state["input"], start, exc)
         except ToolError as exc:
             error = ABORTED if self.scope.abort.is_set() else str(exc)
             return self.fail(part, state["input"], start, error)
@@ -363,6 +355,25 @@ class ToolCalls:
             time={"start": start, "end": now_ms()},
             **({"attachments": result.attachments} if result.attachments else {}),
         )
+
+    def rejected(
+        self, part: dict[str, Any], args: dict[str, Any], start: int, exc: PermissionRejected
+    ) -> dict[str, Any]:
+        """A person said no: with feedback the model reads it and the turn goes on; without, the turn
+        stops. A dismissed question fails with its own text and keeps the step's finish (OpenCode's)."""
+        if isinstance(exc, QuestionDismissed):
+            self.fail(part, args, start, str(exc))
+            raise Stopped(keep_finish=True) from exc
+        feedback = exc.feedback
+        error = (
+            f"{REJECTED} The user said: {feedback}"
+            if feedback
+            else f"{REJECTED} You may try again with different parameters."
+        )
+        self.fail(part, args, start, error)
+        if not feedback:
+            raise Stopped() from exc
+        return part
 
     def execute(
         self,

@@ -73,7 +73,11 @@ def test_a_rejected_question_fails_the_call_and_stops_the_turn(rig, alice):
     rig.run(model)
 
     part = rig.parts("tool")[0]
-    assert part["state"]["status"] == "error" and "rejected" in part["state"]["error"]
+    # OpenCode 1.18.33's text exactly, and its finish: the step's own ("tool-calls"), not "stop".
+    assert part["state"]["status"] == "error"
+    assert part["state"]["error"] == "The user dismissed this question"
+    (message,) = rig.assistants()
+    assert message["finish"] == "tool-calls"
     assert rig.state().status == "idle" and len(model.requests) == 1
     assert Event.objects.filter(session_id=rig.session.pk, type="question.rejected").count() == 1
 

@@ -91,12 +91,21 @@ def test_edit_keeps_crlf_line_endings(local):
 def test_edit_errors_use_opencodes_words(local):
     local.sandbox.write("/workspace/d.py", "x = 1\nx = 1\n")
     run(local, "read", filePath="/workspace/d.py")
-    with pytest.raises(ToolError, match=r"^Found multiple matches for oldString"):
+    # OpenCode 1.18.33's three texts, exactly (issue 30: models are tuned on them).
+    with pytest.raises(ToolError) as multiple:
         run(local, "edit", filePath="/workspace/d.py", oldString="x = 1", newString="x = 2")
-    with pytest.raises(ToolError, match=r"^oldString not found in content$"):
+    assert str(multiple.value) == (
+        "Found multiple matches for oldString. Provide more surrounding context to make the match unique."
+    )
+    with pytest.raises(ToolError) as missing:
         run(local, "edit", filePath="/workspace/d.py", oldString="y = 1", newString="x = 2")
-    with pytest.raises(ToolError, match=r"^oldString and newString must be different$"):
+    assert str(missing.value) == (
+        "Could not find oldString in the file. It must match exactly, including whitespace, indentation, "
+        "and line endings."
+    )
+    with pytest.raises(ToolError) as same:
         run(local, "edit", filePath="/workspace/d.py", oldString="x = 1", newString="x = 1")
+    assert str(same.value) == "No changes to apply: oldString and newString are identical."
     run(local, "edit", filePath="/workspace/d.py", oldString="x = 1", newString="x = 2", replaceAll=True)
     assert local.sandbox.read_bytes("/workspace/d.py") == b"x = 2\nx = 2\n"
 
@@ -117,3 +126,43 @@ def test_bad_arguments_are_reported_by_name_for_the_model_to_fix(local):
         run(local, "edit", filePath="/workspace/x", oldString="a")
     assert "The edit tool was called with invalid arguments" in str(exc.value)
     assert "newString: Field required" in str(exc.value)
+
+
+def test_grep_prints_its_lines_as_opencode_1_18_33_does(local):
+    local.sandbox.write("/workspace/src/a.py", "x = 1\n# TODO: a\n")
+    local.sandbox.write("/workspace/src/b.py", "# TODO: b\n")
+    result = run(local, "grep", pattern="TODO", path="/workspace/src")
+    header, files = result.output.split("\n", 1)
+    assert header == "Found 2 matches"
+    assert sorted(files.split("\n\n")) == [  # a blank line between files (newest file first)
+        "/workspace/src/a.py:\n  Line 2: # TODO: a",
+        "/workspace/src/b.py:\n  Line 1: # TODO: b",
+    ]
+    for number in range(120):
+        local.sandbox.write(f"/workspace/many/f{number}.txt", "needle\n")
+    many = run(local, "grep", pattern="needle", path="/workspace/many")
+    assert many.output.startswith("Found 100 matches (more matches available)\n")
+    assert many.output.endswith("\n\n(Results truncated. Consider using a more specific path or pattern.)")
+    assert run(local, "grep", pattern="absent").output == "No files found"
+
+
+def test_an_unknown_skill_lists_the_available_ones_before_any_permission_is_asked(local):
+    local.sandbox.write(
+        "/workspace/.opencode/skills/release/SKILL.md", "---\ndescription: Ship\n---\nTag it.\n"
+    )
+    local.sandbox.write(
+        "/workspace/.opencode/skills/lint/SKILL.md", "---\ndescription: Lint\n---\nRun ruff.\n"
+    )
+    local.sandbox.write("/workspace/.opencode/skills/release/scripts/tag.sh", "git tag v1\n")
+    with pytest.raises(ToolError) as exc:
+        run(local, "skill", name="deploy")
+    assert str(exc.value) == 'Skill "deploy" not found. Available skills: lint, release'
+    assert local.asked("skill") == []
+    loaded = run(local, "skill", name="release")
+    assert "Base directory for this skill: /workspace/.opencode/skills/release\n" in loaded.output
+    assert "file://" not in loaded.output
+    assert loaded.output.endswith(
+        "Note: file list is sampled.\n\n<skill_files>\n"
+        "<file>/workspace/.opencode/skills/release/scripts/tag.sh</file>\n</skill_files>\n</skill_content>"
+    )
+    assert [a["patterns"] for a in local.asked("skill")] == [["release"]]

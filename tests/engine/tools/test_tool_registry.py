@@ -18,12 +18,9 @@ def test_build_on_a_claude_model_gets_edit_and_write_not_apply_patch():
         "read",
         "write",
         "edit",
-        "list",
         "glob",
         "grep",
         "todowrite",
-        "todoread",
-        "batch",
         "webfetch",
         "question",
         "plan_exit",
@@ -32,6 +29,14 @@ def test_build_on_a_claude_model_gets_edit_and_write_not_apply_patch():
         "skill",  # offered to the model only when the workspace has skills the agent may load
         "invalid",
     }
+
+
+def test_list_todoread_and_batch_are_not_offered_by_default_as_in_opencode_1_18_33():
+    # OpenCode 1.18.33's registry has no `list` or `todoread`; `batch` is experimental there. Seed 003
+    # keeps `list` for the explore agent, and Hangar follows the seed.
+    for agent in ("build", "plan", "general", "my-custom-agent"):
+        assert not {"list", "todoread", "batch"} & set(get_tools(agent, "claude")), agent
+    assert "list" in get_tools("explore", "claude") and "batch" not in get_tools("explore", "claude")
 
 
 def test_gpt5_and_codex_models_get_apply_patch_instead_of_edit_and_write():
@@ -54,7 +59,6 @@ def test_hidden_agents_get_no_tools_and_explore_is_read_only():
         "glob",
         "grep",
         "list",
-        "batch",
         "webfetch",
         "invalid",
     }

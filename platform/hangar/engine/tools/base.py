@@ -50,6 +50,11 @@ class PermissionRejected(Exception):
         self.feedback = feedback
 
 
+class QuestionDismissed(PermissionRejected):
+    """The person dismissed the tool's questions: as OpenCode 1.18.33, the call fails with exactly "The
+    user dismissed this question" and the turn stops, its message keeping the step's own finish."""
+
+
 # ask(permission, patterns, always, metadata): returns if allowed, raises PermissionAsked/Rejected.
 Ask = Callable[[str, list[str], list[str], dict[str, Any]], None]
 # A tool part's progress metadata, or a zero-argument callable building it.

@@ -6,10 +6,10 @@ from pydantic import BaseModel, Field
 
 from hangar.engine.tools.base import ToolContext, ToolError, ToolResult
 from hangar.engine.tools.common import ask_external, description, resolve
-from hangar.engine.tools.ls import TRUNCATED_NOTE
 from sandbox.protocol import FileNotFound, SandboxError
 
 MAX_LINE = 2000
+GREP_TRUNCATED_NOTE = "(Results truncated. Consider using a more specific path or pattern.)"
 
 
 class GrepParams(BaseModel):
@@ -47,7 +47,9 @@ class GrepTool:
             return ToolResult(
                 title=args.pattern, output="No files found", metadata={"matches": 0, "truncated": False}
             )
-        lines = [f"Found {len(matches)} matches"]
+        # OpenCode 1.18.33's lines, as it prints them: the count (saying when there are more), then per
+        # file its path and `  Line N: text`, a blank line between files, and the truncation note.
+        lines = [f"Found {len(matches)} matches{' (more matches available)' if truncated else ''}"]
         current = None
         for match in matches:
             if match.path != current:
@@ -58,7 +60,7 @@ class GrepTool:
             text = match.text if len(match.text) <= MAX_LINE else match.text[:MAX_LINE] + "..."
             lines.append(f"  Line {match.line}: {text}")
         if truncated:
-            lines += ["", TRUNCATED_NOTE]
+            lines += ["", GREP_TRUNCATED_NOTE]
         return ToolResult(
             title=args.pattern,
             output="\n".join(lines),

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from hangar.engine.tools.base import (
     EXTRA_SESSION,
     PermissionAsked,
-    PermissionRejected,
+    QuestionDismissed,
     ToolContext,
     ToolError,
     ToolResult,
@@ -51,7 +51,7 @@ def answered_output(questions: list[dict[str, Any]], answers: list[list[str]]) -
 
 def ask_person(ctx: ToolContext, questions: list[dict[str, Any]]) -> list[list[str]]:
     """The person's answers to `questions`, once given: the first call records the request and parks the
-    run (PermissionAsked), a call after the reply returns the answers, or raises PermissionRejected when
+    run (PermissionAsked), a call after the reply returns the answers, or raises QuestionDismissed when
     the person dismissed them. Used by `question` and the plan tools."""
     from hangar.conversations.question_services import question_request_create  # the store, at use
     from hangar.conversations.selectors import question_for_call
@@ -67,7 +67,7 @@ def ask_person(ctx: ToolContext, questions: list[dict[str, Any]]) -> list[list[s
     if request.status == "pending":
         raise PermissionAsked(request.pk)
     if request.status == "rejected":
-        raise PermissionRejected(REJECTED)
+        raise QuestionDismissed(REJECTED)
     return request.answers or []
 
 

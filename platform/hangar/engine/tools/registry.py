@@ -62,7 +62,12 @@ INTERNAL_TOOLS = frozenset({"invalid"})
 READ_ONLY_TOOLS = frozenset({"read", "glob", "grep", "list", "todoread", "todowrite", "webfetch", "invalid"})
 # What the explore agent is offered: looking around, commands included (OpenCode's explore may run bash),
 # so not read-only in the sense above; its permission rules deny edits.
-EXPLORE_TOOLS = frozenset({"bash", "read", "glob", "grep", "list", "batch", "webfetch", "invalid"})
+# Seed 003's explore row ("grep, glob, list, bash, webfetch, ... read"): the seed keeps `list` here.
+EXPLORE_TOOLS = frozenset({"bash", "read", "glob", "grep", "list", "webfetch", "invalid"})
+# Kept in ALL but not offered to build, plan, general or a custom agent: OpenCode 1.18.33's registry has
+# neither `list` nor `todoread`, and `batch` sits behind an experimental flag there (seed 003's tool table
+# agrees). The seed keeps `list` for explore (above). A call of one of them is answered by `invalid`.
+NOT_OFFERED_BY_DEFAULT = frozenset({"list", "todoread", "batch"})
 NO_TODOS = {"todowrite", "todoread"}
 PATCH_ONLY = {"apply_patch"}
 EDIT_WRITE = {"edit", "write"}
@@ -85,8 +90,9 @@ def get_tools(agent: str, model_id: str, *, prefer_patch: bool | None = None) ->
     drop = EDIT_WRITE if use_patch else PATCH_ONLY
     tools = {name: tool for name, tool in ALL.items() if name not in drop}
     if agent == "explore":
-        tools = {name: tool for name, tool in tools.items() if name in EXPLORE_TOOLS}
-    elif agent == "general":
+        return {name: tool for name, tool in tools.items() if name in EXPLORE_TOOLS}
+    tools = {name: tool for name, tool in tools.items() if name not in NOT_OFFERED_BY_DEFAULT}
+    if agent == "general":
         tools = {name: tool for name, tool in tools.items() if name not in NO_TODOS}
     return tools
 

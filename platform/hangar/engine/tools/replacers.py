@@ -24,12 +24,13 @@ from hangar.engine.tools.budget import tick
 
 Replacer = Callable[[str, str], Iterator[str]]
 
-NOT_FOUND = "oldString not found in content"
-MULTIPLE = (
-    "Found multiple matches for oldString. Provide more surrounding lines in oldString to "
-    "identify the correct match."
+# OpenCode 1.18.33's texts, word for word: models are tuned on them (issue 30).
+NOT_FOUND = (
+    "Could not find oldString in the file. It must match exactly, including whitespace, indentation, "
+    "and line endings."
 )
-IDENTICAL = "oldString and newString must be different"
+MULTIPLE = "Found multiple matches for oldString. Provide more surrounding context to make the match unique."
+IDENTICAL = "No changes to apply: oldString and newString are identical."
 
 # BlockAnchor: one candidate block is accepted on its anchors alone; among several, the best
 # middle-line similarity must reach 0.3.
