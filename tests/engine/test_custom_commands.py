@@ -59,7 +59,8 @@ def test_a_command_runs_its_template_by_its_agent(alice, charlie, script, make_s
     # OpenCode's list: the newest session's workspace commands (its sandbox runs), in OpenCode's shape.
     listed = oc_client(alice).get(f"{base_url(alice)}/command")
     assert_response(listed, "/command")
-    assert listed.json() == [
+    assert [c["name"] for c in listed.json()] == ["init", "review", "plan-fix"]  # the built-ins first
+    assert listed.json()[2:] == [
         {
             "name": "plan-fix",
             "source": "command",
@@ -116,7 +117,7 @@ def test_an_unknown_or_broken_command_is_refused_naming_it(alice, script, make_s
     box.write("/workspace/.opencode/commands/broken.md", "---\nsubtask: maybe\n---\nx\n")
     response = api(alice).post(api_url(alice, session), {"command": "nope"}, format="json")
     assert response.status_code == 400
-    assert response.json()["error"]["fields"]["command"] == ["no command named 'nope': ok"]
+    assert response.json()["error"]["fields"]["command"] == ["no command named 'nope': init, ok, review"]
     response = api(alice).post(api_url(alice, session), {"command": "broken"}, format="json")
     assert response.status_code == 400
     assert (

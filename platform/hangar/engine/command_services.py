@@ -11,6 +11,7 @@ from hangar.accounts.actors import Actor
 from hangar.conversations.models import Message, Session
 from hangar.engine import custom_commands
 from hangar.engine import permissions as perm
+from hangar.engine.builtin_commands import with_builtins
 from hangar.engine.prompt_files import REF, file_refs
 from hangar.engine.sandboxes import sandbox_for_request
 from hangar.engine.services import (
@@ -45,7 +46,8 @@ def session_command(
         raise PromptRejected("arguments must be text of at most 100000 characters", field="arguments")
     try:
         found = custom_commands.find_command(
-            command.lstrip("/"), custom_commands.read_workspace_commands(sandbox_for_request(session))
+            command.lstrip("/"),
+            with_builtins(custom_commands.read_workspace_commands(sandbox_for_request(session))),
         )
     except LookupError as exc:
         raise PromptRejected(str(exc.args[0]), field="command") from None

@@ -88,4 +88,5 @@ urlpatterns = [
 # The TUI's `!`, `/init`, `/share` and settings writes (views of their own modules).
 urlpatterns += [
     path("session/<str:session_id>/shell", views_shell.Shell.as_view(), name="oc-session-shell"),
+    path("session/<str:session_id>/init", views_shell.Init.as_view(), name="oc-session-init"),
 ]

@@ -9,6 +9,7 @@ from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
 from hangar.conversations import selectors as conversation_selectors
+from hangar.engine.builtin_commands import with_builtins
 from hangar.engine.custom_agents import project_agents, read_workspace_agents
 from hangar.engine.custom_commands import read_workspace_commands
 from hangar.engine.sandboxes import manager
@@ -145,7 +146,7 @@ class Commands(OpenCodeView):
     @extend_schema(tags=OC, operation_id="oc_command_list", responses={200: dict})
     def get(self, request, project_id):
         box = _newest_workspace(self)
-        commands = read_workspace_commands(box)[0] if box is not None else {}
+        commands = with_builtins(read_workspace_commands(box) if box is not None else ({}, []))[0]
         return Response([command.info() for command in commands.values()])
 
 

@@ -1,5 +1,6 @@
-"""`!` shell mode (OpenCode's `POST /session/{id}/shell`). The work is the engine's
-(hangar.engine.shell_services); this view translates."""
+"""`!` shell mode and `/init` (OpenCode's `POST /session/{id}/shell` and `POST /session/{id}/init`). The
+work is the engine's (hangar.engine.shell_services, and the built-in `init` command of
+hangar.engine.builtin_commands run as any command is); these views translate."""
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
@@ -48,3 +49,35 @@ class Shell(OpenCodeView):
         except engine_services.PromptRejected as exc:
             raise ValidationError({exc.field: [str(exc)]}) from None
         return Response(message_get(session, message.pk))
+
+
+class InitIn(StrictSerializer):
+    modelID = serializers.CharField(max_length=200)
+    providerID = serializers.CharField(max_length=64)
+    messageID = serializers.RegexField(MESSAGE_ID.pattern, max_length=40)
+
+
+class Init(OpenCodeView):
+    """OpenCode's /init: the built-in `init` command (write or update AGENTS.md) with the given model.
+    Answers `true` once the prompt is stored and the run queued (OpenCode answers when the run is done)."""
+
+    @extend_schema(tags=OC, operation_id="oc_session_init", request=InitIn, responses={200: bool})
+    def post(self, request, project_id, session_id):
+        from hangar.engine import command_services
+        from hangar.engine import services as engine_services
+
+        session = self.get_session(session_id)
+        body = InitIn(data=request.data or {})
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        try:
+            command_services.session_command(
+                actor=self.scope.actor,
+                session=session,
+                command="init",
+                model={"providerID": data["providerID"], "modelID": data["modelID"]},
+                message_id=data["messageID"],
+            )
+        except engine_services.PromptRejected as exc:
+            raise ValidationError({exc.field: [str(exc)]}) from None
+        return Response(True)
