@@ -6,6 +6,7 @@ import logging
 from hangar.projects.models import ProjectEnvVar, ProviderCredential
 
 KEY = "sk-live-THIS-IS-THE-SECRET-9f3a"
+NO_SCOPE = {"setup": False, "commands": [], "mcp": []}
 
 
 def env_url(persona, name=""):
@@ -15,7 +16,7 @@ def env_url(persona, name=""):
 def test_alice_sets_a_secret_and_a_plain_var_and_only_the_plain_value_comes_back(api, alice, bob, dave):
     assert api(alice).put(
         env_url(alice, "DB_PASSWORD"), {"value": "hunter2-secret"}, format="json"
-    ).json() == {"name": "DB_PASSWORD", "secret": True, "value": None}
+    ).json() == {"name": "DB_PASSWORD", "secret": True, "value": None, "scope": NO_SCOPE}
     assert (
         api(alice)
         .put(env_url(alice, "LOG_LEVEL"), {"value": "debug", "secret": False}, format="json")
@@ -25,8 +26,8 @@ def test_alice_sets_a_secret_and_a_plain_var_and_only_the_plain_value_comes_back
     for persona in (alice, bob, dave):
         listed = api(persona).get(env_url(alice)).json()
         assert listed == [
-            {"name": "DB_PASSWORD", "secret": True, "value": None},
-            {"name": "LOG_LEVEL", "secret": False, "value": "debug"},
+            {"name": "DB_PASSWORD", "secret": True, "value": None, "scope": NO_SCOPE},
+            {"name": "LOG_LEVEL", "secret": False, "value": "debug", "scope": NO_SCOPE},
         ]
         assert "hunter2" not in json.dumps(api(persona).get(env_url(alice, "DB_PASSWORD")).json())
     stored = ProjectEnvVar.objects.get(name="DB_PASSWORD").value_encrypted

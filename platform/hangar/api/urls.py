@@ -71,6 +71,7 @@ urlpatterns: list = [
     path(PROJECT, project_views.ProjectDetailView.as_view(), name="project"),
     path(PROJECT + "env/", env_views.EnvListView.as_view(), name="project-env"),
     path(PROJECT + "env/<str:name>", env_views.EnvDetailView.as_view(), name="project-env-var"),
+    path(PROJECT + "env/<str:name>/scope", env_views.EnvScopeView.as_view(), name="project-env-scope"),
     path(ORG + "credentials/", credential_views.CredentialListSetView.as_view(), name="credentials"),
     path(
         ORG + "credentials/<int:credential_id>",

@@ -14,6 +14,7 @@ from hangar.engine import permissions as perm
 from hangar.engine.builtin_commands import with_builtins
 from hangar.engine.prompt_files import REF, file_refs
 from hangar.engine.sandboxes import sandbox_for_request
+from hangar.engine.secret_env import masker_for
 from hangar.engine.services import (
     SUBTASK_LIMITS,
     PromptRejected,
@@ -72,6 +73,7 @@ def session_command(
 
         try:
             text = custom_commands.expand_shell(text, sandbox_for_request(session), allowed)
+            text = masker_for(session.project).text(text)  # what the snippets printed goes to the model
         except ValueError as exc:
             raise PromptRejected(f"command {found.name!r}: {exc}", field="command") from None
     model = model or found.model

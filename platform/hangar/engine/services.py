@@ -37,6 +37,7 @@ from hangar.engine.compaction import compaction_request
 from hangar.engine.enqueue import enqueue_run
 from hangar.engine.prompt_files import resolve_files
 from hangar.engine.sandboxes import sandbox_for_request
+from hangar.engine.secret_env import masker_for
 from hangar.engine.subtasks import children_abort
 from hangar.ids import client_message_id_problem
 from hangar.projects.models import Project
@@ -94,6 +95,7 @@ def session_prompt(
     parts = resolve_files(  # before the transaction: a file may need the sandbox attached
         parts, session_id=session.pk, agent=agent_name, sandbox=lambda: sandbox_for_request(session)
     )
+    parts = _masked_texts(session, parts)
     with transaction.atomic():
         if session.revert:  # the reverted messages go now that the conversation moves on (OpenCode's cleanup)
             revert_cleanup(session)
@@ -422,3 +424,16 @@ def wait_idle(session_id: str, timeout_s: float = 600.0, poll_s: float = 0.05) -
         if time.monotonic() > deadline:
             return session
         time.sleep(poll_s)
+
+
+def _masked_texts(session: Session, parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A prompt's text parts (what it typed and the files read for it) with the project's secrets masked:
+    a file a command wrote a secret into never reaches the model (hangar.engine.secret_env)."""
+    if not any(p.get("type") == "text" for p in parts):
+        return parts
+    masker = masker_for(session.project)
+    if not masker:
+        return parts
+    return [
+        {**p, "text": masker.text(str(p.get("text", "")))} if p.get("type") == "text" else p for p in parts
+    ]

@@ -29,7 +29,9 @@ from hangar.engine import readmarks
 from hangar.engine.agents import Agent
 from hangar.engine.batch_calls import subcall_runner
 from hangar.engine.dbconn import release_connection
+from hangar.engine.masking import Masker
 from hangar.engine.outcomes import Stopped
+from hangar.engine.secret_env import masker_for
 from hangar.engine.tools.base import (
     EXTRA_AGENTS,
     EXTRA_AWAITING,
@@ -109,6 +111,7 @@ class ToolCalls:
         self._defer_last = defer_last
         self._by_user = by_user  # the calls of a subtask step: the person chose them, not the model
         self._deferred_id: str | None = None  # the last call's part (not a batch's sub-calls)
+        self._masker: Masker | None = None
 
     # --- permission ------------------------------------------------------------------------------
 
@@ -168,7 +171,7 @@ class ToolCalls:
     def save(self, part: dict[str, Any], **state: Any) -> dict[str, Any]:
         """Store `part` with `state`, and with it (one statement) the streamed calls not stored yet. The
         last call's outcome (completed or error) waits for the caller's write when deferring."""
-        part = {**part, "state": state}
+        part = {**part, "state": self.masker().data(state)}
         if part.get("id") == self._deferred_id and state["status"] in ("completed", "error"):
             self.current[part["id"]] = self._unsaved[part["id"]] = part
             return part
@@ -185,6 +188,12 @@ class ToolCalls:
         return self.save(
             part, status="error", input=args, error=error, time={"start": start, "end": now_ms()}
         )
+
+    def masker(self) -> Masker:
+        """The project's secrets, masked out of every part this runner stores or streams."""
+        if self._masker is None:
+            self._masker = masker_for(self.scope.session.project)
+        return self._masker
 
     def take_unsaved(self) -> list[dict[str, Any]]:
         """The parts this runner has not written (a deferred outcome), for the caller to write; cleared."""
@@ -228,7 +237,7 @@ class ToolCalls:
             last[0] = time.monotonic()
             if callable(metadata):  # built only when it will be sent (bash output so far can be large)
                 metadata = metadata()
-            state = {**part_ref["state"], "metadata": metadata}
+            state = {**part_ref["state"], "metadata": self.masker().data(metadata)}
             publish_ephemeral(
                 self.scope.session, "message.part.updated", {"part": {**part_ref, "state": state}}
             )

@@ -25,6 +25,7 @@ from django.conf import settings
 from django.db import close_old_connections, connection
 
 from hangar.conversations.models import Session
+from hangar.engine.secret_env import masker_for, setup_env
 from hangar.logging import get_logger
 from hangar.projects import crypto
 from hangar.projects.models import Project
@@ -205,8 +206,11 @@ def _git_message(exc: gitops.GitError) -> str:
 
 
 def _run_setup(session: Session, box: Sandbox, project: Project) -> tuple[int | None, str]:
-    """Run the setup script in the sandbox (bound env: the project's sandbox-safe vars), streaming its
-    output as `workspace.setup.output` events, a batch every OUTPUT_EVERY_S from a thread of its own."""
+    """Run the setup script in the sandbox (bound env: the project's sandbox-safe vars; and in the script's
+    own env, the secrets scoped to it), streaming its output as `workspace.setup.output` events, a batch
+    every OUTPUT_EVERY_S from a thread of its own. Every secret is masked out of the output and the log."""
+    masker = masker_for(project)
+    stream = masker.stream()
     pending: list[str] = []
     lock, done = threading.Lock(), threading.Event()
 
@@ -227,16 +231,22 @@ def _run_setup(session: Session, box: Sandbox, project: Project) -> tuple[int | 
 
     def on_output(chunk: str) -> None:
         with lock:
-            pending.append(chunk)
+            pending.append(stream.feed(chunk))
 
     thread = threading.Thread(target=publisher, name=f"setup-{session.pk}", daemon=True)
     thread.start()
     try:
         result = box.exec(
-            project.setup_script, cwd=WORKSPACE, timeout_s=project.command_timeout_s, on_output=on_output
+            project.setup_script,
+            cwd=WORKSPACE,
+            env=setup_env(project) or None,
+            timeout_s=project.command_timeout_s,
+            on_output=on_output,
         )
     finally:
         done.set()
         thread.join()
+        with lock:
+            pending.append(stream.flush())
         drain()
-    return (result.exit_code if result.status == "exited" else -1), result.output
+    return (result.exit_code if result.status == "exited" else -1), masker.text(result.output)

@@ -63,13 +63,19 @@ class Project(models.Model):
 
 
 class ProjectEnvVar(models.Model):
-    """A project environment variable. Only non-secret ones are ever passed into a sandbox;
-    secret ones stay in the worker and are never returned by the API."""
+    """A project environment variable. Non-secret ones are the sandbox's env. A secret one is never returned
+    by the API and reaches only the processes its scope names, in that process's own env (never the
+    container's, never a file): the setup script (`scope_setup`), a bash command every simple command of
+    which matches one of `scope_commands` (bash permission patterns, hangar.engine.secret_env), or the MCP
+    servers named in `scope_mcp`. With no scope it reaches nothing. Its value is masked in all output."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="env_vars")
     name = models.CharField(max_length=128)
     value_encrypted = models.TextField()
     secret = models.BooleanField(default=True)
+    scope_setup = models.BooleanField(default=False)
+    scope_commands = models.JSONField(default=list, blank=True)
+    scope_mcp = models.JSONField(default=list, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["project", "name"], name="uniq_project_env")]

@@ -17,7 +17,7 @@ from hangar.audit.services import audit_record
 from hangar.projects import crypto
 from hangar.projects.caps_services import check_caps, within_caps_defaults
 from hangar.projects.models import Project, ProjectEnvVar, ProviderCredential
-from hangar.projects.validation import clean_env_name, clean_project_fields
+from hangar.projects.validation import clean_env_name, clean_project_fields, clean_secret_scope
 from sandbox import gitops, gitssh
 
 PROJECT_FIELDS = (
@@ -224,17 +224,28 @@ def _policy_changed(project: Project) -> None:
 
 @transaction.atomic
 def env_var_set(
-    *, actor: Actor, project: Project, name: str, value: str, secret: bool = True
+    *, actor: Actor, project: Project, name: str, value: str, secret: bool = True, scope: dict | None = None
 ) -> ProjectEnvVar:
-    """Create or replace one env var. `secret` ones never leave the worker; others reach the sandbox."""
+    """Create or replace one env var. Others reach the sandbox's env; a `secret` one only the processes
+    its scope names (kept as it was when `scope` is None)."""
     require_role(actor, project.org_id, Role.ADMIN)
     clean_env_name(name)
     if not isinstance(value, str) or len(value) > 32768:
         raise ValidationError({"value": ["Must be a string of at most 32768 characters."]})
+    current = ProjectEnvVar.objects.select_for_update().filter(project=project, name=name).first()
+    if scope is None:
+        scope = _scope_of(current) if current is not None and secret else {}
+    cleaned = _clean_scope(scope, secret=bool(secret), value=value)
     var, created = ProjectEnvVar.objects.update_or_create(
         project=project,
         name=name,
-        defaults={"value_encrypted": crypto.encrypt(value), "secret": bool(secret)},
+        defaults={
+            "value_encrypted": crypto.encrypt(value),
+            "secret": bool(secret),
+            "scope_setup": cleaned["setup"],
+            "scope_commands": cleaned["commands"],
+            "scope_mcp": cleaned["mcp"],
+        },
     )
     _policy_changed(project)
     audit_record(
@@ -242,7 +253,46 @@ def env_var_set(
         action="project.env_set",
         target=var,
         org_id=project.org_id,
-        data={"project": project.pk, "name": name, "secret": var.secret, "created": created},
+        data={
+            "project": project.pk,
+            "name": name,
+            "secret": var.secret,
+            "created": created,
+            "scope": cleaned,
+        },
+    )
+    return var
+
+
+def _scope_of(var: ProjectEnvVar) -> dict:
+    return {"setup": var.scope_setup, "commands": list(var.scope_commands), "mcp": list(var.scope_mcp)}
+
+
+def _clean_scope(scope: dict, *, secret: bool, value: str) -> dict:
+    cleaned = clean_secret_scope(scope, value=value)
+    if not secret and (cleaned["setup"] or cleaned["commands"] or cleaned["mcp"]):
+        raise ValidationError(
+            {"scope": ["Only a secret var has a scope: the others are in every command's env."]}
+        )
+    return cleaned
+
+
+@transaction.atomic
+def env_var_scope_set(*, actor: Actor, var: ProjectEnvVar, scope: dict) -> ProjectEnvVar:
+    """Change where a secret may go without sending its value again."""
+    project = var.project
+    require_role(actor, project.org_id, Role.ADMIN)
+    var = ProjectEnvVar.objects.select_for_update().get(pk=var.pk)
+    cleaned = _clean_scope(scope, secret=var.secret, value=crypto.decrypt(var.value_encrypted))
+    var.scope_setup, var.scope_commands, var.scope_mcp = cleaned["setup"], cleaned["commands"], cleaned["mcp"]
+    var.save(update_fields=["scope_setup", "scope_commands", "scope_mcp"])
+    _policy_changed(project)
+    audit_record(
+        actor=actor,
+        action="project.env_scope_set",
+        target=var,
+        org_id=project.org_id,
+        data={"project": project.pk, "name": var.name, "scope": cleaned},
     )
     return var
 

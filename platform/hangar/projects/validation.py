@@ -200,3 +200,57 @@ def clean_env_name(name: str) -> str:
     if not isinstance(name, str) or not ENV_NAME.match(name):
         raise ValidationError({"name": ["Must match [A-Za-z_][A-Za-z0-9_]*, at most 128 characters."]})
     return name
+
+
+MAX_SCOPE_ENTRIES = 20
+MIN_SECRET_CHARS = 6  # shorter values cannot be masked without masking ordinary output too
+MCP_SERVER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+def clean_secret_scope(scope, *, value: str | None = None) -> dict:
+    """{"setup": bool, "commands": [bash pattern...], "mcp": [server name...]}: where a secret env var may
+    go. A value given to any process must be long enough to be masked in output (MIN_SECRET_CHARS)."""
+    if not isinstance(scope, dict):
+        raise ValidationError({"scope": ['Must be an object: {"setup", "commands", "mcp"}.']})
+    unknown = set(scope) - {"setup", "commands", "mcp"}
+    if unknown:
+        raise ValidationError({f"scope.{sorted(unknown)[0]}": ["Unknown field."]})
+    setup = scope.get("setup", False)
+    if not isinstance(setup, bool):
+        raise ValidationError({"scope.setup": ["Must be true or false."]})
+    cleaned: dict = {"setup": setup}
+    for key, check, hint in (
+        (
+            "commands",
+            lambda s: 0 < len(s) <= 200 and "\n" not in s,
+            "a bash command pattern, e.g. npm publish *",
+        ),
+        ("mcp", MCP_SERVER_NAME.match, "an MCP server name (letters, digits, _ . -; at most 64)"),
+    ):
+        entries = scope.get(key, [])
+        if not isinstance(entries, list) or len(entries) > MAX_SCOPE_ENTRIES:
+            raise ValidationError(
+                {f"scope.{key}": [f"Must be a list of at most {MAX_SCOPE_ENTRIES} entries."]}
+            )
+        items: list[str] = []
+        for index, entry in enumerate(entries):
+            if not isinstance(entry, str) or not check(entry.strip()):
+                raise ValidationError({f"scope.{key}[{index}]": [f"Must be {hint}."]})
+            if entry.strip() not in items:
+                items.append(entry.strip())
+        cleaned[key] = items
+    if any(p.strip("* ") == "" for p in cleaned["commands"]):
+        raise ValidationError(
+            {"scope.commands": ["A pattern must name a command: `*` alone gives it to all."]}
+        )
+    scoped = cleaned["setup"] or cleaned["commands"] or cleaned["mcp"]
+    if scoped and value is not None and len(value) < MIN_SECRET_CHARS:
+        raise ValidationError(
+            {
+                "scope": [
+                    f"A secret shorter than {MIN_SECRET_CHARS} characters cannot be masked in output, "
+                    "so it cannot be given to a process."
+                ]
+            }
+        )
+    return cleaned

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from hangar.engine import secret_env
 from hangar.engine.tools import shell
 from hangar.engine.tools.base import EXTRA_SESSION, ToolContext, ToolError, ToolResult
 from hangar.engine.tools.common import description, resolve
@@ -90,9 +91,13 @@ class BashTool:
             )
 
         ctx.update_metadata({"output": "", "description": args.description})
+        session = ctx.extra.get(EXTRA_SESSION)
+        # The secrets scoped to this command line, in this one process's env (its output is masked).
+        env = secret_env.command_env(session.project, args.command, cwd) if session is not None else {}
         result = ctx.sandbox.exec(
             args.command,
             cwd=cwd,
+            env=env or None,
             timeout_s=timeout_ms / 1000,
             on_output=on_output,
             cancel=ctx.abort,
