@@ -78,3 +78,19 @@ def test_another_orgs_session_is_a_404(oc, alice, charlie, script, make_session)
     response = oc(charlie).post(url, {"agent": "build", "command": "ls"}, format="json")
     assert response.status_code == 404
     assert not Message.objects.filter(session=session).exists()
+
+
+def test_a_shell_command_gets_only_its_scoped_secret_and_its_output_is_masked(oc, alice, script, make_session):
+    from hangar.projects.services import env_var_set
+
+    value = "shell-secret-Qm4nB7vX2"
+    scope = {"commands": ["printenv SHELL_TOKEN"]}
+    env_var_set(actor=alice.actor, project=alice.project, name="SHELL_TOKEN", value=value, scope=scope)
+    session = make_session(alice, script.load([]))
+    scoped = shell(oc, alice, session, "printenv SHELL_TOKEN")
+    assert scoped.status_code == 200, scoped.content
+    assert scoped.json()["parts"][0]["state"]["output"].strip() == "***"
+    other = shell(oc, alice, session, "echo [$SHELL_TOKEN]").json()["parts"][0]["state"]["output"]
+    assert other.strip() == "[]"
+    stored = [p.data for p in Part.objects.filter(session=session)]
+    assert value not in str(stored)

@@ -30,6 +30,7 @@ from hangar.conversations.selectors import last_message_id
 from hangar.engine import permissions as perm
 from hangar.engine.enqueue import enqueue_run
 from hangar.engine.sandboxes import sandbox_for_request
+from hangar.engine.secret_env import command_env, masker_for
 from hangar.engine.services import PromptRejected, prompt_agent, require_member
 from hangar.engine.tools import shell
 from hangar.engine.tools.bash import DEFAULT_TIMEOUT_MS, METADATA_CHARS
@@ -159,6 +160,7 @@ def _run(
 ) -> dict[str, Any]:
     """Run it, the output streamed into the running part, then complete the part and the message."""
     box = sandbox_for_request(session)
+    masker = masker_for(session.project)  # the project's secrets never reach the part or its events
     shown: list[str] = []
     last_sent = [0.0]
 
@@ -169,7 +171,7 @@ def _run(
         now = time.monotonic()
         if now - last_sent[0] >= STREAM_EVERY_S:
             last_sent[0] = now
-            output = "".join(shown)[-METADATA_CHARS:]
+            output = masker.text("".join(shown))[-METADATA_CHARS:]
             store.part_upsert(
                 message=assistant, data={**part, "state": {**part["state"], "metadata": {"output": output}}}
             )
@@ -177,6 +179,7 @@ def _run(
     result = box.exec(
         command,
         cwd=WORKSPACE,
+        env=command_env(session.project, command, WORKSPACE) or None,  # as the bash tool's (secret_env)
         timeout_s=timeout_s,
         on_output=on_output,
         cancel=threading.Event(),
@@ -203,5 +206,7 @@ def _run(
         "time": {"start": part["state"]["time"]["start"], "end": store.now_ms()},
     }
     data = {**assistant.data, "time": {**assistant.data["time"], "completed": store.now_ms()}}
-    parts, _ = store.parts_upsert(message=assistant, parts=[{**part, "state": state}], message_data=data)
+    parts, _ = store.parts_upsert(
+        message=assistant, parts=[{**part, "state": masker.data(state)}], message_data=data
+    )
     return parts[0]
