@@ -10,6 +10,7 @@ import { ModelReadiness } from "./views/ModelReadiness";
 import { Console, canSeeConsole } from "./views/console/Console";
 import { Invite } from "./views/console/Invite";
 import { Notices } from "./views/Notices";
+import { SharePage } from "./views/SharePage";
 
 export function App() {
   const path = usePath();
@@ -23,7 +24,9 @@ export function App() {
   }, []);
 
   useEffect(() => {
-    if (me === null && route.name !== "login" && route.name !== "invite") navigate("/login", true);
+    // A share link opens without signing in where its org allows it (the server decides).
+    if (me === null && route.name !== "login" && route.name !== "invite" && route.name !== "share")
+      navigate("/login", true);
     if (me && (route.name === "home" || route.name === "login")) {
       const org = me.orgs[0]?.org;
       navigate(org ? `/o/${org}` : "/o/", true);
@@ -32,6 +35,7 @@ export function App() {
 
   if (me === undefined) return <div className="center muted" role="status">Loading…</div>;
   if (route.name === "invite") return <Invite secret={route.secret} me={me} onSignedIn={setMe} />;
+  if (route.name === "share") return <SharePage token={route.token} />;
   if (me === null || route.name === "login") return <Login onSignedIn={setMe} />;
 
   const org = "org" in route ? route.org : me.orgs[0]?.org;

@@ -27,6 +27,7 @@ export type Route =
   | { name: "settings"; org: string }
   | { name: "console"; org: string; section?: string }
   | { name: "invite"; secret: string }
+  | { name: "share"; token: string }
   | { name: "project"; org: string; project: number; session?: string; tab?: string }
   | { name: "projectSettings"; org: string; project: number };
 
@@ -34,6 +35,7 @@ export function match(path: string): Route {
   const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
   if (parts[0] === "login") return { name: "login" };
   if (parts[0] === "invite" && parts[1]) return { name: "invite", secret: parts[1] };
+  if (parts[0] === "share" && parts[1]) return { name: "share", token: parts[1] };
   if (parts[0] === "o" && parts[1]) {
     if (parts[2] === "settings") return { name: "settings", org: parts[1] };
     if (parts[2] === "console") return { name: "console", org: parts[1], section: parts[3] };

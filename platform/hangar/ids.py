@@ -19,6 +19,7 @@ _PREFIXES = {
     "question": "que",
     "event": "evt",
     "user": "usr",
+    "share": "shr",
 }
 _lock = threading.Lock()
 _last_ms = 0

@@ -23,6 +23,8 @@ HANGAR_LOGIN_MAX_PER_ADDRESS = int(os.environ.get("HANGAR_LOGIN_MAX_PER_ADDRESS"
 HANGAR_LOGIN_MAX_PER_ACCOUNT = int(os.environ.get("HANGAR_LOGIN_MAX_PER_ACCOUNT", "20"))
 # A WebSocket ticket (hangar.accounts.ws_tickets) opens one connection within this many seconds.
 HANGAR_WS_TICKET_TTL_S = int(os.environ.get("HANGAR_WS_TICKET_TTL_S", "30"))
+# How long a session's share link (OpenCode's /share) opens before it expires (conversations.share_services).
+HANGAR_SHARE_TTL_HOURS = int(os.environ.get("HANGAR_SHARE_TTL_HOURS", "168"))
 PUBLIC_URL = os.environ.get("HANGAR_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
 
 # Transport security follows the public URL: a site served over https sends its session and CSRF cookies only

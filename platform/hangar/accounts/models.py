@@ -52,6 +52,13 @@ class Org(models.Model):
     # The org's own instructions to the agent in every session (the hosted counterpart of OpenCode's
     # global ~/.config/opencode/AGENTS.md), after the workspace's AGENTS.md files (hangar.engine.system_context).
     instructions = models.TextField(blank=True, default="")
+    # Who may open a session's share link (OpenCode's /share; hangar.conversations.share_services):
+    # nobody (sharing is off), the org's members, or anyone holding the link. Set by the org's admins.
+    share_policy = models.CharField(
+        max_length=8,
+        choices=[("off", "off"), ("members", "members"), ("link", "link")],
+        default="members",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     # Moves with every save: a running session compares it to notice a changed org policy (M11).
     updated_at = models.DateTimeField(auto_now=True)

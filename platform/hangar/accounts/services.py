@@ -307,6 +307,23 @@ def org_permission_policy_set(*, actor: Actor, org: Org, rules: list) -> Org:
     return org
 
 
+SHARE_POLICIES = ("off", "members", "link")
+
+
+@transaction.atomic
+def org_share_policy_set(*, actor: Actor, org: Org, policy: str) -> Org:
+    """Who may open the org's session share links (admins and owners): nobody, members, or anyone with the
+    link. Links already given are judged by the policy in force when they are opened."""
+    require_role(actor, org.pk, Role.ADMIN)
+    if policy not in SHARE_POLICIES:
+        raise ValidationError({"policy": [f"Must be one of {', '.join(SHARE_POLICIES)}."]})
+    org = Org.objects.select_for_update().get(pk=org.pk)
+    before, org.share_policy = org.share_policy, policy
+    org.save(update_fields=["share_policy", "updated_at"])
+    audit_record(actor=actor, action="org.share_policy.set", target=org, data={"from": before, "to": policy})
+    return org
+
+
 MAX_INSTRUCTIONS = 20_000  # characters: about 5,000 tokens sent with every session's system context
 
 

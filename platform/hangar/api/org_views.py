@@ -9,7 +9,12 @@ from rest_framework.views import APIView
 from hangar.accounts.actors import actor_from_request
 from hangar.accounts.models import ApiToken, Role
 from hangar.accounts.selectors import memberships_for_user
-from hangar.accounts.services import org_create, org_instructions_set, org_permission_policy_set
+from hangar.accounts.services import (
+    org_create,
+    org_instructions_set,
+    org_permission_policy_set,
+    org_share_policy_set,
+)
 from hangar.api.scoping import scope_for
 
 
@@ -99,3 +104,26 @@ class OrgInstructionsView(APIView):
         body.is_valid(raise_exception=True)
         updated = org_instructions_set(actor=scope.actor, org=scope.org, text=body.validated_data["text"])
         return Response({"text": updated.instructions})
+
+
+class SharePolicyIO(serializers.Serializer):
+    policy = serializers.ChoiceField(
+        choices=["off", "members", "link"], help_text="who may open a session's share link"
+    )
+
+
+class OrgSharePolicyView(APIView):
+    """Who may open the org's session share links (OpenCode's /share): any member reads it, admins and
+    owners set it."""
+
+    @extend_schema(operation_id="org_share_policy_get", responses=SharePolicyIO)
+    def get(self, request, org):
+        return Response({"policy": scope_for(request, org).org.share_policy})
+
+    @extend_schema(operation_id="org_share_policy_set", request=SharePolicyIO, responses=SharePolicyIO)
+    def put(self, request, org):
+        scope = scope_for(request, org, Role.ADMIN)
+        body = SharePolicyIO(data=request.data)
+        body.is_valid(raise_exception=True)
+        updated = org_share_policy_set(actor=scope.actor, org=scope.org, policy=body.validated_data["policy"])
+        return Response({"policy": updated.share_policy})

@@ -15,6 +15,7 @@ from hangar.api import (
     pending_views,
     policy_preview_views,
     project_views,
+    share_views,
     sso_views,
     token_views,
     usage_views,
@@ -30,6 +31,7 @@ urlpatterns: list = [
     path("auth/login", auth_views.LoginView.as_view(), name="auth-login"),
     path("auth/logout", auth_views.LogoutView.as_view(), name="auth-logout"),
     path("me", auth_views.MeView.as_view(), name="me"),
+    path("shares/<str:token>", share_views.ShareView.as_view(), name="share-view"),
     path("auth/ws-ticket", auth_views.WsTicketView.as_view(), name="auth-ws-ticket"),
     path("auth/sso/start", sso_views.SsoStartView.as_view(), name="sso-start"),
     path("auth/sso/callback", sso_views.SsoCallbackView.as_view(), name="sso-callback"),
@@ -45,6 +47,7 @@ urlpatterns: list = [
         ORG + "permission-policy", org_views.OrgPermissionPolicyView.as_view(), name="org-permission-policy"
     ),
     path(ORG + "instructions", org_views.OrgInstructionsView.as_view(), name="org-instructions"),
+    path(ORG + "share-policy", org_views.OrgSharePolicyView.as_view(), name="org-share-policy"),
     path(
         ORG + "permission-preview",
         policy_preview_views.PermissionPreviewView.as_view(),

@@ -234,3 +234,25 @@ class SessionDiff(models.Model):
     session = models.OneToOneField(Session, on_delete=models.CASCADE, primary_key=True, related_name="+")
     diffs = models.JSONField(default=list)
     updated_at = models.DateTimeField(auto_now=True)
+
+
+class SessionShare(models.Model):
+    """A read-only link to a session (OpenCode's /share), kept inside the tenant's rules
+    (hangar.conversations.share_services): who may open it (`audience`, narrowed by the org's current
+    `share_policy`), until when, and whether it was revoked. Rows stay after revocation: the history of who
+    shared what, with the audit log. The token is the link's secret; it is never logged or audited."""
+
+    id = models.CharField(primary_key=True, max_length=40)
+    token = models.CharField(max_length=64, unique=True)
+    org = models.ForeignKey("accounts.Org", on_delete=models.CASCADE, related_name="+")
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="shares")
+    audience = models.CharField(max_length=8, choices=[("members", "members"), ("link", "link")])
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["session"], condition=models.Q(revoked_at=None), name="share_live_idx")
+        ]

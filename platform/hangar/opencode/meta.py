@@ -20,7 +20,8 @@ def config(project: Project, username: str) -> dict:
         "provider": {},
         "username": username,
         "default_agent": project.default_agent or "build",
-        "share": "disabled",
+        # OpenCode's TUI offers /share unless this is "disabled": the org's share policy says whether it may.
+        "share": "disabled" if project.org.share_policy == "off" else "manual",
         "autoupdate": False,
     }
     if project.default_model:

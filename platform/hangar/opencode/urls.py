@@ -9,6 +9,7 @@ from hangar.opencode import (
     views_question,
     views_revert,
     views_session,
+    views_share,
     views_shell,
     views_steer,
     views_stream,
@@ -89,4 +90,5 @@ urlpatterns = [
 urlpatterns += [
     path("session/<str:session_id>/shell", views_shell.Shell.as_view(), name="oc-session-shell"),
     path("session/<str:session_id>/init", views_shell.Init.as_view(), name="oc-session-init"),
+    path("session/<str:session_id>/share", views_share.Share.as_view(), name="oc-session-share"),
 ]
