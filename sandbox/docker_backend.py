@@ -8,7 +8,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from sandbox import volumes
 from sandbox.connection import AgentConnection
@@ -26,12 +26,16 @@ from sandbox.protocol import (
 )
 from sandbox.pty import PtyHandle
 
-if TYPE_CHECKING:
-    from sandbox.manager import DockerSandboxes
-
 TOUCH_EVERY_S = 10.0
 CALL_TIMEOUT_S = 120.0
 EXEC_SLACK_S = 30.0  # beyond the command timeout: kill grace plus transport
+
+
+class Reopener(Protocol):
+    """What a sandbox asks of its manager (sandbox.manager.DockerSandboxes) when its connection died:
+    resume or recreate the container, and a fresh connection to its agent."""
+
+    def reopen(self, box: DockerSandbox) -> AgentConnection: ...
 
 
 class DockerSandbox:
@@ -40,7 +44,7 @@ class DockerSandbox:
     the workspace volume is kept either way."""
 
     def __init__(
-        self, manager: DockerSandboxes, spec: SandboxSpec, container_name: str, conn: AgentConnection
+        self, manager: Reopener, spec: SandboxSpec, container_name: str, conn: AgentConnection
     ) -> None:
         self.session_id = spec.session_id
         self.spec = spec
@@ -55,13 +59,18 @@ class DockerSandbox:
     # --- plumbing ---------------------------------------------------------------------------
 
     @property
+    def manager(self) -> Reopener:
+        """The manager that made this box (sandbox.manager.DockerSandboxes, for a live spec change)."""
+        return self._manager
+
+    @property
     def connection(self) -> AgentConnection:
         conn = self._conn
         if conn is not None and not conn.dead:
             return conn
         with self._reconnect_lock:
             if self._conn is None or self._conn.dead:
-                self._conn = self._manager._reopen(self)
+                self._conn = self._manager.reopen(self)
             return self._conn
 
     def _call(self, op: str, args: dict[str, Any] | None = None, **kwargs: Any) -> Any:

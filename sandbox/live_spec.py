@@ -89,7 +89,7 @@ def apply(manager: DockerSandboxes, box: DockerSandbox, new: SandboxSpec) -> lis
 
 def _recreate(manager: DockerSandboxes, box: DockerSandbox, new: SandboxSpec) -> None:
     """Remove the container (the volume and the registry record stay) so the next call creates it from
-    `new`: the box's connection is dropped, and its reconnect (`manager._reopen`) finds no container."""
+    `new`: the box's connection is dropped, and its reconnect (`manager.reopen`) finds no container."""
     key = volumes.session_key(new.session_id)
     box.close()
     name = containers.session_container_name(new.session_id)

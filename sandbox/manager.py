@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import docker
 import docker.errors
@@ -22,11 +22,18 @@ from sandbox.docker_backend import DockerSandbox
 from sandbox.image import ensure_image
 from sandbox.protocol import SandboxError, SandboxSpec, SandboxUnavailable
 
-if TYPE_CHECKING:
-    from sandbox.pool import WarmPool
-
-
 STOP_TIMEOUT_S = 2
+
+
+class Pool(Protocol):
+    """What the manager asks of a warm pool (sandbox.pool.WarmPool, which builds on the manager): whether
+    it holds a box for a spec, and the box claimed for a session."""
+
+    def fits(self, spec: SandboxSpec) -> bool: ...
+
+    def claim(self, manager: DockerSandboxes, spec: SandboxSpec) -> DockerSandbox | None: ...
+
+    def drain(self) -> None: ...
 
 
 def local_api(client: docker.DockerClient) -> docker.APIClient:
@@ -45,7 +52,7 @@ class DockerSandboxes:
         *,
         image: str | None = None,
         extra_labels: dict[str, str] | None = None,
-        pool: WarmPool | None = None,
+        pool: Pool | None = None,
         egress_extra_hosts: dict[str, str] | None = None,
         egress_allow_private: list[str] | None = None,
         budget_limits: budget.Limits | None = None,
@@ -330,7 +337,7 @@ class DockerSandboxes:
             "spec": dataclasses.asdict(spec),
         }
 
-    def _reopen(self, box: DockerSandbox) -> AgentConnection:
+    def reopen(self, box: DockerSandbox) -> AgentConnection:
         """Called by a sandbox whose connection died: resume or recreate, then reconnect."""
         try:
             fresh = self._connect_existing(box.session_id, box.spec)

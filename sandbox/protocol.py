@@ -16,6 +16,9 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 WORKSPACE = "/workspace"
+# Where a tool leaves an output too long to hand the model whole (hangar.engine.tools.truncate): the model
+# reads it back from there, and the default rules let it without asking.
+TOOL_OUTPUT_DIR = "/tmp/hangar/tool-output"
 
 
 class SandboxError(Exception):

@@ -10,7 +10,7 @@ import pytest
 from django.test import Client
 
 from hangar.conversations.models import PermissionRequest, QuestionRequest
-from hangar.integrations.slack import progress, tasks
+from hangar.integrations.slack import tasks, texts
 from hangar.integrations.slack.models import SlackInstall, SlackThread
 from tests.engine.conftest import wait_for, wait_idle
 from tests.integrations import test_slack as base
@@ -76,4 +76,4 @@ def test_questions_and_permissions_reach_slack_escaped(alice):
     permission = PermissionRequest(id="p1", permission="bash", patterns=["echo <!channel> && <@U0BOSS>"])
     text = tasks.permission_blocks(permission)[0]["text"]["text"]
     assert "&lt;!channel&gt; &amp;&amp; &lt;@U0BOSS&gt;" in text and "<!channel>" not in text
-    assert progress.escape("a <b> & c") == "a &lt;b&gt; &amp; c"
+    assert texts.escape("a <b> & c") == "a &lt;b&gt; &amp; c"

@@ -272,7 +272,7 @@ def test_events_are_fanned_out_only_for_an_org_with_an_endpoint_that_wants_them(
     from hangar.conversations.events import publish
 
     session = session_create(actor=alice.actor, project=alice.project)
-    with mock.patch("hangar.integrations.webhooks.tasks.enqueue_fanout") as fanout:
+    with mock.patch("hangar.integrations.webhooks.enqueue.enqueue_fanout") as fanout:
         publish(session, "session.idle", {"sessionID": session.pk})
         assert fanout.call_count == 0  # no endpoint: no broker round trip per event
         create_endpoint(api, alice, receiver.url, ["push.done"])

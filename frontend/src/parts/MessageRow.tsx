@@ -2,7 +2,7 @@ import { memo, useMemo } from "react";
 import type { Message, Part } from "../api/conversation";
 import { renderMarkdown } from "./markdown";
 import { ToolCard } from "./ToolCard";
-import { fmtTokens } from "../views/SessionView";
+import { fmtTokens } from "./format";
 
 const NONE: ReadonlySet<string> = new Set();
 

@@ -9,6 +9,7 @@ import { SessionStream, type StreamState } from "../api/stream";
 import { Link } from "../router";
 import { Composer } from "./Composer";
 import { errorText, MessageRow } from "../parts/MessageRow";
+import { fmtTokens } from "../parts/format";
 import { PermissionCard } from "../parts/PermissionCard";
 import { QuestionCard } from "../parts/QuestionCard";
 import { Changes } from "../parts/Changes";
@@ -226,10 +227,6 @@ function Todos({ todos }: { todos: Todo[] }) {
 export function modelString(model: unknown): string {
   const m = model as { providerID?: string; id?: string; modelID?: string } | undefined;
   return m?.providerID ? `${m.providerID}/${m.id ?? m.modelID}` : "";
-}
-
-export function fmtTokens(n: number): string {
-  return n >= 1000 ? `${(n / 1000).toFixed(1)}k` : String(n);
 }
 
 /** "provider/model" for every model a credential lists, each once, in order. */

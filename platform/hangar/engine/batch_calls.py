@@ -6,19 +6,32 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from django.db import close_old_connections
 
 from hangar.conversations import loop_selectors as reads
+from hangar.conversations.models import Message
 from hangar.conversations.services import now_ms
 from hangar.engine.tools.base import PermissionAsked, PermissionRejected, SubcallRunner, ToolError, ToolResult
 
-if TYPE_CHECKING:
-    from hangar.engine.tool_calls import ToolCalls
+
+class Calls(Protocol):
+    """What a batch's sub-calls need of the step's runner (hangar.engine.tool_calls.ToolCalls): its
+    message, its part writes and its execution of one call."""
+
+    message: Message
+
+    def save(self, part: dict[str, Any], **state: Any) -> dict[str, Any]: ...
+
+    def fail(self, part: dict[str, Any], args: dict[str, Any], start: int, error: str) -> dict[str, Any]: ...
+
+    def execute(
+        self, tool_name: str, args: dict[str, Any], call_id: str, part_ref: dict[str, Any]
+    ) -> ToolResult: ...
 
 
-def subcall_runner(calls: ToolCalls, parent_call: str) -> SubcallRunner:
+def subcall_runner(calls: Calls, parent_call: str) -> SubcallRunner:
     lock = threading.Lock()
 
     def run_subcall(tool: str, parameters: dict[str, Any], *, index: int) -> ToolResult:

@@ -9,7 +9,7 @@ from typing import Any
 
 from hangar.accounts.actors import Actor
 from hangar.conversations.models import Message, Session
-from hangar.engine import custom_commands
+from hangar.engine import custom_commands, shell_parse
 from hangar.engine import permissions as perm
 from hangar.engine.builtin_commands import with_builtins
 from hangar.engine.prompt_files import REF, file_refs
@@ -22,7 +22,6 @@ from hangar.engine.services import (
     require_member,
     session_prompt,
 )
-from hangar.engine.tools import shell
 
 
 def session_command(
@@ -62,8 +61,8 @@ def session_command(
 
         def allowed(command: str) -> bool:
             # Every simple command in it, and every folder outside the workspace it names, as the bash
-            # tool asks them (hangar.engine.tools.shell): the text after the arguments were filled in.
-            found = shell.check(command)
+            # tool asks them (hangar.engine.shell_parse): the text after the arguments were filled in.
+            found = shell_parse.check(command)
             asks = [("bash", found.patterns), ("external_directory", found.directories)]
             return all(
                 perm.decide(name, patterns, ruleset=ruleset, org_policy=policy) == perm.ALLOW

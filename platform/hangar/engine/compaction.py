@@ -24,25 +24,24 @@ reserved = min(COMPACTION_BUFFER, max output).
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from hangar.conversations import services as store
 from hangar.conversations.events import publish
-from hangar.conversations.loop_selectors import StepState, message_parts
-from hangar.conversations.models import Message
+from hangar.conversations.loop_selectors import StepReader, StepState, message_parts
+from hangar.conversations.models import Message, Session
 from hangar.conversations.services import now_ms
 from hangar.engine.history import boundary, since_boundary, to_model_messages
 from hangar.engine.outcomes import CompactionFailed, ContextOverflow
+from hangar.engine.processor import StepResult
 from hangar.engine.providers.base import estimate_tokens
 from hangar.engine.providers.catalogue import ModelLimits, limits_for
 from hangar.engine.providers.overflow import NAME as OVERFLOW
 from hangar.engine.spend import check_before_call
 from hangar.engine.step_usage import usage_data
 from hangar.engine.system import prompt_text
+from hangar.engine.system_context import SystemContext
 from hangar.logging import get_logger
-
-if TYPE_CHECKING:
-    from hangar.engine.loop import Loop
 
 log = get_logger(__name__)
 
@@ -120,10 +119,33 @@ def compaction_request(
     )
 
 
-class ContextWindow:
-    """What one run (hangar.engine.loop.Loop) asks about its model's context window, step after step."""
+class Run(Protocol):
+    """What the context window needs of its run (hangar.engine.loop.Loop): the session and its last read,
+    the step's model, and the run's way to stream a model call and settle it."""
 
-    def __init__(self, loop: Loop):
+    session: Session
+    session_id: str
+    reader: StepReader
+    context: SystemContext
+    model_ref: dict[str, Any]
+
+    def assistant_data(self, user: Message, agent: str | None = None) -> dict[str, Any]: ...
+
+    def stream(
+        self, message: Message, system: list[str], history: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> StepResult: ...
+
+    def note_latency(self, message: Message, began: float) -> None: ...
+
+    def settle(
+        self, message: Message, parts: list[dict[str, Any]], data: dict[str, Any], kind: str = ...
+    ) -> None: ...
+
+
+class ContextWindow:
+    """What one run asks about its model's context window, step after step."""
+
+    def __init__(self, loop: Run):
         self.loop = loop
         self._limits: tuple[tuple[str, str], ModelLimits] | None = None
 

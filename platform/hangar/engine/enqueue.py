@@ -1,5 +1,6 @@
-"""Asking a worker to run a session: the Celery task is sent by name, so whoever enqueues (the engine's
-services, the worker re-enqueueing, beat's recovery, any edge) imports nothing of the loop or its tools.
+"""Asking a worker to run a session, prepare a workspace or run a push or pull: each Celery task is sent by
+name, so whoever enqueues (the engine's services, the worker re-enqueueing, beat's recovery, repository
+operations, any edge) imports nothing of the loop, its tools or the task modules (which import them).
 
 The runner owns the session through a lease (hangar.engine.leases), so enqueueing more than once is
 harmless: a second task that cannot take the lease returns, and the holder sees `run_requested` when it
@@ -9,7 +10,11 @@ from __future__ import annotations
 
 import os
 
+from django.db import transaction
+
 RUN_SESSION = "hangar.engine.run_session"
+PREPARE_WORKSPACE = "hangar.engine.prepare_workspace"  # hangar.engine.workspace_tasks
+WORKSPACE_OPERATION = "hangar.engine.workspace_operation"
 
 
 def engine_queue() -> str:
@@ -41,3 +46,38 @@ def enqueue_run(session_id: str) -> None:
     # Not apply_async: it builds an AsyncResult and asks the result backend about the call, and Celery keeps
     # its backend per thread; under ASGI every request is a new thread, so each prompt would build one.
     app.send_task(RUN_SESSION, args=[session_id], queue=queue, ignore_result=True, result_cls=_Sent)
+
+
+def enqueue_prepare(session_id: str) -> None:
+    """Prepare a session's workspace (clone, setup script) once the caller's transaction commits, on the
+    repository queue. Eager (some test set-ups): nothing is sent, the first run prepares it instead."""
+    from hangar.celery import app
+
+    queue = repo_queue()
+
+    def send() -> None:
+        if not app.conf.task_always_eager:
+            app.send_task(
+                PREPARE_WORKSPACE, args=[session_id], queue=queue, ignore_result=True, result_cls=_Sent
+            )
+
+    transaction.on_commit(send)
+
+
+def enqueue_operation(operation_id: int) -> None:
+    """Run a push or pull (hangar.engine.repo_ops.operation_run) once the caller's transaction commits, on
+    the repository queue."""
+    from hangar.celery import app
+
+    queue = repo_queue()
+
+    def send() -> None:
+        if app.conf.task_always_eager:
+            app.loader.import_default_modules()  # the task's module (CELERY_IMPORTS) registers it
+            app.tasks[WORKSPACE_OPERATION].apply(args=[operation_id])
+            return
+        app.send_task(
+            WORKSPACE_OPERATION, args=[operation_id], queue=queue, ignore_result=True, result_cls=_Sent
+        )
+
+    transaction.on_commit(send)

@@ -178,7 +178,7 @@ class Loop:
         if self.sandbox.changed and box is not None:
             summarize_diffs(session, box)
         if not aborted and not blocked:
-            title_maybe(self)
+            title_maybe(session, self.model, self.reader, self.steps)
         if not isinstance(ended, NothingToAnswer):  # a run that found no prompt was no turn
             outcome = "aborted" if aborted else ended.outcome
             store.session_turn_audit(session=session, outcome=outcome, steps=self.steps)

@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from hangar.agent_config import rules_from_config
-from hangar.engine.tools.truncate import OUTPUT_GLOB
+from sandbox.protocol import TOOL_OUTPUT_DIR
 
 if TYPE_CHECKING:
     from hangar.accounts.models import Org
@@ -34,7 +34,8 @@ DEFAULTS: list[dict[str, Any]] = [
     {"permission": "*", "pattern": "*", "action": ALLOW},
     {"permission": "doom_loop", "pattern": "*", "action": ASK},
     {"permission": "external_directory", "pattern": "*", "action": ASK},
-    {"permission": "external_directory", "pattern": OUTPUT_GLOB, "action": ALLOW},  # truncated outputs
+    # Reading a truncated output back never needs a person's answer (OpenCode allows its Truncate.GLOB).
+    {"permission": "external_directory", "pattern": f"{TOOL_OUTPUT_DIR}/*", "action": ALLOW},
     {"permission": "question", "pattern": "*", "action": DENY},
     {"permission": "plan_enter", "pattern": "*", "action": DENY},
     {"permission": "plan_exit", "pattern": "*", "action": DENY},

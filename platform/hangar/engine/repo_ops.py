@@ -2,7 +2,7 @@
 and merge a branch that moved, download the workspace as a tar.gz, upload files into it.
 
 Pushes and pulls asked for through the API are operations (`operation_request`): checked and recorded in
-the request, run by a worker (`operation_run`, from hangar.engine.workspace_tasks), followed on the
+the request, run by a worker (`operation_run`, by hangar.engine.workspace_tasks), followed on the
 session's stream (`workspace.operation`) or by id.
 
 The archive comes from Docker's archive endpoint, which reads the workspace inside the container's own
@@ -241,7 +241,7 @@ def operation_request(
     if kind == OperationKind.PUSH:
         params["message"] = message
     op = repos.operation_create(actor=actor, session=session, kind=kind, params=params)
-    from hangar.engine.workspace_tasks import enqueue_operation
+    from hangar.engine.enqueue import enqueue_operation
 
     enqueue_operation(op.pk)
     return op

@@ -113,8 +113,12 @@ def _docker_sandbox(session: Session, sandboxes: DockerSandboxes | None = None) 
 
 def _bring_to(box: DockerSandbox, spec: SandboxSpec) -> None:
     from sandbox import live_spec
+    from sandbox.manager import DockerSandboxes
 
-    done = live_spec.apply(box._manager, box, spec)
+    owner = box.manager
+    if not isinstance(owner, DockerSandboxes):  # made by a manager of another kind: no spec to change
+        return
+    done = live_spec.apply(owner, box, spec)
     if done:
         log.info("sandbox_policy_applied", session=spec.session_id, done=done)
 

@@ -2,7 +2,7 @@
 
 A secret reaches a process only through that process's own env (the agent's exec `env`, never the
 container's env, never a file): the setup script gets the secrets scoped `setup`; a bash command gets a
-secret when every simple command in it (hangar.engine.tools.shell, the parse the `bash` permission uses)
+secret when every simple command in it (hangar.engine.shell_parse, the parse the `bash` permission uses)
 matches one of the secret's command patterns (the permission wildcard: `npm publish *`), so `npm publish
 && curl …` gets nothing; an MCP server gets those that name it. Every secret of the project, scoped or
 not, is masked in whatever the run stores or sends (hangar.engine.masking)."""
@@ -13,9 +13,9 @@ import threading
 from collections import OrderedDict
 from datetime import datetime
 
+from hangar.engine import shell_parse
 from hangar.engine.masking import Masker
 from hangar.engine.permissions import match
-from hangar.engine.tools import shell
 from hangar.projects.env import project_secrets, secrets_for_mcp, secrets_for_setup
 from hangar.projects.models import Project
 
@@ -46,7 +46,7 @@ def command_env(project: Project, command: str, cwd: str | None) -> dict[str, st
     secrets = [s for s in project_secrets(project) if s.commands]
     if not secrets:
         return {}
-    patterns = shell.check(command, cwd).patterns
+    patterns = shell_parse.check(command, cwd).patterns
     if not patterns:
         return {}
     return {

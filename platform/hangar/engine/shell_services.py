@@ -28,11 +28,11 @@ from hangar.conversations.models import Message, Session
 from hangar.conversations.revert_services import revert_cleanup
 from hangar.conversations.selectors import last_message_id
 from hangar.engine import permissions as perm
+from hangar.engine import shell_parse
 from hangar.engine.enqueue import enqueue_run
 from hangar.engine.sandboxes import sandbox_for_request
 from hangar.engine.secret_env import command_env, masker_for
 from hangar.engine.services import PromptRejected, prompt_agent, require_member
-from hangar.engine.tools import shell
 from hangar.engine.tools.bash import DEFAULT_TIMEOUT_MS, METADATA_CHARS
 from hangar.engine.tools.truncate import output_path, truncate_output
 from hangar.ids import client_message_id_problem
@@ -53,7 +53,7 @@ class ShellDenied(PromptRejected):
 
 def shell_allowed(session: Session, agent_permission: list[dict[str, Any]], command: str) -> bool:
     """The bash tool's questions for `command` (hangar.engine.tools.bash), answered by the rules alone."""
-    found = shell.check(command, WORKSPACE)
+    found = shell_parse.check(command, WORKSPACE)
     ruleset = perm.session_ruleset(agent_permission, session.project.permission_rules, session.permission)
     policy = perm.org_policy_for(session.org)
     asks = [("external_directory", found.directories), ("bash", found.patterns)]

@@ -4,21 +4,18 @@ call turns the first user message into a title of at most 50 characters."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
-from hangar.conversations.loop_selectors import title_and_parent
+from hangar.conversations.loop_selectors import StepReader, title_and_parent
+from hangar.conversations.models import Session
 from hangar.conversations.services import DEFAULT_TITLE_PREFIX
 from hangar.conversations.session_services import provisional_title, session_title_generated
 from hangar.engine.agents import agent_get
-from hangar.engine.providers.base import ProviderError, Usage
+from hangar.engine.providers.base import Model, ProviderError, Usage
 from hangar.engine.providers.cost import step_cost
 from hangar.engine.spend import model_call, quiet_check
 from hangar.engine.system import prompt_text
 from hangar.logging import get_logger
 from hangar.usage.ledger_services import usage_record
-
-if TYPE_CHECKING:
-    from hangar.engine.loop import Loop
 
 log = get_logger(__name__)
 MAX_CHARS = 50
@@ -30,48 +27,48 @@ def clean_title(text: str) -> str:
     return line[:MAX_CHARS].rstrip()
 
 
-def title_maybe(run: Loop) -> None:
-    """After a run (hangar.engine.loop.Loop): title the session from its first user message if it still
-    has the default title. The messages and their parts are the run's own last read (its StepReader);
-    only the title is read again, in case a person renamed the session meanwhile."""
-    if run.model is None:  # the turn never reached a model (e.g. no credential)
+def title_maybe(session: Session, model: Model | None, reader: StepReader, steps: int) -> None:
+    """After a run of `steps` steps with `model` (hangar.engine.loop.Loop): title the session from its
+    first user message if it still has the default title. The messages and their parts are the run's own
+    last read (`reader`); only the title is read again, in case a person renamed the session meanwhile."""
+    if model is None:  # the turn never reached a model (e.g. no credential)
         return
-    title, parent_id = title_and_parent(run.session_id)
+    title, parent_id = title_and_parent(session.pk)
     if parent_id:
         return
-    messages = run.reader.messages  # read before the run's last step, which may have been its first reply
+    messages = reader.messages  # read before the run's last step, which may have been its first reply
     first = next((m for m in messages if m.role == "user"), None)
-    if first is None or not (run.steps or any(m.role == "assistant" for m in messages)):
+    if first is None or not (steps or any(m.role == "assistant" for m in messages)):
         return
-    text = "\n".join(p["text"] for p in run.reader.parts_of(first) if p["type"] == "text")
+    text = "\n".join(p["text"] for p in reader.parts_of(first) if p["type"] == "text")
     provisional = provisional_title(text)  # what the first prompt titled it with meanwhile
     if not (title.startswith(DEFAULT_TITLE_PREFIX) or (provisional and title == provisional)):
         return  # a person named it
-    provider, model = run.model.provider_id, run.model.model_id
-    if not quiet_check(run.session, provider, model):
+    provider, model_id = model.provider_id, model.model_id
+    if not quiet_check(session, provider, model_id):
         return
     began, outcome = time.monotonic(), "error"
     try:
-        answer = run.model.complete(
+        answer = model.complete(
             system=[prompt_text("title")],
             temperature=agent_get("title").temperature,
             messages=[{"role": "user", "content": f"Generate a title for this conversation:\n{text[:4000]}"}],
         )
         outcome = "ok"
     except ProviderError:
-        log.info("title_failed", session=run.session_id, exc_info=True)
+        log.info("title_failed", session=session.pk, exc_info=True)
         return
     finally:
         # The call's usage as the provider reported it (a model that keeps none: zero).
-        usage = getattr(run.model, "last_usage", None) or Usage()
-        cost = step_cost(provider, model, usage) if outcome == "ok" else 0.0
+        usage = getattr(model, "last_usage", None) or Usage()
+        cost = step_cost(provider, model_id, usage) if outcome == "ok" else 0.0
         latency = int((time.monotonic() - began) * 1000)
         usage_record(
             model_call(
-                run.session,
+                session,
                 kind="title",
                 provider=provider,
-                model=model,
+                model=model_id,
                 usage=usage,
                 cost=cost,
                 latency_ms=latency,
@@ -81,4 +78,4 @@ def title_maybe(run: Loop) -> None:
     title = clean_title(answer)
     if not title:
         return
-    session_title_generated(session=run.session, title=title, provisional=provisional)
+    session_title_generated(session=session, title=title, provisional=provisional)

@@ -14,10 +14,10 @@ import time
 import pytest
 
 from hangar.engine import permissions as perm
+from hangar.engine.shell_parse import check
 from hangar.engine.tools.base import PermissionRejected
 from hangar.engine.tools.execute import execute_tool
 from hangar.engine.tools.registry import ALL
-from hangar.engine.tools.shell import check
 from tests.engine.tools.conftest import Harness
 
 RULES = [

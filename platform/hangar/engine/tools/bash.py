@@ -2,7 +2,7 @@
 
 Permission `bash` is asked with one pattern per simple command and an `always` suggestion of its prefix
 (`git status *`, `ls *`), and `external_directory` for the folders outside the workspace it names or
-runs in, from a parse of the command with tree-sitter's bash grammar (hangar.engine.tools.shell), as
+runs in, from a parse of the command with tree-sitter's bash grammar (hangar.engine.shell_parse), as
 OpenCode's bash tool does.
 """
 
@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from hangar.engine import secret_env
-from hangar.engine.tools import shell
+from hangar.engine import secret_env, shell_parse
 from hangar.engine.tools.base import EXTRA_SESSION, ToolContext, ToolError, ToolResult
 from hangar.engine.tools.common import description, resolve
 from hangar.engine.tools.truncate import output_path, truncate_output
@@ -39,8 +38,8 @@ class BashParams(BaseModel):
 
 
 def permission_patterns(command: str) -> tuple[list[str], list[str]]:
-    """(patterns, always) for the `bash` permission (hangar.engine.tools.shell). `cd` alone needs none."""
-    found = shell.check(command, None)
+    """(patterns, always) for the `bash` permission (hangar.engine.shell_parse). `cd` alone needs none."""
+    found = shell_parse.check(command, None)
     return found.patterns, found.always
 
 
@@ -63,9 +62,9 @@ class BashTool:
         limit_ms = command_limit_ms(ctx)
         timeout_ms = min(args.timeout or DEFAULT_TIMEOUT_MS, limit_ms)
         cwd = resolve(args.workdir)
-        found = shell.check(args.command, cwd)
+        found = shell_parse.check(args.command, cwd)
         if found.directories:  # as OpenCode: where it runs first, then what runs
-            remembered = [d for d in found.directories if d != shell.UNKNOWN]
+            remembered = [d for d in found.directories if d != shell_parse.UNKNOWN]
             ctx.ask("external_directory", found.directories, remembered, {"command": args.command})
         if found.patterns:
             ctx.ask(

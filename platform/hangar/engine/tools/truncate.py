@@ -15,14 +15,11 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from sandbox.protocol import Sandbox
+from sandbox.protocol import TOOL_OUTPUT_DIR, Sandbox
 
 MAX_LINES = 2000
 MAX_BYTES = 50 * 1024
-OUTPUT_DIR = "/tmp/hangar/tool-output"
-# For the default permission ruleset: reading saved outputs must never need a person's answer
-# (OpenCode allows its Truncate.GLOB the same way).
-OUTPUT_GLOB = f"{OUTPUT_DIR}/*"
+OUTPUT_DIR = TOOL_OUTPUT_DIR
 Direction = Literal["both", "head", "tail"]
 
 

@@ -16,8 +16,8 @@ from hangar.integrations.slack import selectors, services
 from hangar.integrations.slack.client import web_client
 from hangar.integrations.slack.models import SlackPermissionMessage
 from hangar.integrations.slack.options import parse
-from hangar.integrations.slack.progress import escape
 from hangar.integrations.slack.tasks import status_show
+from hangar.integrations.slack.texts import escape
 
 
 def _authorize(enterprise_id, team_id, logger) -> AuthorizeResult | None:

@@ -5,7 +5,7 @@ from celery import shared_task
 
 from hangar.conversations.models import PermissionRequest, QuestionRequest, Session
 from hangar.integrations import queue  # noqa: F401  (routes this module's tasks)
-from hangar.integrations.slack import progress, selectors, services
+from hangar.integrations.slack import selectors, services, texts
 from hangar.integrations.slack.client import web_client
 from hangar.integrations.slack.models import SlackThread
 
@@ -20,7 +20,7 @@ REPLIES = (
 def status_show(thread: SlackThread, session: Session, done: bool = False) -> None:
     """Edit the run's status message, or post it if the run has none yet (one per run)."""
     client = web_client(thread.install)
-    text = progress.status_text(session, done=done)
+    text = texts.status_text(session, done=done)
     if thread.status_ts:
         client.chat_update(channel=thread.channel_id, ts=thread.status_ts, text=text)
         return
@@ -44,13 +44,13 @@ def slack_finish(session_id: str) -> None:
     web_client(thread.install).chat_postMessage(
         channel=thread.channel_id,
         thread_ts=thread.thread_ts,
-        text=progress.summary_text(thread, thread.session),
+        text=texts.summary_text(thread, thread.session),
     )
 
 
 def permission_blocks(request: PermissionRequest) -> list[dict]:
-    patterns = progress.escape(", ".join(request.patterns)[:500] or "*")
-    asked = progress.escape(request.permission)
+    patterns = texts.escape(", ".join(request.patterns)[:500] or "*")
+    asked = texts.escape(request.permission)
     return [
         {
             "type": "section",
@@ -91,7 +91,7 @@ def slack_permission(request_id: str) -> None:
         post_buttons(
             thread,
             request_id,
-            f"Permission asked: {progress.escape(request.permission)}",
+            f"Permission asked: {texts.escape(request.permission)}",
             permission_blocks(request),
         )
 
@@ -100,7 +100,7 @@ def question_blocks(request: QuestionRequest, url: str) -> list[dict]:
     """One question with single-choice options: a button per option. Anything else (several questions,
     several choices, the person's own text) is answered in the web app; the message links there. Every
     question message can be dismissed (rejected) from Slack."""
-    asked = progress.escape("\n".join(f"*{q['header']}*: {q['question']}" for q in request.questions)[:2900])
+    asked = texts.escape("\n".join(f"*{q['header']}*: {q['question']}" for q in request.questions)[:2900])
     only = request.questions[0] if len(request.questions) == 1 else None
     buttons = []
     if only is not None and not only.get("multiple"):
@@ -135,7 +135,5 @@ def slack_question(request_id: str) -> None:
     request = selectors.pending_question(request_id)
     if request is not None:
         thread = selectors.thread_for_session(request.session_id)
-        text = f"The agent asks: {progress.escape(request.questions[0]['question'][:200])}"
-        post_buttons(
-            thread, request_id, text, question_blocks(request, progress.session_url(request.session))
-        )
+        text = f"The agent asks: {texts.escape(request.questions[0]['question'][:200])}"
+        post_buttons(thread, request_id, text, question_blocks(request, texts.session_url(request.session)))

@@ -26,7 +26,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 
 from hangar.conversations.models import Event, Session
-from hangar.integrations.webhooks import netguard, selectors, services, signing, transport
+from hangar.integrations.webhooks import enqueue, netguard, selectors, services, signing, transport
 from hangar.integrations.webhooks.models import (
     DeliveryStatus,
     EventType,
@@ -55,10 +55,8 @@ USER_AGENT = "Hangar-Webhooks/1"
 def on_events(session: Session, events: list[Event]) -> None:
     wanted = [e for e in events if e.type in OUTBOUND]
     if wanted and selectors.wanted_event_types(session.org_id) & {str(OUTBOUND[e.type]) for e in wanted}:
-        from hangar.integrations.webhooks.tasks import enqueue_fanout
-
         ids = [e.id for e in wanted]
-        transaction.on_commit(lambda: enqueue_fanout(session.pk, ids), robust=True)
+        transaction.on_commit(lambda: enqueue.enqueue_fanout(session.pk, ids), robust=True)
 
 
 def event_body(event: Event, session: Session) -> str:

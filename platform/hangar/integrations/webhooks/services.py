@@ -19,6 +19,7 @@ from hangar.accounts.models import Org, Role
 from hangar.accounts.selectors import require_role
 from hangar.audit.services import audit_record
 from hangar.integrations.webhooks import netguard, selectors, signing
+from hangar.integrations.webhooks.enqueue import enqueue_delivery
 from hangar.integrations.webhooks.models import (
     DeliveryStatus,
     EventType,
@@ -208,8 +209,6 @@ def endpoint_delete(*, actor: Actor, endpoint: WebhookEndpoint) -> None:
 
 def delivery_replay(*, actor: Actor, delivery: WebhookDelivery) -> WebhookDelivery:
     """Send a delivery again, now, with its original id and body (receivers deduplicate on the id)."""
-    from hangar.integrations.webhooks.tasks import enqueue_delivery
-
     _admin(actor, delivery.endpoint.org)
     with transaction.atomic():
         WebhookDelivery.objects.filter(pk=delivery.pk).update(status=DeliveryStatus.PENDING)
