@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(180)]
 
 
 class Tui:
-    def __init__(self, base: str, token: str, tmp_path):
+    def __init__(self, base: str, token: str, tmp_path, env: dict | None = None):
         self.name = f"oc-{uuid.uuid4().hex[:8]}"
         command = f"{OPENCODE_BIN} attach {base} -p {token}"
         subprocess.run(
@@ -38,7 +38,7 @@ class Tui:
                 str(tmp_path),
                 command,
             ],
-            env=opencode_env(tmp_path),
+            env=env or opencode_env(tmp_path),
             check=True,
         )
 
@@ -58,6 +58,10 @@ class Tui:
 
     def type(self, text: str) -> None:
         subprocess.run(["tmux", "send-keys", "-t", self.name, text, "Enter"], check=True)
+
+    def keys(self, *keys: str) -> None:
+        """Send keys without Enter (text, or tmux key names such as "Enter")."""
+        subprocess.run(["tmux", "send-keys", "-t", self.name, *keys], check=True)
 
     def close(self) -> None:
         subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
