@@ -63,6 +63,19 @@ def jailed(
         alternates = Path(named.get("--git-dir", "/nonexistent")) / "objects" / "info" / "alternates"
         if alternates.is_file():
             readable = {Path(line) for line in alternates.read_text().split() if line.startswith("/")}
+    return jailed_paths(command, root, writable=writable, readable=readable, files=files)
+
+
+def jailed_paths(
+    command: list[str],
+    root: str,
+    *,
+    writable: set[Path],
+    readable: set[Path],
+    files: dict[Path, Path] | None = None,
+) -> list[str]:
+    """`command` wrapped to run in the jail as the sandbox uid, seeing only `writable` (read-write),
+    `readable` (read-only) and `files` (host file -> the path it covers, read-only)."""
     binds = sorted(
         [(len(p.parts), f"rw:{p}") for p in writable]
         + [(len(p.parts), f"ro:{p}") for p in readable - writable]

@@ -476,17 +476,27 @@ def workspace_dir(session_id: str) -> Path:
     return volumes.ensure_mounted(record["volume"]) / "workspace"
 
 
-def checkout(mirror: Path, session_id: str, sha: str, branch: str) -> Path:
+def checkout(mirror: Path, session_id: str, sha: str, branch: str, cached: Path | None = None) -> Path | None:
     """Give the session `sha` on a new branch: its workspace becomes an overlay of the commit's shared
     read-only tree (built once per mirror and commit), and its git dir (objects borrowed from the mirror,
     the index copied from the tree's) is written directly. No file of the repository is written per
     session, so the time does not grow with the repository's size. GitError(kind="quota") when the
-    commit's files exceed the session's disk quota; nothing is then changed."""
+    commit's files exceed the session's disk quota; nothing is then changed.
+    `cached`: a cached environment's layer of the same commit (sandbox.env_cache) to stand on instead,
+    if it is still there. Returns the layer the workspace stands on."""
     record = volumes.lookup(volumes.session_key(session_id))
     if record is None:
         raise GitError(f"session {session_id} has no sandbox volume", kind="error")
     volume_id = record["volume"]
     capacity = _capacity(volumes.ensure_mounted(volume_id))
+    if cached is not None:
+        with _layer_lock(cached):
+            if (cached / "tree").is_dir() and (cached / "index").is_file():
+                _fits(_layer_size(cached), capacity)
+                volumes.attach_lower(volume_id, cached)
+                os.utime(cached)  # recently used: pruned last
+                _write_gitdir(session_gitdir(session_id), mirror, cached, sha, branch)
+                return cached
     layer = layer_path(mirror, sha)
     built = False
     with _layer_lock(layer):
@@ -498,12 +508,12 @@ def checkout(mirror: Path, session_id: str, sha: str, branch: str) -> Path:
             built = True
         repo_disk.mark_used(mirror, repo_disk.mirror_org(mirror))
         _fits(_layer_size(layer), capacity)
-        worktree = volumes.attach_lower(volume_id, layer)
+        volumes.attach_lower(volume_id, layer)
         os.utime(layer)  # recently used: pruned last
     _write_gitdir(session_gitdir(session_id), mirror, layer, sha, branch)
     if built:
         prune_layers()
-    return worktree
+    return layer
 
 
 ALTERNATES = "objects/info/alternates"

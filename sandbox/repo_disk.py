@@ -5,7 +5,8 @@ pruning them looks at.
 
 Per mirror, beside it: `<key>.org` (the org it was fetched for; its mtime is the mirror's last use) and
 `<key>.size` (bytes on disk, measured after each fetch). A layer's bytes are its `size` file (the tree's
-blocks), its org the one of the mirror it came from. Archives are streamed from Docker's archive API and
+blocks), its org the one of the mirror it came from (a cached environment, sandbox.env_cache, names its
+own in its `org` file). Archives are streamed from Docker's archive API and
 uploads go into the workspace volume, so neither leaves anything on the host to count.
 
 Settings (environment): HANGAR_REPO_MAX_MB (the most one clone or fetch may write, default 2048),
@@ -134,9 +135,19 @@ def used_bytes(org_id: str = "") -> int:
         for layer in layers_dir().iterdir():
             if layer.name.startswith(".") or not layer.is_dir():
                 continue
-            if not org_id or orgs.get(layer.name.split("-", 1)[0]) == org_id:
+            if not org_id or _layer_org(layer, orgs) == org_id:
                 total += layer_bytes(layer)
     return total
+
+
+def _layer_org(layer: Path, mirror_orgs: dict[str, str]) -> str:
+    """A checkout layer's org is its mirror's; a cached environment (sandbox.env_cache) says its own."""
+    if layer.name.startswith("env-"):
+        try:
+            return (layer / "org").read_text().strip()
+        except OSError:
+            return ""
+    return mirror_orgs.get(layer.name.split("-", 1)[0], "")
 
 
 def used_mb(org_id: str = "") -> float:

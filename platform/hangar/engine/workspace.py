@@ -25,13 +25,14 @@ from django.conf import settings
 from django.db import close_old_connections, connection
 
 from hangar.conversations.models import Session
+from hangar.engine.env_cache import EnvKey, env_key
 from hangar.engine.secret_env import masker_for, setup_env
 from hangar.logging import get_logger
 from hangar.projects import crypto
 from hangar.projects.models import Project
 from hangar.repos import services as repos
 from hangar.repos.models import SessionWorkspace, WorkspaceState
-from sandbox import gitops, volumes
+from sandbox import env_cache, gitops, volumes
 from sandbox.protocol import WORKSPACE, Sandbox, SandboxError
 
 log = get_logger(__name__)
@@ -141,6 +142,9 @@ def _prepare(
     started = time.monotonic()
     project = session.project
     code, output = None, ""
+    cache: EnvKey | None = None
+    base: Path | None = None  # the checkout layer the workspace stands on
+    restored = False
     try:
         if row.repo_url:
             repos.workspace_preparing(row=row, phase="clone")
@@ -151,12 +155,24 @@ def _prepare(
                 mirror = gitops.mirror_sync(remote_for(project, row.repo_url), scope=str(session.org_id))
             ref = row.ref or gitops.default_branch(mirror)
             sha = gitops.resolve_ref(mirror, ref)
-            gitops.checkout(mirror, session.pk, sha, row.branch)
+            cache = env_key(project, box, row.repo_url, sha)
+            cached = env_cache.find(cache.key) if cache else None
+            base = gitops.checkout(mirror, session.pk, sha, row.branch, cached=cached)
+            restored = cached is not None and base == cached
             repos.workspace_cloned(row=row, ref=ref, base_commit=sha)
+        elif project.setup_script.strip():
+            cache = env_key(project, box, "", "")
+            restored = cache is not None and env_cache.attach(_volume_of(session), cache.key) is not None
         if project.setup_script.strip():
             repos.workspace_preparing(row=row, phase="setup")
             _release_connection()
-            code, output = _run_setup(session, box, project)
+            if restored:
+                code, output = 0, RESTORED
+                repos.workspace_setup_output(session=session, text=RESTORED)
+            else:
+                code, output = _run_setup(session, box, project)
+            if code == 0 and cache is not None and not restored:
+                _keep_environment(session, cache, base)
             if code != 0:
                 message = f"The project's setup script failed (exit code {code}); see the setup log."
                 repos.workspace_failed(
@@ -178,6 +194,31 @@ def _prepare(
     marker = gitops.ready_marker(session.pk)
     marker.parent.mkdir(parents=True, exist_ok=True)
     marker.touch()
+
+
+RESTORED = "Restored the cached environment of this commit and setup script (the script did not run again).\n"
+
+
+def _volume_of(session: Session) -> str:
+    record = volumes.lookup(volumes.session_key(session.pk))
+    if record is None:
+        raise WorkspaceError("The session has no sandbox volume.")
+    return str(record["volume"])
+
+
+def _keep_environment(session: Session, cache: EnvKey, base: Path | None) -> None:
+    """Keep what the setup script left as the layer the next session starts from. A failure (no room in
+    the disk budget, the copy failed) is logged: this session goes on as it is."""
+    try:
+        env_cache.capture(
+            key=cache.key,
+            volume_id=_volume_of(session),
+            org_id=str(session.org_id),
+            base_layer=base,
+            info=cache.info,
+        )
+    except (env_cache.EnvCacheError, OSError) as exc:
+        log.info("env_cache_not_kept", session=session.pk, reason=str(exc)[:300])
 
 
 def _prefetched(prefetch: MirrorFetch) -> Path:
