@@ -24,6 +24,13 @@ echo changed by setup >> README.md
 """
 
 
+@pytest.fixture(autouse=True)
+def _no_environments_of_an_earlier_run(alice):
+    """Layers live on the host, beyond the test database: an earlier run's org and project ids may match."""
+    for kept in environments_of(alice.org.pk):
+        assert gitops._remove_layer(env_cache.layer_path(kept["key"]))
+
+
 def _session(persona, made):
     session = session_create(actor=persona.actor, project=persona.project, title="t")
     made.append(session.pk)

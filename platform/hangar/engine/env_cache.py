@@ -31,12 +31,14 @@ class EnvKey:
 
 def _image_id(box: Sandbox) -> tuple[str, str] | None:
     from sandbox.docker_backend import DockerSandbox
+    from sandbox.manager import DockerSandboxes
 
-    if not isinstance(box, DockerSandbox):
+    owner = box.manager if isinstance(box, DockerSandbox) else None
+    if not isinstance(box, DockerSandbox) or not isinstance(owner, DockerSandboxes):
         return None
-    name = box.spec.image or box._manager.image
+    name = box.spec.image or owner.image
     try:
-        return name, str(box._manager.client.images.get(name).id)
+        return name, str(owner.client.images.get(name).id)
     except Exception:  # an image Docker cannot describe: no cache rather than a wrong one
         log.info("env_cache_image_unknown", image=name)
         return None
