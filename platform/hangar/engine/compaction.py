@@ -8,7 +8,11 @@ At each step, before the model is called (the loop asks `ContextWindow`):
    (hangar.engine.history.since_boundary); an automatic one is followed by the synthetic "Continue..."
    user message, so the agent goes on by itself. `session.compacted` tells the clients.
 2. The last finished step's reported usage (input + output + cache) reaches the usable window
-   (`usable`): old tool outputs are pruned first; if that is not enough, a compaction is requested.
+   (`usable`): old tool outputs are pruned first; if that is not enough, a compaction is requested. This
+   holds for a step that ended the turn too (OpenCode's processor checks every finished step): the
+   compaction runs and its "Continue..." message lets the agent go on, as in OpenCode 1.18.33. (Before,
+   a turn whose last step overflowed ended without compacting: a ~1,000-line tool output on a 4,000-token
+   model compacted in OpenCode and not here, issue 30.)
 3. A provider's own context-overflow error (hangar.engine.providers.overflow) requests a compaction too,
    never a retry.
 
@@ -24,6 +28,7 @@ reserved = min(COMPACTION_BUFFER, max output).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from hangar.conversations import services as store
@@ -260,9 +265,14 @@ class ContextWindow:
 
     # --- 2. overflow by the last step's usage ----------------------------------------------------------
 
-    def overflowing(self, state: StepState, stored: History, user: Message) -> bool:
+    def fills(self, tokens: dict[str, Any]) -> bool:
+        """A step's reported usage reaches the usable window (no read: the step's own figures)."""
+        return context_tokens(tokens) >= usable(self.limits())
+
+    def overflowing(self, state: StepState, stored: Callable[[], History], user: Message) -> bool:
         """Prune, and ask for a compaction if pruning is not enough (module doc, 2). True when a compaction
-        was asked for: the loop then re-reads the session and runs it."""
+        was asked for: the loop then re-reads the session and runs it. `stored` gives the history, read
+        only when the last step's usage reaches the window."""
         infos = [m.data for m in state.messages]
         start = boundary(infos)
         finished = [
@@ -279,7 +289,7 @@ class ContextWindow:
         count = context_tokens(tokens)
         if count < limit:
             return False
-        freed = self.prune(since_boundary(stored), state)
+        freed = self.prune(since_boundary(stored()), state)
         if count - freed < limit:
             return False
         if start and len(finished) == 1 and prompt_tokens(tokens) >= limit:

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from contextlib import nullcontext
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import transaction
 
@@ -85,6 +85,21 @@ from sandbox.protocol import Sandbox, SandboxError
 
 log = get_logger(__name__)
 CONTINUES = ("tool-calls", "unknown")  # finish reasons after which the turn goes on
+
+
+T = TypeVar("T")
+
+
+def _once(read: Callable[[], T]) -> Callable[[], T]:
+    """`read`, called at most once (a history read the step may not need)."""
+    box: list[T] = []
+
+    def get() -> T:
+        if not box:
+            box.append(read())
+        return box[0]
+
+    return get
 
 
 def _made_a_call(message: Message) -> bool:
@@ -189,6 +204,12 @@ class Loop:
 
     # --- one step ------------------------------------------------------------------------------------
 
+    @staticmethod
+    def _compacts_at_end(assistant: Message) -> bool:
+        """A finished step that may ask for a compaction: a model's own answer, not a summary or an error.
+        (A person's rejection ends the run where it happens, never through here.)"""
+        return not assistant.data.get("summary") and not assistant.data.get("error")
+
     def step(self) -> None:
         """One pass of the loop: returns if the turn goes on, raises the outcome that ends it."""
         if self.abort.is_set():
@@ -210,13 +231,17 @@ class Loop:
             return self.close_step(assistant, model_call=not by_user)  # resumed
         if subtask is not None and last is user:
             return self.run_subtask(user, subtask)
+        read_history = _once(lambda: self.reader.history(state))
         if assistant is not None and last is assistant:
             if assistant.data.get("finish") not in (None, *CONTINUES):
+                # A turn's last step that filled the window compacts too (OpenCode's processor does).
+                if self._compacts_at_end(assistant) and self.window.overflowing(state, read_history, user):
+                    return None
                 raise Finished(assistant.data["finish"])
             if assistant.data.get("error"):
                 raise Finished("error")
-        stored = self.reader.history(state)
-        if self.window.overflowing(state, stored, user):
+        stored = read_history()
+        if self.window.overflowing(state, read_history, user):
             return None  # a compaction was asked for: the next pass runs it
         self.steps += 1
         if self.agent.steps and self.steps > self.agent.steps:
@@ -360,6 +385,8 @@ class Loop:
         if stopped:
             raise stopped
         if finish not in CONTINUES:
+            if model_call and not data.get("error") and self.window.fills(data.get("tokens") or {}):
+                return  # the next pass compacts, as OpenCode does after any finished step (ContextWindow)
             raise Finished(finish)
 
     def note_latency(self, message: Message, began: float) -> None:

@@ -320,3 +320,45 @@ def test_a_manual_summary_compacts_without_continuing_and_the_next_prompt_starts
         {"role": "assistant", "content": SUMMARY},
         {"role": "user", "content": "next"},
     ]
+
+
+def test_a_last_step_that_fills_the_window_compacts_and_the_agent_goes_on_as_in_opencode(rig):
+    # Issue 30: a 4,000-token model (1,000 output) and a ~1,000-line tool output compacted in OpenCode
+    # 1.18.33 but not here. The tool's output made the *answering* step's prompt overflow, and that step
+    # ended the turn ("stop"): the loop checked the window only before a next step. OpenCode's processor
+    # checks every finished step, the turn's last included, then compacts and continues.
+    small_window(rig, context=4_000, output=1_000)
+    rig.prompt("list the numbers")
+    model = ScriptedModel(
+        [
+            [
+                call("bash", "c1", command="seq 1000", description="numbers"),
+                {"usage": {"input": 300, "output": 20}},
+            ],
+            [{"text": "Here they are."}, {"usage": {"input": 2_400, "output": 10}}],
+            [{"text": SUMMARY}, {"usage": {"input": 2_500, "output": 60}}],
+            [{"text": "Nothing left to do."}, {"usage": {"input": 200, "output": 8}}],
+        ]
+    )
+    rig.run(model)
+
+    steps = rig.assistants()
+    assert [(m["agent"], m["finish"], bool(m.get("summary"))) for m in steps] == [
+        ("build", "tool-calls", False),
+        ("build", "stop", False),
+        ("compaction", "stop", True),
+        ("build", "stop", False),
+    ]
+    (_, request), (_, continued) = user_messages(rig)[1:]
+    assert request == [{**request[0], "type": "compaction", "auto": True}]
+    assert continued[0]["text"] == prompt_text("compaction_continue") and continued[0]["synthetic"]
+    assert len(events(rig, "session.compacted")) == 1
+    assert rig.state().status == "idle" and len(model.requests) == 4
+
+
+def test_a_last_step_within_the_window_ends_the_turn_without_compacting(rig):
+    small_window(rig, context=4_000, output=1_000)
+    rig.prompt("hello")
+    model = ScriptedModel([[{"text": "hi"}, {"usage": {"input": 1_900, "output": 10}}]])  # usable is 2,000
+    rig.run(model)
+    assert [m["finish"] for m in rig.assistants()] == ["stop"] and not events(rig, "session.compacted")
