@@ -19,6 +19,12 @@ class QuestionNotFound(exceptions.NotFound):
         self.request_id = request_id
 
 
+class ProjectNotFound(exceptions.NotFound):
+    def __init__(self, project_id: str):
+        super().__init__(f"Project not found: {project_id}")
+        self.project_id = project_id
+
+
 class SessionBusy(exceptions.APIException):
     status_code = 409
 
@@ -44,6 +50,8 @@ def error_body(exc: Exception) -> tuple[int, dict]:
             "requestID": exc.request_id,
             "message": str(exc.detail),
         }
+    if isinstance(exc, ProjectNotFound):
+        return 404, {"_tag": "ProjectNotFoundError", "projectID": exc.project_id, "message": str(exc.detail)}
     if isinstance(exc, SessionBusy):
         return 409, {"_tag": "SessionBusyError", "sessionID": exc.session_id, "message": str(exc.detail)}
     if isinstance(exc, exceptions.NotFound):

@@ -92,3 +92,27 @@ urlpatterns += [
     path("session/<str:session_id>/init", views_shell.Init.as_view(), name="oc-session-init"),
     path("session/<str:session_id>/share", views_share.Share.as_view(), name="oc-session-share"),
 ]
+
+# --- issue 30, "what OpenCode's own app and the SDK call" (helper `api`): health, history edits, vcs,
+# projects, the tool list. Kept in one block of its own.
+from hangar.opencode import views_history, views_project, views_tools, views_vcs  # noqa: E402
+
+urlpatterns += [
+    path("global/health", views_project.Health.as_view(), name="oc-global-health"),
+    path("project", views_project.Projects.as_view(), name="oc-projects"),
+    path(
+        "project/<str:opencode_project_id>",
+        views_project.ProjectUpdate.as_view(),
+        name="oc-project-update",
+    ),
+    path(
+        "session/<str:session_id>/message/<str:message_id>/part/<str:part_id>",
+        views_history.MessagePart.as_view(),
+        name="oc-message-part",
+    ),
+    path("vcs/status", views_vcs.VcsStatus.as_view(), name="oc-vcs-status"),
+    path("vcs/diff", views_vcs.VcsDiff.as_view(), name="oc-vcs-diff"),
+    path("vcs/diff/raw", views_vcs.VcsDiffRaw.as_view(), name="oc-vcs-diff-raw"),
+    path("experimental/tool", views_tools.ToolList.as_view(), name="oc-tool-list"),
+    path("experimental/tool/ids", views_tools.ToolIds.as_view(), name="oc-tool-ids"),
+]

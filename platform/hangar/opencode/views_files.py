@@ -1,7 +1,8 @@
 """OpenCode's file and find routes (/file, /file/content, /file/status, /find, /find/file, /find/symbol)
 over a Hangar project. OpenCode answers them for its one directory; a Hangar project has a workspace per
-session, so they read the workspace of the caller's newest session of the project (the one a client
-attached to the project works in), inside its sandbox. With no session yet there is nothing to list.
+session, so they read the workspace of the session the request names (`?session=`), else of the
+caller's newest session of the project, inside its sandbox, and say which in a header (workspace_scope).
+With no session yet there is nothing to list.
 Paths are the workspace's; anything that leaves it is a 400. /find/symbol answers no symbols: no
 language server runs beside a sandbox."""
 
@@ -17,10 +18,10 @@ from rest_framework.exceptions import APIException, NotFound, ValidationError
 from rest_framework.response import Response
 
 from hangar.conversations import selectors as conversation_selectors
-from hangar.conversations.models import Session
 from hangar.engine import workspace_files
 from hangar.engine.workspace_files import FileError
 from hangar.opencode.base import OpenCodeView
+from hangar.opencode.workspace_scope import SaysWhichSession, workspace_session
 from sandbox.protocol import WORKSPACE, SandboxError
 
 OC = ["opencode"]
@@ -30,13 +31,6 @@ MAX_FILES = 200
 
 class Unavailable(APIException):
     status_code = 503
-
-
-def _newest_session(view: OpenCodeView) -> Session | None:
-    newest = conversation_selectors.sessions_list(
-        view.scope.actor, view.scope.project.pk, archived=False, roots_only=True, search="", limit=1
-    )
-    return newest[0] if newest else None
 
 
 def _required(request, name: str, limit: int = 1000) -> str:
@@ -52,11 +46,11 @@ def _file_error(exc: FileError) -> APIException:
     return ValidationError({"path": [str(exc)]}) if exc.status == 400 else Unavailable(str(exc))
 
 
-class FileList(OpenCodeView):
+class FileList(SaysWhichSession, OpenCodeView):
     @extend_schema(tags=OC, operation_id="oc_file_list", responses={200: dict})
     def get(self, request, project_id):
         path = request.query_params.get("path", "")
-        session = _newest_session(self)
+        session = workspace_session(self)
         if session is None:
             return Response([])
         try:
@@ -77,11 +71,11 @@ class FileList(OpenCodeView):
         )
 
 
-class FileContent(OpenCodeView):
+class FileContent(SaysWhichSession, OpenCodeView):
     @extend_schema(tags=OC, operation_id="oc_file_read", responses={200: dict})
     def get(self, request, project_id):
         path = _required(request, "path", workspace_files.MAX_PATH_CHARS)
-        session = _newest_session(self)
+        session = workspace_session(self)
         if session is None:
             raise NotFound("No session of this project has a workspace yet.")
         try:
@@ -91,12 +85,12 @@ class FileContent(OpenCodeView):
         return Response({"type": found["type"], "content": found["content"]})
 
 
-class FileStatus(OpenCodeView):
+class FileStatus(SaysWhichSession, OpenCodeView):
     """What the session changed, as OpenCode's File list (from the session's stored diff)."""
 
     @extend_schema(tags=OC, operation_id="oc_file_status", responses={200: dict})
     def get(self, request, project_id):
-        session = _newest_session(self)
+        session = workspace_session(self)
         diffs = conversation_selectors.session_diff(session) if session is not None else []
         return Response(
             [
@@ -111,13 +105,13 @@ class FileStatus(OpenCodeView):
         )
 
 
-class FindText(OpenCodeView):
+class FindText(SaysWhichSession, OpenCodeView):
     """ripgrep's own JSON matches, as OpenCode answers (it runs ripgrep too), from inside the sandbox."""
 
     @extend_schema(tags=OC, operation_id="oc_find_text", responses={200: dict})
     def get(self, request, project_id):
         pattern = _required(request, "pattern")
-        session = _newest_session(self)
+        session = workspace_session(self)
         if session is None:
             return Response([])
         command = (
@@ -158,7 +152,7 @@ def _match(line: str) -> dict[str, Any] | None:
     return out
 
 
-class FindFile(OpenCodeView):
+class FindFile(SaysWhichSession, OpenCodeView):
     @extend_schema(tags=OC, operation_id="oc_find_files", responses={200: dict})
     def get(self, request, project_id):
         query = _required(request, "query", 200)
@@ -167,7 +161,7 @@ class FindFile(OpenCodeView):
         )
         raw_limit = request.query_params.get("limit", "")
         limit = min(int(raw_limit), MAX_FILES) if raw_limit.isdigit() and int(raw_limit) > 0 else 50
-        session = _newest_session(self)
+        session = workspace_session(self)
         if session is None:
             return Response([])
         try:

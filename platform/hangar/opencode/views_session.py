@@ -11,6 +11,7 @@ from hangar.conversations.services import session_create, session_info
 from hangar.conversations.session_services import session_archive, session_delete, session_update
 from hangar.engine.workspace_tasks import workspace_prepare_soon
 from hangar.opencode import serializers as s
+from hangar.opencode import views_history
 from hangar.opencode.base import OpenCodeView
 
 OC = ["opencode"]
@@ -105,6 +106,10 @@ class SessionMessageDetail(OpenCodeView):
     @extend_schema(tags=OC, operation_id="oc_session_message", responses={200: dict})
     def get(self, request, project_id, session_id, message_id):
         return Response(conversation_selectors.message_get(self.get_session(session_id), message_id))
+
+    @extend_schema(tags=OC, operation_id="oc_session_message_delete", responses={200: bool})
+    def delete(self, request, project_id, session_id, message_id):
+        return views_history.remove_message(self, session_id, message_id)
 
 
 class SessionTodos(OpenCodeView):
