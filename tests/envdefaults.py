@@ -19,6 +19,7 @@ import uuid
 
 os.environ.setdefault("HANGAR_MODEL_ALLOWED_NETWORKS", "127.0.0.0/8,::1/128")
 os.environ.setdefault("HANGAR_SSO_ALLOWED_NETWORKS", "127.0.0.0/8,::1/128")
+os.environ.setdefault("HANGAR_MCP_ALLOWED_NETWORKS", "127.0.0.0/8,::1/128")
 os.environ.setdefault("HANGAR_ENGINE_QUEUE", f"engine-test-{uuid.uuid4().hex[:8]}")
 
 _xdist_worker = os.environ.get("PYTEST_XDIST_WORKER", "")

@@ -279,6 +279,9 @@ HANGAR_LOCAL_MODEL_STATUS = os.environ.get("HANGAR_LOCAL_MODEL_STATUS", "")
 # networks (CIDRs): e.g. "10.20.0.0/16" for a self-hosted model. Tests and the dev scripts allow loopback
 # (127.0.0.0/8, ::1/128) for the scripted server and the bundled local model; production should not.
 HANGAR_MODEL_ALLOWED_NETWORKS = csv("HANGAR_MODEL_ALLOWED_NETWORKS")
+# Where a remote MCP server may be besides public addresses (CIDRs; hangar.engine.mcp.guard): a team's own
+# server on a private network. Loopback, metadata and private addresses are refused unless listed here.
+HANGAR_MCP_ALLOWED_NETWORKS = csv("HANGAR_MCP_ALLOWED_NETWORKS")
 # What a model may send: the whole response and one SSE event (bytes), one tool call's arguments and one
 # text or reasoning part (characters). Crossing one ends the step with "response too large" (hangar.engine.providers.limits).
 HANGAR_MODEL_MAX_RESPONSE_BYTES = int(os.environ.get("HANGAR_MODEL_MAX_RESPONSE_BYTES", str(32 << 20)))

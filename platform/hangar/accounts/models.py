@@ -39,6 +39,9 @@ class Org(models.Model):
     # Org-wide permission rules, evaluated on their own before every project/session layer so that an
     # org deny always wins (hangar.engine.permissions). [{permission, pattern, action}]
     permission_policy = models.JSONField(default=list, blank=True)
+    # Which MCP servers the org's agents may use at all (hangar.mcp_config.clean_policy): {"local": [command
+    # patterns], "remote": [URL patterns]}. Empty: none.
+    mcp_policy = models.JSONField(default=dict, blank=True)
     # Fair shares of the shared workers and hosts (hangar.engine.fairness), set by a platform operator
     # (superuser admin or `manage.py org_limits`), never by the org's own admins. None: the platform's
     # default (settings.HANGAR_ORG_MAX_RUNS / HANGAR_ORG_MAX_SANDBOXES).

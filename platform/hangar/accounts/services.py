@@ -10,6 +10,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 from rest_framework.exceptions import PermissionDenied, ValidationError
 
+from hangar import mcp_config
 from hangar.accounts import tokens
 from hangar.accounts.actors import Actor
 from hangar.accounts.invitation_services import invitation_create
@@ -321,6 +322,22 @@ def org_share_policy_set(*, actor: Actor, org: Org, policy: str) -> Org:
     before, org.share_policy = org.share_policy, policy
     org.save(update_fields=["share_policy", "updated_at"])
     audit_record(actor=actor, action="org.share_policy.set", target=org, data={"from": before, "to": policy})
+    return org
+
+
+@transaction.atomic
+def org_mcp_policy_set(*, actor: Actor, org: Org, policy: object) -> Org:
+    """Replace the org's MCP allow-list (admins and owners): which local commands and remote URLs its
+    projects and workspaces may name. Running sessions read it again at their next step."""
+    require_role(actor, org.pk, Role.ADMIN)
+    try:
+        cleaned = mcp_config.clean_policy(policy, field="policy")
+    except mcp_config.McpConfigError as exc:
+        raise ValidationError({exc.field: [exc.message]}) from None
+    org = Org.objects.select_for_update().get(pk=org.pk)
+    before, org.mcp_policy = org.mcp_policy, cleaned
+    org.save(update_fields=["mcp_policy", "updated_at"])
+    audit_record(actor=actor, action="org.mcp_policy.set", target=org, data={"from": before, "to": cleaned})
     return org
 
 

@@ -12,6 +12,7 @@ from hangar.accounts.selectors import memberships_for_user
 from hangar.accounts.services import (
     org_create,
     org_instructions_set,
+    org_mcp_policy_set,
     org_permission_policy_set,
     org_share_policy_set,
 )
@@ -80,6 +81,30 @@ class OrgPermissionPolicyView(APIView):
             actor=scope.actor, org=scope.org, rules=body.validated_data["rules"]
         )
         return Response({"rules": updated.permission_policy})
+
+
+class McpPolicyIO(serializers.Serializer):
+    policy = serializers.JSONField(
+        help_text='which MCP servers the org\'s agents may use: {"local": [command patterns], "remote": [URL'
+        " patterns]}; `*` matches any run of characters"
+    )
+
+
+class OrgMcpPolicyView(APIView):
+    """The org's MCP allow-list: any member reads it, admins and owners replace it."""
+
+    @extend_schema(operation_id="org_mcp_policy_get", responses=McpPolicyIO)
+    def get(self, request, org):
+        scope = scope_for(request, org)
+        return Response({"policy": {"local": [], "remote": [], **(scope.org.mcp_policy or {})}})
+
+    @extend_schema(operation_id="org_mcp_policy_set", request=McpPolicyIO, responses=McpPolicyIO)
+    def put(self, request, org):
+        scope = scope_for(request, org, Role.ADMIN)
+        body = McpPolicyIO(data=request.data)
+        body.is_valid(raise_exception=True)
+        updated = org_mcp_policy_set(actor=scope.actor, org=scope.org, policy=body.validated_data["policy"])
+        return Response({"policy": updated.mcp_policy})
 
 
 class InstructionsIO(serializers.Serializer):

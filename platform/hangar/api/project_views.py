@@ -45,6 +45,11 @@ class ProjectOut(serializers.Serializer):
         child=serializers.DictField(),
         help_text="the project's own agents: {name: {description, mode, prompt, ...}}",
     )
+    mcp = serializers.DictField(
+        child=serializers.DictField(),
+        help_text="MCP servers its sessions get, in OpenCode's shape: {name: {type: local, command, environment}"
+        " | {type: remote, url, headers}}; a header value may name a project secret as {env:NAME}",
+    )
     repo_url = serializers.CharField()
     repo_default_branch = serializers.CharField()
     protected_branches = serializers.ListField(
@@ -91,6 +96,7 @@ class ProjectIn(serializers.Serializer):
     network_allowlist = serializers.ListField(child=serializers.CharField(), required=False)
     model_limits = serializers.JSONField(required=False)
     agents = serializers.JSONField(required=False)
+    mcp = serializers.JSONField(required=False)
     repo_url = serializers.CharField(max_length=500, required=False, allow_blank=True)
     repo_default_branch = serializers.CharField(max_length=250, required=False, allow_blank=True)
     protected_branches = serializers.JSONField(required=False)

@@ -182,6 +182,25 @@ def tool_denied_audit(*, session: Session, permission: str, patterns: list[str])
         _agent_audit(session, "tool.denied", session, permission, patterns)
 
 
+def mcp_call_audit(*, session: Session, server: str, tool: str, data: dict[str, Any]) -> None:
+    """An MCP tool call (hangar.engine.mcp): which server and tool, for whom, how long and how much came back.
+    `data` holds figures only (ms, bytes, ok): a call's arguments may carry secrets and are never kept here."""
+    with transaction.atomic():
+        audit_record(
+            actor=system_actor(session.org_id, label="agent"),
+            action="mcp.call",
+            target=session,
+            data={
+                "session": session.pk,
+                "project": session.project_id,
+                "user": session.prompter_id,
+                "server": server,
+                "tool": tool,
+                **data,
+            },
+        )
+
+
 def session_turn_audit(*, session: Session, outcome: str, steps: int) -> None:
     """A turn has ended (after the session went idle): how (finished, stopped, aborted, max_steps,
     error, blocked, refused) and after how many model steps of this run."""

@@ -47,6 +47,7 @@ from hangar.engine.diffs import summarize as summarize_diffs
 from hangar.engine.failures import sandbox_error, turn_failed
 from hangar.engine.history import since_boundary, to_model_messages
 from hangar.engine.live_policy import LivePolicy
+from hangar.engine.mcp.tools import McpCatalog
 from hangar.engine.outcomes import (
     Aborted,
     BudgetBlocked,
@@ -77,7 +78,7 @@ from hangar.engine.system_context import SystemContext
 from hangar.engine.titles import title_maybe
 from hangar.engine.tool_calls import CallScope, ToolCalls
 from hangar.engine.tools.base import PermissionAsked, Tool
-from hangar.engine.tools.registry import get_tools, tool_schemas_for
+from hangar.engine.tools.registry import ALL, get_tools, tool_schemas_for
 from hangar.logging import get_logger
 from hangar.projects.models import NetworkPolicy
 from hangar.usage.ledger_services import ledger_writes
@@ -135,6 +136,7 @@ class Loop:
         self.org_policy: list[dict[str, Any]] | None = None  # read once per run
         # The last step's offer (its tools and their schemas) and what decided it (see `_offer`).
         self._offered: tuple[tuple[Any, ...], dict[str, Tool], list[dict[str, Any]]] | None = None
+        self.mcp = McpCatalog()  # the MCP servers' tools, listed at the run's first step
         self.skills_block = ""  # the system prompt's <available_skills>, as the step's agent may load them
         self.schemas: list[dict[str, Any]] = []
         self.steps = 0
@@ -483,6 +485,8 @@ class Loop:
             self.org_policy = perm.org_policy_for(session.org)
         ruleset = self._ruleset()
         tools = get_tools(self.agent.name, self.model_ref["modelID"])
+        if tools:  # an agent offered no tools (the hidden ones) gets no MCP tools either
+            tools.update(self.mcp.tools(session, set(ALL)))
         skills = (
             [s for s in self.sandbox.skills() if self._may("skill", s.name, ruleset)]
             if "skill" in tools

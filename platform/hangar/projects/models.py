@@ -37,6 +37,9 @@ class Project(models.Model):
     # permission, steps, temperature, model, ...}} as in a workspace's .opencode/agents/*.md frontmatter
     # (hangar.agent_config). A built-in agent's name wins; these win over the workspace's.
     agents = models.JSONField(default=dict, blank=True)
+    # MCP servers its sessions get, in OpenCode's shape ({name: {type: local|remote, ...}}, checked by
+    # hangar.mcp_config); each must pass the org's allow-list (Org.mcp_policy), when saved and when used.
+    mcp = models.JSONField(default=dict, blank=True)
     # The repository a session's workspace is cloned from (hangar.repos); empty: sessions start empty.
     repo_url = models.CharField(max_length=500, blank=True)
     repo_default_branch = models.CharField(max_length=250, blank=True, help_text="empty: the remote's HEAD")

@@ -9,7 +9,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 from rest_framework.exceptions import PermissionDenied, ValidationError
 
-from hangar import netguard
+from hangar import mcp_config, netguard
 from hangar.accounts.actors import Actor
 from hangar.accounts.models import Org, Role, User
 from hangar.accounts.selectors import require_role
@@ -37,6 +37,7 @@ PROJECT_FIELDS = (
     "network_allowlist",
     "model_limits",
     "agents",
+    "mcp",
     "repo_url",
     "repo_default_branch",
     "repo_username",
@@ -125,6 +126,18 @@ def _pin_host_key(project: Project, given: str | None, host_moved: bool) -> bool
     return project.repo_ssh_host_key != before
 
 
+def check_mcp_allowed(org_id: int, values: dict) -> None:
+    """Every MCP server a project names must pass its org's allow-list (a 400 naming the server's
+    command or url); the engine checks again at use, since the org may narrow the list later."""
+    if not values.get("mcp"):
+        return
+    policy = Org.objects.filter(pk=org_id).values_list("mcp_policy", flat=True).first() or {}
+    try:
+        mcp_config.check_allowed(values["mcp"], policy)
+    except mcp_config.McpConfigError as exc:
+        raise ValidationError({exc.field: [exc.message]}) from None
+
+
 def _check_fields(values: dict) -> dict:
     unknown = set(values) - set(PROJECT_FIELDS)
     if unknown:
@@ -147,6 +160,7 @@ def project_create(
     values = _check_fields({"name": name, **fields})
     caps = Org.objects.filter(pk=org.pk).values_list("project_caps", flat=True).first() or {}
     check_caps(caps, values)
+    check_mcp_allowed(org.pk, values)
     values = within_caps_defaults(caps, values)
     values["slug"] = values.get("slug") or slugify(name)[:80]
     if not values["slug"]:
@@ -183,6 +197,7 @@ def project_update(
     check_caps(
         Org.objects.filter(pk=project.org_id).values_list("project_caps", flat=True).first() or {}, values
     )
+    check_mcp_allowed(project.org_id, values)
     if (
         values.get("slug")
         and Project.objects.filter(org_id=project.org_id, slug=values["slug"]).exclude(pk=project.pk).exists()

@@ -6,6 +6,7 @@ import re
 from django.conf import settings
 from rest_framework.exceptions import ValidationError
 
+from hangar import mcp_config
 from hangar.accounts.permission_rules import clean_permission_rules
 from hangar.agent_config import AgentConfigError, clean_agent_fields
 from hangar.projects.models import NetworkPolicy
@@ -107,6 +108,11 @@ def clean_project_fields(values: dict) -> dict:
         raise ValidationError({"network_policy": [f"Must be one of: {', '.join(NetworkPolicy.values)}."]})
     if "agents" in values:
         values["agents"] = clean_agents(values["agents"])
+    if "mcp" in values:
+        try:
+            values["mcp"] = mcp_config.clean_servers(values["mcp"])
+        except mcp_config.McpConfigError as exc:
+            raise ValidationError({exc.field: [exc.message]}) from None
     if "protected_branches" in values:
         values["protected_branches"] = clean_protected_branches(values["protected_branches"])
     if values.get("sandbox_image"):

@@ -152,7 +152,11 @@ def tool_schema(tool: Tool) -> dict[str, Any]:
 def tool_schemas(tools: dict[str, Tool]) -> list[dict[str, Any]]:
     """OpenAI function-calling schemas for LiteLLM's `tools=` (the loop sends them every step).
     The dicts are shared between calls: callers must not mutate them."""
-    return [tool_schema(tool) for name, tool in tools.items() if name not in INTERNAL_TOOLS]
+    return [
+        getattr(tool, "function_schema", None) or tool_schema(tool)  # an MCP tool brings its server's schema
+        for name, tool in tools.items()
+        if name not in INTERNAL_TOOLS
+    ]
 
 
 def tool_schemas_for(

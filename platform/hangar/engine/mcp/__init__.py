@@ -1,0 +1,11 @@
+"""MCP servers' tools offered to the model beside the built-in ones (issue 27, seed 000 §6).
+
+- `servers.py` which servers a step gets: the project's and the workspace's `opencode.json`, each passing
+  the org's allow-list (hangar.mcp_config), the disabled ones left out;
+- `remote.py` a remote server (Streamable HTTP, else SSE) called from the worker with the official `mcp`
+  SDK, through the private/loopback/metadata guard, its headers' `{env:NAME}` filled from project secrets
+  here and nowhere else (never the sandbox);
+- `tools.py` one `McpTool` per server tool, named `<server>_<tool>` with the server's JSON schema; a call
+  asks the permission engine under its own name, is bounded like a built-in tool, metered and audited;
+- `status.py` each server's last known status (what OpenCode's `/mcp` answers), kept in the cache.
+"""

@@ -1,0 +1,200 @@
+"""A remote MCP server, called from the worker with the official `mcp` SDK: Streamable HTTP first, SSE when
+the server does not speak it (OpenCode's order). Each operation opens a session, initialises it, does one
+thing and closes: a worker thread carries many sessions, and holding connections open across steps would
+tie one to a thread. Calls run on an event loop of their own in the calling thread (`anyio.run`).
+
+The headers are the server's config with `{env:NAME}` filled in by the caller (hangar.engine.mcp.tools):
+they go only into this process's HTTP requests, never a sandbox, an event or a log line. Answers are plain
+JSON-able dicts (the wire shape), the same as a local server's through the sandbox agent."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+import anyio
+import httpx2
+import mcp_types as types
+from mcp.client.session import ClientSession
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+
+from hangar.engine.mcp import guard
+
+T = TypeVar("T")
+MAX_RESPONSE_BYTES = 8 << 20  # one HTTP answer (the model sees at most 50 KB of a result anyway)
+CONNECT_S = 10.0
+
+
+class McpError(Exception):
+    """The server could not be reached or answered with an error; the message is safe to show (no
+    header, no secret: it names the server's URL host at most)."""
+
+
+def _client_factory(headers: dict[str, str], timeout: float) -> Callable[..., httpx2.AsyncClient]:
+    def make(
+        headers: dict[str, str] | None = headers, timeout: Any = None, auth: Any = None
+    ) -> httpx2.AsyncClient:
+        return httpx2.AsyncClient(
+            headers=headers,
+            timeout=timeout or httpx2.Timeout(CONNECT_S, read=timeout_s),
+            transport=guard.GuardedTransport(MAX_RESPONSE_BYTES),
+            trust_env=False,
+        )
+
+    timeout_s = timeout
+    return make
+
+
+@asynccontextmanager
+async def _session(
+    url: str, headers: dict[str, str], timeout: float, sse: bool
+) -> AsyncIterator[ClientSession]:
+    factory = _client_factory(headers, timeout)
+    if sse:
+        async with (
+            sse_client(
+                url,
+                headers=headers,
+                timeout=CONNECT_S,
+                sse_read_timeout=timeout,
+                httpx_client_factory=factory,
+            ) as (r, w),
+            ClientSession(r, w, read_timeout_seconds=timeout) as session,
+        ):
+            await session.initialize()
+            yield session
+        return
+    async with (
+        factory() as http,
+        streamable_http_client(url, http_client=http, max_sse_event_size=MAX_RESPONSE_BYTES) as (r, w),
+        ClientSession(r, w, read_timeout_seconds=timeout) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+def _check_host(url: str) -> str:
+    """The URL's host, refused early (a clear error) when the guard would refuse it at connect."""
+    parts = urlsplit(url)
+    try:
+        guard.resolve(parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80))
+    except guard.Refused as exc:
+        raise McpError(str(exc)) from None
+    except OSError as exc:
+        raise McpError(f"the MCP server's host {parts.hostname} does not resolve: {exc}") from None
+    return parts.hostname or ""
+
+
+async def _either_transport(
+    url: str, headers: dict[str, str], timeout: float, work: Callable[[ClientSession], Awaitable[T]]
+) -> T:
+    try:
+        async with _session(url, headers, timeout, sse=False) as session:
+            return await work(session)
+    except Exception as first:  # not Streamable HTTP: try SSE, else report the first error
+        try:
+            async with _session(url, headers, timeout, sse=True) as session:
+                return await work(session)
+        except Exception:
+            raise first from None
+
+
+async def _within(coro: Callable[[], Awaitable[T]], limit: float, abort: threading.Event | None) -> T:
+    """`coro()` within `limit` seconds, cancelled once `abort` is set (checked every 0.1 s)."""
+    result: list[T] = []
+    async with anyio.create_task_group() as group:
+
+        async def watch() -> None:
+            while abort is not None and not abort.is_set():
+                await anyio.sleep(0.1)
+            group.cancel_scope.cancel()
+
+        async def go() -> None:
+            with anyio.fail_after(limit):
+                result.append(await coro())
+            group.cancel_scope.cancel()
+
+        if abort is not None:
+            group.start_soon(watch)
+        group.start_soon(go)
+    if not result:
+        raise McpError("aborted")
+    return result[0]
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _run(
+    url: str,
+    headers: dict[str, str],
+    timeout: float,
+    work: Callable[[ClientSession], Awaitable[T]],
+    abort: threading.Event | None,
+) -> T:
+    """`work` on a fresh session to `url`, within `timeout` seconds, given up when `abort` is set."""
+    host = _check_host(url)
+    try:
+        return anyio.run(
+            _within, lambda: _either_transport(url, headers, timeout, work), timeout + CONNECT_S, abort
+        )
+    except McpError:
+        raise
+    except TimeoutError:
+        raise McpError(f"the MCP server did not answer within {timeout:g} s") from None
+    except Exception as exc:  # an ExceptionGroup from a task group: its first leaf says what failed
+        leaf = _leaf(exc)
+        if isinstance(leaf, McpError):
+            raise leaf from None
+        raise McpError(_describe(leaf, host)) from None
+
+
+def _describe(exc: BaseException, host: str) -> str:
+    if isinstance(exc, httpx2.HTTPStatusError):
+        return f"the MCP server at {host} answered HTTP {exc.response.status_code}"
+    if isinstance(exc, TimeoutError):
+        return "the MCP server did not answer in time"
+    message = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+    return f"{type(exc).__name__}: {message}"
+
+
+def list_tools(url: str, headers: dict[str, str], timeout: float) -> list[dict[str, Any]]:
+    """The server's tools as `{name, description, inputSchema}` (every page)."""
+
+    async def work(session: ClientSession) -> list[dict[str, Any]]:
+        tools: list[dict[str, Any]] = []
+        cursor: str | None = None
+        for _ in range(20):  # pages: bounded, a server could page for ever
+            params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+            page = await session.list_tools(params=params)
+            tools += [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in page.tools]
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        return tools
+
+    return _run(url, headers, timeout, work, None)
+
+
+def call_tool(
+    url: str,
+    headers: dict[str, str],
+    timeout: float,
+    tool: str,
+    arguments: dict[str, Any],
+    abort: threading.Event,
+) -> dict[str, Any]:
+    """One tool call's result as the wire's `CallToolResult` (`content`, `isError`, ...)."""
+
+    async def work(session: ClientSession) -> dict[str, Any]:
+        result = await session.call_tool(tool, arguments)
+        return result.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    return _run(url, headers, timeout, work, abort)

@@ -1,0 +1,190 @@
+"""MCP servers' tools as tools of the loop: `<server>_<tool>` with the server's JSON schema (OpenCode's
+naming), asking the permission engine under that name with the pattern `*` like OpenCode's MCP tools (so
+`{"permission": "github_*", "action": "deny"}` in the org's policy stops a whole server, and the loop does
+not even offer its tools), bounded like a built-in tool's output (tools.execute), metered (latency, bytes
+in the part's metadata) and audited (server, tool, who; never the arguments).
+
+A run lists each server's tools once, at its first step (`McpCatalog`); a server that cannot be reached
+offers nothing and shows as failed in `/mcp`, and the run goes on without it."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from hangar import mcp_config
+from hangar.conversations import services as store
+from hangar.conversations.models import Session
+from hangar.engine.mcp import remote, status
+from hangar.engine.mcp.servers import session_servers
+from hangar.engine.tools.base import ToolContext, ToolError, ToolResult
+from hangar.projects.mcp_env import env_for_mcp_headers
+from hangar.projects.models import Project
+
+MAX_TOOLS_PER_SERVER = 100
+MAX_SCHEMA_BYTES = 32 * 1024
+MAX_DESCRIPTION = 4096
+MAX_NAME = 64  # what model APIs take for a function name
+LIST_TIMEOUT_S = 10.0
+CALL_TIMEOUT_S = 120.0
+
+
+class McpArgs(BaseModel):
+    """Any JSON object: the server checks its own arguments against the schema it published."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+def tool_name(server: str, tool: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "_", f"{server}_{tool}")[:MAX_NAME]
+
+
+def _schema(raw: Any) -> dict[str, Any] | None:
+    schema = dict(raw) if isinstance(raw, dict) else {}
+    schema["type"] = "object"
+    if not isinstance(schema.get("properties"), dict):
+        schema["properties"] = {}
+    if len(json.dumps(schema)) > MAX_SCHEMA_BYTES:
+        return None
+    return schema
+
+
+def render(result: dict[str, Any]) -> str:
+    """A CallToolResult's content as text for the model (OpenCode joins the text items)."""
+    out = []
+    for item in result.get("content") or []:
+        kind = item.get("type")
+        if kind == "text":
+            out.append(str(item.get("text", "")))
+        elif kind == "resource":
+            resource = item.get("resource") or {}
+            out.append(str(resource.get("text") or f"[resource {resource.get('uri', '')}]"))
+        elif kind == "resource_link":
+            out.append(f"[resource {item.get('uri', '')}]")
+        else:
+            out.append(f"[{kind} content: {item.get('mimeType', 'unknown type')}]")
+    if not out and result.get("structuredContent") is not None:
+        out.append(json.dumps(result["structuredContent"]))
+    return "\n".join(out)
+
+
+@dataclass(eq=False)
+class RemoteServer:
+    name: str
+    url: str
+    headers: dict[str, str] = field(repr=False)  # secrets filled in: never printed, stored or sent elsewhere
+    timeout_s: float
+
+    def list_tools(self) -> list[dict[str, Any]]:
+        return remote.list_tools(self.url, self.headers, min(self.timeout_s, LIST_TIMEOUT_S))
+
+    def call_tool(self, tool: str, arguments: dict[str, Any], abort: threading.Event) -> dict[str, Any]:
+        return remote.call_tool(self.url, self.headers, self.timeout_s, tool, arguments, abort)
+
+
+@dataclass(eq=False)
+class McpTool:
+    """One server tool (the registry's `Tool` protocol); `function_schema` is what the model is sent."""
+
+    name: str
+    description: str
+    function_schema: dict[str, Any]
+    server: RemoteServer
+    remote_name: str
+    session: Session
+    parameters: type[BaseModel] = McpArgs
+
+    def execute(self, args: McpArgs, ctx: ToolContext) -> ToolResult:
+        ctx.ask(self.name, ["*"], ["*"], {})
+        arguments = args.model_dump()
+        started = time.monotonic()
+        try:
+            result = self.server.call_tool(self.remote_name, arguments, ctx.abort)
+        except remote.McpError as exc:
+            self._audit(started, 0, ok=False)
+            raise ToolError(f"MCP server {self.server.name}: {exc}") from None
+        output = render(result)
+        size = len(output.encode())
+        self._audit(started, size, ok=not result.get("isError"))
+        if result.get("isError"):
+            raise ToolError(output or f"The {self.name} tool failed.")
+        metadata = {"mcp": {"server": self.server.name, "tool": self.remote_name, "bytes": size}}
+        return ToolResult(title="", output=output, metadata=metadata)
+
+    def _audit(self, started: float, size: int, *, ok: bool) -> None:
+        ms = round((time.monotonic() - started) * 1000)
+        store.mcp_call_audit(
+            session=self.session,
+            server=self.server.name,
+            tool=self.remote_name,
+            data={"ms": ms, "bytes": size, "ok": ok},
+        )
+
+
+def remote_client(project: Project, name: str, server: dict[str, Any]) -> RemoteServer:
+    """A remote server's client, its headers' `{env:NAME}` filled in (here, in the worker, only)."""
+    timeout = server.get("timeout")
+    headers = server.get("headers") or {}
+    env = env_for_mcp_headers(project, name, mcp_config.env_refs(server))
+    return RemoteServer(
+        name=name,
+        url=server["url"],
+        headers=mcp_config.fill_headers(headers, env),
+        timeout_s=timeout / 1000 if timeout else CALL_TIMEOUT_S,
+    )
+
+
+def _tools_of(
+    session: Session, client: RemoteServer, listed: list[dict[str, Any]], taken: set[str]
+) -> dict[str, McpTool]:
+    tools: dict[str, McpTool] = {}
+    for item in listed[:MAX_TOOLS_PER_SERVER]:
+        remote_name = str(item.get("name", ""))
+        name = tool_name(client.name, remote_name)
+        schema = _schema(item.get("inputSchema"))
+        if not remote_name or schema is None or name in taken or name in tools:
+            continue
+        description = str(item.get("description") or "")[:MAX_DESCRIPTION]
+        function = {
+            "type": "function",
+            "function": {"name": name, "description": description, "parameters": schema},
+        }
+        tools[name] = McpTool(name, description, function, client, remote_name, session)
+    return tools
+
+
+class McpCatalog:
+    """A run's MCP tools: listed at its first step, kept for the run."""
+
+    def __init__(self) -> None:
+        self._tools: dict[str, McpTool] | None = None
+
+    def tools(self, session: Session, builtin: set[str], workspace_mcp: Any = None) -> dict[str, McpTool]:
+        if self._tools is None:
+            self._tools = self._list(session, builtin, workspace_mcp)
+        return self._tools
+
+    def _list(self, session: Session, builtin: set[str], workspace_mcp: Any) -> dict[str, McpTool]:
+        servers = session_servers(session.project.mcp, session.org.mcp_policy, workspace_mcp)
+        statuses = dict(servers.left_out)
+        tools: dict[str, McpTool] = {}
+        for name, server in servers.usable.items():
+            if server["type"] != "remote":
+                statuses[name] = {"status": "failed", "error": "Local (stdio) MCP servers are not run yet."}
+                continue
+            client = remote_client(session.project, name, server)
+            try:
+                listed = client.list_tools()
+            except remote.McpError as exc:
+                statuses[name] = {"status": "failed", "error": str(exc)}
+                continue
+            statuses[name] = {"status": "connected"}
+            tools.update(_tools_of(session, client, listed, builtin | set(tools)))
+        status.record(session.project, statuses)
+        return tools

@@ -1,0 +1,69 @@
+"""A small MCP server written with the official `mcp` SDK, run by the MCP tests as a local HTTP server
+(Streamable HTTP): `python tests/engine/mcp_server.py PORT TOKEN`. Every request must carry
+`Authorization: Bearer TOKEN` (a 401 otherwise), so a test can tell that the project's secret reached it.
+
+Tools: `add` (a result), `huge` (a result far over the output bound), `slow` (sleeps), `crash` (the
+process dies mid-call), `fail` (an isError result). Each call is appended to `PORT.calls` beside this
+file's working directory, with the Authorization header it came with (for the test to check)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import anyio
+import uvicorn
+from mcp.server.mcpserver import MCPServer
+
+PORT, TOKEN = int(sys.argv[1]), sys.argv[2]
+server = MCPServer("hangar-test-tools")
+
+
+@server.tool()
+def add(a: int, b: int) -> str:
+    """Add two integers."""
+    return f"sum is {a + b}"
+
+
+@server.tool()
+def huge(lines: int = 40000) -> str:
+    """A result of many lines."""
+    return "\n".join(f"line {i} of a huge MCP result" for i in range(lines))
+
+
+@server.tool()
+async def slow(seconds: float) -> str:
+    """Sleep, then answer."""
+    await anyio.sleep(seconds)
+    return f"slept {seconds}"
+
+
+@server.tool()
+def crash() -> str:
+    """The server process dies while answering."""
+    os._exit(3)
+
+
+@server.tool()
+def fail() -> str:
+    """An error the model should see."""
+    raise ValueError("the fail tool always fails")
+
+
+app = server.streamable_http_app()
+
+
+async def guarded(scope, receive, send):
+    if scope["type"] == "http":
+        headers = dict(scope["headers"])
+        if headers.get(b"authorization", b"").decode() != f"Bearer {TOKEN}":
+            await send(
+                {"type": "http.response.start", "status": 401, "headers": [(b"content-type", b"text/plain")]}
+            )
+            await send({"type": "http.response.body", "body": b"unauthorized"})
+            return
+    await app(scope, receive, send)
+
+
+if __name__ == "__main__":
+    uvicorn.run(guarded, host="127.0.0.1", port=PORT, log_level="warning", lifespan="on")

@@ -1,0 +1,223 @@
+"""MCP servers' tools through the real worker, the real Docker sandbox and the scripted model over HTTP,
+against a small server of our own written with the official `mcp` SDK (tests/engine/mcp_server.py) run as
+a local Streamable HTTP server: the model sees `<server>_<tool>` with the server's schema, a call's result
+comes back bounded like a built-in tool's, a call is audited without its arguments, an org deny stops a
+server's tools, an ask parks the run, a slow or crashing server fails the call and not the run, and the
+project secret its header carries appears nowhere but in the request to the server."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from docker import from_env
+
+from hangar.accounts.services import org_mcp_policy_set, org_permission_policy_set
+from hangar.audit.models import AuditEvent
+from hangar.conversations.loop_selectors import session_for_run
+from hangar.conversations.models import Event, Part, PermissionRequest
+from hangar.engine.mcp import status
+from hangar.engine.mcp.tools import McpCatalog
+from hangar.engine.services import permission_reply, session_prompt
+from hangar.projects.models import Project
+from hangar.projects.services import env_var_set, project_update
+from tests.engine.conftest import assistant_messages, text_prompt, tool_parts, wait_for, wait_idle
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SERVER = Path(__file__).with_name("mcp_server.py")
+TOKEN = "mcp-secret-token-7f3a9c1e5b"
+
+
+class McpServer:
+    def __init__(self, token: str = TOKEN):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.proc = subprocess.Popen(
+            [sys.executable, str(SERVER), str(self.port), token],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_for(self._up, timeout=30, what="the MCP server to listen")
+
+    def _up(self) -> bool:
+        try:
+            return httpx.post(self.url, timeout=1).status_code == 401  # no token: it answers, refusing
+        except httpx.HTTPError:
+            return False
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(timeout=10)
+
+
+@pytest.fixture
+def mcp_server():
+    server = McpServer()
+    yield server
+    server.stop()
+
+
+def configure(persona, server: McpServer, **extra) -> None:
+    """The org allows loopback MCP URLs, the project holds the token as a secret scoped to the server `tools`
+    and names that server."""
+    org_mcp_policy_set(actor=persona.actor, org=persona.org, policy={"remote": ["http://127.0.0.1:*"]})
+    env_var_set(
+        actor=persona.actor,
+        project=persona.project,
+        name="TOOLS_TOKEN",
+        value=TOKEN,
+        secret=True,
+        scope={"mcp": ["tools"]},
+    )
+    config = {"type": "remote", "url": server.url, "headers": {"Authorization": "Bearer {env:TOOLS_TOKEN}"}}
+    project_update(actor=persona.actor, project=persona.project, mcp={"tools": {**config, **extra}})
+
+
+def call(call_id: str, tool: str, **arguments) -> dict:
+    return {"tool_calls": [{"name": tool, "id": call_id, "arguments": arguments}]}
+
+
+def offered(script, script_id: str, index: int = 0) -> dict[str, dict]:
+    request = script.requests(script_id)[index]
+    return {t["function"]["name"]: t["function"] for t in request.get("tools") or []}
+
+
+def test_the_model_calls_a_remote_servers_tools_with_the_projects_secret_header(
+    alice, script, make_session, worker, mcp_server
+):
+    configure(alice, mcp_server)
+    script_id = script.load(
+        [
+            [call("c1", "tools_add", a=2, b=40)],
+            [call("c2", "tools_huge")],
+            [call("c3", "tools_fail")],
+            [{"text": "done"}],
+        ]
+    )
+    session = make_session(alice, script_id)
+    session_prompt(actor=alice.actor, session=session, parts=text_prompt("use the tools"))
+    session = wait_idle(session)
+
+    tools = offered(script, script_id)
+    assert tools["tools_add"]["parameters"]["properties"].keys() == {"a", "b"}
+    assert tools["tools_add"]["description"] == "Add two integers."
+    assert "bash" in tools  # beside the built-in tools
+    add, huge, fail = tool_parts(session)
+    assert add["tool"] == "tools_add" and add["state"]["status"] == "completed", add
+    assert add["state"]["output"] == "sum is 42"
+    assert add["state"]["metadata"]["mcp"] == {"server": "tools", "tool": "add", "bytes": 9}
+    assert huge["state"]["status"] == "completed" and huge["state"]["metadata"]["truncated"] is True
+    assert len(huge["state"]["output"].encode()) < 60 * 1024  # bounded like a built-in tool's output
+    assert fail["state"]["status"] == "error" and "fail" in fail["state"]["error"]
+    assert assistant_messages(session)[-1]["finish"] == "stop"
+
+    audits = list(AuditEvent.objects.filter(action="mcp.call").order_by("id"))
+    assert [(a.data["server"], a.data["tool"], a.data["ok"]) for a in audits] == [
+        ("tools", "add", True),
+        ("tools", "huge", True),
+        ("tools", "fail", False),
+    ]
+    assert audits[0].data["user"] == alice.user.pk and audits[0].data["ms"] >= 0
+    assert all("arguments" not in a.data and "40" not in str(a.data.get("a")) for a in audits)
+    assert status.known(alice.project) == {"tools": {"status": "connected"}}
+
+    # The secret went to the server only: not to an event, a part, the audit log, the worker's log or the
+    # sandbox (its environment, its files).
+    assert not Event.objects.filter(session_id=session.pk, payload__icontains=TOKEN).exists()
+    assert not Part.objects.filter(session_id=session.pk, data__icontains=TOKEN).exists()
+    assert not AuditEvent.objects.filter(data__icontains=TOKEN).exists()
+    assert TOKEN not in Path(worker.log.name).read_text()
+    container = next(c for c in from_env().containers.list() if session.pk.lower() in c.name.lower())
+    assert not any(TOKEN in value for value in container.attrs["Config"]["Env"])
+    found = container.exec_run(["sh", "-c", f"grep -rl {TOKEN} /workspace /tmp /home /root /etc 2>/dev/null"])
+    assert found.output.strip() == b"", found.output
+
+
+def test_an_org_deny_stops_a_servers_tools(alice, script, make_session, worker, mcp_server):
+    configure(alice, mcp_server)
+    org_permission_policy_set(
+        actor=alice.actor, org=alice.org, rules=[{"permission": "tools_*", "pattern": "*", "action": "deny"}]
+    )
+    Project.objects.filter(pk=alice.project.pk).update(
+        permission_rules=[{"permission": "tools_add", "pattern": "*", "action": "allow"}]
+    )
+    script_id = script.load([[call("c1", "tools_add", a=1, b=1)], [{"text": "could not"}]])
+    session = make_session(alice, script_id)
+    session_prompt(actor=alice.actor, session=session, parts=text_prompt("add"))
+    session = wait_idle(session)
+
+    assert not any(name.startswith("tools_") for name in offered(script, script_id))
+    (part,) = tool_parts(session)
+    assert part["state"]["status"] != "completed" or "sum is" not in part["state"].get("output", "")
+    assert not AuditEvent.objects.filter(action="mcp.call").exists()
+
+
+def test_an_ask_parks_the_run_and_a_reply_runs_the_call(alice, script, make_session, worker, mcp_server):
+    configure(alice, mcp_server)
+    Project.objects.filter(pk=alice.project.pk).update(
+        permission_rules=[{"permission": "tools_add", "pattern": "*", "action": "ask"}]
+    )
+    script_id = script.load([[call("c1", "tools_add", a=20, b=22)], [{"text": "added"}]])
+    session = make_session(alice, script_id)
+    session_prompt(actor=alice.actor, session=session, parts=text_prompt("add"))
+    request = wait_for(
+        lambda: PermissionRequest.objects.filter(session=session, status="pending").first(),
+        what="a pending permission request",
+    )
+    assert request.permission == "tools_add" and request.patterns == ["*"]
+    assert not AuditEvent.objects.filter(action="mcp.call").exists()
+    permission_reply(actor=alice.actor, request=request, reply="once")
+    session = wait_idle(session)
+    (part,) = tool_parts(session)
+    assert part["state"]["status"] == "completed" and part["state"]["output"] == "sum is 42"
+
+
+def test_a_slow_call_and_a_crashing_server_fail_the_call_not_the_run(
+    alice, script, make_session, worker, mcp_server
+):
+    configure(alice, mcp_server, timeout=1500)
+    script_id = script.load(
+        [
+            [call("c1", "tools_slow", seconds=5)],
+            [call("c2", "tools_crash")],
+            [call("c3", "tools_add", a=1, b=2)],
+            [{"text": "the server is gone"}],
+        ]
+    )
+    session = make_session(alice, script_id)
+    began = time.monotonic()
+    session_prompt(actor=alice.actor, session=session, parts=text_prompt("go"))
+    session = wait_idle(session)
+
+    slow, crash, after = tool_parts(session)
+    assert slow["state"]["status"] == "error" and "timed out" in slow["state"]["error"], slow["state"]
+    assert slow["state"]["time"]["end"] - slow["state"]["time"]["start"] < 4500
+    assert crash["state"]["status"] == "error", crash["state"]
+    assert after["state"]["status"] == "error" and "MCP server tools" in after["state"]["error"]
+    assert assistant_messages(session)[-1]["finish"] == "stop"
+    assert time.monotonic() - began < 120
+
+
+def test_a_secret_scoped_to_another_server_never_reaches_this_one(alice, script, make_session, mcp_server):
+    configure(alice, mcp_server)
+    env_var_set(
+        actor=alice.actor,
+        project=alice.project,
+        name="TOOLS_TOKEN",
+        value=TOKEN,
+        secret=True,
+        scope={"mcp": ["another"]},
+    )
+    session = make_session(alice, script.load([[{"text": "unused"}]]))
+    assert McpCatalog().tools(session_for_run(session.pk), set()) == {}
+    known = status.known(alice.project)["tools"]
+    assert known["status"] == "failed" and TOKEN not in known["error"]
