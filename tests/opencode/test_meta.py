@@ -14,7 +14,7 @@ ROUTES = [
     "/provider",
     "/config/providers",
     "/permission",
-    # What the TUI asks at start: Hangar runs no language servers, formatters or MCP servers.
+    # What the TUI asks at start: Hangar runs no language servers or formatters; /mcp lists the project's servers.
     "/lsp",
     "/formatter",
     "/mcp",

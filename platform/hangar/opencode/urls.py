@@ -5,6 +5,7 @@ from django.urls import path
 
 from hangar.opencode import (
     views_files,
+    views_mcp,
     views_meta,
     views_question,
     views_revert,
@@ -40,7 +41,12 @@ urlpatterns = [
     path("find/symbol", views_files.FindSymbol.as_view(), name="oc-find-symbol"),
     path("lsp", views_meta.Lsp.as_view(), name="oc-lsp"),
     path("formatter", views_meta.Formatter.as_view(), name="oc-formatter"),
-    path("mcp", views_meta.Mcp.as_view(), name="oc-mcp"),
+    path("mcp", views_mcp.McpStatus.as_view(), name="oc-mcp"),
+    path("mcp/<str:name>/connect", views_mcp.McpConnect.as_view(), name="oc-mcp-connect"),
+    path("mcp/<str:name>/disconnect", views_mcp.McpDisconnect.as_view(), name="oc-mcp-disconnect"),
+    path("mcp/<str:name>/auth", views_mcp.McpAuth.as_view(), name="oc-mcp-auth"),
+    path("mcp/<str:name>/auth/callback", views_mcp.McpAuth.as_view(), name="oc-mcp-auth-callback"),
+    path("mcp/<str:name>/auth/authenticate", views_mcp.McpAuth.as_view(), name="oc-mcp-auth-authenticate"),
     path("provider/auth", views_meta.ProviderAuth.as_view(), name="oc-provider-auth"),
     path("experimental/capabilities", views_meta.Capabilities.as_view(), name="oc-capabilities"),
     path("experimental/console", views_meta.ConsoleState.as_view(), name="oc-console"),

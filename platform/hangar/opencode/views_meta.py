@@ -93,7 +93,7 @@ class ConsoleState(OpenCodeView):
 
 
 def _nothing_runs(name: str, answer: list | dict) -> type[OpenCodeView]:
-    """/lsp, /formatter (lists) and /mcp, /provider/auth (maps): nothing of the kind runs."""
+    """/lsp, /formatter (lists) and /provider/auth (maps): nothing of the kind runs (/mcp: views_mcp)."""
 
     class Nothing(OpenCodeView):
         @extend_schema(tags=OC, operation_id=f"oc_{name}", responses={200: dict})
@@ -106,7 +106,6 @@ def _nothing_runs(name: str, answer: list | dict) -> type[OpenCodeView]:
 
 Lsp = _nothing_runs("lsp", [])
 Formatter = _nothing_runs("formatter", [])
-Mcp = _nothing_runs("mcp", {})
 ProviderAuth = _nothing_runs("provider_auth", {})
 Workspaces = _nothing_runs("experimental_workspace", [])  # OpenCode's remote workspaces: Hangar has its own
 WorkspaceStatus = _nothing_runs("experimental_workspace_status", [])

@@ -1,0 +1,82 @@
+"""What OpenCode's `/mcp` routes do, for a Hangar project: each server's status, adding a server (to the
+project's config, an admin's change, checked like the API's), connecting (enabling it, then listing its tools
+now, from this process, through the same guard) and disconnecting (disabling it for the project's sessions).
+OAuth is not served yet: the auth routes answer that plainly (hangar.opencode.views_mcp)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hangar.accounts.actors import Actor
+from hangar.engine.mcp import remote, status
+from hangar.engine.mcp.servers import session_servers
+from hangar.engine.mcp.tools import remote_client
+from hangar.projects.models import Project
+from hangar.projects.services import project_update
+
+NOT_TRIED = {"status": "failed", "error": "Not connected yet: a session's first step connects it."}
+
+
+class ServerNotFound(Exception):
+    def __init__(self, name: str):
+        super().__init__(f"MCP server not found: {name}")
+        self.name = name
+
+
+def mcp_status(project: Project) -> dict[str, dict[str, Any]]:
+    """OpenCode's MCPStatus of each of the project's servers: disabled or refused by the org as configured
+    now, else as the last run (or connect) found it."""
+    servers = session_servers(project.mcp, project.org.mcp_policy)
+    known = status.known(project)
+    out = dict(servers.left_out)
+    for name in servers.usable:
+        out[name] = known.get(name) or NOT_TRIED
+    return dict(sorted(out.items()))
+
+
+def mcp_server_add(*, actor: Actor, project: Project, name: str, config: Any) -> dict[str, dict[str, Any]]:
+    """Add or replace one server of the project (admins; a 400 names the bad field)."""
+    updated = project_update(actor=actor, project=project, mcp={**(project.mcp or {}), name: config})
+    return mcp_status(updated)
+
+
+def _configured(project: Project, name: str) -> dict[str, Any]:
+    server = (project.mcp or {}).get(name)
+    if not isinstance(server, dict):
+        raise ServerNotFound(name)
+    return server
+
+
+def mcp_server_connect(*, actor: Actor, project: Project, name: str) -> bool:
+    """Enable the server for the project's sessions (an admin's change when it was disabled), then list its
+    tools now: True when it answered."""
+    server = _configured(project, name)
+    if server.get("enabled") is False:
+        project = project_update(
+            actor=actor, project=project, mcp={**project.mcp, name: {**server, "enabled": True}}
+        )
+    usable = session_servers(project.mcp, project.org.mcp_policy)
+    if name not in usable.usable:
+        status.record(project, {name: usable.left_out[name]})
+        return False
+    if server["type"] != "remote":
+        return False
+    try:
+        remote_client(project, name, server).list_tools()
+    except remote.McpError as exc:
+        status.record(project, {name: {"status": "failed", "error": str(exc)}})
+        return False
+    status.record(project, {name: {"status": "connected"}})
+    return True
+
+
+def mcp_server_disconnect(*, actor: Actor, project: Project, name: str) -> bool:
+    """Disable the server for the project's sessions (admins): its tools are offered from their next run."""
+    server = _configured(project, name)
+    if server.get("enabled") is not False:
+        project_update(actor=actor, project=project, mcp={**project.mcp, name: {**server, "enabled": False}})
+    return True
+
+
+def mcp_server_exists(project: Project, name: str) -> None:
+    _configured(project, name)
