@@ -120,3 +120,40 @@ def test_a_project_without_a_repository_keeps_its_environment_too_and_it_is_prun
     third = _session(alice, sessions_made)
     sandbox_for(third)
     assert "setup ran" in _row(third).setup_log
+
+
+def test_the_api_lists_a_projects_environments_to_members_and_an_admin_removes_one(
+    api, alice, bob, charlie, allow_private, sessions_made
+):
+    project = alice.project
+    project.setup_script = "head -c 300000 /dev/urandom > blob.bin; echo setup ran"
+    project.save()
+    sandbox_for(_session(alice, sessions_made))
+    url = f"/api/orgs/acme/projects/{project.pk}/environments/"
+    listed = api(bob).get(url)
+    assert listed.status_code == 200, listed.content
+    (kept,) = listed.json()
+    assert kept["bytes"] >= 300_000 and kept["files"] == 1 and kept["commit"] == "" and kept["image"]
+    assert set(kept) == {
+        "key",
+        "repo_url",
+        "commit",
+        "image",
+        "script",
+        "bytes",
+        "files",
+        "created",
+        "last_used",
+    }
+    foreign = f"/api/orgs/{charlie.org.slug}/projects/{project.pk}/environments/"
+    assert api(charlie).get(url).status_code == 404 and api(charlie).get(foreign).status_code == 404
+    assert api(charlie).delete(url + kept["key"]).status_code == 404
+    assert api(bob).delete(url + kept["key"]).status_code == 403
+    sandbox_for(_session(alice, sessions_made))  # the next session stands on it
+    assert api(alice).delete(url + kept["key"]).status_code == 409
+    assert api(alice).delete(url + "0" * 40).status_code == 404
+    for session_id in list(sessions_made):
+        manager().destroy(session_id)
+    sessions_made.clear()
+    assert api(alice).delete(url + kept["key"]).status_code == 204
+    assert api(alice).get(url).json() == []

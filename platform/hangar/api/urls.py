@@ -8,6 +8,7 @@ from hangar.api import (
     caps_views,
     credential_views,
     env_views,
+    environment_views,
     grant_views,
     invitation_views,
     member_views,
@@ -76,6 +77,16 @@ urlpatterns: list = [
     path(PROJECT + "env/", env_views.EnvListView.as_view(), name="project-env"),
     path(PROJECT + "env/<str:name>", env_views.EnvDetailView.as_view(), name="project-env-var"),
     path(PROJECT + "env/<str:name>/scope", env_views.EnvScopeView.as_view(), name="project-env-scope"),
+    path(
+        PROJECT + "environments/",
+        environment_views.EnvironmentListView.as_view(),
+        name="project-environments",
+    ),
+    path(
+        PROJECT + "environments/<str:key>",
+        environment_views.EnvironmentDetailView.as_view(),
+        name="project-environment",
+    ),
     path(ORG + "credentials/", credential_views.CredentialListSetView.as_view(), name="credentials"),
     path(
         ORG + "credentials/<int:credential_id>",

@@ -13,11 +13,18 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from django.db import transaction
+from rest_framework.exceptions import NotFound
+
+from hangar.accounts.actors import Actor
+from hangar.accounts.models import Role
+from hangar.accounts.selectors import require_role
+from hangar.audit.services import audit_record
 from hangar.engine.secret_env import setup_env
 from hangar.logging import get_logger
 from hangar.projects.env import env_for_sandbox
 from hangar.projects.models import Project
-from sandbox import env_cache
+from sandbox import env_cache, gitops
 from sandbox.protocol import Sandbox
 
 log = get_logger(__name__)
@@ -66,3 +73,25 @@ def environments_of(org_id: int, project_id: int | None = None) -> list[dict[str
     """The org's cached environments (optionally one project's), most recently used first."""
     kept = env_cache.listing(str(org_id))
     return [e for e in kept if project_id is None or e.get("project") == project_id]
+
+
+class EnvironmentInUse(Exception):
+    """Sessions stand on the environment: it is removed once none does (pruning), not under them."""
+
+
+def environment_delete(*, actor: Actor, project: Project, key: str) -> None:
+    """Remove one of the project's cached environments (an admin's): the next session runs the setup script
+    again. NotFound for a key that is not the project's; EnvironmentInUse while a session stands on it."""
+    require_role(actor, project.org_id, Role.ADMIN)
+    if not any(e["key"] == key for e in environments_of(project.org_id, project.pk)):
+        raise NotFound()
+    if not gitops._remove_layer(env_cache.layer_path(key)):
+        raise EnvironmentInUse()
+    with transaction.atomic():  # the change is on the host's disk: the audit row is the whole transaction
+        audit_record(
+            actor=actor,
+            action="project.environment_delete",
+            target=project,
+            org_id=project.org_id,
+            data={"project": project.pk, "key": key},
+        )
