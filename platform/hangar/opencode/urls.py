@@ -101,7 +101,7 @@ urlpatterns += [
 
 # --- issue 30, "what OpenCode's own app and the SDK call" (helper `api`): health, history edits, vcs,
 # projects, the tool list. Kept in one block of its own.
-from hangar.opencode import views_history, views_project, views_tools, views_vcs  # noqa: E402
+from hangar.opencode import views_history, views_project, views_pty, views_tools, views_vcs  # noqa: E402
 
 urlpatterns += [
     path("global/health", views_project.Health.as_view(), name="oc-global-health"),
@@ -121,4 +121,8 @@ urlpatterns += [
     path("vcs/diff/raw", views_vcs.VcsDiffRaw.as_view(), name="oc-vcs-diff-raw"),
     path("experimental/tool", views_tools.ToolList.as_view(), name="oc-tool-list"),
     path("experimental/tool/ids", views_tools.ToolIds.as_view(), name="oc-tool-ids"),
+    path("pty/shells", views_pty.PtyShells.as_view(), name="oc-pty-shells"),
+    path("pty", views_pty.PtyList.as_view(), name="oc-pty-list"),
+    path("pty/<str:pty_id>", views_pty.PtyDetail.as_view(), name="oc-pty"),
+    path("pty/<str:pty_id>/connect-token", views_pty.PtyConnectToken.as_view(), name="oc-pty-connect-token"),
 ]
