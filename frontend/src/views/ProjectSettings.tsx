@@ -196,7 +196,7 @@ function Rules({ org, project, onSaved }: { org: string; project: Project; onSav
   return (
     <Section org={org} project={project} title="Permission rules" id="rules-h" invalid={invalid} onSaved={onSaved}
       body={() => ({ permission_rules: rules })}>
-      <p className="muted small">The project's rules; the org's policy denies first, sessions may only narrow them.</p>
+      <p className="muted small">The project's rules, after the org's policy (its denies and asks are a floor); members' and sessions' rules may only narrow them.</p>
       <RulesEditor label="Rules" rules={rules} onChange={setRules} onInvalid={setInvalid} />
     </Section>
   );

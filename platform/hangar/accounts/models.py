@@ -36,8 +36,8 @@ class User(AbstractBaseUser, PermissionsMixin):
 class Org(models.Model):
     name = models.CharField(max_length=150)
     slug = models.SlugField(max_length=80, unique=True)
-    # Org-wide permission rules, evaluated on their own before every project/session layer so that an
-    # org deny always wins (hangar.engine.permissions). [{permission, pattern, action}]
+    # Org-wide permission rules: a layer of the merge and a floor under the layers below it (an org deny
+    # wins everywhere, an org ask cannot be loosened; hangar.engine.permissions). [{permission, pattern, action}]
     permission_policy = models.JSONField(default=list, blank=True)
     # Which MCP servers the org's agents may use at all (hangar.mcp_config.clean_policy): {"local": [command
     # patterns], "remote": [URL patterns]}. Empty: none.
@@ -88,6 +88,9 @@ class Membership(models.Model):
     org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="memberships")
     user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
+    # The member layer of the permission merge (hangar.engine.permissions.merge): the person's own rules,
+    # applied to the runs they start or prompt, and only ever narrowing. [{permission, pattern, action}]
+    permission_rules = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

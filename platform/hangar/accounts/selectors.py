@@ -57,6 +57,17 @@ def require_role(actor: Actor, org_id: int, at_least: str) -> Membership:
     return membership
 
 
+def member_rules_of(*, org_id: int, user_id: int | None) -> list:
+    """The member layer of a run (hangar.engine.permissions.merge): that person's own rules in the org,
+    [] for no one or a non-member. Not scoped to an actor: the run's own org and person."""
+    if user_id is None:
+        return []
+    rules = Membership.objects.filter(org_id=org_id, user_id=user_id).values_list(
+        "permission_rules", flat=True
+    )
+    return list(next(iter(rules), None) or [])
+
+
 def orgs_for_user(user) -> QuerySet[Org]:
     return Org.objects.filter(memberships__user=user).order_by("slug")
 

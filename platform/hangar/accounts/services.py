@@ -295,8 +295,9 @@ def user_ensure_staff(
 
 @transaction.atomic
 def org_permission_policy_set(*, actor: Actor, org: Org, rules: list) -> Org:
-    """Replace the org-wide permission policy (admins and owners). Its denies beat every project,
-    session and "always" allow; running sessions apply it at their next tool call (hangar.engine.live_policy)."""
+    """Replace the org-wide permission policy (admins and owners). Its denies beat every project, member,
+    session and "always" allow, its asks cannot be loosened below it, its allows are defaults the layers
+    below may narrow; running sessions apply it at their next tool call (hangar.engine.live_policy)."""
     require_role(actor, org.pk, Role.ADMIN)
     cleaned = clean_permission_rules(rules, field="rules")
     org = Org.objects.select_for_update().get(pk=org.pk)
@@ -339,6 +340,30 @@ def org_mcp_policy_set(*, actor: Actor, org: Org, policy: object) -> Org:
     org.save(update_fields=["mcp_policy", "updated_at"])
     audit_record(actor=actor, action="org.mcp_policy.set", target=org, data={"from": before, "to": cleaned})
     return org
+
+
+MAX_MEMBER_RULES = 200  # a person's own rules: enough for any taste, bounded for every tool call
+
+
+@transaction.atomic
+def member_permission_rules_set(*, actor: Actor, org: Org, rules: list) -> Membership:
+    """Replace the actor's own permission rules in `org` (the member layer of hangar.engine.permissions:
+    applied to the runs they start or prompt, only ever narrowing). Anyone may keep rules for themselves;
+    no one sets another person's. Running sessions apply them at their next step."""
+    membership = require_role(actor, org.pk, Role.VIEWER)
+    cleaned = clean_permission_rules(rules, field="rules")
+    if len(cleaned) > MAX_MEMBER_RULES:
+        raise ValidationError({"rules": [f"At most {MAX_MEMBER_RULES} rules."]})
+    membership = Membership.objects.select_for_update().get(pk=membership.pk)
+    before, membership.permission_rules = membership.permission_rules, cleaned
+    membership.save(update_fields=["permission_rules"])
+    audit_record(
+        actor=actor,
+        action="member.permission_rules.set",
+        target=membership,
+        data={"from": before, "to": cleaned},
+    )
+    return membership
 
 
 MAX_INSTRUCTIONS = 20_000  # characters: about 5,000 tokens sent with every session's system context

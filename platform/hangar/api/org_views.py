@@ -10,6 +10,7 @@ from hangar.accounts.actors import actor_from_request
 from hangar.accounts.models import ApiToken, Role
 from hangar.accounts.selectors import memberships_for_user
 from hangar.accounts.services import (
+    member_permission_rules_set,
     org_create,
     org_instructions_set,
     org_mcp_policy_set,
@@ -105,6 +106,28 @@ class OrgMcpPolicyView(APIView):
         body.is_valid(raise_exception=True)
         updated = org_mcp_policy_set(actor=scope.actor, org=scope.org, policy=body.validated_data["policy"])
         return Response({"policy": updated.mcp_policy})
+
+
+class MyPermissionRulesView(APIView):
+    """The caller's own rules in the org (the member layer: they only narrow what the org and project
+    allow, for the runs the caller starts or prompts). Each person reads and replaces only their own."""
+
+    @extend_schema(operation_id="member_permission_rules_get", responses=PermissionPolicyIO)
+    def get(self, request, org):
+        scope = scope_for(request, org)
+        return Response({"rules": scope.membership.permission_rules})
+
+    @extend_schema(
+        operation_id="member_permission_rules_set", request=PermissionPolicyIO, responses=PermissionPolicyIO
+    )
+    def put(self, request, org):
+        scope = scope_for(request, org)
+        body = PermissionPolicyIO(data=request.data)
+        body.is_valid(raise_exception=True)
+        updated = member_permission_rules_set(
+            actor=scope.actor, org=scope.org, rules=body.validated_data["rules"]
+        )
+        return Response({"rules": updated.permission_rules})
 
 
 class InstructionsIO(serializers.Serializer):

@@ -1,5 +1,6 @@
 """The permission preview: for an agent, a tool (or permission) and a pattern, in one of the org's projects
-or for the org alone, which rule decides and why (hangar.engine.permission_preview). Members read it as
+or for the org alone, which rule decides and why (hangar.engine.permission_preview), with the caller's own
+member rules and, if given, a session layer to try. Members read it as
 they read the policies themselves; another org's project is a 404."""
 
 from drf_spectacular.utils import extend_schema
@@ -8,6 +9,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from hangar.accounts.permission_rules import clean_permission_rules
 from hangar.api.scoping import scope_for
 from hangar.engine.agents import AGENTS
 from hangar.engine.permission_preview import preview
@@ -22,6 +24,13 @@ class PreviewIn(serializers.Serializer):
     pattern = serializers.CharField(max_length=2000, default="*", trim_whitespace=False)
     project = serializers.IntegerField(
         required=False, allow_null=True, default=None, min_value=1, max_value=2**63 - 1
+    )
+    session_rules = serializers.ListField(
+        child=serializers.DictField(),
+        required=False,
+        default=list,
+        max_length=200,
+        help_text="a session layer to try: [{permission, pattern, action}] (only narrows)",
     )
 
 
@@ -50,5 +59,8 @@ class PermissionPreviewView(APIView):
                 pattern=data["pattern"],
                 project_rules=rules,
                 org_policy=org_policy_for(scope.org),
+                # the caller's own member layer: what would happen in a run they start
+                member_rules=scope.membership.permission_rules or [],
+                session_rules=clean_permission_rules(data["session_rules"], field="session_rules"),
             )
         )

@@ -48,6 +48,7 @@ urlpatterns: list = [
         ORG + "permission-policy", org_views.OrgPermissionPolicyView.as_view(), name="org-permission-policy"
     ),
     path(ORG + "mcp-policy", org_views.OrgMcpPolicyView.as_view(), name="org-mcp-policy"),
+    path(ORG + "me/permission-rules", org_views.MyPermissionRulesView.as_view(), name="my-permission-rules"),
     path(ORG + "instructions", org_views.OrgInstructionsView.as_view(), name="org-instructions"),
     path(ORG + "share-policy", org_views.OrgSharePolicyView.as_view(), name="org-share-policy"),
     path(

@@ -50,6 +50,9 @@ _RUN_START = (
 # (tests/conversations/test_loop_selectors.py).
 _STEP_STATE = (
     "SELECT s.permission, p.permission_rules,"
+    # the member layer: the rules of the person whose run it is (the last to prompt, else the creator)
+    " (SELECT mb.permission_rules FROM accounts_membership mb"
+    "  WHERE mb.org_id = s.org_id AND mb.user_id = coalesce(s.prompter_id, s.creator_id)),"
     " (SELECT coalesce(json_agg(json_build_array(m.id, m.role, m.data) ORDER BY m.id), '[]')"
     "  FROM conversations_message m WHERE m.session_id = s.id AND m.id > %(after)s),"
     " (SELECT coalesce(json_agg(json_build_array(m.id, (SELECT coalesce(json_agg(x.data ORDER BY x.id), '[]')"
@@ -86,6 +89,7 @@ class StepState:
     policy_stamp: datetime | None = None  # the later of the project's and the org's updated_at
     before: int = 0  # how many messages the session holds up to `after` (step_state), as read
     gate: GateRow | None = None  # the usage gate's read for the step's call
+    member_rules: list | None = None  # the member layer (hangar.engine.permissions.merge)
 
 
 def _json(value):
@@ -100,7 +104,17 @@ def step_state(session: Session, settled: list[str], after: str = "") -> StepSta
     rows = run(_STEP_STATE, {"after": after, "settled": settled, "session": session.pk, **gate})
     if not rows:
         raise Session.DoesNotExist(session.pk)
-    session_rules, project_rules, message_rows, part_rows, before, policy_stamp, allowed, budgets = rows[0]
+    (
+        session_rules,
+        project_rules,
+        member_rules,
+        message_rows,
+        part_rows,
+        before,
+        policy_stamp,
+        allowed,
+        budgets,
+    ) = rows[0]
     messages = []
     for message_id, role, data in _json(message_rows):
         message = Message(id=message_id, session=session, role=role, data=data)
@@ -116,6 +130,7 @@ def step_state(session: Session, settled: list[str], after: str = "") -> StepSta
         policy_stamp,
         before,
         GateRow(allowed, budgets, gate["today"]),
+        _json(member_rules) or [],
     )
 
 

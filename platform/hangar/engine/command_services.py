@@ -54,10 +54,7 @@ def session_command(
     chosen = prompt_agent(session, agent or found.agent)
     text = custom_commands.render(found.template, arguments)
     if custom_commands.SHELL.search(text):
-        ruleset = perm.session_ruleset(
-            chosen.permission, session.project.permission_rules, session.permission
-        )
-        policy = perm.org_policy_for(session.org)
+        ruleset, policy = perm.ruleset_for(session, chosen.permission, actor.user_id)
 
         def allowed(command: str) -> bool:
             # Every simple command in it, and every folder outside the workspace it names, as the bash

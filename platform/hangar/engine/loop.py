@@ -134,6 +134,7 @@ class Loop:
         self.model: Model | None = None
         self._model_key: tuple[str, str] | None = None
         self.org_policy: list[dict[str, Any]] | None = None  # read once per run
+        self.member_rules: list[dict[str, Any]] = []  # the run's person's own rules, read each step
         # The last step's offer (its tools and their schemas) and what decided it (see `_offer`).
         self._offered: tuple[tuple[Any, ...], dict[str, Tool], list[dict[str, Any]]] | None = None
         self.mcp = McpCatalog()  # the MCP servers' tools, listed at the run's first step
@@ -478,6 +479,7 @@ class Loop:
         if self.live.observe(state.policy_stamp):  # a policy changed: re-read above, read the org's again
             self.org_policy = None
         session.permission, session.project.permission_rules = state.session_rules, state.project_rules
+        self.member_rules = state.member_rules or []
         self.model_ref = user.data["model"]
         self._resolve(session)  # first: a model that cannot be used fails before the sandbox is touched
         self.agent = self._agent(user.data.get("agent"))
@@ -565,7 +567,11 @@ class Loop:
 
     def _ruleset(self) -> list[dict[str, Any]]:
         return perm.session_ruleset(
-            self.agent.permission, self.session.project.permission_rules, self.session.permission
+            self.agent.permission,
+            self.session.project.permission_rules,
+            self.session.permission,
+            org_rules=self.org_policy,
+            member_rules=self.member_rules,
         )
 
     def _refresh_policy(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:

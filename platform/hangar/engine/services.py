@@ -219,8 +219,8 @@ def _agent_parts(part: dict[str, Any], session: Session, chosen: Agent) -> list[
         agent = None
     if agent is None or agent.mode == "primary" or agent.hidden:
         raise PromptRejected(f"unknown subagent {name!r}")
-    ruleset = perm.session_ruleset(chosen.permission, session.project.permission_rules, session.permission)
-    if perm.decide("task", [name], ruleset=ruleset, org_policy=perm.org_policy_for(session.org)) == perm.DENY:
+    ruleset, policy = perm.ruleset_for(session, chosen.permission)
+    if perm.decide("task", [name], ruleset=ruleset, org_policy=policy) == perm.DENY:
         raise PromptRejected(f"the permission rules deny starting the subagent {name!r}")
     body: dict[str, Any] = {"type": "agent", "name": name}
     source = part.get("source")

@@ -54,8 +54,7 @@ class ShellDenied(PromptRejected):
 def shell_allowed(session: Session, agent_permission: list[dict[str, Any]], command: str) -> bool:
     """The bash tool's questions for `command` (hangar.engine.tools.bash), answered by the rules alone."""
     found = shell_parse.check(command, WORKSPACE)
-    ruleset = perm.session_ruleset(agent_permission, session.project.permission_rules, session.permission)
-    policy = perm.org_policy_for(session.org)
+    ruleset, policy = perm.ruleset_for(session, agent_permission)
     asks = [("external_directory", found.directories), ("bash", found.patterns)]
     return all(
         perm.decide(name, patterns, ruleset=ruleset, org_policy=policy) != perm.DENY

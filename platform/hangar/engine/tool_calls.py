@@ -123,7 +123,7 @@ class ToolCalls:
     def _load_ruleset(self) -> list[dict[str, Any]]:
         grants = reads.grants_in_force(self.scope.session)
         return self.base_ruleset + [
-            {"permission": p, "pattern": pat, "action": perm.ALLOW} for p, pat in grants
+            {"permission": p, "pattern": pat, "action": perm.ALLOW, perm.LAYER: "grant"} for p, pat in grants
         ]
 
     def ask_for(self, call_id: str) -> Ask:

@@ -1,5 +1,6 @@
-// The org's permission policy (its denies beat every project and session rule), edited as rows or JSON with errors
-// that name the bad item; the "what would happen" preview; and the caps on what a project may set.
+// The org's permission policy (a layer of the merge and a floor: its denies and asks beat every rule
+// below; docs/permissions.md), edited as rows or JSON with errors that name the bad item; the "what
+// would happen" preview; and the caps on what a project may set.
 import { useEffect, useState } from "react";
 import { api, get, post, type Project } from "../../api/client";
 import { HostsEditor, RulesEditor } from "../editors";
