@@ -21,7 +21,9 @@ def erin(acme, alice):
     return Persona(user, acme, membership, alice.project, raw, row)
 
 
-def record(persona, *, model="m1", cost=0.01, session="ses_x", kind="step", outcome="ok", **tokens_):
+def record(
+    persona, *, model="m1", cost=0.01, session="ses_x", kind="step", outcome="ok", estimated=False, **tokens_
+):
     """One ledger row (and its rollup) as a model call by `persona` in its project would write it."""
     usage_record(
         ModelCall(
@@ -38,5 +40,6 @@ def record(persona, *, model="m1", cost=0.01, session="ses_x", kind="step", outc
             cost=cost,
             latency_ms=5,
             outcome=outcome,
+            tokens_estimated=estimated,
         )
     )

@@ -62,6 +62,28 @@ def test_usage_exports_csv(api, alice, bob):
     }
 
 
+def test_calls_whose_tokens_hangar_estimated_are_counted_apart_in_the_report_and_csv(api, alice, bob):
+    """A server that reports no usage (the bundled model): its calls' tokens are Hangar's count, and
+    every reading of usage says how many calls of a row are such estimates."""
+    record(alice, input=400, output=40, estimated=True)
+    record(alice, input=100, output=10)
+    record(bob, input=100, output=10)
+    assert list(UsageRecord.objects.order_by("pk").values_list("tokens_estimated", flat=True)) == [
+        True,
+        False,
+        False,
+    ]
+    report = api(alice).get(USAGE.format(org="acme"), {"group_by": "member"}).json()
+    assert report["totals"]["estimated_calls"] == 1 and report["totals"]["calls"] == 3
+    assert {r["member"]: r["estimated_calls"] for r in report["rows"]} == {
+        "alice@acme.test": 1,
+        "bob@acme.test": 0,
+    }
+    response = api(alice).get(USAGE.format(org="acme") + "/export.csv", {"group_by": "member"})
+    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+    assert {r["member"]: r["estimated_calls"] for r in rows} == {"alice@acme.test": "1", "bob@acme.test": "0"}
+
+
 def test_the_usage_csv_escapes_model_ids_a_spreadsheet_would_read_as_formulas(api, alice):
     record(alice, cost=0.5, model='=cmd|" /C calc"!A0')
     record(alice, cost=0.25, model="@SUM(1+1)")

@@ -142,6 +142,8 @@ class Loop:
         self.schemas: list[dict[str, Any]] = []
         self.steps = 0
         self._latency: dict[str, int] = {}  # ms of each step's model call, by message, until it closes
+        # Steps whose tokens Hangar counted itself (the server reported none), until their ledger row is written.
+        self._estimated: set[str] = set()
 
     def run(self) -> None:
         self.started = time.time()
@@ -294,7 +296,7 @@ class Loop:
             result = self.stream(message, system, history, [] if last_step else self.schemas)
         except ContextOverflow as exc:
             return self.window.overflowed(state, user, exc.args[0])
-        self.note_latency(message, began)
+        self.note_latency(message, began, estimated=result.usage.estimated)
         # Kept on the instance; written to the row only if the step parks (else once, as it closes).
         message.data = {**message.data, **usage_data(self.model_ref, result)}
         try:
@@ -392,9 +394,12 @@ class Loop:
                 return  # the next pass compacts, as OpenCode does after any finished step (ContextWindow)
             raise Finished(finish)
 
-    def note_latency(self, message: Message, began: float) -> None:
-        """The model call's time, for its ledger row (written as the call's message is settled)."""
+    def note_latency(self, message: Message, began: float, *, estimated: bool = False) -> None:
+        """The model call's time, and whether its tokens were Hangar's count (the server reported none),
+        for its ledger row (written as the call's message is settled)."""
         self._latency[message.pk] = int((time.monotonic() - began) * 1000)
+        if estimated:
+            self._estimated.add(message.pk)
 
     def settle(
         self,
@@ -407,7 +412,14 @@ class Loop:
     ) -> None:
         """A model call's closing write (a step's, a compaction's): its last parts, its message completed
         with its cost and tokens, the session's usage totals and the call's ledger row, in one statement."""
-        call = step_call(self.session, data, self._latency.pop(message.pk, None), kind=kind)
+        call = step_call(
+            self.session,
+            data,
+            self._latency.pop(message.pk, None),
+            kind=kind,
+            estimated=message.pk in self._estimated,
+        )
+        self._estimated.discard(message.pk)
         store.parts_upsert(
             message=message,
             parts=parts,

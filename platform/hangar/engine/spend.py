@@ -89,13 +89,20 @@ def model_call(
         cost=cost,
         latency_ms=latency_ms,
         outcome=outcome,
+        tokens_estimated=usage.estimated,
     )
 
 
 def step_call(
-    session: Session, data: dict[str, Any], latency_ms: int | None, kind: str = "step"
+    session: Session,
+    data: dict[str, Any],
+    latency_ms: int | None,
+    kind: str = "step",
+    *,
+    estimated: bool = False,
 ) -> ModelCall:
-    """A step's call (or a compaction's: `kind`) from its message data (cost and tokens as recorded)."""
+    """A step's call (or a compaction's: `kind`) from its message data (cost and tokens as recorded);
+    `estimated`: its tokens were counted by Hangar (hangar.engine.step_usage.estimate_unreported)."""
     tokens = data.get("tokens") or {}
     cache = tokens.get("cache") or {}
     usage = Usage(
@@ -104,6 +111,7 @@ def step_call(
         reasoning=tokens.get("reasoning", 0),
         cache_read=cache.get("read", 0),
         cache_write=cache.get("write", 0),
+        estimated=estimated,
     )
     finished = data.get("finish") not in (None, "unknown") or bool(tokens)
     return model_call(

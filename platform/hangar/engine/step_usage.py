@@ -36,7 +36,8 @@ def estimate_unreported(
     """A server that reports no usage (the bundled llama.cpp model, some local servers) still costs
     tokens: the call is counted as OpenCode counts without a tokenizer (hangar.engine.providers.base
     `estimate_tokens`), from what was sent and what came back, so the ledger, budgets and the session's
-    totals are not zero. A reported figure is never replaced."""
+    totals are not zero. A reported figure is never replaced. The call's ledger row says it was
+    estimated (`UsageRecord.tokens_estimated`), so usage never passes a guess off as a reported count."""
     u = result.usage
     if u.input or u.output or not result.produced:
         return
@@ -45,7 +46,9 @@ def estimate_unreported(
         + json.dumps(history, separators=(",", ":"))
         + json.dumps(tools, separators=(",", ":"))
     )
-    result.usage = Usage(input=estimate_tokens(sent), output=max(1, round(result.output_chars / 4)))
+    result.usage = Usage(
+        input=estimate_tokens(sent), output=max(1, round(result.output_chars / 4)), estimated=True
+    )
 
 
 def usage_after(session: Session, data: dict[str, Any]) -> tuple[float, dict[str, Any]]:

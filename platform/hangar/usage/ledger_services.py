@@ -16,15 +16,15 @@ from hangar.rawsql import run
 _LEDGER_INSERT = (
     "INSERT INTO usage_usagerecord (org_id, project_id, session_id, user_id, kind, source, provider, model,"
     " input_tokens, output_tokens, reasoning_tokens, cache_read_tokens, cache_write_tokens, cost,"
-    " latency_ms, outcome, created_at)"
-    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, now()) RETURNING 1"
+    " latency_ms, outcome, tokens_estimated, created_at)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, now()) RETURNING 1"
 )
 # The day is the transaction's UTC date, as the budget check reads it (hangar.usage.gate). One call adds
 # to four rows (the org's, its project's, its member's, its model's), always in that order.
 _ROLLUP_UPSERT = (
     "INSERT INTO usage_usagerollup AS r (org_id, day, dim, key, calls, errors, input_tokens, output_tokens,"
-    " reasoning_tokens, cache_read_tokens, cache_write_tokens, cost)"
-    " SELECT %s, (now() AT TIME ZONE 'UTC')::date, d.dim, d.key, 1, %s, %s, %s, %s, %s, %s, %s"
+    " reasoning_tokens, cache_read_tokens, cache_write_tokens, cost, estimated_calls)"
+    " SELECT %s, (now() AT TIME ZONE 'UTC')::date, d.dim, d.key, 1, %s, %s, %s, %s, %s, %s, %s, %s"
     " FROM (VALUES ('o', ''), ('p', %s::text), ('u', %s::text), ('m', %s::text)) AS d(dim, key)"
     " ON CONFLICT (org_id, dim, key, day) DO UPDATE SET"
     " calls = r.calls + 1, errors = r.errors + EXCLUDED.errors,"
@@ -33,7 +33,8 @@ _ROLLUP_UPSERT = (
     " reasoning_tokens = r.reasoning_tokens + EXCLUDED.reasoning_tokens,"
     " cache_read_tokens = r.cache_read_tokens + EXCLUDED.cache_read_tokens,"
     " cache_write_tokens = r.cache_write_tokens + EXCLUDED.cache_write_tokens,"
-    " cost = r.cost + EXCLUDED.cost RETURNING 1"
+    " cost = r.cost + EXCLUDED.cost, estimated_calls = r.estimated_calls + EXCLUDED.estimated_calls"
+    " RETURNING 1"
 )
 _RECORD = f"WITH w0 AS ({_LEDGER_INSERT}), w1 AS ({_ROLLUP_UPSERT}) SELECT 1"
 
@@ -58,6 +59,7 @@ class ModelCall:
     cost: float = 0.0
     latency_ms: int | None = None
     outcome: str = "ok"
+    tokens_estimated: bool = False  # the server reported no usage: Hangar counted the tokens
 
     def tokens(self) -> list[int]:
         return [
@@ -89,12 +91,14 @@ def ledger_writes(call: ModelCall) -> list[tuple[str, list]]:
         call.cost,
         call.latency_ms,
         call.outcome,
+        call.tokens_estimated,
     ]
     rollup = [
         call.org_id,
         0 if call.outcome == "ok" else 1,
         *call.tokens(),
         call.cost,
+        1 if call.tokens_estimated else 0,
         str(call.project_id or 0),
         str(call.user_id or 0),
         model_key(call.provider, call.model),

@@ -34,6 +34,12 @@ class UsageRecord(models.Model):
     cost = models.FloatField(default=0.0)
     latency_ms = models.IntegerField(null=True)
     outcome = models.CharField(max_length=16, help_text="ok | error | interrupted")
+    # db_default: rows written by raw SQL that predates the column (bench/usage.py) still insert.
+    tokens_estimated = models.BooleanField(
+        default=False,
+        db_default=False,
+        help_text="the server reported no usage: Hangar counted the tokens (~4 characters each)",
+    )
     created_at = models.DateTimeField()
 
     class Meta:
@@ -69,6 +75,9 @@ class UsageRollup(models.Model):
     cache_read_tokens = models.BigIntegerField(default=0)
     cache_write_tokens = models.BigIntegerField(default=0)
     cost = models.FloatField(default=0.0)
+    estimated_calls = models.BigIntegerField(
+        default=0, db_default=0, help_text="calls whose tokens Hangar estimated"
+    )
 
     class Meta:
         constraints = [

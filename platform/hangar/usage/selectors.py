@@ -37,6 +37,7 @@ SUMS = (
     "reasoning_tokens",
     "cache_read_tokens",
     "cache_write_tokens",
+    "estimated_calls",  # calls whose tokens were counted by Hangar, not reported: their figures are estimates
 )
 MAX_DAYS = 366
 

@@ -281,9 +281,18 @@ def test_a_model_that_reports_no_usage_is_counted_from_what_was_sent_and_streame
     assert first["input"] >= round(len("say something long") / 4) and first["input"] > 0
     row = UsageRecord.objects.get(session_id=rig.session.pk, kind="step")
     assert (row.input_tokens, row.output_tokens) == (first["input"], first["output"])
+    assert row.tokens_estimated  # the ledger says the figure is Hangar's count, not the server's
     assert rig.state().tokens["output"] == 250
 
     rig.prompt("again")
     rig.run(model)
     assert rig.assistants()[-1]["tokens"]["input"] == 7  # a reported figure is kept as reported
     assert rig.assistants()[-1]["tokens"]["output"] == 2
+    rows = UsageRecord.objects.filter(session_id=rig.session.pk, kind="step").order_by("pk")
+    assert [r.tokens_estimated for r in rows] == [True, False]
+    # Where usage is read (the API's report, its CSV), the estimated calls are counted apart.
+    from hangar.usage.selectors import usage_report
+
+    day = row.created_at.date()
+    report = usage_report(org=rig.session.org, start=day, end=day, group="model")
+    assert report["totals"]["estimated_calls"] == 1 and report["totals"]["calls"] >= 2  # (+ the title's)

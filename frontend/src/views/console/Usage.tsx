@@ -3,10 +3,19 @@
 import { useState } from "react";
 import { ErrorLine, money, useLoad } from "./common";
 
-type Row = Record<string, string | number | null> & { cost: number; calls: number; input_tokens: number; output_tokens: number };
+type Row = Record<string, string | number | null> & {
+  cost: number; calls: number; input_tokens: number; output_tokens: number; estimated_calls: number;
+};
 type Report = { from: string; to: string; group_by: string; rows: Row[]; totals: Row };
 
 const iso = (d: Date) => d.toISOString().slice(0, 10);
+// Tokens of calls whose model server reported none (the bundled model, some local servers) were counted by
+// Hangar at about four characters a token: such figures are marked as estimates, never passed off as reported.
+const ESTIMATED = "Includes calls whose tokens the model server did not report: counted by Hangar, about four characters a token.";
+function Tokens({ n, row }: { n: number; row: Row }) {
+  if (!row.estimated_calls) return <>{n.toLocaleString()}</>;
+  return <span title={ESTIMATED} aria-label={`about ${n.toLocaleString()} (estimated)`} data-estimated="true">≈ {n.toLocaleString()}</span>;
+}
 const GROUP_LABEL: Record<string, (r: Row) => string> = {
   day: (r) => String(r.day),
   member: (r) => String(r.member || (r.user_id ? `user ${r.user_id}` : "(integration)")),
@@ -40,9 +49,15 @@ export function Usage({ org }: { org: string }) {
           <div className="totals" aria-label="Totals">
             <div><span className="muted small">Spend</span><strong>{money(byDay.data.totals.cost)}</strong></div>
             <div><span className="muted small">Model calls</span><strong>{byDay.data.totals.calls}</strong></div>
-            <div><span className="muted small">Input tokens</span><strong>{byDay.data.totals.input_tokens.toLocaleString()}</strong></div>
-            <div><span className="muted small">Output tokens</span><strong>{byDay.data.totals.output_tokens.toLocaleString()}</strong></div>
+            <div><span className="muted small">Input tokens</span><strong><Tokens n={byDay.data.totals.input_tokens} row={byDay.data.totals} /></strong></div>
+            <div><span className="muted small">Output tokens</span><strong><Tokens n={byDay.data.totals.output_tokens} row={byDay.data.totals} /></strong></div>
           </div>
+          {byDay.data.totals.estimated_calls > 0 && (
+            <p className="muted small" data-testid="estimated-note">
+              ≈ estimated: {byDay.data.totals.estimated_calls} of {byDay.data.totals.calls} calls reported no tokens; Hangar
+              counted them at about four characters a token.
+            </p>
+          )}
           <DayChart report={byDay.data} />
         </>
       )}
@@ -54,8 +69,8 @@ export function Usage({ org }: { org: string }) {
               {grouped.data.rows.map((r, i) => (
                 <tr key={i}>
                   <td>{GROUP_LABEL[group](r)}</td><td className="num">{money(r.cost)}</td><td className="num">{r.calls}</td>
-                  <td className="num">{String(r.errors ?? 0)}</td><td className="num">{r.input_tokens.toLocaleString()}</td>
-                  <td className="num">{r.output_tokens.toLocaleString()}</td>
+                  <td className="num">{String(r.errors ?? 0)}</td><td className="num"><Tokens n={r.input_tokens} row={r} /></td>
+                  <td className="num"><Tokens n={r.output_tokens} row={r} /></td>
                 </tr>
               ))}
               {grouped.data.rows.length === 0 && <tr><td colSpan={6} className="muted">No model calls in this range.</td></tr>}
