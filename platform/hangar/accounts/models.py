@@ -91,6 +91,9 @@ class Membership(models.Model):
     # The member layer of the permission merge (hangar.engine.permissions.merge): the person's own rules,
     # applied to the runs they start or prompt, and only ever narrowing. [{permission, pattern, action}]
     permission_rules = models.JSONField(default=list, blank=True)
+    # The member's own OpenCode settings (its global config, `GET/PATCH /global/config`): the few keys
+    # that are a person's preference, not the project's policy (hangar.accounts.member_config_services).
+    opencode_config = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -10,19 +10,22 @@ WORKSPACE = "/workspace"
 HOME = "/root"
 
 
-def config(project: Project, username: str) -> dict:
+def config(project: Project, username: str, own: dict | None = None) -> dict:
+    """The project's config over the member's own settings (`own`, hangar.accounts.member_config_services), as
+    OpenCode lays a project's config over the global one."""
     body = {
+        **(own or {}),
         "$schema": "https://opencode.ai/config.json",
         "command": {},
         "plugin": [],
         "mode": {},
         "agent": {},
         "provider": {},
-        "username": username,
+        "username": (own or {}).get("username") or username,
         "default_agent": project.default_agent or "build",
         # OpenCode's TUI offers /share unless this is "disabled": the org's share policy says whether it may.
         "share": "disabled" if project.org.share_policy == "off" else "manual",
-        "autoupdate": False,
+        "autoupdate": (own or {}).get("autoupdate", False),
     }
     if project.default_model:
         body["model"] = project.default_model

@@ -4,6 +4,7 @@ its TUI and `@opencode-ai/sdk` call, with OpenCode's JSON shapes."""
 from django.urls import path
 
 from hangar.opencode import (
+    views_config,
     views_files,
     views_mcp,
     views_meta,
@@ -19,7 +20,7 @@ from hangar.opencode import (
 urlpatterns = [
     path("event", views_stream.event_stream, name="oc-event"),
     path("global/event", views_stream.global_event_stream, name="oc-global-event"),
-    path("config", views_meta.Config.as_view(), name="oc-config"),
+    path("config", views_config.Config.as_view(), name="oc-config"),
     path("config/providers", views_meta.ConfigProviders.as_view(), name="oc-config-providers"),
     path("provider", views_meta.Providers.as_view(), name="oc-providers"),
     path("agent", views_meta.Agents.as_view(), name="oc-agents"),
@@ -97,6 +98,7 @@ urlpatterns += [
     path("session/<str:session_id>/shell", views_shell.Shell.as_view(), name="oc-session-shell"),
     path("session/<str:session_id>/init", views_shell.Init.as_view(), name="oc-session-init"),
     path("session/<str:session_id>/share", views_share.Share.as_view(), name="oc-session-share"),
+    path("global/config", views_config.GlobalConfig.as_view(), name="oc-global-config"),
 ]
 
 # --- issue 30, "what OpenCode's own app and the SDK call" (helper `api`): health, history edits, vcs,

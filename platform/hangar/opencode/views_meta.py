@@ -22,12 +22,6 @@ from sandbox.protocol import Sandbox, SandboxError
 OC = ["opencode"]
 
 
-class Config(OpenCodeView):
-    @extend_schema(tags=OC, operation_id="oc_config", responses={200: dict})
-    def get(self, request, project_id):
-        return Response(meta.config(self.scope.project, request.user.email))
-
-
 class Agents(OpenCodeView):
     """The built-in agents, the project's, and the workspace's own (.opencode/agents/) as the newest
     session has them."""
