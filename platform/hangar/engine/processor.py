@@ -89,15 +89,19 @@ class StreamProcessor:
 
         offered = offered_names(self.tools)
         name = repair_tool_name(event.name, offered)
+        # OpenCode 1.18.33's words (measured with `opencode run` on the scripted model): the AI SDK's
+        # errors, which list every tool it holds, `invalid` included, sorted.
         try:
             args = json.loads(event.arguments or "{}")
-            error = None if isinstance(args, dict) else "arguments must be a JSON object"
+            error = None if isinstance(args, dict) else "the arguments must be a JSON object"
         except json.JSONDecodeError as exc:
-            args, error = {}, f"invalid JSON arguments: {exc}"
+            args, error = {}, f"JSON parsing failed: Text: {event.arguments}.\nError message: {exc}"
         if name is None or error:
             reason = (
-                error
-                or f"Model tried to call unavailable tool '{event.name}'. Available tools: {', '.join(offered)}."
+                f"Invalid input for tool {name}: {error}"
+                if name is not None
+                else f"Model tried to call unavailable tool '{event.name}'. "
+                f"Available tools: {', '.join(sorted(self.tools))}."
             )
             args = {"tool": event.name, "error": reason}
             name = "invalid"

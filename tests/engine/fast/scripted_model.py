@@ -3,7 +3,8 @@ the real loop with it instead of the scripted HTTP server (tests/engine/conftest
 
 A script is a list of turns, one per model call; a turn is a list of items, played in order:
     {"text": "..."}                          a text block
-    {"tool_calls": [{"name", "id", "arguments"}]}   tool calls (the turn then finishes "tool-calls")
+    {"tool_calls": [{"name", "id", "arguments"}]}   tool calls (the turn then finishes "tool-calls"); str
+                                                   arguments are sent verbatim
     {"usage": {"input": 10, "output": 2}}    the step's token counts
     {"error": ProviderError(...)}            the call fails (raised before anything else is streamed)
     {"do": callable}                         called mid-stream with the abort event (abort, a new prompt...)
@@ -44,8 +45,12 @@ class ScriptedModel:
                 yield StreamEvent("text-delta", text=item["text"])
                 yield StreamEvent("text-end")
             for call in item.get("tool_calls", []):
+                raw = call["arguments"]  # a str is sent as it is (a model's broken JSON)
                 yield StreamEvent(
-                    "tool-call", id=call["id"], name=call["name"], arguments=json.dumps(call["arguments"])
+                    "tool-call",
+                    id=call["id"],
+                    name=call["name"],
+                    arguments=raw if isinstance(raw, str) else json.dumps(raw),
                 )
                 finish = "tool-calls"
             if "usage" in item:

@@ -247,8 +247,27 @@ def test_the_model_is_offered_the_agents_tools_without_the_internal_invalid_tool
     offered = {tool["function"]["name"] for tool in model.requests[0]["tools"]}
     assert "invalid" not in offered and {"bash", "read", "edit", "write"} <= offered
     (routed,) = rig.parts("tool")
-    assert routed["tool"] == "invalid" and "Available tools: bash," in routed["state"]["output"]
-    assert "invalid" not in routed["state"]["output"].split("Available tools:")[1]
+    # OpenCode 1.18.33's text, measured with `opencode run`: every tool the SDK holds, sorted, `invalid`
+    # among them ("bash, edit, glob, grep, invalid, read, skill, task, todowrite, webfetch, write.").
+    listed = routed["state"]["output"].split("Available tools: ")[1].rstrip(".").split(", ")
+    assert routed["tool"] == "invalid" and "invalid" in listed and listed == sorted(listed)
+    assert routed["state"]["output"].startswith(
+        "The arguments provided to the tool are invalid: Model tried to call unavailable tool 'Frobnicate'. "
+    )
+
+
+def test_arguments_that_are_not_json_get_opencodes_words(rig):
+    rig.prompt("hello")
+    model = ScriptedModel(
+        [[{"tool_calls": [{"name": "read", "id": "c1", "arguments": "{bad json"}]}], [{"text": "ok"}]]
+    )
+    rig.run(model)
+    (routed,) = rig.parts("tool")
+    assert routed["tool"] == "invalid"
+    assert routed["state"]["output"].startswith(
+        "The arguments provided to the tool are invalid: Invalid input for tool read: "
+        "JSON parsing failed: Text: {bad json.\nError message: "
+    )
 
 
 def test_a_call_a_rule_denies_is_refused_to_the_model_and_audited(rig, alice):
