@@ -306,6 +306,23 @@ HANGAR_WEBHOOK_ORG_IN_FLIGHT = int(os.environ.get("HANGAR_WEBHOOK_ORG_IN_FLIGHT"
 HANGAR_WEBHOOK_REFUSED_AUDIT_WINDOW_S = float(os.environ.get("HANGAR_WEBHOOK_REFUSED_AUDIT_WINDOW_S", "60"))
 HANGAR_WEBHOOK_MAX_ENDPOINTS_PER_ORG = int(os.environ.get("HANGAR_WEBHOOK_MAX_ENDPOINTS_PER_ORG", "20"))
 
+# The engine's runs (hangar.engine): a run's lease lives this long without its keeper's renewal; a
+# provider's retryable error is tried again this many times; a session whose runs took their worker down
+# this many times in a row is ended (crash_budget).
+HANGAR_LEASE_TTL_S = int(os.environ.get("HANGAR_LEASE_TTL_S", "15"))
+HANGAR_MAX_RETRIES = int(os.environ.get("HANGAR_MAX_RETRIES", "5"))
+HANGAR_RUN_CRASH_BUDGET = int(os.environ.get("HANGAR_RUN_CRASH_BUDGET", "3"))
+# Workspace downloads and diffs (hangar.engine.repo_ops): an archive's and a diff's cap, archives at once.
+HANGAR_WORKSPACE_ARCHIVE_MAX_BYTES = int(
+    os.environ.get("HANGAR_WORKSPACE_ARCHIVE_MAX_BYTES", str(512 * 2**20))
+)
+HANGAR_WORKSPACE_DIFF_MAX_BYTES = int(os.environ.get("HANGAR_WORKSPACE_DIFF_MAX_BYTES", str(2**20)))
+HANGAR_WORKSPACE_ARCHIVE_CONCURRENCY = int(os.environ.get("HANGAR_WORKSPACE_ARCHIVE_CONCURRENCY", "2"))
+# Streams (hangar.realtime): how often a live stream re-checks its token and membership; how many
+# notifications a process keeps queued for Redis before it drops the oldest.
+HANGAR_STREAM_RECHECK_S = float(os.environ.get("HANGAR_STREAM_RECHECK_S", "15"))
+HANGAR_BROADCAST_MAX_QUEUED = int(os.environ.get("HANGAR_BROADCAST_MAX_QUEUED", "20000"))
+
 # Slack app credentials (api.slack.com: Basic Information) and where its Web API is (tests point it at a
 # local server speaking the same wire API). Without a signing secret the Slack endpoints answer 503.
 SLACK_SIGNING_SECRET = os.environ.get("SLACK_SIGNING_SECRET", "")

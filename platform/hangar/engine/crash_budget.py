@@ -11,9 +11,9 @@ session goes idle. A new prompt runs it again, with a fresh budget.
 
 from __future__ import annotations
 
-import os
 import threading
 
+from django.conf import settings
 from django.db import transaction
 
 from hangar.conversations import services as store
@@ -28,7 +28,7 @@ log = get_logger(__name__)
 
 
 def crash_budget() -> int:
-    return max(1, int(os.environ.get("HANGAR_RUN_CRASH_BUDGET", "3")))
+    return max(1, settings.HANGAR_RUN_CRASH_BUDGET)
 
 
 def over_budget(session_id: str, owner: str) -> int | None:

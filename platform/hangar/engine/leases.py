@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
+from django.conf import settings
 from django.db import connections
 
 from hangar.conversations.loop_services import (
@@ -35,7 +36,7 @@ from hangar.logging import get_logger
 
 log = get_logger(__name__)
 
-LEASE_TTL_S = int(os.environ.get("HANGAR_LEASE_TTL_S", "15"))
+LEASE_TTL_S = settings.HANGAR_LEASE_TTL_S
 KEEPER_INTERVAL_S = 1.0
 KEEPER_STATEMENT_TIMEOUT_MS = 3000
 

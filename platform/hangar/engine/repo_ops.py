@@ -47,7 +47,6 @@ if TYPE_CHECKING:
     import docker
 
 log = get_logger(__name__)
-ARCHIVE_MAX_BYTES = 512 * 1024 * 1024
 MESSAGE_MAX = 10_000
 
 
@@ -282,14 +281,12 @@ def operation_run(operation_id: int) -> None:
 
 # --- the repository changes of the session -------------------------------------------------------
 
-DIFF_PATCH_MAX_BYTES = 1024 * 1024
-
 
 def workspace_diff(*, session: Session, max_patch_bytes: int | None = None) -> dict[str, object]:
     """The workspace against the commit it was cloned at (the repository's view of the session's work:
     committed, pushed or not). Read-only; the caller has scoped the session to the actor."""
     row = _ready_workspace(session)
-    cap = max_patch_bytes or int(getattr(settings, "HANGAR_WORKSPACE_DIFF_MAX_BYTES", DIFF_PATCH_MAX_BYTES))
+    cap = max_patch_bytes or settings.HANGAR_WORKSPACE_DIFF_MAX_BYTES
     try:
         diff = gitops.diff_base(session.pk, cap)
     except gitops.GitError as exc:
@@ -321,7 +318,7 @@ def workspace_archive(
     if fmt not in ARCHIVE_FORMATS:
         raise RepoOpError("The archive format is tar.gz or zip.", kind="invalid", status=400)
     require_member(actor, session)
-    cap = max_bytes or int(getattr(settings, "HANGAR_WORKSPACE_ARCHIVE_MAX_BYTES", ARCHIVE_MAX_BYTES))
+    cap = max_bytes or settings.HANGAR_WORKSPACE_ARCHIVE_MAX_BYTES
 
     try:
         used = _used_bytes(session.pk)
@@ -356,7 +353,7 @@ _archives_running = 0
 
 def _archive_slot_take() -> None:
     global _archives_running
-    limit = int(getattr(settings, "HANGAR_WORKSPACE_ARCHIVE_CONCURRENCY", 2))
+    limit = settings.HANGAR_WORKSPACE_ARCHIVE_CONCURRENCY
     with _archives_lock:
         if _archives_running >= limit:
             raise RepoOpError(

@@ -3,11 +3,12 @@ HTTP date), else 2 s x 2^(attempt-1) capped at 30 s."""
 
 from __future__ import annotations
 
-import os
 import time
 from email.utils import parsedate_to_datetime
 
-MAX_ATTEMPTS = int(os.environ.get("HANGAR_MAX_RETRIES", "5"))
+from django.conf import settings
+
+MAX_ATTEMPTS = settings.HANGAR_MAX_RETRIES
 BASE_S, CAP_S, HEADER_CAP_S = 2.0, 30.0, 600.0
 
 

@@ -7,9 +7,9 @@ longer grant this stream); an SSE stream ends."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
+from django.conf import settings
 from django.dispatch import receiver
 
 from hangar.accounts.models import ApiToken, User
@@ -17,7 +17,7 @@ from hangar.accounts.selectors import token_usable, user_active
 from hangar.accounts.signals import access_changed
 
 ACCESS_CHANGED = "hangar.access.changed"  # event type of the notice; never forwarded to a client
-RECHECK_S = float(os.environ.get("HANGAR_STREAM_RECHECK_S", "15"))
+RECHECK_S = settings.HANGAR_STREAM_RECHECK_S
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_REVOKED = 4403
 

@@ -26,6 +26,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from channels_redis.pubsub import RedisPubSubChannelLayer
 from channels_redis.utils import _consistent_hash, decode_hosts
+from django.conf import settings
 
 from hangar.logging import get_logger
 
@@ -110,7 +111,7 @@ def broadcast_many(groups: list[str], messages: list[dict]) -> None:
     _sender().put(groups, [{"type": EVENT, "event": message} for message in messages])
 
 
-MAX_QUEUED = int(os.environ.get("HANGAR_BROADCAST_MAX_QUEUED", "20000"))  # notifications waiting to be sent
+MAX_QUEUED = settings.HANGAR_BROADCAST_MAX_QUEUED  # notifications waiting to be sent
 MAX_BATCH = 500  # notifications per round trip
 RETRY_MAX_S = 5.0
 
