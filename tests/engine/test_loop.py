@@ -275,7 +275,7 @@ def test_the_baseline_system_context_is_reused_byte_for_byte_across_a_worker_res
 
 
 def test_a_tenant_cannot_prompt_another_orgs_session(alice, charlie, script, make_session):
-    from rest_framework.exceptions import NotFound
+    from hangar.errors import NotFound
 
     session = make_session(alice, script.load([[{"text": "hi"}]]))
     with pytest.raises(NotFound):

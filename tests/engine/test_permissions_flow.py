@@ -239,7 +239,7 @@ def test_three_identical_calls_in_a_row_ask_doom_loop(alice, script, make_sessio
 def test_a_tenant_cannot_reply_to_another_orgs_permission_request(
     alice, charlie, script, make_session, worker
 ):
-    from rest_framework.exceptions import NotFound
+    from hangar.errors import NotFound
 
     ask_for_bash(alice.project)
     session = make_session(alice, script.load([[bash("c1", "echo hi")], [{"text": "ok"}]]))

@@ -1,4 +1,5 @@
-"""Uniform JSON errors: `{"error": {"code", "message", "fields"?}}`. A 400 names each bad field."""
+"""Uniform JSON errors: `{"error": {"code", "message", "fields"?}}`. A 400 names each bad field. The one place
+the REST API maps the domain errors raised below the edges (hangar.errors) to HTTP."""
 
 from django.core.exceptions import ObjectDoesNotExist
 from django.http import Http404
@@ -6,8 +7,26 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from hangar import errors
+
+# The domain errors raised below the edges (hangar.errors), as the HTTP errors DRF answers with.
+AS_HTTP: dict[type[errors.DomainError], type[exceptions.APIException]] = {
+    errors.NotFound: exceptions.NotFound,
+    errors.PermissionDenied: exceptions.PermissionDenied,
+    errors.NotAuthenticated: exceptions.NotAuthenticated,
+    errors.ValidationError: exceptions.ValidationError,
+}
+
+
+def as_http(exc: Exception) -> Exception:
+    """`exc` as DRF's exception when it is a domain error, else itself."""
+    if isinstance(exc, errors.DomainError):
+        return AS_HTTP.get(type(exc), exceptions.APIException)(exc.detail, code=exc.code)
+    return exc
+
 
 def exception_handler(exc, context):
+    exc = as_http(exc)
     if isinstance(exc, ObjectDoesNotExist):
         exc = exceptions.NotFound()
     response = drf_exception_handler(exc, context)

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
-from rest_framework.exceptions import NotFound
 
 from hangar.accounts.actors import Actor
 from hangar.accounts.models import Role
 from hangar.accounts.selectors import require_role
 from hangar.audit.services import audit_record
 from hangar.engine.secret_env import setup_env
+from hangar.errors import NotFound
 from hangar.logging import get_logger
 from hangar.projects.env import env_for_sandbox
 from hangar.projects.models import Project

@@ -39,6 +39,7 @@ from hangar.engine.prompt_files import resolve_files
 from hangar.engine.sandboxes import sandbox_for_request
 from hangar.engine.secret_env import masker_for
 from hangar.engine.subtasks import children_abort
+from hangar.errors import NotFound
 from hangar.ids import client_message_id_problem
 from hangar.projects.models import Project
 
@@ -51,8 +52,6 @@ class PromptRejected(ValueError):
 
 def require_member(actor: Actor, session: Session) -> None:
     """Viewers may read but not drive a session. A foreign org is "not found" (404), never "forbidden"."""
-    from rest_framework.exceptions import NotFound
-
     from hangar.accounts.selectors import require_role
 
     if actor.org_id != session.org_id:
@@ -346,8 +345,6 @@ def permission_grant_list(*, actor: Actor, project: Project) -> list[PermissionG
 
 
 def permission_grant_revoke(*, actor: Actor, grant: PermissionGrant) -> PermissionGrant:
-    from rest_framework.exceptions import NotFound
-
     if actor.org_id != grant.org_id:
         raise NotFound()
     if actor.user is not None:

@@ -1,10 +1,21 @@
 """OpenCode's error bodies. The stock clients read `{"name": ..., "data": {"message": ...}}` (NotFoundError,
 BadRequestError); a missing permission request is `{"_tag": "PermissionNotFoundError", ...}` as OpenCode
-1.18.33 answers it. A 401 carries a Basic challenge, as `opencode serve` does."""
+1.18.33 answers it. A 401 carries a Basic challenge, as `opencode serve` does. The one place OpenCode's routes
+map the domain errors raised below the edges (hangar.errors) to HTTP."""
 
 from django.core.exceptions import ObjectDoesNotExist
 from django.http import JsonResponse
 from rest_framework import exceptions
+
+from hangar import errors
+
+# The domain errors raised below the edges (hangar.errors), as the HTTP errors below answer them.
+_AS_HTTP: dict[type[errors.DomainError], type[exceptions.APIException]] = {
+    errors.NotFound: exceptions.NotFound,
+    errors.PermissionDenied: exceptions.PermissionDenied,
+    errors.NotAuthenticated: exceptions.NotAuthenticated,
+    errors.ValidationError: exceptions.ValidationError,
+}
 
 
 class PermissionNotFound(exceptions.NotFound):
@@ -40,6 +51,8 @@ class SandboxFailed(exceptions.APIException):
 
 
 def error_body(exc: Exception) -> tuple[int, dict]:
+    if isinstance(exc, errors.DomainError):
+        exc = _AS_HTTP.get(type(exc), exceptions.APIException)(exc.detail, code=exc.code)
     if isinstance(exc, ObjectDoesNotExist):  # any missing row is OpenCode's NotFoundError, never a 500
         exc = exceptions.NotFound(f"{type(exc).__qualname__.split('.')[0]} not found")
     if isinstance(exc, QuestionNotFound):

@@ -12,6 +12,7 @@ from rest_framework.exceptions import APIException
 from slack_bolt import App
 from slack_bolt.authorization import AuthorizeResult
 
+from hangar.errors import DomainError
 from hangar.integrations.slack import selectors, services
 from hangar.integrations.slack.client import web_client
 from hangar.integrations.slack.models import SlackPermissionMessage
@@ -76,7 +77,7 @@ def handle_text(*, team_id: str, channel: str, user: str, text: str, ts: str, th
         status_show(thread, thread.session)
     except services.NotLinked:
         _tell(install, channel, user, link_message(install, user), thread_ts or ts)
-    except (APIException, ValueError) as exc:
+    except (APIException, DomainError, ValueError) as exc:
         _tell(install, channel, user, _failure(exc), thread_ts or ts)
 
 
@@ -131,7 +132,7 @@ def _on_command(ack, command, logger):
     except services.NotLinked:
         _tell(install, channel, user, link_message(install, user))
         return
-    except (APIException, ValueError) as exc:
+    except (APIException, DomainError, ValueError) as exc:
         _tell(install, channel, user, _failure(exc))
         return
     if not parse(text).text:
@@ -171,7 +172,7 @@ def _on_permission_button(ack, body, action, logger):
     except services.NotLinked:
         _tell(install, channel, user, link_message(install, user))
         return
-    except APIException:
+    except (APIException, DomainError):
         _tell(install, channel, user, "You may not answer this request.")
         return
     held = SlackPermissionMessage.objects.filter(request_id=request.pk).first()
