@@ -1,13 +1,22 @@
 // A project's settings: everything the project API can change (name, default model and agent, setup
 // script, sandbox limits, network policy and egress, permission rules, agents, env vars, repository), in
-// sections that each save on their own. A 400 names the field; what was typed stays in the form.
+// sections that each save on their own. A 400 names the field; what was typed stays in the form. Secret
+// env vars carry a scope (which processes get them); the cached environments show what each takes on disk.
 import { useEffect, useState } from "react";
-import { api, get, projectPath, type Credential, type Me, type Project } from "../api/client";
+import {
+  api,
+  get,
+  projectPath,
+  type CachedEnvironment,
+  type Credential,
+  type EnvVar,
+  type Me,
+  type Project,
+  type SecretScope,
+} from "../api/client";
 import { Link, navigate } from "../router";
 import { RepositoryForm } from "./console/Repositories";
 import { AgentsEditor, HostsEditor, RulesEditor, type AgentFields, type Rule } from "./editors";
-
-type EnvVar = { name: string; secret: boolean; value: string | null };
 
 export function ProjectSettings({ org, project, me }: { org: string; project: number; me: Me }) {
   const [info, setInfo] = useState<Project | null>(null);
@@ -38,6 +47,7 @@ export function ProjectSettings({ org, project, me }: { org: string; project: nu
         <Agents org={org} project={info} onSaved={saved} />
         <EnvVars org={org} project={info} admin={admin} />
       </fieldset>
+      <Environments org={org} project={info} admin={admin} />
       {admin && <RepositoryForm org={org} project={info} onSaved={load} />}
       {admin && <Danger org={org} project={info} />}
     </div>
@@ -107,7 +117,7 @@ function General({ org, project, models, onSaved }: { org: string; project: Proj
           {agents.map((a) => <option key={a} value={a}>{a}</option>)}
         </select>
       </label>
-      <label>Setup script <span className="muted small">(runs in the sandbox before the first step of a new workspace)</span>
+      <label>Setup script <span className="muted small">(runs in the sandbox before the first step of a new workspace; what it leaves is kept per commit, below)</span>
         <textarea className="mono" rows={4} value={form.setup_script} onChange={set("setup_script")} spellCheck={false} />
       </label>
     </Section>
@@ -219,6 +229,7 @@ function EnvVars({ org, project, admin }: { org: string; project: Project; admin
   const base = `${projectPath(org, project.id)}env/`;
   const [vars, setVars] = useState<EnvVar[] | null>(null);
   const [form, setForm] = useState({ name: "", value: "", secret: true });
+  const [editing, setEditing] = useState("");
   const [error, setError] = useState("");
   const load = () => get<EnvVar[]>(base).then(setVars).catch((e) => setError((e as Error).message));
   useEffect(() => {
@@ -240,23 +251,45 @@ function EnvVars({ org, project, admin }: { org: string; project: Project; admin
   return (
     <section className="card" aria-labelledby="env-h">
       <h2 id="env-h">Environment variables</h2>
-      <p className="muted small">Secret values are write-only and stay out of the sandbox; the others are set in it.</p>
+      <p className="muted small">
+        A plain variable is set in the sandbox's env, for every command. A secret is write-only and reaches only the processes its scope names, in
+        their own env: the setup script, commands matching a pattern (every command of the line must match, e.g.{" "}
+        <code>npm publish *</code>), or an MCP server. Its value is masked (***) in all output.
+      </p>
       {vars?.length === 0 && <p className="muted">No variables.</p>}
       {!!vars?.length && (
         <div className="tablewrap" tabIndex={0}>
           <table aria-label="Environment variables">
-            <thead><tr><th>Name</th><th>Value</th>{admin && <th><span className="sr-only">Actions</span></th>}</tr></thead>
+            <thead><tr><th>Name</th><th>Value</th><th>Scope</th>{admin && <th><span className="sr-only">Actions</span></th>}</tr></thead>
             <tbody>
               {vars.map((v) => (
                 <tr key={v.name}>
                   <td className="mono">{v.name}</td>
                   <td className="mono small">{v.secret ? <span className="badge">secret</span> : v.value}</td>
-                  {admin && <td><button type="button" className="ghost danger" onClick={() => remove(v.name)}>Delete</button></td>}
+                  <td className="small">{v.secret ? scopeText(v.scope) : <span className="muted">every command</span>}</td>
+                  {admin && (
+                    <td className="actions">
+                      {v.secret && <button type="button" className="ghost" onClick={() => setEditing(v.name)}>Scope</button>}
+                      <button type="button" className="ghost danger" onClick={() => remove(v.name)}>Delete</button>
+                    </td>
+                  )}
                 </tr>
               ))}
             </tbody>
           </table>
         </div>
+      )}
+      {admin && editing && vars?.some((v) => v.name === editing) && (
+        <ScopeForm
+          key={editing}
+          url={`${base}${encodeURIComponent(editing)}/scope`}
+          name={editing}
+          scope={vars.find((v) => v.name === editing)!.scope}
+          onDone={() => {
+            setEditing("");
+            void load();
+          }}
+        />
       )}
       {admin && (
         <form className="inline" onSubmit={set} aria-label="Set a variable">
@@ -266,6 +299,109 @@ function EnvVars({ org, project, admin }: { org: string; project: Project; admin
           <button type="submit">Set variable</button>
         </form>
       )}
+      {error && <p className="error" role="alert">{error}</p>}
+    </section>
+  );
+}
+
+function scopeText(scope: SecretScope): string {
+  const parts = [
+    ...(scope.setup ? ["setup script"] : []),
+    ...scope.commands.map((c) => `\`${c}\``),
+    ...scope.mcp.map((m) => `MCP ${m}`),
+  ];
+  return parts.length ? parts.join(", ") : "nothing (unused)";
+}
+
+// A secret's scope: the setup script, command patterns (one a line), MCP servers (comma-separated).
+function ScopeForm(props: { url: string; name: string; scope: SecretScope; onDone: () => void }) {
+  const [setup, setSetup] = useState(props.scope.setup);
+  const [commands, setCommands] = useState(props.scope.commands.join("\n"));
+  const [mcp, setMcp] = useState(props.scope.mcp.join(", "));
+  const [error, setError] = useState("");
+  const save = async (e: React.FormEvent) => {
+    e.preventDefault();
+    setError("");
+    const scope = {
+      setup,
+      commands: commands.split("\n").map((c) => c.trim()).filter(Boolean),
+      mcp: mcp.split(",").map((m) => m.trim()).filter(Boolean),
+    };
+    try {
+      await api("PUT", props.url, { scope });
+      props.onDone();
+    } catch (err) {
+      setError((err as Error).message);
+    }
+  };
+  return (
+    <form className="form scopeform" onSubmit={save} aria-label={`Scope of ${props.name}`}>
+      <h3>Scope of <span className="mono">{props.name}</span></h3>
+      <label className="check"><input type="checkbox" checked={setup} onChange={(e) => setSetup(e.target.checked)} /> The setup script</label>
+      <label>Commands (one bash pattern a line)
+        <textarea value={commands} onChange={(e) => setCommands(e.target.value)} rows={3} className="mono" spellCheck={false} />
+      </label>
+      <label>MCP servers (comma-separated)
+        <input value={mcp} onChange={(e) => setMcp(e.target.value)} className="mono" spellCheck={false} />
+      </label>
+      <div className="row">
+        <button type="submit">Save scope</button>
+        <button type="button" className="ghost" onClick={props.onDone}>Cancel</button>
+      </div>
+      {error && <p className="error" role="alert">{error}</p>}
+    </form>
+  );
+}
+
+function size(bytes: number): string {
+  if (bytes >= 1024 * 1024 * 1024) return `${(bytes / 1024 ** 3).toFixed(1)} GB`;
+  if (bytes >= 1024 * 1024) return `${(bytes / 1024 ** 2).toFixed(1)} MB`;
+  return `${Math.max(1, Math.round(bytes / 1024))} KB`;
+}
+
+// What the setup script left, kept per commit, script, image and env; the next session starts from it.
+function Environments({ org, project, admin }: { org: string; project: Project; admin: boolean }) {
+  const base = `${projectPath(org, project.id)}environments/`;
+  const [envs, setEnvs] = useState<CachedEnvironment[] | null>(null);
+  const [error, setError] = useState("");
+  const load = () => get<CachedEnvironment[]>(base).then(setEnvs).catch((e) => setError((e as Error).message));
+  useEffect(() => {
+    void load();
+  }, [base]);
+  const remove = (key: string) =>
+    api("DELETE", `${base}${key}`).then(load).catch((e) => setError((e as Error).message));
+  const total = (envs ?? []).reduce((sum, e) => sum + e.bytes, 0);
+  return (
+    <section className="card" aria-labelledby="envs-h">
+      <h2 id="envs-h">Cached environments</h2>
+      <p className="muted small">
+        What the setup script left in the workspace, kept per repository commit, script, image and env: the next session
+        on the same commit starts from it without running the script. Unused ones are pruned, least recently used first.
+      </p>
+      {envs?.length === 0 && <p className="muted">None yet: the next session that runs the setup script keeps one.</p>}
+      {!!envs?.length && (
+        <div className="tablewrap" tabIndex={0}>
+          <table aria-label="Cached environments">
+            <thead>
+              <tr><th>Commit</th><th>Script</th><th>Image</th><th>Size</th><th>Files</th><th>Last used</th>{admin && <th><span className="sr-only">Actions</span></th>}</tr>
+            </thead>
+            <tbody>
+              {envs.map((e) => (
+                <tr key={e.key}>
+                  <td className="mono small">{e.commit ? e.commit.slice(0, 10) : "no repository"}</td>
+                  <td className="mono small">{e.script}</td>
+                  <td className="mono small">{e.image}</td>
+                  <td>{size(e.bytes)}</td>
+                  <td>{e.files}</td>
+                  <td className="small">{new Date(e.last_used * 1000).toLocaleString()}</td>
+                  {admin && <td><button type="button" className="ghost danger" onClick={() => remove(e.key)} aria-label={`Remove the environment of ${e.commit.slice(0, 10) || "the setup script"}`}>Remove</button></td>}
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      {!!envs?.length && <p className="small" role="status">{envs.length} kept, {size(total)} in all.</p>}
       {error && <p className="error" role="alert">{error}</p>}
     </section>
   );
