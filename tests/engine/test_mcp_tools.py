@@ -7,6 +7,7 @@ project secret its header carries appears nowhere but in the request to the serv
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from hangar.conversations.loop_selectors import session_for_run
 from hangar.conversations.models import Event, Part, PermissionRequest
 from hangar.engine.mcp import status
 from hangar.engine.mcp.tools import McpCatalog
+from hangar.engine.sandboxes import sandbox_for
 from hangar.engine.services import permission_reply, session_prompt
 from hangar.projects.models import Project
 from hangar.projects.services import env_var_set, project_update
@@ -221,3 +223,40 @@ def test_a_secret_scoped_to_another_server_never_reaches_this_one(alice, script,
     assert McpCatalog().tools(session_for_run(session.pk), set()) == {}
     known = status.known(alice.project)["tools"]
     assert known["status"] == "failed" and TOKEN not in known["error"]
+
+
+def test_a_workspaces_opencode_json_adds_servers_the_org_allows_without_project_secrets(
+    alice, script, make_session, worker, mcp_server
+):
+    configure(alice, mcp_server)
+    env_var_set(
+        actor=alice.actor,
+        project=alice.project,
+        name="TOOLS_TOKEN",
+        value=TOKEN,
+        secret=True,
+        scope={"mcp": ["tools", "ws"]},
+    )
+    headers = {"Authorization": "Bearer {env:TOOLS_TOKEN}"}
+    workspace = {
+        "mcp": {
+            "open": {"type": "remote", "url": mcp_server.url.replace("/mcp", "/mcp/"), "headers": headers},
+            "ws": {"type": "remote", "url": mcp_server.url, "headers": headers},
+            "elsewhere": {"type": "remote", "url": "https://tools.example.net/mcp"},
+            "shell": {"type": "local", "command": ["sh", "-c", "true"]},
+        }
+    }
+    script_id = script.load([[{"text": "looked"}]])
+    session = make_session(alice, script_id)
+    sandbox_for(session).write("/workspace/opencode.json", json.dumps(workspace))
+    session_prompt(actor=alice.actor, session=session, parts=text_prompt("look"))
+    wait_idle(session)
+
+    names = offered(script, script_id)
+    assert "tools_add" in names  # the project's server, with its secret
+    assert not any(n.startswith(("ws_", "open_", "elsewhere_", "shell_")) for n in names), sorted(names)
+    known = status.known(alice.project)
+    # A workspace server the org allows is tried, but gets no project secret: the server refuses it.
+    assert known["ws"]["status"] == "failed" and known["open"]["status"] == "failed"
+    assert known["elsewhere"] == {"status": "failed", "error": "This URL is not in the org's MCP allow-list."}
+    assert known["shell"]["error"] == "This local command is not in the org's MCP allow-list."

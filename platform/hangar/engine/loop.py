@@ -500,7 +500,7 @@ class Loop:
         ruleset = self._ruleset()
         tools = get_tools(self.agent.name, self.model_ref["modelID"])
         if tools:  # an agent offered no tools (the hidden ones) gets no MCP tools either
-            tools.update(self.mcp.tools(session, set(ALL)))
+            tools.update(self.mcp.tools(session, set(ALL), self.sandbox.workspace_mcp))
         skills = (
             [s for s in self.sandbox.skills() if self._may("skill", s.name, ruleset)]
             if "skill" in tools

@@ -6,18 +6,21 @@ remember about the tree between its steps.
   used only tools that cannot write.
 - Instruction files (AGENTS.md / CLAUDE.md, the root's and nested ones), the workspace's agents
   (.opencode/agents/) and its skills (.opencode/skills/) are read again only when a step changed them (or
-  its snapshot failed, so what changed is unknown).
+  its snapshot failed, so what changed is unknown). Its opencode.json `mcp` key is read once per run (the run
+  lists the MCP servers' tools once).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from pathlib import PurePosixPath
+from typing import Any
 
 from hangar.conversations.models import Session
 from hangar.engine.agents import Agent
 from hangar.engine.custom_agents import read_workspace_agents
 from hangar.engine.dbconn import release_connection
+from hangar.engine.mcp.servers import read_workspace_mcp
 from hangar.engine.skills import Skill, read_skills
 from hangar.engine.system import INSTRUCTION_FILES, instruction_paths, read_instruction, workspace_is_git
 from hangar.engine.tools.registry import READ_ONLY_TOOLS
@@ -25,6 +28,7 @@ from hangar.logging import get_logger
 from sandbox.protocol import Sandbox, SandboxError, SandboxUnavailable
 
 log = get_logger(__name__)
+_UNREAD = object()
 
 
 class SessionSandbox:
@@ -38,6 +42,7 @@ class SessionSandbox:
         self._skills: list[Skill] | None = None
         self._is_git: bool | None = None
         self._agents: tuple[dict[str, Agent], list[str]] | None = None
+        self._mcp: Any = _UNREAD
         self.changed = False  # a step of this run changed files: the run ends with a diff summary
 
     def attach(self) -> Sandbox:
@@ -110,6 +115,12 @@ class SessionSandbox:
         if self._agents is None:
             self._agents = read_workspace_agents(self._attach_releasing())
         return self._agents
+
+    def workspace_mcp(self) -> Any:
+        """The workspace's opencode.json `mcp` key (hangar.engine.mcp.servers), read once per run."""
+        if self._mcp is _UNREAD:
+            self._mcp = read_workspace_mcp(self._attach_releasing())
+        return self._mcp
 
     def _attach_releasing(self) -> Sandbox:
         """attach, for a read before the step's first snapshot: attaching may take a while, and no pooled

@@ -7,10 +7,15 @@ from hangar.projects.env import env_for_sandbox, secrets_for_mcp
 from hangar.projects.models import Project
 
 
-def env_for_mcp_headers(project: Project, server: str, names: set[str]) -> dict[str, str]:
-    """The values of the vars called `names` that server `server` may have; others are absent."""
+def env_for_mcp_headers(
+    project: Project, server: str, names: set[str], *, secrets: bool = True
+) -> dict[str, str]:
+    """The values of the vars called `names` that server `server` may have; others are absent. Without
+    `secrets` (a server the workspace, not the project, configured) only the sandbox-safe ones."""
     if not names:
         return {}
     plain = {name: value for name, value in env_for_sandbox(project).items() if name in names}
+    if not secrets:
+        return plain
     scoped = {name: value for name, value in secrets_for_mcp(project, server).items() if name in names}
     return {**plain, **scoped}

@@ -1,23 +1,43 @@
 """Which MCP servers a session's step gets, and why the others are left out.
 
 The project's servers (`Project.mcp`, set by its admins) and the workspace's `opencode.json` `mcp` key
-(anyone who can push to the repository): the project's win a name both use. Either kind must pass the org's
+(anyone who can push to the repository): the project's win a name both use, and only the project's get
+project secrets in their headers. Either kind must pass the org's
 allow-list (`Org.mcp_policy`) now, not only when saved: the org may have narrowed it since. A server with
 `enabled: false` is offered nothing and shows as disabled."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from hangar import mcp_config
+from sandbox.protocol import FileNotFound, Sandbox, SandboxError
+
+WORKSPACE_CONFIG = "/workspace/opencode.json"
+MAX_CONFIG_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
 class Servers:
     usable: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The usable ones the workspace named (not the project): they get no project secret, since anyone who
+    # can push to the repository writes opencode.json.
+    from_workspace: frozenset[str] = frozenset()
     # name -> OpenCode's MCPStatus for the ones not usable ({"status": "disabled"} or failed with why)
     left_out: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def read_workspace_mcp(sandbox: Sandbox) -> Any:
+    """The `mcp` key of the workspace's opencode.json; None when there is none, or the file cannot be read
+    or parsed (its servers are then simply absent)."""
+    try:
+        raw = sandbox.read_bytes(WORKSPACE_CONFIG, max_bytes=MAX_CONFIG_BYTES)
+        config = json.loads(raw)
+    except (FileNotFound, SandboxError, ValueError):
+        return None
+    return config.get("mcp") if isinstance(config, dict) else None
 
 
 def workspace_servers(config: Any) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
@@ -50,4 +70,9 @@ def session_servers(project_mcp: Any, org_policy: Any, workspace_mcp: Any = None
             continue
         left_out.pop(name, None)
         usable[name] = server
-    return Servers(usable, left_out)
+    project = project_mcp if isinstance(project_mcp, dict) else {}
+    return Servers(
+        usable=usable,
+        left_out=left_out,
+        from_workspace=frozenset(name for name in usable if name not in project),
+    )

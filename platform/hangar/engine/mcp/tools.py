@@ -13,6 +13,7 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -127,11 +128,14 @@ class McpTool:
         )
 
 
-def remote_client(project: Project, name: str, server: dict[str, Any]) -> RemoteServer:
-    """A remote server's client, its headers' `{env:NAME}` filled in (here, in the worker, only)."""
+def remote_client(
+    project: Project, name: str, server: dict[str, Any], *, secrets: bool = True
+) -> RemoteServer:
+    """A remote server's client, its headers' `{env:NAME}` filled in (here, in the worker, only); without
+    `secrets` from sandbox-safe vars only (a workspace's server)."""
     timeout = server.get("timeout")
     headers = server.get("headers") or {}
-    env = env_for_mcp_headers(project, name, mcp_config.env_refs(server))
+    env = env_for_mcp_headers(project, name, mcp_config.env_refs(server), secrets=secrets)
     return RemoteServer(
         name=name,
         url=server["url"],
@@ -165,9 +169,15 @@ class McpCatalog:
     def __init__(self) -> None:
         self._tools: dict[str, McpTool] | None = None
 
-    def tools(self, session: Session, builtin: set[str], workspace_mcp: Any = None) -> dict[str, McpTool]:
+    def tools(
+        self, session: Session, builtin: set[str], workspace: Callable[[], Any] = lambda: None
+    ) -> dict[str, McpTool]:
+        """`workspace()` reads the workspace's opencode.json `mcp` key: only when the org allows any server,
+        since an empty allow-list lets none of them through."""
         if self._tools is None:
-            self._tools = self._list(session, builtin, workspace_mcp)
+            policy = session.org.mcp_policy or {}
+            allows = any(policy.get(kind) for kind in ("local", "remote"))
+            self._tools = self._list(session, builtin, workspace() if allows else None)
         return self._tools
 
     def _list(self, session: Session, builtin: set[str], workspace_mcp: Any) -> dict[str, McpTool]:
@@ -178,7 +188,7 @@ class McpCatalog:
             if server["type"] != "remote":
                 statuses[name] = {"status": "failed", "error": "Local (stdio) MCP servers are not run yet."}
                 continue
-            client = remote_client(session.project, name, server)
+            client = remote_client(session.project, name, server, secrets=name not in servers.from_workspace)
             try:
                 listed = client.list_tools()
             except remote.McpError as exc:
