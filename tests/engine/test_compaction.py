@@ -166,3 +166,43 @@ def test_a_providers_context_overflow_error_triggers_compaction_not_a_retry(
     part = Part.objects.get(session=session, type="compaction").data
     assert part["auto"] is True and part["overflow"] is True
     assert len(events(session, "session.compacted")) == 1 and events(session, "session.error") == []
+
+
+def test_a_big_output_on_a_4000_token_model_compacts_after_the_answer_as_in_opencode(
+    alice, script, make_session, worker
+):
+    # Issue 30, measured on OpenCode 1.18.33 with this scripted server: `seq 1000` through bash, then an
+    # answer that ends the turn. OpenCode's answer step reported 3,730 tokens (its window: 3,000), so it
+    # compacted and went on ("Continue if you have next steps..."). Hangar did not, for two reasons: a step
+    # that ended the turn was never checked against the window (fixed: as OpenCode, every finished step
+    # is), and Hangar's prompt is smaller (its base prompt ~1,200 characters against OpenCode's ~9,700; the
+    # scripted server counts messages, not tool schemas), so `seq 1000` made 1,626 tokens, under Hangar's
+    # usable 2,000: nothing was due. 1,500 lines of 7 characters overflow Hangar's window the same way.
+    script_id = script.load(
+        [
+            [bash("c1", "seq 1000000 1001499")],
+            [{"text": "Here they are."}],
+            [{"text": SUMMARY}],
+            [{"text": "Nothing left to do."}],
+        ],
+        shared=True,
+    )
+    limits(alice, script_id, context=4_000, output=1_000)
+    session = make_session(alice, script_id)
+    session_prompt(actor=alice.actor, session=session, parts=text_prompt("list the numbers"))
+    session = wait_idle(session, timeout=120)
+
+    (output,) = [t["state"]["output"] for t in tool_parts(session)]
+    assert output.count("\n") >= 1_499
+    calls = streamed(script, script_id)
+    assert [is_compaction_call(r) for r in calls] == [False, False, True, False]
+    steps = assistant_messages(session)
+    assert [(m["agent"], m["finish"], bool(m.get("summary"))) for m in steps] == [
+        ("build", "tool-calls", False),
+        ("build", "stop", False),
+        ("compaction", "stop", True),
+        ("build", "stop", False),
+    ]
+    assert steps[1]["tokens"]["input"] >= 2_000  # the answer's prompt held the output: it filled the window
+    assert conversation(calls[3])[-1] == {"role": "user", "content": prompt_text("compaction_continue")}
+    assert events(session, "session.compacted") == [{"sessionID": session.pk}]
