@@ -33,8 +33,8 @@ def tool_step(i: int) -> list:
     ]
 
 
-def priced_worker(start_worker, *script_ids):
-    prices = {f"scripted/{s}": {"input": 0.00001, "output": 0.0001} for s in script_ids}
+def priced_worker(start_worker, *script_ids, price=(0.00001, 0.0001)):
+    prices = {f"scripted/{s}": {"input": price[0], "output": price[1]} for s in script_ids}
     os.environ["HANGAR_MODEL_PRICES"] = json.dumps(prices)
     try:
         return start_worker()
@@ -92,7 +92,11 @@ def test_a_hard_budget_stops_the_session_before_the_call_that_would_pass_it(
     alice, script, make_session, start_worker
 ):
     script_id = script.load([tool_step(i) for i in range(1, 6)] + [[{"text": "done"}, USAGE]])
-    priced_worker(start_worker, script_id)
+    # Each call reserves its ceiling first (tests/engine/test_budget_reservation.py): priced here so that
+    # the ceiling (a free prompt, at most 100 tokens written) is the step's cost, $0.02.
+    alice.project.model_limits = {f"scripted/{script_id}": {"context": 100_000, "output": 100}}
+    alice.project.save(update_fields=["model_limits"])
+    priced_worker(start_worker, script_id, price=(0, 0.0002))
     Budget.objects.create(
         org=alice.org, scope="project", project_id=alice.project.pk, period="day", hard_limit=0.05
     )

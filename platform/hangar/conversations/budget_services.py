@@ -9,13 +9,18 @@ limit; the session then ends idle with `{"blocked": "budget"}` in its status) an
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
+
 from django.db import transaction
 
 from hangar.accounts.actors import system_actor
 from hangar.audit.services import audit_record
 from hangar.conversations.events import publish
 from hangar.conversations.models import Session
-from hangar.usage.gate import BudgetState
+from hangar.rawsql import run
+from hangar.usage.gate import BudgetState, gate_params
+from hangar.usage.models import Budget
 from hangar.usage.services import budget_alert_claim
 
 _BUDGET_TARGET = "usage.budget"
@@ -28,10 +33,17 @@ def _amount(value: float | None) -> str:
 def budget_blocked_error(state: BudgetState) -> dict:
     whose = {"org": "The org's", "project": "This project's", "member": "Your"}[state.scope]
     period = {"day": "daily", "month": "monthly"}[state.period]
-    message = (
-        f"{whose} {period} budget is used up: {_amount(state.spent)} spent of a "
-        f"{_amount(state.hard_limit)} hard limit. An admin can raise it."
-    )
+    if state.needed:  # a reservation found no room
+        message = (
+            f"{whose} {period} budget has no room for this call: {_amount(state.spent)} spent and "
+            f"{_amount(state.held)} reserved by calls in flight, of a {_amount(state.hard_limit)} hard "
+            f"limit, and this call may cost up to {_amount(state.needed)}. An admin can raise it."
+        )
+    else:
+        message = (
+            f"{whose} {period} budget is used up: {_amount(state.spent)} spent of a "
+            f"{_amount(state.hard_limit)} hard limit. An admin can raise it."
+        )
     return {"name": "BudgetExceededError", "data": {"message": message, "budget": state.view()}}
 
 
@@ -82,3 +94,39 @@ def session_budget_alert(*, session: Session, state: BudgetState) -> bool:
     )
     publish(session, "budget.alert", {"sessionID": session.pk, "budget": state.view()})
     return True
+
+
+_RESERVE = (
+    "SELECT blocked_budget, blocked_spent, blocked_held"
+    " FROM hangar_budget_reserve(%s, %s, %s, %s, %s, %s, %s)"
+)
+
+
+def session_budget_reserve(
+    *, session: Session, amount: float, hard: tuple[BudgetState, ...]
+) -> BudgetState | None:
+    """Reserve `amount` (the call's ceiling, US dollars) against every hard budget covering the session's
+    next call, atomically with every other reserver of the org (the SQL function `hangar_budget_reserve`,
+    conversations migration 0014: the budgets' rows locked, then spend + live holds + ceiling checked, one
+    round trip). None: reserved (the call's ledger write settles it, hangar.usage.ledger_services); else
+    the budget without room, as `hard` (the gate's read) has it, with what the reservation found. A hold is
+    live while the session's run lease is, so a run that dies mid-call frees it with its lease."""
+    p = gate_params(org_id=session.org_id, project_id=session.project_id, user_id=session.prompter_id)
+    row = run(
+        _RESERVE,
+        [session.pk, p["org"], p["project"], p["user"], amount, p["today"], p["month"]],
+    )[0]
+    if row[0] is None:
+        return None
+    known = {b.id: b for b in hard}
+    # A budget created since the gate's read is told with the limits it has now.
+    state = known.get(row[0]) or _state_now(row[0], p["today"])
+    return dataclasses.replace(state, spent=float(row[1]), held=float(row[2]), needed=amount)
+
+
+def _state_now(budget_id: int, today: dt.date) -> BudgetState:
+    b = Budget.objects.get(pk=budget_id)
+    start = today if b.period == "day" else today.replace(day=1)
+    return BudgetState(
+        b.pk, b.scope, b.period, b.hard_limit, b.soft_limit, None, b.project_id, b.user_id, 0.0, start
+    )

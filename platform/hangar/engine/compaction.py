@@ -47,6 +47,7 @@ from hangar.engine.step_usage import usage_data
 from hangar.engine.system import prompt_text
 from hangar.engine.system_context import SystemContext
 from hangar.logging import get_logger
+from hangar.usage.gate import BudgetState
 
 log = get_logger(__name__)
 
@@ -142,6 +143,14 @@ class Run(Protocol):
 
     def note_latency(self, message: Message, began: float) -> None: ...
 
+    def reserve(
+        self,
+        hard: tuple[BudgetState, ...],
+        system: list[str],
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+    ) -> None: ...
+
     def settle(
         self, message: Message, parts: list[dict[str, Any]], data: dict[str, Any], kind: str = ...
     ) -> None: ...
@@ -179,7 +188,14 @@ class ContextWindow:
         loop = self.loop
         request = next(p for p in loop.reader.parts_of(user) if p["type"] == "compaction")
         self._close_interrupted(state, user)
-        check_before_call(loop.session, loop.model_ref["providerID"], loop.model_ref["modelID"])
+        hard = check_before_call(loop.session, loop.model_ref["providerID"], loop.model_ref["modelID"])
+        history = since_boundary(loop.reader.history(state))
+        messages = [
+            *to_model_messages(history, loop.context.updates(), attachments=self.limits().attachments),
+            {"role": "user", "content": prompt_text("compaction_request")},
+        ]
+        system = [prompt_text("compaction")]
+        loop.reserve(hard, system, messages, [])
         message = store.message_create(
             session=loop.session,
             data={
@@ -188,12 +204,6 @@ class ContextWindow:
             },
             parts=[{"type": "step-start"}],
         )
-        history = since_boundary(loop.reader.history(state))
-        messages = [
-            *to_model_messages(history, loop.context.updates(), attachments=self.limits().attachments),
-            {"role": "user", "content": prompt_text("compaction_request")},
-        ]
-        system = [prompt_text("compaction")]
         began = time.monotonic()
         try:
             result = loop.stream(message, system, messages, [])

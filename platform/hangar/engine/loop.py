@@ -70,7 +70,7 @@ from hangar.engine.retry import MAX_ATTEMPTS, retry_delay
 from hangar.engine.sandboxes import egress_refused, sandbox_for
 from hangar.engine.session_sandbox import SessionSandbox
 from hangar.engine.skills import listing as skills_listing
-from hangar.engine.spend import check_before_call, step_call
+from hangar.engine.spend import check_before_call, prompt_tokens, reserve_call, step_call
 from hangar.engine.step_usage import estimate_unreported, record_failed_call, usage_after, usage_data
 from hangar.engine.subtasks import wake_parent, workspace_session
 from hangar.engine.system import base_prompt, turn_reminders
@@ -81,7 +81,7 @@ from hangar.engine.tools.base import PermissionAsked, Tool
 from hangar.engine.tools.registry import ALL, get_tools, tool_schemas_for
 from hangar.logging import get_logger
 from hangar.projects.models import NetworkPolicy
-from hangar.usage.ledger_services import ledger_writes
+from hangar.usage.ledger_services import budget_hold_release, ledger_writes
 from sandbox.protocol import Sandbox, SandboxError
 
 log = get_logger(__name__)
@@ -144,8 +144,42 @@ class Loop:
         self._latency: dict[str, int] = {}  # ms of each step's model call, by message, until it closes
         # Steps whose tokens Hangar counted itself (the server reported none), until their ledger row is written.
         self._estimated: set[str] = set()
+        # A model call's ceiling reserved against a hard budget (hangar.engine.spend.reserve_call): `held`
+        # until the call's closing write settles it; `hold_taken` until the run's end deletes the row.
+        self.held = self.hold_taken = False
 
     def run(self) -> None:
+        try:
+            self._run()
+        finally:
+            if self.hold_taken and not self.lost.is_set():  # a lost run's session is another's now
+                self.release_hold()
+
+    def release_hold(self) -> None:
+        try:
+            budget_hold_release(self.session_id)
+        except Exception:  # the hold lapses with the lease anyway; the run's end must not fail for it
+            log.warning("budget_hold_release_failed", session=self.session_id, exc_info=True)
+        self.held = self.hold_taken = False
+
+    def reserve(
+        self,
+        hard: tuple[Any, ...],
+        system: list[str],
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+    ) -> None:
+        """Reserve the coming call's ceiling against the hard budgets covering it (BudgetBlocked when one
+        has no room); nothing to do, and no statement, when none does."""
+        if not hard:
+            return
+        ref = self.model_ref
+        limits = self.window.limits()
+        prompt = prompt_tokens(system, messages, tools)
+        if reserve_call(self.session, hard, ref["providerID"], ref["modelID"], prompt, limits.max_output):
+            self.held = self.hold_taken = True
+
+    def _run(self) -> None:
         self.started = time.time()
         session = self.session = session_for_run(self.session_id)
         self.reader = StepReader(session)
@@ -198,7 +232,7 @@ class Loop:
         if self.sandbox.changed and box is not None:
             summarize_diffs(session, box)
         if not aborted and not blocked:
-            title_maybe(session, self.model, self.reader, self.steps)
+            title_maybe(session, self.model, self.reader, self.steps, self.window.limits().max_output)
         if not isinstance(ended, NothingToAnswer):  # a run that found no prompt was no turn
             outcome = "aborted" if aborted else ended.outcome
             store.session_turn_audit(session=session, outcome=outcome, steps=self.steps)
@@ -258,7 +292,7 @@ class Loop:
             (m for m in reversed(state.messages) if m.role == "assistant" and _made_a_call(m)), None
         )
         estimate = (called.data.get("cost") or 0.0) if called is not None else 0.0
-        check_before_call(
+        hard = check_before_call(
             self.session,
             self.model_ref["providerID"],
             self.model_ref["modelID"],
@@ -281,19 +315,21 @@ class Loop:
         )
         if user.data.get("system"):  # the prompt's own system text: after the cached baseline
             system = [*system, user.data["system"]]
+        attachments = self.window.limits().attachments
+        history = to_model_messages(since, self.context.updates(), attachments=attachments) + turn_reminders(
+            self.agent.name, state.messages, last_step
+        )
+        tools = [] if last_step else self.schemas
+        self.reserve(hard, system, history, tools)  # before the step's message: a refusal leaves none
         message = store.message_create(
             session=self.session,
             data=self.assistant_data(user),
             parts=[{"type": "step-start", **({"snapshot": start} if start else {})}],
         )
-        attachments = self.window.limits().attachments
-        history = to_model_messages(since, self.context.updates(), attachments=attachments) + turn_reminders(
-            self.agent.name, state.messages, last_step
-        )
         prior_tools = [p for _info, parts in stored for p in parts if p["type"] == "tool"]
         began = time.monotonic()
         try:
-            result = self.stream(message, system, history, [] if last_step else self.schemas)
+            result = self.stream(message, system, history, tools)
         except ContextOverflow as exc:
             return self.window.overflowed(state, user, exc.args[0])
         self.note_latency(message, began, estimated=result.usage.estimated)
@@ -420,13 +456,16 @@ class Loop:
             estimated=message.pk in self._estimated,
         )
         self._estimated.discard(message.pk)
+        settles = model_call and self.held
         store.parts_upsert(
             message=message,
             parts=parts,
             usage=usage_after(self.session, data),
             message_data={**data, "time": {**data["time"], "completed": now_ms()}},
-            ledger=ledger_writes(call) if model_call else (),
+            ledger=ledger_writes(call, settle_hold=settles) if model_call else (),
         )
+        if settles:
+            self.held = False
 
     def stream(
         self, message: Message, system: list[str], history: list[dict[str, Any]], tools: list[dict[str, Any]]

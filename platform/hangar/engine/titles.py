@@ -12,10 +12,10 @@ from hangar.conversations.session_services import provisional_title, session_tit
 from hangar.engine.agents import agent_get
 from hangar.engine.providers.base import Model, ProviderError, Usage
 from hangar.engine.providers.cost import step_cost
-from hangar.engine.spend import model_call, quiet_check
+from hangar.engine.spend import model_call, prompt_tokens, quiet_check
 from hangar.engine.system import prompt_text
 from hangar.logging import get_logger
-from hangar.usage.ledger_services import usage_record
+from hangar.usage.ledger_services import budget_hold_release, usage_record
 
 log = get_logger(__name__)
 MAX_CHARS = 50
@@ -27,9 +27,12 @@ def clean_title(text: str) -> str:
     return line[:MAX_CHARS].rstrip()
 
 
-def title_maybe(session: Session, model: Model | None, reader: StepReader, steps: int) -> None:
+def title_maybe(
+    session: Session, model: Model | None, reader: StepReader, steps: int, max_output: int = 0
+) -> None:
     """After a run of `steps` steps with `model` (hangar.engine.loop.Loop): title the session from its
-    first user message if it still has the default title. The messages and their parts are the run's own
+    first user message if it still has the default title. `max_output`: the most the model writes in one
+    answer (the catalogue's), for the call's ceiling when a hard budget covers it. The messages and their parts are the run's own
     last read (`reader`); only the title is read again, in case a person renamed the session meanwhile."""
     if model is None:  # the turn never reached a model (e.g. no credential)
         return
@@ -45,15 +48,16 @@ def title_maybe(session: Session, model: Model | None, reader: StepReader, steps
     if not (title.startswith(DEFAULT_TITLE_PREFIX) or (provisional and title == provisional)):
         return  # a person named it
     provider, model_id = model.provider_id, model.model_id
-    if not quiet_check(session, provider, model_id):
+    system = [prompt_text("title")]
+    request = [{"role": "user", "content": f"Generate a title for this conversation:\n{text[:4000]}"}]
+    allowed, held = quiet_check(
+        session, provider, model_id, prompt=prompt_tokens(system, request, []), max_output=max_output
+    )
+    if not allowed:
         return
     began, outcome = time.monotonic(), "error"
     try:
-        answer = model.complete(
-            system=[prompt_text("title")],
-            temperature=agent_get("title").temperature,
-            messages=[{"role": "user", "content": f"Generate a title for this conversation:\n{text[:4000]}"}],
-        )
+        answer = model.complete(system=system, temperature=agent_get("title").temperature, messages=request)
         outcome = "ok"
     except ProviderError:
         log.info("title_failed", session=session.pk, exc_info=True)
@@ -73,8 +77,11 @@ def title_maybe(session: Session, model: Model | None, reader: StepReader, steps
                 cost=cost,
                 latency_ms=latency,
                 outcome=outcome,
-            )
+            ),
+            settle_hold=held,
         )
+        if held:  # the call is recorded: its hold goes (the run's own step holds are settled already)
+            budget_hold_release(session.pk)
     title = clean_title(answer)
     if not title:
         return

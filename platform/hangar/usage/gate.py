@@ -8,7 +8,10 @@ find nothing.
 
 A hard limit stops the call when the period's spend has reached it, or when the spend plus the caller's
 estimate of the call (what the session's previous call cost) would pass it: the call that would exceed the
-limit is not made.
+limit is not made. That read takes no lock: the verdict lists the hard budgets covering the call
+(`Verdict.hard`), and the engine then reserves the call's ceiling against them atomically
+(hangar.conversations.budget_services.session_budget_reserve), so runs of one org in flight at once cannot
+together pass a limit.
 """
 
 from __future__ import annotations
@@ -74,6 +77,8 @@ class BudgetState:
     user_id: int | None
     spent: float
     period_start: dt.date
+    held: float = 0.0  # reserved by other calls in flight, when a reservation found no room
+    needed: float = 0.0  # the refused call's ceiling, idem
 
     def view(self) -> dict:
         """What the session's error event and the audit row say of the budget."""
@@ -86,6 +91,7 @@ class BudgetState:
             "spent": round(self.spent, 6),
             **({"project": self.project_id} if self.project_id else {}),
             **({"member": self.user_id} if self.user_id else {}),
+            **({"held": round(self.held, 6), "needed": round(self.needed, 6)} if self.needed else {}),
         }
 
 
@@ -94,6 +100,7 @@ class Verdict:
     refused_model: str | None  # the model, when the allow-list refuses it
     blocked: BudgetState | None  # the first budget whose hard limit stops the call
     alerts: list[BudgetState]  # budgets past their soft limit not yet alerted this period
+    hard: tuple[BudgetState, ...] = ()  # the budgets with a hard limit covering the call
 
 
 def _allowed(allowed: list[str] | None, provider: str, model: str) -> bool:
@@ -126,14 +133,16 @@ def verdict(read: GateRow, provider: str, model: str, estimate: float = 0.0) -> 
     if not _allowed(allowed, provider, model):
         return Verdict(refused_model=f"{provider}/{model}", blocked=None, alerts=[])
     budgets = json.loads(read.budgets) if isinstance(read.budgets, str) else read.budgets
-    blocked, alerts = None, []
+    blocked, alerts, hard_ones = None, [], []
     for bid, scope, period, hard, soft, alerted, pid, uid, extra, extra_for, spent in budgets:
         start = today if period == "day" else month
         if hard is not None and extra and extra_for == start.isoformat():
             hard = hard + extra  # an admin's override for this period
         state = BudgetState(bid, scope, period, hard, soft, alerted, pid, uid, float(spent), start)
+        if hard is not None:
+            hard_ones.append(state)
         if hard is not None and blocked is None and (state.spent >= hard or state.spent + estimate > hard):
             blocked = state
         if soft is not None and state.spent >= soft and alerted != state.period_start.isoformat():
             alerts.append(state)
-    return Verdict(refused_model=None, blocked=blocked, alerts=alerts)
+    return Verdict(refused_model=None, blocked=blocked, alerts=alerts, hard=tuple(hard_ones))

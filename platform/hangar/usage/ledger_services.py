@@ -5,6 +5,10 @@ are returned as `(sql, params)` statements ending in `RETURNING 1`, so a caller 
 call's cost in one statement (the step's closing write, hangar.conversations.services.parts_upsert) adds
 them to that statement as CTEs: the session's cost, the ledger and the rollup commit or fail together.
 A caller with nothing else to write runs `usage_record`.
+
+A call that reserved its ceiling against the hard budgets (a `BudgetHold`, taken by
+hangar.conversations.budget_services.session_budget_reserve) is settled by the same statement: its hold goes
+to 0 as its real cost reaches the rollup, so no reader ever sees the call counted twice or not at all.
 """
 
 from __future__ import annotations
@@ -37,6 +41,13 @@ _ROLLUP_UPSERT = (
     " RETURNING 1"
 )
 _RECORD = f"WITH w0 AS ({_LEDGER_INSERT}), w1 AS ({_ROLLUP_UPSERT}) SELECT 1"
+# An upsert, so that it touches a row whatever happened to the hold (the closing write needs every write
+# to touch one).
+_HOLD_SETTLE = (
+    "INSERT INTO usage_budgethold AS h (session_id, org_id, project_id, user_id, amount, reserved_at)"
+    " VALUES (%s, %s, %s, %s, 0, now()) ON CONFLICT (session_id) DO UPDATE SET amount = 0 RETURNING 1"
+)
+_RECORD_SETTLED = f"WITH w0 AS ({_LEDGER_INSERT}), w1 AS ({_ROLLUP_UPSERT}), w2 AS ({_HOLD_SETTLE}) SELECT 1"
 
 
 @dataclass(frozen=True)
@@ -76,8 +87,9 @@ def model_key(provider: str, model: str) -> str:
     return f"{provider}/{model}"[:300]
 
 
-def ledger_writes(call: ModelCall) -> list[tuple[str, list]]:
-    """The call's ledger insert and rollup upsert, each `(sql, params)` returning a row per row written."""
+def ledger_writes(call: ModelCall, *, settle_hold: bool = False) -> list[tuple[str, list]]:
+    """The call's ledger insert and rollup upsert, each `(sql, params)` returning a row per row written;
+    `settle_hold`: the call reserved its ceiling, and its hold is settled with them."""
     ledger = [
         call.org_id,
         call.project_id,
@@ -103,10 +115,18 @@ def ledger_writes(call: ModelCall) -> list[tuple[str, list]]:
         str(call.user_id or 0),
         model_key(call.provider, call.model),
     ]
-    return [(_LEDGER_INSERT, ledger), (_ROLLUP_UPSERT, rollup)]
+    writes: list[tuple[str, list]] = [(_LEDGER_INSERT, ledger), (_ROLLUP_UPSERT, rollup)]
+    if settle_hold:
+        writes.append((_HOLD_SETTLE, [call.session_id, call.org_id, call.project_id, call.user_id]))
+    return writes
 
 
-def usage_record(call: ModelCall) -> None:
+def usage_record(call: ModelCall, *, settle_hold: bool = False) -> None:
     """Record a call that has no other write to ride on (a title call): one statement."""
-    (_, ledger), (_, rollup) = ledger_writes(call)
-    run(_RECORD, [*ledger, *rollup])
+    writes = ledger_writes(call, settle_hold=settle_hold)
+    run(_RECORD_SETTLED if settle_hold else _RECORD, [p for _sql, params in writes for p in params])
+
+
+def budget_hold_release(session_id: str) -> None:
+    """The run that reserved for the session ends: its hold (settled or not: a failed call's) goes."""
+    run("DELETE FROM usage_budgethold WHERE session_id = %s", [session_id])

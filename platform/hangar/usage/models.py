@@ -133,3 +133,21 @@ class ModelAllowList(models.Model):
     org = models.OneToOneField("accounts.Org", on_delete=models.CASCADE, primary_key=True)
     allowed = models.JSONField(default=list, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+
+class BudgetHold(models.Model):
+    """A model call's worst-case cost, reserved against the hard budgets covering it from just before the
+    call until its ledger row settles it (hangar.conversations.budget_services.session_budget_reserve).
+    One per session (a session makes one call at a time). A hold counts only while its session's run
+    lease is live, so a run that dies mid-call frees its reservation when its lease expires; a settled
+    hold is 0 until the run that took it deletes it as it ends."""
+
+    session_id = models.CharField(max_length=40, primary_key=True)
+    org_id = models.BigIntegerField()
+    project_id = models.BigIntegerField(null=True)
+    user_id = models.BigIntegerField(null=True)
+    amount = models.FloatField(default=0.0)
+    reserved_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["org_id"], name="usage_budgethold_org")]
