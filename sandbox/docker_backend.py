@@ -143,6 +143,13 @@ class DockerSandbox:
         cancelled: int = self._call("cancel_all")["cancelled"]
         return cancelled
 
+    def mcp_request(
+        self, name: str, command: list[str], env: dict[str, str], message: dict[str, Any], timeout_s: float
+    ) -> dict[str, Any]:
+        args = {"name": name, "command": command, "env": env, "message": message, "timeout_s": timeout_s}
+        reply: dict[str, Any] = self._call("mcp", args, timeout=timeout_s + 40)  # + a cold start's handshake
+        return reply
+
     def kill_all(self) -> None:
         """Kill every process in the sandbox but the agent (e.g. after a fork bomb)."""
         self._call("kill_all", timeout=30)

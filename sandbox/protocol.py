@@ -13,7 +13,7 @@ import builtins  # annotations after `def list` in a class body say builtins.lis
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 WORKSPACE = "/workspace"
 # Where a tool leaves an output too long to hand the model whole (hangar.engine.tools.truncate): the model
@@ -127,6 +127,13 @@ class Sandbox(Protocol):
     ) -> ExecResult: ...
 
     def cancel_execs(self) -> int: ...
+    def mcp_request(
+        self, name: str, command: list[str], env: dict[str, str], message: dict[str, Any], timeout_s: float
+    ) -> dict[str, Any]:
+        """One JSON-RPC request to the local MCP server `name` (the agent starts `command` with `env` on
+        first use, restarts it when it has died, replaces it when either changed); its response."""
+        ...
+
     def read(self, path: str, *, offset: int = 0, limit: int = 2000) -> ReadResult: ...
     def read_bytes(self, path: str, *, max_bytes: int | None = None) -> bytes:
         """The whole file; SandboxError ("too large") above max_bytes or the sandbox's own limit (16 MiB)."""

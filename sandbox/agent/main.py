@@ -30,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import execs
 import fileops
+import mcpservers
 import ptys
 import snapshots
 from wire import BadRequest, OpError, Writer
@@ -44,6 +45,7 @@ class Agent:
         self.execs = execs.ExecRunner(STATE_DIR)
         self.snapshots = snapshots.Snapshots(STATE_DIR + "/snapshot", fileops.WORKSPACE)
         self.ptys = ptys.Ptys(self.execs)
+        self.mcp = mcpservers.McpServers(self.execs.environment)
         # Blocking ops (exec, pty, snapshots) can each hold a thread for a long time.
         self.pool = ThreadPoolExecutor(max_workers=256, thread_name_prefix="op")
         self.handlers = {
@@ -71,6 +73,8 @@ class Agent:
             "snapshot_gc": self.snapshots.gc,
             "pty_open": self.ptys.open,
             "pty_close": self.ptys.close,
+            "mcp": self.mcp.request,
+            "mcp_stop": self.mcp.stop_all,
         }
         # Quick, non-blocking ops answered on the reader thread so they never queue behind work, and
         # without the CPU of a hand-off to a pool thread on each request. `stat` is one lstat (no

@@ -260,3 +260,53 @@ def test_a_workspaces_opencode_json_adds_servers_the_org_allows_without_project_
     assert known["ws"]["status"] == "failed" and known["open"]["status"] == "failed"
     assert known["elsewhere"] == {"status": "failed", "error": "This URL is not in the org's MCP allow-list."}
     assert known["shell"]["error"] == "This local command is not in the org's MCP allow-list."
+
+
+STDIO_SERVER = Path(__file__).with_name("stdio_mcp_server.py")
+
+
+def test_a_local_server_runs_in_the_sandbox_with_its_scoped_secret_and_restarts_after_a_crash(
+    alice, script, make_session, worker
+):
+    command = ["python3", "/workspace/.mcp/server.py"]
+    org_mcp_policy_set(actor=alice.actor, org=alice.org, policy={"local": ["python3 /workspace/.mcp/*"]})
+    env_var_set(
+        actor=alice.actor,
+        project=alice.project,
+        name="SCOPED_SECRET",
+        value="local-secret-value",
+        secret=True,
+        scope={"mcp": ["stdio"]},
+    )
+    project_update(
+        actor=alice.actor,
+        project=alice.project,
+        mcp={"stdio": {"type": "local", "command": command, "environment": {"MODE": "test"}}},
+    )
+    script_id = script.load(
+        [
+            [call("c1", "stdio_whoami")],
+            [call("c2", "stdio_crash")],
+            [call("c3", "stdio_whoami")],
+            [{"text": "done"}],
+        ]
+    )
+    session = make_session(alice, script_id)
+    sandbox_for(session).write("/workspace/.mcp/server.py", STDIO_SERVER.read_text())
+    session_prompt(actor=alice.actor, session=session, parts=text_prompt("who runs it"))
+    session = wait_idle(session)
+
+    assert offered(script, script_id)["stdio_whoami"]["description"] == "Who runs this server."
+    first, crash, again = tool_parts(session)
+    assert first["state"]["status"] == "completed", first["state"]
+    assert "uid=1000" in first["state"]["output"] and "secret=True" in first["state"]["output"]
+    assert crash["state"]["status"] == "error" and "exited" in crash["state"]["error"], crash["state"]
+    assert again["state"]["status"] == "completed", again["state"]
+    pid = first["state"]["output"].split()[0]
+    assert again["state"]["output"].split()[0] != pid  # a new process: restarted after the crash
+    assert status.known(alice.project) == {"stdio": {"status": "connected"}}
+    assert [a.data["tool"] for a in AuditEvent.objects.filter(action="mcp.call").order_by("id")] == [
+        "whoami",
+        "crash",
+        "whoami",
+    ]

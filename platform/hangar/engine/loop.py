@@ -137,7 +137,6 @@ class Loop:
         self.member_rules: list[dict[str, Any]] = []  # the run's person's own rules, read each step
         # The last step's offer (its tools and their schemas) and what decided it (see `_offer`).
         self._offered: tuple[tuple[Any, ...], dict[str, Tool], list[dict[str, Any]]] | None = None
-        self.mcp = McpCatalog()  # the MCP servers' tools, listed at the run's first step
         self.skills_block = ""  # the system prompt's <available_skills>, as the step's agent may load them
         self.schemas: list[dict[str, Any]] = []
         self.steps = 0
@@ -187,6 +186,7 @@ class Loop:
         owner = workspace_session(session) if session.parent_id else session
         self.sandbox = SessionSandbox(owner, self._sandbox_for, self.active_runs)
         self.live = LivePolicy(session, self.sandbox.attached)
+        self.mcp = McpCatalog(self.sandbox.attach)  # the MCP servers' tools, listed at the run's first step
         self.window = ContextWindow(self)
         self.context = SystemContext(session, self.sandbox)
         if session.abort_requested:  # before anything can end the run: the abort still needs finishing

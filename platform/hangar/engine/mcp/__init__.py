@@ -5,6 +5,9 @@
 - `remote.py` a remote server (Streamable HTTP, else SSE) called from the worker with the official `mcp`
   SDK, through the private/loopback/metadata guard, its headers' `{env:NAME}` filled from project secrets
   here and nowhere else (never the sandbox);
+- `local.py` a local (stdio) server, run in the session's sandbox by the in-container agent
+  (sandbox/agent/mcpservers.py), reached through `Sandbox.mcp_request`;
+- `services.py` what OpenCode's `/mcp` routes do (status, add, connect, disconnect);
 - `tools.py` one `McpTool` per server tool, named `<server>_<tool>` with the server's JSON schema; a call
   asks the permission engine under its own name, is bounded like a built-in tool, metered and audited;
 - `status.py` each server's last known status (what OpenCode's `/mcp` answers), kept in the cache.

@@ -23,10 +23,13 @@ from hangar import mcp_config
 from hangar.conversations import services as store
 from hangar.conversations.models import Session
 from hangar.engine.mcp import remote, status
+from hangar.engine.mcp.local import LocalServer
 from hangar.engine.mcp.servers import session_servers
 from hangar.engine.tools.base import ToolContext, ToolError, ToolResult
+from hangar.projects.env import secrets_for_mcp
 from hangar.projects.mcp_env import env_for_mcp_headers
 from hangar.projects.models import Project
+from sandbox.protocol import Sandbox
 
 MAX_TOOLS_PER_SERVER = 100
 MAX_SCHEMA_BYTES = 32 * 1024
@@ -96,7 +99,7 @@ class McpTool:
     name: str
     description: str
     function_schema: dict[str, Any]
-    server: RemoteServer
+    server: RemoteServer | LocalServer
     remote_name: str
     session: Session
     parameters: type[BaseModel] = McpArgs
@@ -144,8 +147,29 @@ def remote_client(
     )
 
 
+def local_client(
+    project: Project,
+    name: str,
+    server: dict[str, Any],
+    sandbox: Callable[[], Sandbox],
+    *,
+    secrets: bool = True,
+) -> LocalServer:
+    """A local server's client: its environment, and the project secrets an admin scoped to it (a project's
+    server only; never a workspace's)."""
+    timeout = server.get("timeout")
+    env = {**(server.get("environment") or {}), **(secrets_for_mcp(project, name) if secrets else {})}
+    return LocalServer(
+        name=name,
+        command=list(server["command"]),
+        env=env,
+        timeout_s=timeout / 1000 if timeout else CALL_TIMEOUT_S,
+        sandbox=sandbox,
+    )
+
+
 def _tools_of(
-    session: Session, client: RemoteServer, listed: list[dict[str, Any]], taken: set[str]
+    session: Session, client: RemoteServer | LocalServer, listed: list[dict[str, Any]], taken: set[str]
 ) -> dict[str, McpTool]:
     tools: dict[str, McpTool] = {}
     for item in listed[:MAX_TOOLS_PER_SERVER]:
@@ -166,8 +190,9 @@ def _tools_of(
 class McpCatalog:
     """A run's MCP tools: listed at its first step, kept for the run."""
 
-    def __init__(self) -> None:
+    def __init__(self, sandbox: Callable[[], Sandbox] | None = None) -> None:
         self._tools: dict[str, McpTool] | None = None
+        self._sandbox = sandbox  # the run's sandbox, attached on first use (local servers run in it)
 
     def tools(
         self, session: Session, builtin: set[str], workspace: Callable[[], Any] = lambda: None
@@ -185,10 +210,14 @@ class McpCatalog:
         statuses = dict(servers.left_out)
         tools: dict[str, McpTool] = {}
         for name, server in servers.usable.items():
-            if server["type"] != "remote":
-                statuses[name] = {"status": "failed", "error": "Local (stdio) MCP servers are not run yet."}
+            secrets = name not in servers.from_workspace
+            client: RemoteServer | LocalServer
+            if server["type"] == "remote":
+                client = remote_client(session.project, name, server, secrets=secrets)
+            elif self._sandbox is not None:
+                client = local_client(session.project, name, server, self._sandbox, secrets=secrets)
+            else:
                 continue
-            client = remote_client(session.project, name, server, secrets=name not in servers.from_workspace)
             try:
                 listed = client.list_tools()
             except remote.McpError as exc:

@@ -1,0 +1,83 @@
+"""A stdio MCP server in the standard library only (the sandbox image carries Python but not the `mcp`
+SDK), for the local-server tests: copied into a session's workspace and named in the project's `mcp`
+config as `python3 /workspace/.mcp/stdio_server.py`. It speaks newline-delimited JSON-RPC 2.0 as the MCP
+stdio transport does: initialize, tools/list, tools/call.
+
+Tools: `whoami` (its pid, and whether the env var SCOPED_SECRET reached it), `crash` (exits mid-call),
+`sleep` (seconds)."""
+
+import json
+import os
+import sys
+import time
+
+TOOLS = [
+    {
+        "name": "whoami",
+        "description": "Who runs this server.",
+        "inputSchema": {"type": "object", "properties": {}},
+    },
+    {
+        "name": "crash",
+        "description": "Exit while answering.",
+        "inputSchema": {"type": "object", "properties": {}},
+    },
+    {
+        "name": "sleep",
+        "description": "Sleep, then answer.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"seconds": {"type": "number"}},
+            "required": ["seconds"],
+        },
+    },
+]
+
+
+def answer(rid, result):
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}) + "\n")
+    sys.stdout.flush()
+
+
+def text(value):
+    return {"content": [{"type": "text", "text": value}], "isError": False}
+
+
+def call(name, arguments):
+    if name == "whoami":
+        return text(f"pid={os.getpid()} uid={os.getuid()} secret={'SCOPED_SECRET' in os.environ}")
+    if name == "crash":
+        os._exit(4)
+    if name == "sleep":
+        time.sleep(float(arguments.get("seconds", 0)))
+        return text("slept")
+    return {"content": [{"type": "text", "text": f"unknown tool {name}"}], "isError": True}
+
+
+for line in sys.stdin:
+    message = json.loads(line)
+    method, rid = message.get("method"), message.get("id")
+    if rid is None:
+        continue  # a notification
+    if method == "initialize":
+        answer(
+            rid,
+            {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "stdio-test", "version": "1"},
+            },
+        )
+    elif method == "tools/list":
+        answer(rid, {"tools": TOOLS})
+    elif method == "tools/call":
+        params = message.get("params") or {}
+        answer(rid, call(params.get("name"), params.get("arguments") or {}))
+    else:
+        sys.stdout.write(
+            json.dumps(
+                {"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "Method not found"}}
+            )
+            + "\n"
+        )
+        sys.stdout.flush()
