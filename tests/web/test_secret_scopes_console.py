@@ -81,3 +81,20 @@ def test_cached_environments_are_listed_with_their_size_and_an_admin_removes_one
     section.get_by_role("button", name="Remove the environment of the setup script").click()
     section.get_by_text("None yet").wait_for()
     assert environments_of(alice.org.pk, project.pk) == []
+
+
+def test_an_admin_opens_hosts_for_the_setup_script_only(alice, open_app):
+    from hangar.projects.models import Project
+
+    app = open_app(alice)
+    page = app.page
+    page.goto(f"/o/acme/p/{alice.project.pk}/settings")
+    form = page.get_by_role("form", name="Setup hosts")
+    form.get_by_role("button", name="Add host").click()
+    form.get_by_label("Host 1", exact=True).fill("169.254.169.254")
+    form.get_by_role("button", name="Save setup hosts").click()
+    form.get_by_role("alert").filter(has_text="setup_network_allowlist[0]").wait_for()
+    form.get_by_label("Host 1", exact=True).fill("pypi.org")
+    form.get_by_role("button", name="Save setup hosts").click()
+    form.get_by_role("status").get_by_text("Saved.").wait_for()
+    assert Project.objects.get(pk=alice.project.pk).setup_network_allowlist == ["pypi.org"]

@@ -43,6 +43,7 @@ export function ProjectSettings({ org, project, me }: { org: string; project: nu
         <General org={org} project={info} models={models} onSaved={saved} />
         <Limits org={org} project={info} onSaved={saved} />
         <Network org={org} project={info} onSaved={saved} />
+        <SetupNetwork org={org} project={info} onSaved={saved} />
         <Rules org={org} project={info} onSaved={saved} />
         <Agents org={org} project={info} onSaved={saved} />
         <EnvVars org={org} project={info} admin={admin} />
@@ -195,6 +196,23 @@ function Network({ org, project, onSaved }: { org: string; project: Project; onS
       </label>
       <HostsEditor label="Egress allow-list" hosts={hosts} onChange={setHosts} onInvalid={setInvalid} />
       <p className="muted small">Private, loopback and metadata addresses are refused.</p>
+    </Section>
+  );
+}
+
+// Hosts open only while the setup script runs (package registries), closed again before the agent's first step.
+function SetupNetwork({ org, project, onSaved }: { org: string; project: Project; onSaved: (p: Project) => void }) {
+  const [hosts, setHosts] = useState<string[]>(project.setup_network_allowlist);
+  const [invalid, setInvalid] = useState("");
+  useEffect(() => setHosts(project.setup_network_allowlist), [project.id, project.updated_at]);
+  return (
+    <Section org={org} project={project} title="Setup hosts" id="setup-hosts-h" invalid={invalid} onSaved={onSaved}
+      body={() => ({ setup_network_allowlist: hosts.map((h) => h.trim()).filter(Boolean) })}>
+      <p className="muted small">
+        Hosts the setup script may reach (besides the egress allow-list above), e.g. <code>pypi.org</code> or{" "}
+        <code>registry.npmjs.org</code>. The sandbox is back on the project's network policy before the first step.
+      </p>
+      <HostsEditor label="Setup allow-list" hosts={hosts} onChange={setHosts} onInvalid={setInvalid} />
     </Section>
   );
 }

@@ -37,6 +37,9 @@ class ProjectOut(serializers.Serializer):
     command_timeout_s = serializers.IntegerField()
     network_policy = serializers.CharField()
     network_allowlist = serializers.ListField(child=serializers.CharField())
+    setup_network_allowlist = serializers.ListField(
+        child=serializers.CharField(), help_text="hosts open only while the setup script runs"
+    )
     model_limits = serializers.DictField(
         child=serializers.DictField(child=serializers.IntegerField()),
         help_text='per-model token limits: {"provider/model": {"context": N, "output": N, "input": N}}',
@@ -94,6 +97,7 @@ class ProjectIn(serializers.Serializer):
     command_timeout_s = serializers.IntegerField(required=False, min_value=0, max_value=2**31)
     network_policy = serializers.ChoiceField(choices=NetworkPolicy.choices, required=False)
     network_allowlist = serializers.ListField(child=serializers.CharField(), required=False)
+    setup_network_allowlist = serializers.ListField(child=serializers.CharField(), required=False)
     model_limits = serializers.JSONField(required=False)
     agents = serializers.JSONField(required=False)
     mcp = serializers.JSONField(required=False)

@@ -56,7 +56,8 @@ def env_key(project: Project, box: Sandbox, repo_url: str, commit: str) -> EnvKe
     if image is None or not project.setup_script.strip():
         return None
     env = {**env_for_sandbox(project), **setup_env(project)}
-    parts = [project.pk, repo_url, commit, project.setup_script, image[1], sorted(env.items())]
+    network = sorted(project.setup_network_allowlist or [])  # what the script could reach changes its result
+    parts = [project.pk, repo_url, commit, project.setup_script, image[1], sorted(env.items()), network]
     key = hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:40]
     script = hashlib.sha256(project.setup_script.encode()).hexdigest()[:12]
     info = {

@@ -5,9 +5,11 @@ the project's limits and only the project's sandbox-safe env vars (secrets never
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING
 
 from django.conf import settings
@@ -21,6 +23,7 @@ if TYPE_CHECKING:
     from sandbox.manager import DockerSandboxes
 
 log = get_logger(__name__)
+SetupPhase = Callable[[], AbstractContextManager[None]]  # what the setup script runs inside
 
 _manager: DockerSandboxes | None = None
 _lock = threading.Lock()
@@ -105,10 +108,32 @@ def _docker_sandbox(session: Session, sandboxes: DockerSandboxes | None = None) 
     spec = spec_for(session)
     box = sandboxes.get_or_create(spec)
     _bring_to(box, spec)  # a policy changed since the container was made (or last brought up to date)
-    workspace_ensure(
-        session, box, prefetch
-    )  # the repository and setup script, once, before the first tool call
+    # The repository and setup script, once, before the first tool call.
+    workspace_ensure(session, box, prefetch, setup_phase=_setup_phase(box, spec, session))
     return box
+
+
+def _setup_phase(box: DockerSandbox, spec: SandboxSpec, session: Session) -> SetupPhase | None:
+    """The project's setup-only hosts (`setup_network_allowlist`): open while the setup script runs (the
+    sandbox brought to an allowlist network of them, plus the project's own allowlist under that policy),
+    and the project's spec again after it, whatever the script did. None when there are none."""
+    hosts = list(session.project.setup_network_allowlist or [])
+    if not hosts:
+        return None
+    own = list(spec.allowlist) if spec.network == "allowlist" else []
+    opened = dataclasses.replace(
+        spec, network="allowlist", allowlist=own + [h for h in hosts if h not in own]
+    )
+
+    @contextmanager
+    def phase() -> Iterator[None]:
+        _bring_to(box, opened)
+        try:
+            yield
+        finally:
+            _bring_to(box, spec)
+
+    return phase
 
 
 def _bring_to(box: DockerSandbox, spec: SandboxSpec) -> None:

@@ -17,7 +17,9 @@ import fcntl
 import os
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -122,8 +124,14 @@ def mirror_prefetch(session: Session) -> MirrorFetch | None:
     return MirrorFetch(url, _fetch_in_thread(project, url, scope))
 
 
-def workspace_ensure(session: Session, box: Sandbox, prefetch: MirrorFetch | None = None) -> None:
-    """Prepare the session's workspace once (per volume). Raises WorkspaceError if it failed."""
+def workspace_ensure(
+    session: Session,
+    box: Sandbox,
+    prefetch: MirrorFetch | None = None,
+    setup_phase: Callable[[], AbstractContextManager[None]] | None = None,
+) -> None:
+    """Prepare the session's workspace once (per volume). Raises WorkspaceError if it failed.
+    `setup_phase`: what the setup script runs inside (its own network, hangar.engine.sandboxes)."""
     if not needs_workspace(session.project) or gitops.ready_marker(session.pk).exists():
         return
     with session_lock(session.pk):
@@ -133,11 +141,15 @@ def workspace_ensure(session: Session, box: Sandbox, prefetch: MirrorFetch | Non
         row.session = session
         if row.state == WorkspaceState.FAILED:
             raise WorkspaceError(f"The workspace could not be prepared: {row.error.get('message', '')}")
-        _prepare(session, box, row, prefetch)
+        _prepare(session, box, row, prefetch, setup_phase)
 
 
 def _prepare(
-    session: Session, box: Sandbox, row: SessionWorkspace, prefetch: MirrorFetch | None = None
+    session: Session,
+    box: Sandbox,
+    row: SessionWorkspace,
+    prefetch: MirrorFetch | None = None,
+    setup_phase: Callable[[], AbstractContextManager[None]] | None = None,
 ) -> None:
     started = time.monotonic()
     project = session.project
@@ -170,7 +182,8 @@ def _prepare(
                 code, output = 0, RESTORED
                 repos.workspace_setup_output(session=session, text=RESTORED)
             else:
-                code, output = _run_setup(session, box, project)
+                with setup_phase() if setup_phase is not None else nullcontext():
+                    code, output = _run_setup(session, box, project)
             if code == 0 and cache is not None and not restored:
                 _keep_environment(session, cache, base)
             if code != 0:

@@ -30,6 +30,9 @@ class Project(models.Model):
         max_length=16, choices=NetworkPolicy.choices, default=NetworkPolicy.NONE
     )
     network_allowlist = models.JSONField(default=list, blank=True)
+    # Hosts open while the setup script runs and closed after it (package registries, say): the sandbox is on
+    # an allowlist network of these (and the allowlist above, under that policy) for the script only.
+    setup_network_allowlist = models.JSONField(default=list, blank=True)
     # Per-model context limits that win over LiteLLM's map (hangar.engine.providers.catalogue), e.g. a
     # self-hosted model LiteLLM does not know: {"provider/model": {"context": N, "output": N, "input": N?}}.
     model_limits = models.JSONField(default=dict, blank=True)

@@ -35,6 +35,7 @@ PROJECT_FIELDS = (
     "command_timeout_s",
     "network_policy",
     "network_allowlist",
+    "setup_network_allowlist",
     "model_limits",
     "agents",
     "mcp",

@@ -24,27 +24,23 @@ ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 MAX_ALLOWLIST = 200
 
 
-def clean_allowlist(entries) -> list[str]:
+def clean_allowlist(entries, field: str = "network_allowlist") -> list[str]:
     """Allowlist entries: a host name (optionally `*.` wildcard), an IP or CIDR, each with optional :port.
     IP/CIDR entries obey the same address policy as the egress proxy (sandbox/agent/netpolicy.py): never
     loopback, link-local or metadata; private ranges only inside HANGAR_EGRESS_ALLOW_PRIVATE."""
     if not isinstance(entries, list):
-        raise ValidationError({"network_allowlist": ["Must be a list of hosts."]})
+        raise ValidationError({field: ["Must be a list of hosts."]})
     if len(entries) > MAX_ALLOWLIST:
-        raise ValidationError({"network_allowlist": [f"At most {MAX_ALLOWLIST} entries."]})
+        raise ValidationError({field: [f"At most {MAX_ALLOWLIST} entries."]})
     operator = netpolicy.parse_ranges(settings.HANGAR_EGRESS_ALLOW_PRIVATE)
     cleaned = []
     for index, entry in enumerate(entries):
         if not isinstance(entry, str) or len(entry) > 300:
-            raise ValidationError(
-                {f"network_allowlist[{index}]": ["Must be a host, IP or CIDR, optional :port."]}
-            )
+            raise ValidationError({f"{field}[{index}]": ["Must be a host, IP or CIDR, optional :port."]})
         try:
             cleaned.append(netpolicy.check_entry(entry, operator))
         except ValueError as exc:
-            raise ValidationError(
-                {f"network_allowlist[{index}]": [f"{entry.strip()[:100]}: {exc}."]}
-            ) from None
+            raise ValidationError({f"{field}[{index}]": [f"{entry.strip()[:100]}: {exc}."]}) from None
     return cleaned
 
 
@@ -100,8 +96,9 @@ def clean_project_fields(values: dict) -> dict:
     values = dict(values)
     if "permission_rules" in values:
         values["permission_rules"] = clean_permission_rules(values["permission_rules"])
-    if "network_allowlist" in values:
-        values["network_allowlist"] = clean_allowlist(values["network_allowlist"])
+    for field in ("network_allowlist", "setup_network_allowlist"):
+        if field in values:
+            values[field] = clean_allowlist(values[field], field)
     if "model_limits" in values:
         values["model_limits"] = clean_model_limits(values["model_limits"])
     if "network_policy" in values and values["network_policy"] not in NetworkPolicy.values:
