@@ -11,12 +11,12 @@ import re
 from typing import Any
 
 from django.db import transaction
-from rest_framework.exceptions import ValidationError
 
 from hangar.accounts.actors import Actor
 from hangar.accounts.models import Membership, Role
 from hangar.accounts.selectors import require_role
 from hangar.audit.services import audit_record
+from hangar.errors import ValidationError
 
 MODEL = re.compile(r"^[^/\s]{1,64}/\S{1,200}$")
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")

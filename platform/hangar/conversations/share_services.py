@@ -14,7 +14,6 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
-from rest_framework.exceptions import PermissionDenied
 
 from hangar.accounts.actors import Actor
 from hangar.accounts.models import Role
@@ -22,6 +21,7 @@ from hangar.accounts.selectors import require_role
 from hangar.audit.services import audit_record
 from hangar.conversations.models import Session, SessionShare
 from hangar.conversations.session_services import _locked, _published_update
+from hangar.errors import PermissionDenied
 from hangar.ids import ascending
 
 DEFAULT_TTL_HOURS = 24 * 7
