@@ -1,5 +1,5 @@
 """A small MCP server written with the official `mcp` SDK, run by the MCP tests as a local HTTP server
-(Streamable HTTP): `python tests/engine/mcp_server.py PORT TOKEN`. Every request must carry
+(Streamable HTTP; SSE with a third argument `sse`): `python tests/engine/mcp_server.py PORT TOKEN [sse]`. Every request must carry
 `Authorization: Bearer TOKEN` (a 401 otherwise), so a test can tell that the project's secret reached it.
 
 Tools: `add` (a result), `huge` (a result far over the output bound), `slow` (sleeps), `crash` (the
@@ -50,7 +50,7 @@ def fail() -> str:
     raise ValueError("the fail tool always fails")
 
 
-app = server.streamable_http_app()
+app = server.sse_app() if sys.argv[3:] == ["sse"] else server.streamable_http_app()
 
 
 async def guarded(scope, receive, send):

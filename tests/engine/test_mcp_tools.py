@@ -11,6 +11,7 @@ import json
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -37,13 +38,14 @@ TOKEN = "mcp-secret-token-7f3a9c1e5b"
 
 
 class McpServer:
-    def __init__(self, token: str = TOKEN):
+    def __init__(self, token: str = TOKEN, transport: str = "streamable-http"):
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             self.port = probe.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        sse = transport == "sse"
+        self.url = f"http://127.0.0.1:{self.port}/{'sse' if sse else 'mcp'}"
         self.proc = subprocess.Popen(
-            [sys.executable, str(SERVER), str(self.port), token],
+            [sys.executable, str(SERVER), str(self.port), token, *(["sse"] if sse else [])],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -310,3 +312,16 @@ def test_a_local_server_runs_in_the_sandbox_with_its_scoped_secret_and_restarts_
         "crash",
         "whoami",
     ]
+
+
+def test_a_server_speaking_only_sse_is_reached_over_sse(alice, script, make_session):
+    server = McpServer(transport="sse")
+    try:
+        configure(alice, server)
+        session = make_session(alice, script.load([[{"text": "unused"}]]))
+        tools = McpCatalog().tools(session_for_run(session.pk), set())
+        assert {"tools_add", "tools_huge", "tools_slow"} <= tools.keys()
+        result = tools["tools_add"].server.call_tool("add", {"a": 1, "b": 2}, threading.Event())
+        assert result["content"] == [{"type": "text", "text": "sum is 3"}]
+    finally:
+        server.stop()
