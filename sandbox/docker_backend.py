@@ -244,5 +244,26 @@ class DockerSandbox:
     def snapshot_gc(self) -> None:
         self._call("snapshot_gc", timeout=600)
 
+    # --- language servers -------------------------------------------------------------------
+
+    def lsp_touch(
+        self, path: str, *, wait_ms: int = 3000, mode: str = "auto"
+    ) -> dict[str, builtins.list[dict[str, Any]]]:
+        # A cold server's start (up to 30 s in the agent) is on top of the wait.
+        args = {"path": path, "wait_ms": wait_ms, "mode": mode}
+        reply = self._call("lsp_touch", args, timeout=wait_ms / 1000 + 45)
+        found: dict[str, builtins.list[dict[str, Any]]] = reply["diagnostics"]
+        return found
+
+    def lsp_query(
+        self, query: str, path: str | None = None, *, line: int = 0, character: int = 0, text: str = ""
+    ) -> Any:
+        args = {"query": query, "path": path, "line": line, "character": character, "text": text}
+        return self._call("lsp_query", args, timeout=60)["result"]
+
+    def lsp_status(self) -> builtins.list[dict[str, Any]]:
+        rows: builtins.list[dict[str, Any]] = self._call("lsp_status")
+        return rows
+
 
 __all__ = ["DockerSandbox", "SandboxUnavailable"]

@@ -171,3 +171,21 @@ class Sandbox(Protocol):
 
     def snapshot_restore(self, tree_hash: str) -> None: ...
     def snapshot_revert(self, tree_hash: str, paths: builtins.list[str]) -> None: ...
+
+    # Language servers (agent/lsp.py), started on the first file of their language.
+    def lsp_touch(
+        self, path: str, *, wait_ms: int = 3000, mode: str = "auto"
+    ) -> dict[str, builtins.list[dict[str, Any]]]:
+        """What the language servers publish once `path`'s server has seen its current content (waiting up
+        to `wait_ms`): LSP diagnostics by absolute path. {} when no server covers the file, the workspace's
+        opencode.json and `mode` (auto | on | off, agent/lsp.py) turn none on, or the server failed."""
+        ...
+
+    def lsp_query(
+        self, query: str, path: str | None = None, *, line: int = 0, character: int = 0, text: str = ""
+    ) -> Any:
+        """One LSP query (definition, references, implementation, hover, documentSymbol, workspaceSymbol),
+        position 0-based; the server's raw result, None when there is none."""
+        ...
+
+    def lsp_status(self) -> builtins.list[dict[str, Any]]: ...

@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 import execs
 import fileops
 import mcpservers
+import lsp
 import ptys
 import snapshots
 from wire import BadRequest, OpError, Writer
@@ -46,6 +47,7 @@ class Agent:
         self.snapshots = snapshots.Snapshots(STATE_DIR + "/snapshot", fileops.WORKSPACE)
         self.ptys = ptys.Ptys(self.execs)
         self.mcp = mcpservers.McpServers(self.execs.environment)
+        self.lsp = lsp.LanguageServers()
         # Blocking ops (exec, pty, snapshots) can each hold a thread for a long time.
         self.pool = ThreadPoolExecutor(max_workers=256, thread_name_prefix="op")
         self.handlers = {
@@ -75,6 +77,10 @@ class Agent:
             "pty_close": self.ptys.close,
             "mcp": self.mcp.request,
             "mcp_stop": self.mcp.stop_all,
+            "lsp_touch": self.lsp.touch,
+            "lsp_query": self.lsp.query,
+            "lsp_status": self.lsp.status,
+            "lsp_stop": self.lsp.stop_all,
         }
         # Quick, non-blocking ops answered on the reader thread so they never queue behind work, and
         # without the CPU of a hand-off to a pool thread on each request. `stat` is one lstat (no

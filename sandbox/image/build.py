@@ -1,7 +1,8 @@
 """Build the sandbox image offline, tagged by a content hash of its recipe.
 
 Two layers, two tags, so changing the agent does not re-run debootstrap:
-  hangar-base:<hash(packages, suite)>      debootstrap --variant=minbase + --include, docker import
+  hangar-base:<hash(packages, suite, lsp lock)>  debootstrap --variant=minbase + --include, the language
+                                           servers (`npm ci` of lsp/package-lock.json), docker import
   hangar-sandbox:<hash(base tag, Dockerfile, agent/*)>  docker build FROM the base (no network)
 `ensure_image()` is a fast no-op (one image lookup) when the tag already exists.
 """
@@ -24,11 +25,15 @@ SUITE = "bookworm"
 MIRROR = os.environ.get("HANGAR_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 # Everything the sandbox needs, installed by debootstrap so the docker build needs no network.
 # `mount` is there so the escape suite can show that even a setuid mount is powerless.
-PACKAGES = ["bash", "coreutils", "git", "ripgrep", "python3", "procps", "mount", "ca-certificates"]
+# `nodejs` runs the language servers (pyright, typescript-language-server), which the in-container agent
+# starts only when a session first touches a file of their language (agent/lsp.py).
+PACKAGES = ["bash", "coreutils", "git", "ripgrep", "python3", "procps", "mount", "ca-certificates", "nodejs"]
 
 IMAGE_DIR = Path(__file__).resolve().parent
 SANDBOX_DIR = IMAGE_DIR.parent
 AGENT_DIR = SANDBOX_DIR / "agent"
+LSP_DIR = IMAGE_DIR / "lsp"  # package.json + lock of the language servers; installed at /opt/hangar/lsp
+LSP_ROOT = "opt/hangar/lsp"
 BASE_REPO = "hangar-base"
 SANDBOX_REPO = "hangar-sandbox"
 
@@ -46,7 +51,8 @@ def _agent_files() -> list[Path]:
 
 
 def base_tag() -> str:
-    return f"{BASE_REPO}:{_digest(SUITE.encode(), ' '.join(PACKAGES).encode(), b'minbase')}"
+    lock = (LSP_DIR / "package-lock.json").read_bytes()
+    return f"{BASE_REPO}:{_digest(SUITE.encode(), ' '.join(PACKAGES).encode(), b'minbase', lock)}"
 
 
 def sandbox_tag() -> str:
@@ -75,6 +81,7 @@ def _build_base(tag: str) -> None:
             check=True,
             stdout=subprocess.DEVNULL,
         )
+        _install_language_servers(root / LSP_ROOT)
         # Drop caches the image never needs; smaller import, faster container start.
         for junk in ("var/cache/apt/archives", "var/lib/apt/lists"):
             shutil.rmtree(root / junk, ignore_errors=True)
@@ -86,6 +93,24 @@ def _build_base(tag: str) -> None:
             raise RuntimeError("tar of the debootstrap dir failed")
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _install_language_servers(target: Path) -> None:
+    """`npm ci` of the committed lock into the base's /opt/hangar/lsp, with the host's npm (the image has
+    no registry access); the packages are plain JavaScript, so the host's Node builds nothing for them."""
+    if not shutil.which("npm"):
+        raise RuntimeError("npm is not installed: the sandbox's language servers are installed with it")
+    target.mkdir(parents=True)
+    for name in ("package.json", "package-lock.json"):
+        shutil.copy(LSP_DIR / name, target / name)
+    subprocess.run(
+        ["npm", "ci", "--omit=dev", "--no-audit", "--no-fund", "--loglevel=error"],
+        cwd=target,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    # Readable by the sandbox's uid 1000 whatever the umask of the process that built it (`up` runs 077).
+    subprocess.run(["chmod", "-R", "a+rX,go-w", str(target)], check=True)
 
 
 def _build_context() -> io.BytesIO:

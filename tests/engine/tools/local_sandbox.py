@@ -233,3 +233,13 @@ class LocalSandbox:
 
     def snapshot_revert(self, tree_hash, paths) -> None:
         raise NotImplementedError
+
+    # No language servers here: the tools' diagnostics are tested against the real sandbox.
+    def lsp_touch(self, path, *, wait_ms=3000, mode="auto") -> dict:
+        return {}
+
+    def lsp_query(self, query, path=None, *, line=0, character=0, text=""):
+        return None
+
+    def lsp_status(self) -> list:
+        return []
