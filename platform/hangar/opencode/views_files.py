@@ -3,8 +3,8 @@ over a Hangar project. OpenCode answers them for its one directory; a Hangar pro
 session, so they read the workspace of the session the request names (`?session=`), else of the
 caller's newest session of the project, inside its sandbox, and say which in a header (workspace_scope).
 With no session yet there is nothing to list.
-Paths are the workspace's; anything that leaves it is a 400. /find/symbol answers no symbols: no
-language server runs beside a sandbox."""
+Paths are the workspace's; anything that leaves it is a 400. /find/symbol asks the language servers
+that session's running sandbox has started (engine.code_intel)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from rest_framework.exceptions import APIException, NotFound, ValidationError
 from rest_framework.response import Response
 
 from hangar.conversations import selectors as conversation_selectors
-from hangar.engine import workspace_files
+from hangar.engine import code_intel, workspace_files
 from hangar.engine.workspace_files import FileError
 from hangar.opencode.base import OpenCodeView
 from hangar.opencode.workspace_scope import SaysWhichSession, workspace_session
@@ -173,5 +173,5 @@ class FindFile(SaysWhichSession, OpenCodeView):
 class FindSymbol(OpenCodeView):
     @extend_schema(tags=OC, operation_id="oc_find_symbols", responses={200: dict})
     def get(self, request, project_id):
-        _required(request, "query")
-        return Response([])
+        query = _required(request, "query")
+        return Response(code_intel.find_symbols(workspace_session(self), query))

@@ -9,6 +9,7 @@ from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
 from hangar.conversations import selectors as conversation_selectors
+from hangar.engine import code_intel
 from hangar.engine.builtin_commands import with_builtins
 from hangar.engine.custom_agents import project_agents, read_workspace_agents
 from hangar.engine.custom_commands import read_workspace_commands
@@ -16,6 +17,7 @@ from hangar.engine.sandboxes import manager
 from hangar.engine.skills import read_skill, read_skills
 from hangar.opencode import meta
 from hangar.opencode.base import OpenCodeView
+from hangar.opencode.workspace_scope import workspace_session
 from hangar.usage.selectors import offered_models
 from sandbox.protocol import Sandbox, SandboxError
 
@@ -98,7 +100,15 @@ def _nothing_runs(name: str, answer: list | dict) -> type[OpenCodeView]:
     return Nothing
 
 
-Lsp = _nothing_runs("lsp", [])
+class Lsp(OpenCodeView):
+    """The language servers the named (else the newest) session's running sandbox has started (none until
+    a file of their language is touched)."""
+
+    @extend_schema(tags=OC, operation_id="oc_lsp", responses={200: dict})
+    def get(self, request, project_id):
+        return Response(code_intel.language_servers(workspace_session(self)))
+
+
 Formatter = _nothing_runs("formatter", [])
 ProviderAuth = _nothing_runs("provider_auth", {})
 Workspaces = _nothing_runs("experimental_workspace", [])  # OpenCode's remote workspaces: Hangar has its own

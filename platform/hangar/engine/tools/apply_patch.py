@@ -8,6 +8,7 @@ from contextlib import ExitStack
 
 from pydantic import BaseModel, Field
 
+from hangar.engine.tools import diagnostics
 from hangar.engine.tools.base import ToolContext, ToolError, ToolResult
 from hangar.engine.tools.common import (
     ask_external,
@@ -66,10 +67,19 @@ class ApplyPatchTool:
 
         summary = "\n".join(f"{kind} {relative(target)}" for kind, _, target, _, _ in changes)
         statuses = {"A": "added", "D": "deleted", "M": "modified"}
+        found: diagnostics.Diagnostics = {}
+        for kind, _, target, _, _ in changes:
+            if kind != "D":
+                found |= diagnostics.collect(ctx, target)
+        errors = "".join(diagnostics.this_file(found, t) for k, _, t, _, _ in changes if k != "D")
         return ToolResult(
             title=summary,
-            output=f"Success. Updated the following files:\n{summary}",
-            metadata={"diff": diff, "files": [filediff(t, b, a, statuses[k]) for k, _, t, b, a in changes]},
+            output=f"Success. Updated the following files:\n{summary}{errors}",
+            metadata={
+                "diff": diff,
+                "files": [filediff(t, b, a, statuses[k]) for k, _, t, b, a in changes],
+                "diagnostics": found,
+            },
         )
 
     @staticmethod

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from hangar.engine.tools import diagnostics
 from hangar.engine.tools.base import ToolContext, ToolError, ToolResult
 from hangar.engine.tools.common import (
     ask_external,
@@ -73,11 +74,12 @@ class EditTool:
         ctx.ask("edit", [relative(path)], ["*"], {"filepath": path, "diff": diff})
         ctx.sandbox.write(path, after)
         ctx.mark_read(path)
+        found = diagnostics.collect(ctx, path)
         return ToolResult(
             title=relative(path),
-            output="Edit applied successfully.",
+            output="Edit applied successfully." + diagnostics.this_file(found, path),
             metadata={
-                "diagnostics": {},  # as write's: no language server, no findings
+                "diagnostics": found,
                 "diff": diff,
                 "replacer": matched,
                 "filediff": filediff(path, plain_before, plain_after, "modified" if stat else "added", diff),

@@ -14,6 +14,7 @@ import mimetypes
 
 from pydantic import BaseModel, Field
 
+from hangar.engine.tools import diagnostics
 from hangar.engine.tools.base import ToolContext, ToolError, ToolResult
 from hangar.engine.tools.common import ask_external, description, relative, resolve
 from sandbox.protocol import FileNotFound, SandboxError
@@ -77,6 +78,7 @@ class ReadTool:
             footer = f"(End of file - total {window.total_lines} lines)"
         output = f"<path>{path}</path>\n<type>file</type>\n<content>\n{body}\n\n{footer}\n</content>"
         ctx.mark_read(path)
+        diagnostics.warm(ctx, path)
         return ToolResult(
             title=relative(path),
             output=output,

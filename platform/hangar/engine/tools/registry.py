@@ -22,6 +22,8 @@ from hangar.engine.tools.glob import GlobTool
 from hangar.engine.tools.grep import GrepTool
 from hangar.engine.tools.invalid import InvalidTool
 from hangar.engine.tools.ls import ListTool
+from hangar.engine.tools.lsp import LspTool
+from hangar.engine.tools.lsp import offered as lsp_offered
 from hangar.engine.tools.plan import PlanEnterTool, PlanExitTool
 from hangar.engine.tools.question import QuestionTool
 from hangar.engine.tools.read import ReadTool
@@ -51,6 +53,7 @@ ALL: dict[str, Tool] = {
         PlanEnterTool(),
         TaskTool(),
         SkillTool(),
+        LspTool(),
         InvalidTool(),
     )
 }
@@ -59,7 +62,9 @@ HIDDEN_AGENTS = {"title", "summary", "compaction"}
 INTERNAL_TOOLS = frozenset({"invalid"})
 # Tools that cannot change the workspace: a step that used only these needs no closing snapshot. bash and
 # batch are not among them (a command, or a batched write, may change anything).
-READ_ONLY_TOOLS = frozenset({"read", "glob", "grep", "list", "todoread", "todowrite", "webfetch", "invalid"})
+READ_ONLY_TOOLS = frozenset(
+    {"read", "glob", "grep", "list", "lsp", "todoread", "todowrite", "webfetch", "invalid"}
+)
 # What the explore agent is offered: looking around, commands included (OpenCode's explore may run bash),
 # so not read-only in the sense above; its permission rules deny edits.
 # Seed 003's explore row ("grep, glob, list, bash, webfetch, ... read"): the seed keeps `list` here.
@@ -88,6 +93,8 @@ def get_tools(agent: str, model_id: str, *, prefer_patch: bool | None = None) ->
         return {}
     use_patch = prefers_apply_patch(model_id) if prefer_patch is None else prefer_patch
     drop = EDIT_WRITE if use_patch else PATCH_ONLY
+    if not lsp_offered():
+        drop = drop | {"lsp"}
     tools = {name: tool for name, tool in ALL.items() if name not in drop}
     if agent == "explore":
         return {name: tool for name, tool in tools.items() if name in EXPLORE_TOOLS}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from hangar.engine.tools import diagnostics
 from hangar.engine.tools.base import ToolContext, ToolError, ToolResult
 from hangar.engine.tools.common import (
     ask_external,
@@ -59,11 +60,12 @@ class WriteTool:
         ctx.ask("edit", [relative(path)], ["*"], {"filepath": path, "diff": diff})
         ctx.sandbox.write(path, args.content)
         ctx.mark_read(path)
+        found = diagnostics.collect(ctx, path)
         return ToolResult(
             title=relative(path),
-            output="Wrote file successfully.",
+            output="Wrote file successfully." + diagnostics.with_other_files(found, path),
             metadata={
-                "diagnostics": {},  # OpenCode's LSP findings per file; Hangar runs no language server
+                "diagnostics": found,
                 "filepath": path,
                 "exists": exists,
                 "diff": diff,

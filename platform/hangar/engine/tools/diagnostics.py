@@ -1,0 +1,101 @@
+"""What a file tool tells the model after a change: the language server's errors, worded as OpenCode's
+write/edit/apply_patch word them (models are tuned on that text), and the full findings in
+`metadata.diagnostics`.
+
+The servers run in the sandbox (sandbox/agent/lsp.py) and start on the first file of their language; a
+missing, slow or crashed server gives no findings and never fails the tool call.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from hangar.engine.tools.base import ToolContext
+from sandbox.protocol import SandboxError
+
+MAX_PER_FILE = 20
+MAX_OTHER_FILES = 5
+SEVERITY = {1: "ERROR", 2: "WARN", 3: "INFO", 4: "HINT"}
+Diagnostics = dict[str, list[dict[str, Any]]]
+
+
+def wait_ms() -> int:
+    """How long a tool waits for a file's findings after changing it (HANGAR_LSP_WAIT_MS)."""
+    return max(0, min(int(os.environ.get("HANGAR_LSP_WAIT_MS", "3000") or 0), 30_000))
+
+
+def mode() -> str:
+    """HANGAR_LSP: "auto" (default) runs the servers a workspace's opencode.json turns on, as OpenCode
+    does; "on" runs them unless it turns them off; "off" runs none."""
+    value = os.environ.get("HANGAR_LSP", "auto").strip().lower()
+    return value if value in ("auto", "on", "off") else "auto"
+
+
+# What the sandbox has language servers for (sandbox/agent/lsp.py): other files never cost a round trip.
+LANGUAGE_EXTENSIONS = frozenset({".py", ".pyi", ".ts", ".mts", ".cts", ".tsx", ".js", ".mjs", ".cjs", ".jsx"})
+
+
+def _has_server(path: str) -> bool:
+    return mode() != "off" and os.path.splitext(path)[1].lower() in LANGUAGE_EXTENSIONS
+
+
+def warm(ctx: ToolContext, path: str) -> None:
+    """After a read, as OpenCode's read tool does: the file's server starts (in the background) so that
+    the edit that usually follows finds it ready."""
+    if _has_server(path):
+        try:
+            ctx.sandbox.lsp_touch(path, wait_ms=0, mode=mode())
+        except SandboxError:
+            pass
+
+
+def collect(ctx: ToolContext, path: str) -> Diagnostics:
+    """The findings after `path` changed: this file's and up to five other files', at most twenty
+    each (what the model is shown, and what the tool part keeps)."""
+    if not _has_server(path):
+        return {}
+    try:
+        found = ctx.sandbox.lsp_touch(path, wait_ms=wait_ms(), mode=mode())
+    except SandboxError:
+        return {}
+    kept = [path] if path in found else []
+    kept += [p for p in found if p != path][:MAX_OTHER_FILES]
+    return {p: found[p][:MAX_PER_FILE] for p in kept}
+
+
+def pretty(diagnostic: dict[str, Any]) -> str:
+    start = ((diagnostic.get("range") or {}).get("start")) or {}
+    severity = SEVERITY.get(diagnostic.get("severity") or 1, "ERROR")
+    return f"{severity} [{int(start.get('line', 0)) + 1}:{int(start.get('character', 0)) + 1}] {diagnostic.get('message', '')}"
+
+
+def _block(path: str, errors: list[dict[str, Any]]) -> str:
+    shown = "\n".join(pretty(d) for d in errors[:MAX_PER_FILE])
+    more = f"\n... and {len(errors) - MAX_PER_FILE} more" if len(errors) > MAX_PER_FILE else ""
+    return f'<diagnostics file="{path}">\n{shown}{more}\n</diagnostics>'
+
+
+def errors_in(diagnostics: Diagnostics, path: str) -> list[dict[str, Any]]:
+    return [d for d in diagnostics.get(path, []) if (d.get("severity") or 1) == 1]
+
+
+def this_file(diagnostics: Diagnostics, path: str) -> str:
+    """The text edit and apply_patch append for one changed file ("" when it has no errors)."""
+    errors = errors_in(diagnostics, path)
+    if not errors:
+        return ""
+    return f"\n\nLSP errors detected in this file, please fix:\n{_block(path, errors)}"
+
+
+def with_other_files(diagnostics: Diagnostics, path: str) -> str:
+    """write's text: this file's errors, then up to five other files' (a write can break importers)."""
+    text = this_file(diagnostics, path)
+    others = 0
+    for other in diagnostics:
+        errors = errors_in(diagnostics, other)
+        if other == path or not errors or others >= MAX_OTHER_FILES:
+            continue
+        others += 1
+        text += f"\n\nLSP errors detected in other files:\n{_block(other, errors)}"
+    return text
