@@ -94,6 +94,7 @@ def test_schemas_use_opencodes_parameter_names_and_our_descriptions():
         "apply_patch": {"patchText"},
         "task": {"description", "prompt", "subagent_type", "task_id", "command"},
         "skill": {"name"},
+        "lsp": {"operation", "filePath", "line", "character"},
     }
     assert schemas["edit"]["parameters"]["required"] == ["filePath", "oldString", "newString"]
     assert schemas["bash"]["parameters"]["required"] == ["command", "description"]
