@@ -170,7 +170,7 @@ class FindFile(SaysWhichSession, OpenCodeView):
             raise _file_error(exc) from None
 
 
-class FindSymbol(OpenCodeView):
+class FindSymbol(SaysWhichSession, OpenCodeView):
     @extend_schema(tags=OC, operation_id="oc_find_symbols", responses={200: dict})
     def get(self, request, project_id):
         query = _required(request, "query")
