@@ -318,6 +318,12 @@ HANGAR_WORKSPACE_ARCHIVE_MAX_BYTES = int(
 )
 HANGAR_WORKSPACE_DIFF_MAX_BYTES = int(os.environ.get("HANGAR_WORKSPACE_DIFF_MAX_BYTES", str(2**20)))
 HANGAR_WORKSPACE_ARCHIVE_CONCURRENCY = int(os.environ.get("HANGAR_WORKSPACE_ARCHIVE_CONCURRENCY", "2"))
+# Language servers (hangar.engine.tools.diagnostics, tools.lsp): which workspaces get them ("auto" follows
+# the workspace's opencode.json `lsp` key, as OpenCode; "on"; "off"), how long write/edit/apply_patch wait
+# for a changed file's findings, and whether the `lsp` tool is offered (OpenCode's experimental flag).
+HANGAR_LSP = os.environ.get("HANGAR_LSP", "auto").strip().lower()
+HANGAR_LSP_WAIT_MS = max(0, min(int(os.environ.get("HANGAR_LSP_WAIT_MS", "3000") or 0), 30_000))
+HANGAR_LSP_TOOL = os.environ.get("HANGAR_LSP_TOOL", "") in ("1", "true", "on")
 # Streams (hangar.realtime): how often a live stream re-checks its token and membership; how many
 # notifications a process keeps queued for Redis before it drops the oldest.
 HANGAR_STREAM_RECHECK_S = float(os.environ.get("HANGAR_STREAM_RECHECK_S", "15"))

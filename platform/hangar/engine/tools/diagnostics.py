@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from django.conf import settings
+
 from hangar.engine.tools.base import ToolContext
 from sandbox.protocol import SandboxError
 
@@ -22,13 +24,14 @@ Diagnostics = dict[str, list[dict[str, Any]]]
 
 def wait_ms() -> int:
     """How long a tool waits for a file's findings after changing it (HANGAR_LSP_WAIT_MS)."""
-    return max(0, min(int(os.environ.get("HANGAR_LSP_WAIT_MS", "3000") or 0), 30_000))
+    wait: int = settings.HANGAR_LSP_WAIT_MS
+    return wait
 
 
 def mode() -> str:
     """HANGAR_LSP: "auto" (default) runs the servers a workspace's opencode.json turns on, as OpenCode
     does; "on" runs them unless it turns them off; "off" runs none."""
-    value = os.environ.get("HANGAR_LSP", "auto").strip().lower()
+    value = str(settings.HANGAR_LSP)
     return value if value in ("auto", "on", "off") else "auto"
 
 

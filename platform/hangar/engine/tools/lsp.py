@@ -5,9 +5,9 @@ operations, 1-based positions, JSON results). Offered only where the operator tu
 from __future__ import annotations
 
 import json
-import os
 from typing import Literal
 
+from django.conf import settings
 from pydantic import BaseModel, Field
 
 from hangar.engine.tools.base import ToolContext, ToolError, ToolResult
@@ -26,7 +26,7 @@ MAX_OUTPUT = 50_000
 
 
 def offered() -> bool:
-    return os.environ.get("HANGAR_LSP_TOOL", "") in ("1", "true", "on")
+    return bool(settings.HANGAR_LSP_TOOL)
 
 
 class LspParams(BaseModel):
