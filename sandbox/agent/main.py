@@ -30,8 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import execs
 import fileops
-import mcpservers
 import lsp
+import mcpservers
 import ptys
 import snapshots
 from wire import BadRequest, OpError, Writer

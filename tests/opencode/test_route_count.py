@@ -29,7 +29,6 @@ WEBSOCKETS = {("/pty/{}/connect", "get")}
 
 # Served, but the answer is fixed: nothing of the kind runs beside a Hangar sandbox.
 FIXED = {
-    ("/lsp", "get"): "no language server runs beside a sandbox",
     ("/formatter", "get"): "no formatter runs beside a sandbox",
     ("/provider/auth", "get"): "providers are set up in Hangar, not by OpenCode's auth flows",
     ("/experimental/capabilities", "get"): "no background subagents",
@@ -37,7 +36,6 @@ FIXED = {
     ("/experimental/workspace", "get"): "OpenCode's remote workspaces: Hangar has its own per session",
     ("/experimental/workspace/status", "get"): "idem",
     ("/experimental/resource", "get"): "no MCP resources",
-    ("/find/symbol", "get"): "no language server, so no symbols",
     ("/path", "get"): "one directory, the sandbox's /workspace",
     ("/project/{projectID}/directories", "get"): "one directory, the sandbox's /workspace",
 }
