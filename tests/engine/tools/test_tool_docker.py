@@ -149,10 +149,14 @@ def test_bash_says_no_output_when_a_command_prints_nothing(d):
     assert result.output == "(no output)" and result.metadata["truncated"] is False
 
 
-def test_bash_commands_stop_at_the_projects_command_timeout(d):
+@pytest.mark.django_db
+def test_bash_commands_stop_at_the_projects_command_timeout(d, alice):
     from types import SimpleNamespace
 
-    session = SimpleNamespace(project=SimpleNamespace(command_timeout_s=1))
+    # A real project: bash reads its scoped secrets (none here) before the command runs.
+    alice.project.command_timeout_s = 1
+    alice.project.save(update_fields=["command_timeout_s"])
+    session = SimpleNamespace(project=alice.project)
     started = time.monotonic()
     result = execute_tool(
         ALL["bash"],
