@@ -5,7 +5,7 @@ need an admin. OAuth is not served yet: the auth routes answer 400 McpUnsupporte
 404 McpServerNotFoundError for an unknown name)."""
 
 from django.http import JsonResponse
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import serializers
 from rest_framework.response import Response
 
@@ -93,3 +93,18 @@ class McpAuth(OpenCodeView):
     @extend_schema(tags=OC, operation_id="oc_mcp_auth_remove", request=None, responses={400: dict})
     def delete(self, request, project_id, name):
         return self._unsupported(name)
+
+
+def _auth_step(step: str) -> type[McpAuth]:
+    """The same answer under /auth/<step>, with operation ids of its own (the schema needs them unique)."""
+    view: type[McpAuth] = extend_schema_view(
+        post=extend_schema(tags=OC, operation_id=f"oc_mcp_auth_{step}", request=None, responses={400: dict}),
+        delete=extend_schema(
+            tags=OC, operation_id=f"oc_mcp_auth_{step}_remove", request=None, responses={400: dict}
+        ),
+    )(type(f"McpAuth{step.title()}", (McpAuth,), {}))
+    return view
+
+
+McpAuthCallback = _auth_step("callback")
+McpAuthAuthenticate = _auth_step("authenticate")

@@ -180,7 +180,7 @@ class PtyDetail(PtyView):
 class PtyConnectToken(PtyView):
     """A one-use ticket for the socket (hangar.accounts.ws_tickets): a browser cannot set headers."""
 
-    @extend_schema(tags=OC, operation_id="oc_pty_connect_token", responses={200: dict})
+    @extend_schema(tags=OC, operation_id="oc_pty_connect_token", request=None, responses={200: dict})
     def post(self, request, project_id, pty_id):
         self.record(pty_id)
         token = request.auth if isinstance(request.auth, ApiToken) else None
