@@ -64,26 +64,25 @@ def instrument() -> list[tuple[float, float, str]]:
     from hangar.engine.loop import Loop
 
     records: list[tuple[float, float, str]] = []
+    kind = ["step"]  # what the pass being timed did (a compaction, or only asking for one, mark it)
     step, compact, overflowing = Loop.step, ContextWindow.compact, ContextWindow.overflowing
 
-    def timed_step(self):  # type: ignore[no-untyped-def]
-        self.bench_kind = "step"
+    def timed_step(self, *args):  # type: ignore[no-untyped-def]
+        kind[0] = "step"
         wall, cpu = time.perf_counter(), time.process_time()
         try:
-            return step(self)
+            return step(self, *args)
         finally:
-            records.append(
-                ((time.perf_counter() - wall) * 1000, (time.process_time() - cpu) * 1000, self.bench_kind)
-            )
+            records.append(((time.perf_counter() - wall) * 1000, (time.process_time() - cpu) * 1000, kind[0]))
 
     def marked_compact(self, *args):  # type: ignore[no-untyped-def]
-        self.loop.bench_kind = "compaction"
+        kind[0] = "compaction"
         return compact(self, *args)
 
     def marked_overflowing(self, *args):  # type: ignore[no-untyped-def]
         asked = overflowing(self, *args)
         if asked:
-            self.loop.bench_kind = "ask"
+            kind[0] = "ask"
         return asked
 
     Loop.step, ContextWindow.compact, ContextWindow.overflowing = (

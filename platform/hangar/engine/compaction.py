@@ -27,9 +27,8 @@ reserved = min(COMPACTION_BUFFER, max output).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 from hangar.conversations import services as store
 from hangar.conversations.events import publish
@@ -38,16 +37,16 @@ from hangar.conversations.models import Message, Session
 from hangar.conversations.services import now_ms
 from hangar.engine.history import boundary, since_boundary, to_model_messages
 from hangar.engine.outcomes import CompactionFailed, ContextOverflow
-from hangar.engine.processor import StepResult
 from hangar.engine.providers.base import estimate_tokens
 from hangar.engine.providers.catalogue import ModelLimits, limits_for
 from hangar.engine.providers.overflow import NAME as OVERFLOW
 from hangar.engine.spend import check_before_call
+from hangar.engine.step_plan import StepPlan
 from hangar.engine.step_usage import usage_data
+from hangar.engine.step_writer import StepWriter
 from hangar.engine.system import prompt_text
 from hangar.engine.system_context import SystemContext
 from hangar.logging import get_logger
-from hangar.usage.gate import BudgetState
 
 log = get_logger(__name__)
 
@@ -108,6 +107,12 @@ def prunable(history: History) -> tuple[list[tuple[dict[str, Any], dict[str, Any
     return (chosen, freed) if freed > PRUNE_MINIMUM else ([], 0)
 
 
+def compacts_at_end(assistant: Message) -> bool:
+    """A finished step that may ask for a compaction: a model's own answer, not a summary or an error.
+    (A person's rejection ends the run where it happens, never through here.)"""
+    return not assistant.data.get("summary") and not assistant.data.get("error")
+
+
 def overflow_error(message: str) -> dict[str, Any]:
     return {"name": OVERFLOW, "data": {"message": message}}
 
@@ -125,49 +130,18 @@ def compaction_request(
     )
 
 
-class Run(Protocol):
-    """What the context window needs of its run (hangar.engine.loop.Loop): the session and its last read,
-    the step's model, and the run's way to stream a model call and settle it."""
-
-    session: Session
-    session_id: str
-    reader: StepReader
-    context: SystemContext
-    model_ref: dict[str, Any]
-
-    def assistant_data(self, user: Message, agent: str | None = None) -> dict[str, Any]: ...
-
-    def stream(
-        self, message: Message, system: list[str], history: list[dict[str, Any]], tools: list[dict[str, Any]]
-    ) -> StepResult: ...
-
-    def note_latency(self, message: Message, began: float) -> None: ...
-
-    def reserve(
-        self,
-        hard: tuple[BudgetState, ...],
-        system: list[str],
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
-    ) -> None: ...
-
-    def settle(
-        self, message: Message, parts: list[dict[str, Any]], data: dict[str, Any], kind: str = ...
-    ) -> None: ...
-
-
 class ContextWindow:
-    """What one run asks about its model's context window, step after step."""
+    """What one run asks about its model's context window, step after step: it reads the session through
+    the run's `reader`, and calls the model and writes through its `writer` (hangar.engine.step_writer)."""
 
-    def __init__(self, loop: Run):
-        self.loop = loop
+    def __init__(self, session: Session, reader: StepReader, context: SystemContext, writer: StepWriter):
+        self.session, self.reader, self.context, self.writer = session, reader, context, writer
         self._limits: tuple[tuple[str, str], ModelLimits] | None = None
 
-    def limits(self) -> ModelLimits:
-        ref = self.loop.model_ref
-        key = (ref["providerID"], ref["modelID"])
+    def limits(self, model_ref: dict[str, Any]) -> ModelLimits:
+        key = (model_ref["providerID"], model_ref["modelID"])
         if self._limits is None or self._limits[0] != key:
-            self._limits = (key, limits_for(self.loop.session.project.model_limits, *key))
+            self._limits = (key, limits_for(self.session.project.model_limits, *key))
         return self._limits[1]
 
     # --- 1. a pending compaction --------------------------------------------------------------------
@@ -175,7 +149,7 @@ class ContextWindow:
     def pending(self, state: StepState, user: Message) -> bool:
         """The latest user message asks for a compaction no summary has answered yet (an interrupted summary,
         a worker died mid-compaction, does not count: it is done again)."""
-        parts = self.loop.reader.parts_of(user)
+        parts = self.reader.parts_of(user)
         if not any(p["type"] == "compaction" for p in parts):
             return False
         after = state.messages[state.messages.index(user) + 1 :]
@@ -183,30 +157,24 @@ class ContextWindow:
             m.role == "assistant" and m.data.get("summary") and m.data["time"].get("completed") for m in after
         )
 
-    def compact(self, state: StepState, user: Message) -> None:
+    def compact(self, state: StepState, user: Message, plan: StepPlan) -> None:
         """Run the compaction the latest user message asks for (module doc, 1)."""
-        loop = self.loop
-        request = next(p for p in loop.reader.parts_of(user) if p["type"] == "compaction")
+        session, writer, model_ref = self.session, self.writer, plan.model_ref
+        request = next(p for p in self.reader.parts_of(user) if p["type"] == "compaction")
         self._close_interrupted(state, user)
-        hard = check_before_call(loop.session, loop.model_ref["providerID"], loop.model_ref["modelID"])
-        history = since_boundary(loop.reader.history(state))
+        hard = check_before_call(session, model_ref["providerID"], model_ref["modelID"])
+        history = since_boundary(self.reader.history(state))
         messages = [
-            *to_model_messages(history, loop.context.updates(), attachments=self.limits().attachments),
+            *to_model_messages(
+                history, self.context.updates(), attachments=self.limits(model_ref).attachments
+            ),
             {"role": "user", "content": prompt_text("compaction_request")},
         ]
         system = [prompt_text("compaction")]
-        loop.reserve(hard, system, messages, [])
-        message = store.message_create(
-            session=loop.session,
-            data={
-                **loop.assistant_data(user, agent="compaction"),
-                "summary": True,
-            },
-            parts=[{"type": "step-start"}],
-        )
-        began = time.monotonic()
+        writer.reserve(plan, hard, self.limits(model_ref).max_output, system, messages, [])
+        message = writer.open(user, plan, [{"type": "step-start"}], agent="compaction", summary=True)
         try:
-            result = loop.stream(message, system, messages, [])
+            result = writer.stream(plan, message, system, messages, [])
         except ContextOverflow as exc:
             raise CompactionFailed(
                 overflow_error(
@@ -214,11 +182,10 @@ class ContextWindow:
                     f"or use a model with a larger context. The provider said: {exc.args[0]['data']['message']}"
                 )
             ) from exc
-        loop.note_latency(message, began)
-        data = {**message.data, **usage_data(loop.model_ref, result), "finish": "stop"}
+        data = {**message.data, **usage_data(model_ref, result), "finish": "stop"}
         summary = self._summary_tokens(message, data)
         after = summary + estimate_tokens(prompt_text("compaction_continue"))
-        limit = usable(self.limits())
+        limit = usable(self.limits(model_ref))
         failed = None
         if summary == 0:
             failed = overflow_error("The compaction produced no summary; the session was not compacted.")
@@ -231,13 +198,13 @@ class ContextWindow:
         if failed:
             data["error"] = failed
         finish = {"type": "step-finish", "reason": "stop", "cost": data["cost"], "tokens": data["tokens"]}
-        loop.settle(message, [finish], data, kind="compaction")
+        writer.settle(message, [finish], data, kind="compaction")
         if failed:
             raise CompactionFailed(failed)
-        log.info("compacted", session=loop.session_id, summary_tokens=summary, auto=request["auto"])
+        log.info("compacted", session=session.pk, summary_tokens=summary, auto=request["auto"])
         if request["auto"]:
             store.message_create(
-                session=loop.session,
+                session=session,
                 data={
                     "role": "user",
                     "time": {"created": now_ms()},
@@ -246,7 +213,7 @@ class ContextWindow:
                 },
                 parts=[{"type": "text", "text": prompt_text("compaction_continue"), "synthetic": True}],
             )
-        publish(loop.session, "session.compacted", {"sessionID": loop.session_id})
+        publish(session, "session.compacted", {"sessionID": session.pk})
 
     def _close_interrupted(self, state: StepState, user: Message) -> None:
         for m in state.messages[state.messages.index(user) + 1 :]:
@@ -275,11 +242,18 @@ class ContextWindow:
 
     # --- 2. overflow by the last step's usage ----------------------------------------------------------
 
-    def fills(self, tokens: dict[str, Any]) -> bool:
+    def fills(self, model_ref: dict[str, Any], tokens: dict[str, Any]) -> bool:
         """A step's reported usage reaches the usable window (no read: the step's own figures)."""
-        return context_tokens(tokens) >= usable(self.limits())
+        return context_tokens(tokens) >= usable(self.limits(model_ref))
 
-    def overflowing(self, state: StepState, stored: Callable[[], History], user: Message) -> bool:
+    def goes_on(self, model_ref: dict[str, Any]) -> Callable[[dict[str, Any]], bool]:
+        """Whether the loop carries on after a step that finished the turn (hangar.engine.step_writer): its
+        usage filled the window, so the next pass compacts, as OpenCode does after any finished step."""
+        return lambda data: self.fills(model_ref, data.get("tokens") or {})
+
+    def overflowing(
+        self, state: StepState, stored: Callable[[], History], user: Message, plan: StepPlan
+    ) -> bool:
         """Prune, and ask for a compaction if pruning is not enough (module doc, 2). True when a compaction
         was asked for: the loop then re-reads the session and runs it. `stored` gives the history, read
         only when the last step's usage reaches the window."""
@@ -295,7 +269,7 @@ class ContextWindow:
         ]
         if not finished:
             return False
-        tokens, limit = finished[-1].get("tokens") or {}, usable(self.limits())
+        tokens, limit = finished[-1].get("tokens") or {}, usable(self.limits(plan.model_ref))
         count = context_tokens(tokens)
         if count < limit:
             return False
@@ -310,8 +284,8 @@ class ContextWindow:
                     "model with a larger context."
                 )
             )
-        log.info("context_overflow", session=self.loop.session_id, tokens=count, usable=limit, pruned=freed)
-        compaction_request(self.loop.session, agent=user.data["agent"], model=user.data["model"], auto=True)
+        log.info("context_overflow", session=self.session.pk, tokens=count, usable=limit, pruned=freed)
+        compaction_request(self.session, agent=user.data["agent"], model=user.data["model"], auto=True)
         return True
 
     def prune(self, history: History, state: StepState) -> int:
@@ -328,7 +302,7 @@ class ContextWindow:
             touched.setdefault(info["id"], []).append(part)
         for message_id, parts in touched.items():
             store.parts_upsert(message=by_message[message_id], parts=parts)
-        log.info("pruned", session=self.loop.session_id, parts=len(chosen), tokens=freed)
+        log.info("pruned", session=self.session.pk, parts=len(chosen), tokens=freed)
         return freed
 
     # --- 3. the provider said it overflowed --------------------------------------------------------------
@@ -353,5 +327,5 @@ class ContextWindow:
                 )
             )
         compaction_request(
-            self.loop.session, agent=user.data["agent"], model=user.data["model"], auto=True, overflow=True
+            self.session, agent=user.data["agent"], model=user.data["model"], auto=True, overflow=True
         )

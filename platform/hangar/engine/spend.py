@@ -21,7 +21,7 @@ from hangar.conversations.budget_services import (
     session_budget_reserve,
     session_model_refused,
 )
-from hangar.conversations.models import Session
+from hangar.conversations.models import Message, Session
 from hangar.engine.outcomes import BudgetBlocked, ModelRefused
 from hangar.engine.providers.base import Usage
 from hangar.engine.providers.cost import call_ceiling
@@ -168,4 +168,23 @@ def step_call(
         cost=data.get("cost") or 0.0,
         latency_ms=latency_ms,
         outcome="ok" if finished else "interrupted",
+    )
+
+
+def check_step(
+    session: Session, model_ref: dict[str, Any], messages: list[Message], *, read: GateRow | None = None
+) -> tuple[BudgetState, ...]:
+    """The gate before a step's model call, estimated at what the session's last call cost (kept across
+    runs: its message; a failed turn's answer made no call, and costs 0). The hard budgets covering it."""
+    called = next(
+        (
+            m
+            for m in reversed(messages)
+            if m.role == "assistant" and (not m.data.get("error") or m.data.get("cost"))
+        ),
+        None,
+    )
+    estimate = (called.data.get("cost") or 0.0) if called is not None else 0.0
+    return check_before_call(
+        session, model_ref["providerID"], model_ref["modelID"], estimate=estimate, read=read
     )
