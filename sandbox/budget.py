@@ -7,7 +7,10 @@ images hold (a hibernated workspace is compacted: `volumes.compact`) plus what r
 (QuotaExceeded) when
   * global: written bytes exceed HANGAR_SANDBOX_DISK_BUDGET_MB (unset: no fixed cap), or the filesystem's
     real free space is below HANGAR_SANDBOX_DISK_HEADROOM_MB: the high watermark;
-  * per org: the org's written bytes exceed its budget (HANGAR_SANDBOX_ORG_DISK_BUDGET_MB, or the caller's).
+  * per org: the org's written bytes exceed its budget (HANGAR_SANDBOX_ORG_DISK_BUDGET_MB, or the caller's);
+  * per person: the written bytes of all the orgs one owner of the org owns exceed
+    HANGAR_SANDBOX_USER_DISK_BUDGET_MB (the spec's `disk_groups`, one per owner: anyone may create orgs,
+    and five orgs of one account must not get five org budgets; 0 turns it off).
 Since quotas are not held, running workspaces can still fill the disk: `pressure` says which line is
 crossed now (the host's watermark or budget, an org's budget) and `sandbox.watermark` pauses the heaviest
 writer behind it. Checks and the creation of the image file happen under one host-wide lock. Unclaimed
@@ -19,7 +22,7 @@ from __future__ import annotations
 
 import fcntl
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +50,7 @@ class Limits:
     global_mb: int | None = None  # None: only the free-space rule
     headroom_mb: int = DEFAULT_HEADROOM_MB
     org_mb: int = DEFAULT_ORG_BUDGET_MB
+    owner_mb: int = DEFAULT_ORG_BUDGET_MB  # one owner's orgs together; 0: no such budget
 
     @classmethod
     def from_env(cls) -> Limits:
@@ -54,6 +58,7 @@ class Limits:
             global_mb=_env_mb("HANGAR_SANDBOX_DISK_BUDGET_MB", None),
             headroom_mb=_env_mb("HANGAR_SANDBOX_DISK_HEADROOM_MB", DEFAULT_HEADROOM_MB),
             org_mb=_env_mb("HANGAR_SANDBOX_ORG_DISK_BUDGET_MB", DEFAULT_ORG_BUDGET_MB),
+            owner_mb=_env_mb("HANGAR_SANDBOX_USER_DISK_BUDGET_MB", DEFAULT_ORG_BUDGET_MB),
         )
 
 
@@ -116,7 +121,10 @@ def reserving() -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
-def check(size_mb: int, *, org_id: str = "", limits: Limits | None = None) -> None:
+Groups = Sequence[Sequence[str]]  # org ids whose bytes count together: one group per owner of the org
+
+
+def check(size_mb: int, *, org_id: str = "", limits: Limits | None = None, groups: Groups = ()) -> None:
     """Raise QuotaExceeded if no new workspace (of quota `size_mb`, for `org_id` if any) may start now: the
     host is at its high watermark or over its budget, or the org over its own. Call under `reserving()`,
     with the volume's creation in the same block."""
@@ -125,13 +133,14 @@ def check(size_mb: int, *, org_id: str = "", limits: Limits | None = None) -> No
     if reason:
         raise QuotaExceeded(f"{reason}; a new workspace (quota {size_mb} MB) cannot start")
     if org_id:
-        check_org(size_mb, org_id, limits)
+        check_org(size_mb, org_id, limits, groups)
 
 
-def check_org(size_mb: int, org_id: str, limits: Limits | None = None) -> None:
-    """The org's part of `check` alone: for a claimed warm-pool volume, already counted globally."""
+def check_org(size_mb: int, org_id: str, limits: Limits | None = None, groups: Groups = ()) -> None:
+    """The org's (and its owners') part of `check` alone: for a claimed warm-pool volume, already counted
+    globally."""
     limits = limits or Limits.from_env()
-    reason = org_pressure(org_id, limits)
+    reason = org_pressure(org_id, limits) or owner_pressure(groups, limits)
     if reason:
         raise QuotaExceeded(f"{reason}; a new workspace (quota {size_mb} MB) cannot start")
 
@@ -162,6 +171,21 @@ def org_pressure(org_id: str, limits: Limits) -> str:
             f"organisation sandbox disk budget exhausted: {mine:.0f} MB of {limits.org_mb} MB written "
             f"({repos:.0f} MB by repositories)"
         )
+    return ""
+
+
+def owner_pressure(groups: Groups, limits: Limits) -> str:
+    """Why an owner of the org may write no more now, across the orgs they own ("" if every one may)."""
+    if limits.owner_mb <= 0:
+        return ""
+    for orgs in groups:
+        repos = sum(repo_disk.used_mb(org) for org in orgs)
+        theirs = sum(org_written_mb(org) for org in orgs) + repos
+        if theirs >= limits.owner_mb:
+            return (
+                f"sandbox disk budget of this organisation's owner exhausted: {theirs:.0f} MB of "
+                f"{limits.owner_mb} MB written by the {len(orgs)} orgs they own ({repos:.0f} MB by repositories)"
+            )
     return ""
 
 

@@ -33,10 +33,8 @@ LIMITS = ("cpus", "memory_mb", "pids")
 
 
 def _same(a: SandboxSpec, b: SandboxSpec) -> bool:
-    return dataclasses.asdict(a) | {"org_id": "", "project_id": ""} == dataclasses.asdict(b) | {
-        "org_id": "",
-        "project_id": "",
-    }
+    ignored = {"org_id": "", "project_id": "", "disk_groups": []}  # who is billed, not what runs
+    return dataclasses.asdict(a) | ignored == dataclasses.asdict(b) | ignored
 
 
 def _save_record(spec: SandboxSpec) -> None:

@@ -89,7 +89,7 @@ class DockerSandboxes:
                 # The pooled volume is reserved already; claiming it spends the org's budget.
                 if spec.org_id and self.pool.fits(spec):
                     with budget.reserving():
-                        budget.check_org(spec.disk_mb, spec.org_id, self.budget_limits)
+                        budget.check_org(spec.disk_mb, spec.org_id, self.budget_limits, spec.disk_groups)
                 box = self.pool.claim(self, spec)
             if box is None:
                 box = self._connect_existing(spec.session_id, spec)
@@ -290,7 +290,7 @@ class DockerSandboxes:
             egress.validate_allowlist(spec.allowlist, self.egress_operator, egress.host_addresses(self.api))
         volume_id = volumes.new_volume_id()
         with budget.reserving():  # checked and reserved (the image file) under one host-wide lock
-            budget.check(spec.disk_mb, org_id=spec.org_id, limits=self.budget_limits)
+            budget.check(spec.disk_mb, org_id=spec.org_id, limits=self.budget_limits, groups=spec.disk_groups)
             volumes.create_volume(volume_id, spec.disk_mb)
         if not volumes.register(key, self._record(spec, volume_id)):
             volumes.destroy_volume(volume_id)  # lost the race: the winner's sandbox will appear

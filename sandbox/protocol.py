@@ -109,6 +109,9 @@ class SandboxSpec:
     # (no port: 80 and 443). Hostnames never reach private/host addresses; explicit IPs/CIDRs may.
     allowlist: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)  # sandbox-safe variables only
+    # The orgs whose written bytes share a disk budget with this one: one list per owner of the org, each
+    # the orgs that owner owns (sandbox.budget's per-person budget). Not a property of the container.
+    disk_groups: list[list[str]] = field(default_factory=list)
 
 
 class Sandbox(Protocol):

@@ -254,6 +254,12 @@ HANGAR_ORG_MAX_SANDBOXES = int(os.environ.get("HANGAR_ORG_MAX_SANDBOXES", "64"))
 # How many orgs one account may own: anyone can sign up and create orgs, and the caps above are per org
 # (hangar.accounts.ownership_services). The operator's own tools (bootstrap) are not held to it.
 HANGAR_USER_MAX_OWNED_ORGS = int(os.environ.get("HANGAR_USER_MAX_OWNED_ORGS", "5"))
+# And the caps per person across the orgs they own: an org on the default caps counts against each of its
+# owners, whose orgs together hold at most this many runs and live sandboxes (hangar.engine.fairness,
+# hangar.engine.sandbox_share; sandbox disk: HANGAR_SANDBOX_USER_DISK_BUDGET_MB, sandbox/budget.py). By
+# default one org's share: five orgs of one account do not get five shares. 0 turns a cap off.
+HANGAR_USER_MAX_RUNS = int(os.environ.get("HANGAR_USER_MAX_RUNS", str(HANGAR_ORG_MAX_RUNS)))
+HANGAR_USER_MAX_SANDBOXES = int(os.environ.get("HANGAR_USER_MAX_SANDBOXES", str(HANGAR_ORG_MAX_SANDBOXES)))
 # Private ranges an egress allowlist may reach (comma-separated CIDRs, e.g. a package mirror on 10.0.0.0/8).
 # Loopback, link-local and metadata addresses stay unreachable whatever this says (sandbox/agent/netpolicy.py).
 HANGAR_EGRESS_ALLOW_PRIVATE = os.environ.get("HANGAR_EGRESS_ALLOW_PRIVATE", "")

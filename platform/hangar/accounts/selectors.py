@@ -136,3 +136,22 @@ def invitation_get(*, org: Org, invitation_id: int) -> Invitation:
 def invitation_by_digest(digest: str) -> Invitation | None:
     """The invitation a link names (its secret's digest), with its org: what the accept page shows."""
     return Invitation.objects.select_related("org").filter(digest=digest).first()
+
+
+def owners_orgs(org_id: int, *, uncapped: str | None = None) -> dict[int, list[int]]:
+    """{each owner of the org: every org they own}, for the caps per person across orgs (anyone may create
+    orgs: hangar.engine.fairness). `uncapped`: an Org cap field ("max_live_sandboxes"); orgs the operator
+    gave their own value of it are left out (judged by that cap alone), and an org that has one itself
+    answers {}. One query (two with `uncapped`)."""
+    # One filter call: the org's membership joined is the same row that must be an owner's.
+    owned = Membership.objects.filter(
+        role=Role.OWNER, user__memberships__org_id=org_id, user__memberships__role=Role.OWNER
+    )
+    if uncapped:
+        if Org.objects.filter(pk=org_id, **{f"{uncapped}__isnull": False}).exists():
+            return {}
+        owned = owned.filter(**{f"org__{uncapped}__isnull": True})
+    groups: dict[int, list[int]] = {}
+    for user_id, owned_org in owned.values_list("user_id", "org_id").order_by("user_id", "org_id"):
+        groups.setdefault(user_id, []).append(owned_org)
+    return groups

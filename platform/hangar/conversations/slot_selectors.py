@@ -6,17 +6,26 @@ from __future__ import annotations
 
 from django.db import connection
 
-# Oldest first: a slot goes to the run that has waited longest (served by session_waiting_idx).
+# Oldest first: a slot goes to the run that has waited longest (served by session_waiting_idx). Then as
+# many of the longest waiters of the other orgs its owners own (on the default cap: they share the owners'
+# cap, hangar.engine.fairness), in the same round trip.
 _WAITING = (
-    "SELECT id FROM conversations_session WHERE org_id = %s AND run_requested AND lease_owner = ''"
-    " AND id <> %s ORDER BY updated_at LIMIT %s"
+    "(SELECT id FROM conversations_session WHERE org_id = %(org)s AND run_requested AND lease_owner = ''"
+    " AND id <> %(exclude)s ORDER BY updated_at LIMIT %(limit)s)"
+    " UNION ALL (SELECT s.id FROM conversations_session s WHERE s.org_id IN ("
+    "  SELECT mo.org_id FROM accounts_membership m"
+    "  JOIN accounts_membership mo ON mo.user_id = m.user_id AND mo.role = 'owner'"
+    "  JOIN accounts_org o ON o.id = mo.org_id AND o.max_concurrent_runs IS NULL"
+    "  WHERE m.org_id = %(org)s AND m.role = 'owner' AND mo.org_id <> %(org)s)"
+    " AND s.run_requested AND s.lease_owner = '' ORDER BY s.updated_at LIMIT %(limit)s)"
 )
 
 
 def sessions_waiting_for_slot(*, org_id: int, exclude: str, limit: int) -> list[str]:
-    """Sessions of the org with work requested and no runner (capped, or their task not taken yet)."""
+    """Sessions of the org with work requested and no runner (capped, or their task not taken yet), then
+    as many of the other orgs sharing an owner with it."""
     with connection.cursor() as cursor:
-        cursor.execute(_WAITING, [org_id, exclude, limit])
+        cursor.execute(_WAITING, {"org": org_id, "exclude": exclude, "limit": limit})
         return [row[0] for row in cursor.fetchall()]
 
 

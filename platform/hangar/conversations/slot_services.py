@@ -10,6 +10,10 @@ statement of the VOLATILE function takes its own snapshot). The lock is FOR NO K
 acquirers of one org but does not conflict with the FOR KEY SHARE locks every insert referencing the org
 takes (audit rows, messages), so a prompt in flight never waits for it, and no deadlock with a
 transaction holding the session row can form.
+
+Since anyone may create orgs, the slot is also taken only while each owner of an org on the default cap
+holds fewer than `owner_cap` live leases across all the orgs they own (migration 0015: each owner's
+advisory lock after the org's, then the counts): one account's five orgs share one cap, not five.
 """
 
 from __future__ import annotations
@@ -20,15 +24,17 @@ CAPPED = "\0capped"  # the acquire's answer when the org is at its cap (a lease 
 
 
 def session_lease_acquire_within_cap(
-    *, session_id: str, owner: str, ttl_s: int, default_cap: int
+    *, session_id: str, owner: str, ttl_s: int, default_cap: int, owner_cap: int = 0
 ) -> tuple[str | None, int | None]:
     """(answer, the session's org id). The answer is as `session_lease_acquire`'s (None: another runner
     holds it; else the previous owner), or CAPPED: the org holds its cap of live leases. A capped session
-    keeps `run_requested`: it waits for a slot. (None, None): the session is gone."""
+    keeps `run_requested`: it waits for a slot. (None, None): the session is gone. `owner_cap`: the most
+    live leases one owner's orgs hold together (0: no such cap)."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT previous_owner, capped, session_org FROM hangar_lease_acquire_within_cap(%s, %s, %s, %s)",
-            [session_id, owner, ttl_s, default_cap],
+            "SELECT previous_owner, capped, session_org"
+            " FROM hangar_lease_acquire_within_cap(%s, %s, %s, %s, %s)",
+            [session_id, owner, ttl_s, default_cap, owner_cap],
         )
         previous, capped, org_id = cursor.fetchone()
     return (CAPPED if capped else previous), org_id

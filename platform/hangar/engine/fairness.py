@@ -8,6 +8,13 @@ behind it in the queue starts without waiting for the flood to drain. The capped
 enqueues the org's longest-waiting sessions; beat's `recover_expired_runs` re-sends any request still
 waiting after its stale period, so a wake-up lost with a dying worker cannot leave a session stuck.
 
+Anyone may create orgs, so the caps are also per person: an org on the default cap counts against each
+of its owners, and one owner's orgs together hold at most HANGAR_USER_MAX_RUNS runs (the SQL function
+checks it with the org's cap, in the same round trip). Per owner rather than per prompter because
+ownership is what an account gets for free and what HANGAR_USER_MAX_OWNED_ORGS bounds, while who starts
+the work (a member, an API token, a webhook, Slack) is the owner's to choose; an org the operator gave
+its own cap is judged by that cap alone. A run that ends also wakes its owners' other orgs' waiters.
+
 Live sandboxes have their own cap (hangar.engine.sandbox_share).
 """
 
@@ -37,7 +44,11 @@ def lease_acquire_fair(session_id: str, owner: str) -> tuple[str | None, int | N
     """As hangar.engine.leases.lease_acquire, within the org's cap, with the session's org id; raises
     Capped at the cap."""
     previous, org_id = session_lease_acquire_within_cap(
-        session_id=session_id, owner=owner, ttl_s=LEASE_TTL_S, default_cap=settings.HANGAR_ORG_MAX_RUNS
+        session_id=session_id,
+        owner=owner,
+        ttl_s=LEASE_TTL_S,
+        default_cap=settings.HANGAR_ORG_MAX_RUNS,
+        owner_cap=settings.HANGAR_USER_MAX_RUNS,
     )
     if previous == CAPPED:
         raise Capped(session_id)

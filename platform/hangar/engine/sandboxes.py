@@ -75,6 +75,7 @@ def manager() -> DockerSandboxes:
 
 
 def spec_for(session: Session) -> SandboxSpec:
+    from hangar.accounts.selectors import owners_orgs
     from hangar.projects.env import env_for_sandbox
     from hangar.projects.models import NetworkPolicy
     from hangar.projects.validation import sandbox_image_allowed
@@ -95,6 +96,7 @@ def spec_for(session: Session) -> SandboxSpec:
         network="allowlist" if project.network_policy == NetworkPolicy.ALLOWLIST else "none",
         allowlist=list(project.network_allowlist or []),
         env=env_for_sandbox(project),
+        disk_groups=[[str(o) for o in orgs] for orgs in owners_orgs(session.org_id).values()],
     )
 
 
