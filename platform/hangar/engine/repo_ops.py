@@ -15,6 +15,7 @@ import fnmatch
 import posixpath
 import re
 import threading
+import time
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from hangar.audit.models import ActorType
 from hangar.conversations.models import Session
 from hangar.engine import zipstream
 from hangar.engine.services import require_member
+from hangar.engine.web_sandbox import Slot, WebSandboxBusy
 from hangar.engine.workspace import HOST_KEY_CHANGED, WorkspaceError, remote_for, session_lock
 from hangar.logging import get_logger
 from hangar.repos import services as repos
@@ -298,10 +300,14 @@ def workspace_diff(*, session: Session, max_patch_bytes: int | None = None) -> d
 
 
 def _container(session: Session) -> tuple[docker.APIClient, str]:
-    from hangar.engine.sandboxes import manager, sandbox_for
+    from hangar.engine.sandboxes import manager
+    from hangar.engine.web_sandbox import SandboxNotRunning, running_box
     from sandbox.docker_backend import DockerSandbox
 
-    box = sandbox_for(session)  # running (resumed if hibernated), workspace prepared
+    try:  # only a running one: a worker is asked to start it (hangar.engine.web_sandbox)
+        box = running_box(session.pk, may_start=True)
+    except SandboxNotRunning as exc:
+        raise WorkspaceError(str(exc)) from None
     if not isinstance(box, DockerSandbox):  # the archive is read by Docker, from the container's mounts
         raise WorkspaceError("This session's sandbox cannot be archived.")
     return manager().api, box.container_name
@@ -331,17 +337,39 @@ def workspace_archive(
             status=413,
         )
     _archive_slot_take()
+    try:  # the org's place among the web tier's sandbox work, held while the archive streams
+        org_slot = web_slot_for_archive(session.org_id)
+    except WebSandboxBusy as exc:
+        _archive_slot_give()
+        raise RepoOpError(str(exc), kind="busy", status=429) from None
     try:
         api, name = _container(session)
         stream, _ = api.get_archive(name, WORKSPACE + "/.")
     except WorkspaceError as exc:
+        org_slot.release()
         _archive_slot_give()
         raise RepoOpError(str(exc), kind="not_ready") from None
     except BaseException:
+        org_slot.release()
         _archive_slot_give()
         raise
     packed = _gzip(stream, cap) if fmt == "tar.gz" else zipstream.from_tar(stream, cap)
-    return _HoldingSlot(packed)
+    return _HoldingSlot(_until(packed, org_slot), org_slot)
+
+
+def web_slot_for_archive(org_id: int) -> Slot:
+    """The archive's place (hangar.engine.web_sandbox): its deadline is the whole stream's,
+    HANGAR_WORKSPACE_ARCHIVE_DEADLINE_S."""
+    return Slot(org_id, float(getattr(settings, "HANGAR_WORKSPACE_ARCHIVE_DEADLINE_S", 600)))
+
+
+def _until(packed: Iterator[bytes], slot: Slot) -> Iterator[bytes]:
+    """The archive's chunks until its deadline; past it the archive is cut short, as at the size cap."""
+    for chunk in packed:
+        if slot.deadline - time.monotonic() <= 0:
+            log.info("workspace_archive_deadline", org=slot.org_id)
+            return
+        yield chunk
 
 
 # The archive is compressed here, in the process that answers the request (a web process): at most
@@ -374,8 +402,8 @@ class _HoldingSlot:
     """The archive's stream, holding its slot until exhausted or closed (a generator closed before its
     first chunk would never run its `finally`, so this is a class: close() always gives the slot back)."""
 
-    def __init__(self, packed: Iterator[bytes]):
-        self.packed, self.held = packed, True
+    def __init__(self, packed: Iterator[bytes], org_slot: Slot):
+        self.packed, self.held, self.org_slot = packed, True, org_slot
 
     def __iter__(self) -> Iterator[bytes]:
         return self
@@ -393,6 +421,7 @@ class _HoldingSlot:
             close = getattr(self.packed, "close", None)
             if close:
                 close()
+            self.org_slot.release()
             _archive_slot_give()
 
 

@@ -2,16 +2,23 @@
 inside the session's sandbox (so a symlink resolves in the container, never on the host). Paths are the
 workspace's: relative, or absolute under /workspace; anything that leaves it is refused. Bounded: a
 directory answers at most MAX_ENTRIES entries, a file at most MAX_FILE_BYTES, and a file holding a NUL
-byte or text that is not UTF-8 is told as binary, without its bytes."""
+byte or text that is not UTF-8 is told as binary, without its bytes.
+
+These run in the web process, made harmless there (hangar.engine.web_sandbox says how and why): only a
+running sandbox is read (a member's read asks a worker to start one), within per-process and per-org
+bounds and a total deadline, with no database connection held meanwhile."""
 
 from __future__ import annotations
 
 import posixpath
 import shlex
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from hangar.accounts.actors import Actor
 from hangar.conversations.models import Session
+from hangar.engine.web_sandbox import SandboxNotRunning, Slot, WebSandboxBusy, running_box, web_slot
 from sandbox.protocol import WORKSPACE, Sandbox, SandboxError
 
 MAX_ENTRIES = 500
@@ -54,19 +61,22 @@ def workspace_relative(path: str) -> str:
     return _relative(workspace_path(path))
 
 
-def session_box(session: Session, actor: Actor | None = None) -> Sandbox:
-    """The session's sandbox for a read. Someone who may drive the session (a member) may have it started
-    (resumed if hibernated, its workspace prepared); a viewer reads only a sandbox that runs: a read-only
-    role never makes the platform create, resume or prepare anything (FileError 409)."""
-    from hangar.engine.sandboxes import manager, sandbox_for
-
-    if actor is None or _may_start(actor, session):
-        return sandbox_for(session)
-    if not manager().is_running(session.pk):
-        raise FileError(
-            "The session's sandbox is not running: it starts with the session's next prompt.", 409
-        )
-    return manager().connect(session.pk)
+@contextmanager
+def reading(session: Session, actor: Actor | None) -> Iterator[tuple[Sandbox, Slot]]:
+    """The session's running sandbox for one request's reads, within the web tier's bounds (FileError 429)
+    and deadline (`Slot.left`). Never started here (FileError 409): someone who may drive the session (a
+    member) has a worker asked to start it (resumed if hibernated, its workspace prepared); a viewer's
+    read asks nothing: a read-only role never makes the platform create, resume or prepare anything."""
+    may_start = actor is None or _may_start(actor, session)  # before the slot: it reads the database
+    try:
+        with web_slot(session.org_id) as slot:
+            yield running_box(session.pk, may_start=may_start), slot
+    except WebSandboxBusy as exc:
+        raise FileError(str(exc), 429) from None
+    except SandboxNotRunning as exc:
+        raise FileError(str(exc), 409) from None
+    except TimeoutError as exc:
+        raise FileError(str(exc), 504) from None
 
 
 def _may_start(actor: Actor, session: Session) -> bool:
@@ -82,17 +92,18 @@ def _may_start(actor: Actor, session: Session) -> bool:
 def list_dir(session: Session, path: str = "", *, actor: Actor | None) -> tuple[list[Entry], bool]:
     """The directory's entries, directories first, then by name; True when there were more."""
     full = workspace_path(path)
-    box = session_box(session, actor)
-    found = box.stat(full)
-    if found is None:
-        raise FileError("No such directory.", 404)
-    if found.type != "dir":
-        raise FileError("Not a directory.")
-    # find prints type and name NUL-separated (any byte may be in a name); symlinks are not followed.
-    listing = box.exec(
-        f"find {shlex.quote(full)} -mindepth 1 -maxdepth 1 -printf '%y/%f\\0' | head -z -n {MAX_ENTRIES + 1}",
-        timeout_s=20,
-    )
+    with reading(session, actor) as (box, slot):
+        found = box.stat(full)
+        if found is None:
+            raise FileError("No such directory.", 404)
+        if found.type != "dir":
+            raise FileError("Not a directory.")
+        # find prints type and name NUL-separated (any byte may be in a name); symlinks are not followed.
+        listing = box.exec(
+            f"find {shlex.quote(full)} -mindepth 1 -maxdepth 1 -printf '%y/%f\\0'"
+            f" | head -z -n {MAX_ENTRIES + 1}",
+            timeout_s=slot.left(20),
+        )
     if listing.status != "exited":
         raise FileError("Listing the directory took too long.", 504)
     entries = []
@@ -117,7 +128,8 @@ def find_paths(
     whose own name holds it come first, then the shorter."""
     command = "rg --files --hidden --no-require-git --glob '!.git/' | head -n 20000"
     try:
-        result = session_box(session, actor).exec(command, cwd=WORKSPACE, timeout_s=20)
+        with reading(session, actor) as (box, slot):
+            result = box.exec(command, cwd=WORKSPACE, timeout_s=slot.left(20))
     except SandboxError as exc:
         raise FileError(f"The search failed: {exc}", 503) from None
     files = [f for f in result.output.splitlines() if f]
@@ -132,21 +144,22 @@ def find_paths(
 def read_file(session: Session, path: str, *, actor: Actor | None) -> dict[str, object]:
     """{path, type: text | binary, size, content (text only), tooLarge}."""
     full = workspace_path(path)
-    box = session_box(session, actor)
-    found = box.stat(full)
-    if found is None:
-        raise FileError("No such file.", 404)
-    if found.type == "dir":
-        raise FileError("This is a directory.")
-    answer: dict[str, object] = {"path": _relative(full), "size": found.size, "tooLarge": False}
-    if found.size > MAX_FILE_BYTES:
-        return answer | {"type": "text", "content": "", "tooLarge": True}
-    try:
-        data = box.read_bytes(full, max_bytes=MAX_FILE_BYTES)
-    except SandboxError as exc:
-        if "too large" in str(exc):  # it grew since the stat
+    with reading(session, actor) as (box, slot):
+        found = box.stat(full)
+        if found is None:
+            raise FileError("No such file.", 404)
+        if found.type == "dir":
+            raise FileError("This is a directory.")
+        answer: dict[str, object] = {"path": _relative(full), "size": found.size, "tooLarge": False}
+        if found.size > MAX_FILE_BYTES:
             return answer | {"type": "text", "content": "", "tooLarge": True}
-        raise FileError(f"The file could not be read: {exc}") from None
+        slot.left()
+        try:
+            data = box.read_bytes(full, max_bytes=MAX_FILE_BYTES)
+        except SandboxError as exc:
+            if "too large" in str(exc):  # it grew since the stat
+                return answer | {"type": "text", "content": "", "tooLarge": True}
+            raise FileError(f"The file could not be read: {exc}") from None
     if b"\0" in data[:8192]:
         return answer | {"type": "binary", "content": ""}
     try:

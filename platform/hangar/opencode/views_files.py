@@ -119,8 +119,8 @@ class FindText(SaysWhichSession, OpenCodeView):
             f' | grep \'^{{"type":"match"\' | head -n {MAX_MATCHES}'
         )
         try:
-            box = workspace_files.session_box(session, self.scope.actor)
-            result = box.exec(command, cwd=WORKSPACE, timeout_s=20)
+            with workspace_files.reading(session, self.scope.actor) as (box, slot):
+                result = box.exec(command, cwd=WORKSPACE, timeout_s=slot.left(20))
         except FileError as exc:
             raise _file_error(exc) from None
         except SandboxError as exc:
