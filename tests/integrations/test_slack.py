@@ -108,15 +108,15 @@ def reply_in_thread(text: str, thread_ts: str, user: str = "UALICE", ts: str = "
     assert response.status_code == 200, response.content
 
 
-def press(action: str, request_id: str, user: str):
+def press(action: str, request_id: str, user: str, channel: str = CHANNEL, message_ts: str = ""):
     payload = {
         "type": "block_actions",
         "team": {"id": TEAM["id"]},
         "user": {"id": user},
         "api_app_id": "A0HANGAR",
-        "channel": {"id": CHANNEL},
+        "channel": {"id": channel},
         "trigger_id": "t1",
-        "container": {"type": "message"},
+        "container": {"type": "message", **({"message_ts": message_ts} if message_ts else {})},
         "actions": [
             {
                 "type": "button",

@@ -11,7 +11,7 @@ from hangar.accounts.scoping import OrgScopedMixin
 from hangar.api.question_views import QuestionOutput
 from hangar.api.session_steer_views import PermissionRequestOutput
 from hangar.conversations import selectors
-from hangar.conversations.models import Session
+from hangar.conversations.models import PermissionRequest, Session
 from hangar.conversations.question_services import question_payload
 from hangar.conversations.services import permission_request_payload
 
@@ -26,6 +26,14 @@ class WaitingSession(serializers.Serializer):
 
 class PendingPermission(PermissionRequestOutput):
     session = WaitingSession()
+    approvers = serializers.ListField(
+        child=serializers.IntegerField(),
+        help_text="routed by the headless ask policy to these users (or an org admin); empty: anyone",
+    )
+    forYou = serializers.BooleanField(help_text="the caller is one of the approvers")
+    expiresAt = serializers.IntegerField(
+        allow_null=True, help_text="ms since the epoch when it turns into a reject; null: never"
+    )
 
 
 class PendingQuestion(QuestionOutput):
@@ -35,6 +43,16 @@ class PendingQuestion(QuestionOutput):
 class PendingOutput(serializers.Serializer):
     permissions = PendingPermission(many=True)
     questions = PendingQuestion(many=True)
+
+
+def _routing(request: PermissionRequest, actor) -> dict:
+    """Who the headless ask policy routed the request to, and until when (the web app's notice)."""
+    expires = request.expires_at
+    return {
+        "approvers": request.approvers,
+        "forYou": actor.user_id in request.approvers,
+        "expiresAt": int(expires.timestamp() * 1000) if expires else None,
+    }
 
 
 def _session(session: Session) -> dict:
@@ -55,7 +73,10 @@ class OrgPendingView(OrgScopedMixin, APIView):
         return Response(
             {
                 "permissions": [
-                    permission_request_payload(p) | {"session": _session(p.session)} for p in permissions
+                    permission_request_payload(p)
+                    | {"session": _session(p.session)}
+                    | _routing(p, scope.actor)
+                    for p in permissions
                 ],
                 "questions": [question_payload(q) | {"session": _session(q.session)} for q in questions],
             }

@@ -29,6 +29,11 @@ class ProjectOut(serializers.Serializer):
     default_model = serializers.CharField()
     setup_script = serializers.CharField()
     permission_rules = PermissionRuleSerializer(many=True)
+    headless_policy = serializers.DictField(
+        child=serializers.DictField(),
+        help_text="what an ask becomes by trigger (web, api, slack, webhook, codehost, schedule): "
+        "{mode: ask|reject|route|allow_listed, approvers?, expire_after_s?, rules?, reason?}",
+    )
     sandbox_image = serializers.CharField()
     sandbox_cpus = serializers.FloatField()
     sandbox_memory_mb = serializers.IntegerField()
@@ -88,6 +93,7 @@ class ProjectIn(serializers.Serializer):
     default_model = serializers.CharField(max_length=200, required=False, allow_blank=True)
     setup_script = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
     permission_rules = serializers.JSONField(required=False)
+    headless_policy = serializers.JSONField(required=False)
     sandbox_image = serializers.CharField(max_length=200, required=False, allow_blank=True)
     # Wide bounds only: the service says what the real limits are (hangar.projects.services).
     sandbox_cpus = serializers.FloatField(required=False, min_value=0, max_value=1024)

@@ -11,7 +11,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from hangar.accounts.models import Role
+from hangar.accounts.models import ApiToken, Role
 from hangar.api import sessions_serializers as s
 from hangar.api.scoping import OrgScope, OrgScopedMixin
 from hangar.conversations import selectors, session_services
@@ -119,6 +119,8 @@ class SessionCollectionView(ProjectScopedView):
                 parent=parent,
                 agent=data.get("agent"),
                 model=data.get("model"),
+                # an API token's session is the headless ask policy's `api` trigger, else the web app's
+                source="api" if isinstance(request.auth, ApiToken) else "",
             )
             if project.repo_url or data.get("ref") or data.get("branch"):
                 workspace_request(

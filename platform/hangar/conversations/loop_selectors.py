@@ -373,3 +373,12 @@ def diff_ranges(session_id: str) -> DiffRanges:
 def context_epoch(session_id: str) -> ContextEpoch | None:
     """The session's current context epoch (its newest), if it has one: read once per run."""
     return ContextEpoch.objects.filter(session_id=session_id).order_by("-number").first()
+
+
+def permission_requests_due(now: datetime, limit: int = 500) -> list[str]:
+    """Pending requests whose headless policy's time is up (the expiry sweep's safety net)."""
+    return list(
+        PermissionRequest.objects.filter(status="pending", expires_at__lte=now)
+        .order_by("expires_at")
+        .values_list("pk", flat=True)[:limit]
+    )

@@ -31,7 +31,8 @@ class Session(models.Model):
         "self", on_delete=models.CASCADE, null=True, blank=True, related_name="children"
     )
     title = models.CharField(max_length=200, blank=True)
-    # Where the session was started from (slack, webhook; empty: the web app, API or an OpenCode client).
+    # Where the session was started from (slack, webhook, api: an API token or an OpenCode client; a child
+    # has its root's; empty: the web app). The headless ask policy is chosen by it (hangar.engine.headless).
     # Integrations read it from the row they already hold when events are published: no query per step.
     source = models.CharField(max_length=16, blank=True, default="")
     slug = models.CharField(max_length=100, blank=True)
@@ -159,11 +160,23 @@ class PermissionRequest(models.Model):
     call_id = models.CharField(max_length=200, blank=True)
     status = models.CharField(max_length=16, default="pending")  # pending | once | always | reject
     reply_message = models.TextField(blank=True)
+    # The headless ask policy (hangar.projects.headless): who may answer ([]: anyone who may answer the
+    # session; else these users and org admins) and when an unanswered request becomes a reject (None: never).
+    approvers = models.JSONField(default=list, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     replied_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["id"]
+        indexes = [
+            # The expiry sweep (hangar.engine.headless): the few pending requests that can expire.
+            models.Index(
+                fields=["expires_at"],
+                condition=models.Q(status="pending", expires_at__isnull=False),
+                name="permission_expiring_idx",
+            ),
+        ]
 
 
 class QuestionRequest(models.Model):

@@ -9,12 +9,14 @@ releases."""
 from __future__ import annotations
 
 import os
+from datetime import datetime
 
 from django.db import transaction
 
 RUN_SESSION = "hangar.engine.run_session"
 PREPARE_WORKSPACE = "hangar.engine.prepare_workspace"  # hangar.engine.workspace_tasks
 WORKSPACE_OPERATION = "hangar.engine.workspace_operation"
+PERMISSION_EXPIRE = "hangar.engine.permission_expire"  # hangar.engine.tasks (hangar.engine.headless)
 
 
 def engine_queue() -> str:
@@ -81,3 +83,22 @@ def enqueue_operation(operation_id: int) -> None:
         )
 
     transaction.on_commit(send)
+
+
+def enqueue_expiry(request_id: str, eta: datetime) -> None:
+    """Expire a permission request when it is due (hangar.engine.headless), once the caller's transaction
+    commits, on the engine's queue. Eager: nothing is sent; beat's sweep expires it instead."""
+    from hangar.celery import app
+
+    def send() -> None:
+        if not app.conf.task_always_eager:
+            app.send_task(
+                PERMISSION_EXPIRE,
+                args=[request_id],
+                eta=eta,
+                queue=engine_queue(),
+                ignore_result=True,
+                result_cls=_Sent,
+            )
+
+    transaction.on_commit(send, robust=True)

@@ -290,9 +290,15 @@ def permission_reply(
     scope: str = GrantScope.SESSION,
 ) -> PermissionRequest:
     """once → the waiting call runs; always → also stored as a revocable grant (session or project);
-    reject → the call fails ("rejected", with the person's message for the model)."""
+    reject → the call fails ("rejected", with the person's message for the model). A routed request
+    (`approvers`) is answered by those people or an org admin: anyone else is a 403."""
     session = request.session
     require_member(actor, session)
+    if request.approvers and actor.user_id not in request.approvers:
+        # Routed by the headless ask policy: only the named approvers, or an org admin, answer it.
+        from hangar.accounts.selectors import require_role
+
+        require_role(actor, session.org_id, Role.ADMIN)
     if reply not in ("once", "always", "reject"):
         raise ValueError("reply must be once, always or reject")
     if scope not in GrantScope.values:

@@ -51,6 +51,7 @@ def child_create(
             agent=agent,
             model=model,
             permission=child_permission(agent_rules),
+            source=parent.source,  # what started the root run: the headless ask policy reads it
         )
         if parent.prompter_id:
             subtask_services.child_prompter_set(child=child, prompter_id=parent.prompter_id)

@@ -10,7 +10,7 @@ from celery import current_app, shared_task
 from celery.signals import worker_init
 from django.db import close_old_connections, connection
 
-from hangar.engine.enqueue import RUN_SESSION, engine_queue
+from hangar.engine.enqueue import PERMISSION_EXPIRE, RUN_SESSION, engine_queue
 
 ENGINE_QUEUE = engine_queue()
 # Routes, not the deprecated task `queue` attribute; beat (which sends recover/reap) honours them too.
@@ -93,3 +93,21 @@ def purge_events() -> dict[str, Any]:
 
     close_old_connections()
     return events_purge()
+
+
+@shared_task(name=PERMISSION_EXPIRE, ignore_result=True)
+def permission_expire(request_id: str) -> bool:
+    """A routed or expiring ask is due (scheduled with its eta): reject it, audited, and resume the run."""
+    from hangar.engine.headless import permission_expire as expire
+
+    close_old_connections()
+    return expire(request_id)
+
+
+@shared_task(name="hangar.engine.permission_expire_due", ignore_result=True)
+def permission_expire_due() -> int:
+    """Beat's safety net for the eta tasks: every ask whose time is up."""
+    from hangar.engine.headless import permission_expire_due as sweep
+
+    close_old_connections()
+    return sweep()

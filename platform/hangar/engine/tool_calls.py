@@ -22,10 +22,10 @@ from typing import Any
 from hangar.conversations import loop_selectors as reads
 from hangar.conversations import services as store
 from hangar.conversations.events import publish_ephemeral
-from hangar.conversations.models import Message, Session
+from hangar.conversations.models import Message, PermissionRequest, Session
 from hangar.conversations.services import now_ms
+from hangar.engine import headless, readmarks
 from hangar.engine import permissions as perm
-from hangar.engine import readmarks
 from hangar.engine.agents import Agent
 from hangar.engine.batch_calls import subcall_runner
 from hangar.engine.dbconn import release_connection
@@ -153,18 +153,36 @@ class ToolCalls:
             if asked is not None and asked.status == "reject":
                 raise PermissionRejected(REJECTED, feedback=asked.reply_message)
             if asked is None:
-                asked = store.permission_request_create(
-                    session=self.scope.session,
-                    permission=permission,
-                    patterns=patterns,
-                    always=always or patterns,
-                    metadata=metadata,
-                    message_id=self.message.pk,
-                    call_id=call_id,
-                )
+                asked = self._ask_headless(call_id, permission, patterns, always, metadata)
+                if asked is None:
+                    return  # the policy's allow-list approved it
             raise PermissionAsked(asked.pk)
 
         return ask
+
+    def _ask_headless(
+        self, call_id: str, permission: str, patterns: list[str], always: list[str], metadata: dict[str, Any]
+    ) -> PermissionRequest | None:
+        """A new ask, as the project's headless ask policy for the run's trigger makes it: approved (None)
+        or rejected at once (raises), or a pending request with its approvers and expiry."""
+        outcome = headless.on_ask(self.scope.session, permission, patterns)
+        if outcome.kind == headless.APPROVE:
+            return None
+        if outcome.kind == headless.REJECT:
+            raise PermissionRejected(REJECTED, feedback=outcome.reason)
+        asked = store.permission_request_create(
+            session=self.scope.session,
+            permission=permission,
+            patterns=patterns,
+            always=always or patterns,
+            metadata=metadata,
+            message_id=self.message.pk,
+            call_id=call_id,
+            approvers=list(outcome.approvers),
+            expires_at=outcome.expires_at,
+        )
+        headless.expiry_scheduled(asked.pk, outcome.expires_at)
+        return asked
 
     # --- parts -------------------------------------------------------------------------------------
 

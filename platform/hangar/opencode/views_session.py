@@ -51,6 +51,7 @@ class SessionListCreate(OpenCodeView):
             agent=data.get("agent"),
             model={"providerID": model["providerID"], "modelID": model["id"]} if model else None,
             permission=[dict(rule) for rule in data.get("permission", [])],
+            source="api",  # an OpenCode client: the headless ask policy's `api` trigger
         )
         workspace_prepare_soon(session)  # a repository project: clone and set up before the first prompt
         return Response(session_info(session))

@@ -20,6 +20,9 @@ class Project(models.Model):
     default_model = models.CharField(max_length=200, blank=True, help_text="providerID/modelID")
     setup_script = models.TextField(blank=True)
     permission_rules = models.JSONField(default=list, blank=True, help_text="[{permission, pattern, action}]")
+    # What an `ask` becomes, by what started the run (web, api, slack, webhook, codehost, schedule): ask,
+    # reject, route to approvers, or allow-listed (hangar.projects.headless; applied by hangar.engine.headless).
+    headless_policy = models.JSONField(default=dict, blank=True)
     sandbox_image = models.CharField(max_length=200, blank=True)
     sandbox_cpus = models.FloatField(default=1.0)
     sandbox_memory_mb = models.PositiveIntegerField(default=1024)

@@ -11,11 +11,12 @@ from rest_framework.exceptions import PermissionDenied, ValidationError
 
 from hangar import mcp_config, netguard
 from hangar.accounts.actors import Actor
-from hangar.accounts.models import Org, Role, User
+from hangar.accounts.models import Membership, Org, Role, User
 from hangar.accounts.selectors import require_role
 from hangar.audit.services import audit_record
 from hangar.projects import crypto
 from hangar.projects.caps_services import check_caps, within_caps_defaults
+from hangar.projects.headless import approvers_named
 from hangar.projects.models import Project, ProjectEnvVar, ProviderCredential
 from hangar.projects.validation import clean_env_name, clean_project_fields, clean_secret_scope
 from sandbox import gitops, gitssh
@@ -27,6 +28,7 @@ PROJECT_FIELDS = (
     "default_model",
     "setup_script",
     "permission_rules",
+    "headless_policy",
     "sandbox_image",
     "sandbox_cpus",
     "sandbox_memory_mb",
@@ -146,6 +148,30 @@ def _check_fields(values: dict) -> dict:
     return clean_project_fields(values)
 
 
+def _approvers_are_members(org_id: int, values: dict) -> None:
+    """A headless policy's approvers are members of the org who may answer an ask (member role or more);
+    a 400 names the trigger whose list holds a stranger (no telling whether that user exists)."""
+    policy = values.get("headless_policy")
+    if not policy:
+        return
+    able = {Role.MEMBER, Role.ADMIN, Role.OWNER}
+    members = set(
+        Membership.objects.filter(
+            org_id=org_id, user_id__in=approvers_named(policy), role__in=able
+        ).values_list("user_id", flat=True)
+    )
+    for trigger, entry in policy.items():
+        strangers = [a for a in entry.get("approvers", []) if a not in members]
+        if strangers:
+            raise ValidationError(
+                {
+                    f"headless_policy.{trigger}.approvers": [
+                        f"User {strangers[0]} is not a member who may answer."
+                    ]
+                }
+            )
+
+
 @transaction.atomic
 def project_create(
     *,
@@ -159,6 +185,7 @@ def project_create(
 ) -> Project:
     require_role(actor, org.pk, Role.ADMIN)
     values = _check_fields({"name": name, **fields})
+    _approvers_are_members(org.pk, values)
     caps = Org.objects.filter(pk=org.pk).values_list("project_caps", flat=True).first() or {}
     check_caps(caps, values)
     check_mcp_allowed(org.pk, values)
@@ -195,6 +222,7 @@ def project_update(
 ) -> Project:
     require_role(actor, project.org_id, Role.ADMIN)
     values = _check_fields(fields)
+    _approvers_are_members(project.org_id, values)
     check_caps(
         Org.objects.filter(pk=project.org_id).values_list("project_caps", flat=True).first() or {}, values
     )

@@ -9,6 +9,7 @@ from rest_framework.exceptions import ValidationError
 from hangar import mcp_config
 from hangar.accounts.permission_rules import clean_permission_rules
 from hangar.agent_config import AgentConfigError, clean_agent_fields
+from hangar.projects.headless_checks import clean_headless_policy
 from hangar.projects.models import NetworkPolicy
 from sandbox.agent import netpolicy
 
@@ -96,6 +97,8 @@ def clean_project_fields(values: dict) -> dict:
     values = dict(values)
     if "permission_rules" in values:
         values["permission_rules"] = clean_permission_rules(values["permission_rules"])
+    if "headless_policy" in values:
+        values["headless_policy"] = clean_headless_policy(values["headless_policy"])
     for field in ("network_allowlist", "setup_network_allowlist"):
         if field in values:
             values[field] = clean_allowlist(values[field], field)

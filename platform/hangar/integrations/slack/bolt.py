@@ -176,11 +176,13 @@ def _on_permission_button(ack, body, action, logger):
         _tell(install, channel, user, "You may not answer this request.")
         return
     held = SlackPermissionMessage.objects.filter(request_id=request.pk).first()
-    if held is not None:
+    # The message pressed: the thread's buttons, or an approver's DM (a routed ask), which has no record.
+    ts = (body.get("container") or {}).get("message_ts") or (held.message_ts if held else "")
+    if ts:
         word = {"once": "Allowed once", "always": "Always allowed", "reject": "Rejected"}[request.status]
         web_client(install).chat_update(
             channel=channel,
-            ts=held.message_ts,
+            ts=ts,
             text=f"{word} by <@{user}>: {escape(request.permission)}",
             blocks=[],
         )

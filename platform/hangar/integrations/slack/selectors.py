@@ -34,7 +34,16 @@ def thread_for_session(session_id: str) -> SlackThread | None:
 
 
 def pending_request(request_id: str) -> PermissionRequest | None:
-    return PermissionRequest.objects.filter(pk=request_id, status="pending").first()
+    return PermissionRequest.objects.filter(pk=request_id, status="pending").select_related("session").first()
+
+
+def approver_links(request: PermissionRequest) -> list[SlackUserLink]:
+    """The Slack users of a routed request's approvers, in the installs of the request's own org."""
+    return list(
+        SlackUserLink.objects.filter(
+            install__org_id=request.session.org_id, user_id__in=request.approvers, user__is_active=True
+        ).select_related("install")
+    )
 
 
 def pending_question(request_id: str) -> QuestionRequest | None:

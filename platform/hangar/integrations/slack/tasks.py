@@ -2,6 +2,7 @@
 summary, permission buttons. Each loads by id and is harmless to run twice."""
 
 from celery import shared_task
+from django.core.cache import cache
 
 from hangar.conversations.models import PermissionRequest, QuestionRequest, Session
 from hangar.integrations import queue  # noqa: F401  (routes this module's tasks)
@@ -93,6 +94,46 @@ def slack_permission(request_id: str) -> None:
             request_id,
             f"Permission asked: {texts.escape(request.permission)}",
             permission_blocks(request),
+        )
+
+
+ROUTED_FOR_S = 7 * 24 * 3600  # how long a routed ask's DMs are remembered as sent (its longest expiry)
+
+
+def route_blocks(request: PermissionRequest) -> list[dict]:
+    """The DM to an approver: what is asked, in which session, until when; the same buttons as a thread's."""
+    session = request.session
+    title = texts.escape(session.title[:150] or session.pk)
+    until = (
+        f" It expires <!date^{int(request.expires_at.timestamp())}^{{time}}|soon>."
+        if request.expires_at
+        else ""
+    )
+    context = {
+        "type": "context",
+        "elements": [
+            {
+                "type": "mrkdwn",
+                "text": f"You are an approver for <{texts.session_url(session)}|{title}>.{until}",
+            }
+        ],
+    }
+    return [*permission_blocks(request), context]
+
+
+@shared_task(name="hangar.integrations.slack.route", ignore_result=True)
+def slack_route(request_id: str) -> None:
+    """DM each approver of a routed ask who linked their Slack user (once each, should the task run twice)."""
+    request = selectors.pending_request(request_id)
+    if request is None or not request.approvers:
+        return
+    for link in selectors.approver_links(request):
+        if not cache.add(f"slack:route:{request_id}:{link.pk}", 1, timeout=ROUTED_FOR_S):
+            continue
+        web_client(link.install).chat_postMessage(
+            channel=link.slack_user_id,
+            text=f"Approval needed: {texts.escape(request.permission)}",
+            blocks=route_blocks(request),
         )
 
 
