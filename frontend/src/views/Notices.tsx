@@ -8,6 +8,13 @@ type Item = { id: string; kind: "permission" | "question"; session: Schemas["Wai
 
 const REFRESH_ON = /^(permission|question)\./;
 
+// A request the project's headless ask policy routed: whether it waits for this person, and until when.
+function routing(p: Pending["permissions"][number]): string {
+  const who = p.forYou ? " · routed to you" : p.approvers.length ? " · routed to approvers" : "";
+  const until = p.expiresAt ? ` · expires ${new Date(p.expiresAt).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })}` : "";
+  return who + until;
+}
+
 // What the agents wait for across the org (permission requests, questions), in the top bar wherever the
 // person is: a count that opens a list of links to the sessions asking. Refetched when the org's stream
 // announces a request or its reply, and after each reconnect.
@@ -25,7 +32,7 @@ export function Notices({ org }: { org: string }) {
           id: p.id,
           kind: "permission" as const,
           session: p.session,
-          what: `asks to run ${p.permission}${p.patterns.length ? `: ${p.patterns.join(", ")}` : ""}`,
+          what: `asks to run ${p.permission}${p.patterns.length ? `: ${p.patterns.join(", ")}` : ""}${routing(p)}`,
         })),
         ...pending.questions.map((q) => {
           const first = q.questions[0] as { header?: string; question?: string } | undefined;

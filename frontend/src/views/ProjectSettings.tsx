@@ -11,6 +11,7 @@ import {
   type Credential,
   type EnvVar,
   type Me,
+  type Member,
   type Project,
   type SecretScope,
 } from "../api/client";
@@ -45,6 +46,7 @@ export function ProjectSettings({ org, project, me }: { org: string; project: nu
         <Network org={org} project={info} onSaved={saved} />
         <SetupNetwork org={org} project={info} onSaved={saved} />
         <Rules org={org} project={info} onSaved={saved} />
+        <Headless org={org} project={info} onSaved={saved} />
         <Agents org={org} project={info} onSaved={saved} />
         <EnvVars org={org} project={info} admin={admin} />
       </fieldset>
@@ -226,6 +228,85 @@ function Rules({ org, project, onSaved }: { org: string; project: Project; onSav
       body={() => ({ permission_rules: rules })}>
       <p className="muted small">The project's rules, after the org's policy (its denies and asks are a floor); members' and sessions' rules may only narrow them.</p>
       <RulesEditor label="Rules" rules={rules} onChange={setRules} onInvalid={setInvalid} />
+    </Section>
+  );
+}
+
+// The headless ask policy (docs/permissions.md): per trigger, what an ask becomes when no one may be watching.
+type HeadlessEntry = { mode: string; approvers?: number[]; expire_after_s?: number; rules?: Rule[]; reason?: string };
+const TRIGGERS: [string, string, string][] = [
+  ["web", "Web app", "ask"],
+  ["api", "API and OpenCode clients", "ask"],
+  ["slack", "Slack", "ask, expiring after an hour"],
+  ["webhook", "Webhooks", "reject"],
+  ["codehost", "Code host events", "reject"],
+  ["schedule", "Schedules", "reject"],
+];
+const HEADLESS_MODES: [string, string][] = [
+  ["ask", "ask: wait for someone who may answer"],
+  ["reject", "reject: refuse, telling the model why"],
+  ["route", "route: ask named approvers, then expire"],
+  ["allow_listed", "allow-listed: approve what the rules allow, refuse the rest"],
+];
+
+function Headless({ org, project, onSaved }: { org: string; project: Project; onSaved: (p: Project) => void }) {
+  const [policy, setPolicy] = useState<Record<string, HeadlessEntry>>({});
+  const [members, setMembers] = useState<Member[]>([]);
+  const [invalid, setInvalid] = useState("");
+  useEffect(() => setPolicy((project.headless_policy ?? {}) as Record<string, HeadlessEntry>), [project.id, project.updated_at]);
+  useEffect(() => {
+    get<Member[]>(`/api/orgs/${org}/members/`).then((all) => setMembers(all.filter((m) => ["owner", "admin", "member"].includes(m.role)))).catch(() => setMembers([]));
+  }, [org]);
+  const put = (trigger: string, entry: HeadlessEntry | null) => {
+    const next = { ...policy };
+    if (entry) next[trigger] = entry;
+    else delete next[trigger];
+    setPolicy(next);
+  };
+  return (
+    <Section org={org} project={project} title="When no one is watching" id="headless-h" invalid={invalid} onSaved={onSaved}
+      body={() => ({ headless_policy: policy })}>
+      <p className="muted small">What an <code>ask</code> becomes, by what started the run. An expired ask is refused and the model is told; nothing waits forever.</p>
+      {TRIGGERS.map(([trigger, label, fallback]) => {
+        const entry = policy[trigger];
+        const approvers = entry?.approvers ?? [];
+        return (
+          <fieldset key={trigger} className="editor" aria-label={`${label} asks`}>
+            <legend>{label}</legend>
+            <label>Mode
+              <select aria-label={`${label} mode`} value={entry?.mode ?? ""} onChange={(e) => put(trigger, e.target.value ? { mode: e.target.value } : null)}>
+                <option value="">default ({fallback})</option>
+                {HEADLESS_MODES.map(([mode, text]) => <option key={mode} value={mode}>{text}</option>)}
+              </select>
+            </label>
+            {entry && (entry.mode === "route" || entry.mode === "ask") && (
+              <label>Expires after (seconds) <span className="muted small">{entry.mode === "ask" && (trigger === "web" || trigger === "api") ? "(empty: never)" : "(empty: 3600)"}</span>
+                <input type="number" min="1" aria-label={`${label} expiry`} value={entry.expire_after_s ?? ""}
+                  onChange={(e) => put(trigger, { ...entry, expire_after_s: e.target.value ? Number(e.target.value) : undefined })} />
+              </label>
+            )}
+            {entry?.mode === "route" && (
+              <fieldset className="plain" aria-label={`${label} approvers`}>
+                <legend className="small">Approvers <span className="muted">(a Slack DM if linked, and the web app's notice)</span></legend>
+                {members.map((m) => (
+                  <label key={m.user} className="check">
+                    <input type="checkbox" checked={approvers.includes(m.user)}
+                      onChange={(e) => put(trigger, { ...entry, approvers: e.target.checked ? [...approvers, m.user] : approvers.filter((a) => a !== m.user) })} /> {m.email}
+                  </label>
+                ))}
+              </fieldset>
+            )}
+            {entry?.mode === "allow_listed" && (
+              <RulesEditor label={`${label} allow-list`} rules={entry.rules ?? []} onChange={(rules) => put(trigger, { ...entry, rules })} onInvalid={setInvalid} />
+            )}
+            {entry && (entry.mode === "reject" || entry.mode === "allow_listed") && (
+              <label>Reason told to the model <span className="muted small">(empty: a default)</span>
+                <input aria-label={`${label} reason`} value={entry.reason ?? ""} maxLength={1000} onChange={(e) => put(trigger, { ...entry, reason: e.target.value || undefined })} />
+              </label>
+            )}
+          </fieldset>
+        );
+      })}
     </Section>
   );
 }

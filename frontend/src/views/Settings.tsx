@@ -1,5 +1,6 @@
 import { useEffect, useState } from "react";
 import { api, get, post, type Credential, type Me, type Member, type Token, type TokenCreated } from "../api/client";
+import { RulesEditor, type Rule } from "./editors";
 
 export function Settings({ org, me }: { org: string; me: Me }) {
   const role = me.orgs.find((m) => m.org === org)?.role ?? "viewer";
@@ -7,9 +8,50 @@ export function Settings({ org, me }: { org: string; me: Me }) {
     <div className="page">
       <h1>Organisation settings</h1>
       <Members org={org} canManage={role === "owner" || role === "admin"} />
+      {role !== "auditor" && <MyRules org={org} />}
       <Tokens org={org} />
       <Credentials org={org} />
     </div>
+  );
+}
+
+// The member layer of the permission merge (docs/permissions.md): the person's own rules, for the runs they
+// start or prompt; they may only narrow what the org and project allow.
+function MyRules({ org }: { org: string }) {
+  const [rules, setRules] = useState<Rule[] | null>(null);
+  const [invalid, setInvalid] = useState("");
+  const [error, setError] = useState("");
+  const [done, setDone] = useState(false);
+  const path = `/api/orgs/${org}/me/permission-rules`;
+  useEffect(() => {
+    get<{ rules: Rule[] }>(path).then((r) => setRules(r.rules)).catch((e) => setError((e as Error).message));
+  }, [path]);
+  const save = async (e: React.FormEvent) => {
+    e.preventDefault();
+    if (invalid || rules === null) return;
+    setError("");
+    setDone(false);
+    try {
+      setRules((await api<{ rules: Rule[] }>("PUT", path, { rules })).rules);
+      setDone(true);
+    } catch (err) {
+      setError((err as Error).message);
+    }
+  };
+  return (
+    <section className="card" aria-labelledby="myrules-h">
+      <h2 id="myrules-h">My permission rules</h2>
+      <p className="muted small">Your own rules for the runs you start or prompt in this org. They can only make the agent more careful: an <code>allow</code> here never loosens the org's or the project's rules.</p>
+      {rules === null && !error && <p className="muted">Loading…</p>}
+      {rules !== null && (
+        <form className="form" onSubmit={save} aria-label="My permission rules" onChange={() => setDone(false)}>
+          <RulesEditor label="My rules" rules={rules} onChange={(r) => { setDone(false); setRules(r); }} onInvalid={setInvalid} />
+          {(invalid || error) && <p className="error" role="alert">{invalid || error}</p>}
+          {done && <p className="banner ok" role="status">Saved.</p>}
+          <div><button type="submit" disabled={!!invalid}>Save my rules</button></div>
+        </form>
+      )}
+    </section>
   );
 }
 
