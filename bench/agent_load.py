@@ -86,7 +86,7 @@ def _part(comm: str, cgroup: str) -> str:
 
 
 def provision(session) -> None:
-    from hangar.engine.sandboxes import manager, spec_for
+    from hangar.engine.workspace.sandboxes import manager, spec_for
 
     box = manager().get_or_create(spec_for(session))
     box.snapshot_track()
@@ -184,7 +184,7 @@ def main() -> None:
     open_bench_db(env)
     from hangar.conversations.models import Session
     from hangar.conversations.services import session_create
-    from hangar.engine.sandboxes import manager
+    from hangar.engine.workspace.sandboxes import manager
     from scripted_llm import ScriptedServer
 
     scripted = ScriptedServer().start()

@@ -218,7 +218,7 @@ def bench_tenant(api_base: str, project_slug: str, disk_mb: int | None = 256) ->
     from hangar.projects import crypto
     from hangar.projects.models import Project, ProviderCredential
 
-    # The bench is the only tenant: its fair shares (hangar.engine.fairness) must not cap what it measures.
+    # The bench is the only tenant: its fair shares (hangar.engine.run.fairness) must not cap what it measures.
     org, _ = Org.objects.update_or_create(
         slug="bench",
         defaults={"name": "Bench", "max_concurrent_runs": 100_000, "max_live_sandboxes": 100_000},

@@ -169,7 +169,7 @@ def provision_all(sessions: list) -> tuple[int, float]:
 
 
 def sample_sandboxes(sessions: list) -> list[float]:
-    from hangar.engine.sandboxes import manager
+    from hangar.engine.workspace.sandboxes import manager
     from sandbox import containers
 
     api = manager().api
@@ -238,7 +238,7 @@ def run_step(n: int, args, actor, project, model: dict, bystander_url: str, toke
         "disk_free_low_mb": round(peak["disk_low_mb"]),
     }
     from hangar.conversations.models import Session
-    from hangar.engine.sandboxes import manager
+    from hangar.engine.workspace.sandboxes import manager
 
     for session in sessions:
         try:

@@ -166,7 +166,7 @@ def main() -> None:
     import httpx
 
     from hangar.engine.providers.litellm_model import litellm_module
-    from hangar.engine.system import prompt_text
+    from hangar.engine.session.system import prompt_text
     from hangar.engine.tools.registry import get_tools, tool_schemas
 
     litellm_module()

@@ -60,8 +60,8 @@ def instrument() -> list[tuple[float, float, str]]:
     a step, a compaction, or only asking for one."""
     import time
 
-    from hangar.engine.compaction import ContextWindow
-    from hangar.engine.loop import Loop
+    from hangar.engine.run.compaction import ContextWindow
+    from hangar.engine.run.loop import Loop
 
     records: list[tuple[float, float, str]] = []
     kind = ["step"]  # what the pass being timed did (a compaction, or only asking for one, mark it)
@@ -95,7 +95,7 @@ def instrument() -> list[tuple[float, float, str]]:
 
 def system_prefixes(scripted: Scripted, script_id: str) -> list[int]:
     """[turns, distinct leading system texts] of the requests the scripted server received."""
-    from hangar.engine.system import prompt_text
+    from hangar.engine.session.system import prompt_text
 
     sent = httpx.get(f"http://127.0.0.1:{scripted.port}/_requests", params={"script": script_id}).json()
     leads = []
@@ -121,9 +121,9 @@ def run(scripted: Scripted, actor, project, steps: int, output: int, context: in
 
     from hangar.conversations.models import ContextEpoch, Message, Session
     from hangar.conversations.services import session_create
-    from hangar.engine.sandboxes import manager, spec_for
+    from hangar.engine.run.worker import run_session_once
     from hangar.engine.services import session_prompt
-    from hangar.engine.worker import run_session_once
+    from hangar.engine.workspace.sandboxes import manager, spec_for
     from hangar.projects.models import Project
 
     script_id = load(scripted, steps, output)
@@ -171,7 +171,7 @@ def run(scripted: Scripted, actor, project, steps: int, output: int, context: in
         "prompt_tokens_first_last_max": [prompts[0], prompts[-1], max(prompts)],
         "compactions": len(summaries),
         # The system texts each turn led with (a compaction's own call left out): one baseline per epoch,
-        # byte for byte, is what lets a provider's prompt cache hit (hangar.engine.system_context).
+        # byte for byte, is what lets a provider's prompt cache hit (hangar.engine.turn.system_context).
         "turns_distinct_system_prefixes_epochs": [*system_prefixes(scripted, script_id), epochs],
         "compaction_ms": [c - s for s, c in spans],
         "compaction_tokens_in_out": [[s["tokens"]["input"], s["tokens"]["output"]] for s in summaries],

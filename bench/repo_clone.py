@@ -111,7 +111,7 @@ def main() -> None:
     from hangar.accounts.models import Membership, Org, Role, User
     from hangar.audit.models import ActorType
     from hangar.conversations.services import session_create
-    from hangar.engine import sandboxes
+    from hangar.engine.workspace import sandboxes
     from hangar.projects.models import Project
     from hangar.repos.models import SessionWorkspace
     from sandbox import DockerSandboxes, WarmPool, gitops

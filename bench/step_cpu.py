@@ -31,8 +31,8 @@ def measure(args, sessions, actor) -> tuple[list[float], list[float], cProfile.P
     """Run each session in this process; this process's and its Postgres backend's CPU per step of every
     session but the first (which warms this process: first connections, lazy imports)."""
     from hangar.conversations.models import Message
+    from hangar.engine.run.worker import run_session_once
     from hangar.engine.services import session_prompt
-    from hangar.engine.worker import run_session_once
 
     cpu, pg_cpu, profiler = [], [], cProfile.Profile(time.thread_time) if args.profile else None
     for index, session in enumerate(sessions):
@@ -81,7 +81,7 @@ def main() -> None:
     from hangar.conversations.models import Session
     from hangar.conversations.services import session_create
     from hangar.engine.providers.litellm_model import warm_up
-    from hangar.engine.sandboxes import manager, spec_for
+    from hangar.engine.workspace.sandboxes import manager, spec_for
 
     scripted = Scripted()
     try:

@@ -14,7 +14,7 @@ scoping, the view, the selector, JSON rendering; no socket):
 - the budget check a model call makes (hangar.usage.gate.usage_gate) with an org, a project and a member
   budget covering the call, and with none;
 - for comparison, the same spend-by-day answer summed from the ledger itself;
-- the gate's share of an agent step: the real loop (hangar.engine.loop.Loop) in this process, on the same
+- the gate's share of an agent step: the real loop (hangar.engine.run.loop.Loop) in this process, on the same
   org with its three budgets, against the fast tier's in-process scripted model and a local-directory
   sandbox (tests/engine/fast: no Docker, no HTTP, so the step is the loop's own cost and the gate is as
   large a share of it as it can be), five steps a session, --ab-rounds rounds each running one session with
@@ -149,10 +149,10 @@ def gate_in_the_loop(org, project, member, rounds: int) -> dict:
 
     from hangar.accounts.actors import Actor
     from hangar.conversations.services import session_create
-    from hangar.engine import spend
-    from hangar.engine.loop import Loop
+    from hangar.engine.run.loop import Loop
     from hangar.engine.services import session_prompt
     from hangar.engine.tools.registry import ALL, tool_schemas
+    from hangar.engine.turn import spend
     from hangar.usage.gate import Verdict
     from hangar.usage.models import Budget
     from tests.engine.fast.scripted_model import ScriptedModel

@@ -6,7 +6,7 @@ workspace as the setup script left it: the commit's files and everything the scr
 base commit's git `index` (so a session's git dir is written as from a checkout layer), `size` (files,
 bytes), `org` (whose disk budget it counts in, sandbox.repo_disk) and `info.json` (what the key was made
 of, for the console). The key is a digest of everything the result depends on, chosen by the caller
-(hangar.engine.env_cache): the project, the repository commit, the script, the image's id and the env the
+(hangar.engine.workspace.env_cache): the project, the repository commit, the script, the image's id and the env the
 script ran with; any change gives another key, so a stale layer is never reused, only pruned.
 
 The tree is copied from the session's workspace by `cp -a` running as the sandbox uid in the git jail

@@ -9,7 +9,7 @@ NAME = re.compile(r"\bHANGAR_[A-Z0-9_]*[A-Z0-9]\b")
 SEARCHED = ["platform", "sandbox", "deploy", "scripted_llm", "bench", "Dockerfile", "Makefile"]
 SKIPPED_SUFFIXES = {".md", ".pyc", ".png", ".svg", ".json", ".lock"}
 # Read from the environment on each use (docs/settings.md, "per call"): tests give a worker its own queue.
-PER_CALL = {"engine/enqueue.py", "integrations/queue.py", "engine/sandboxes.py"}
+PER_CALL = {"engine/session/enqueue.py", "integrations/queue.py", "engine/workspace/sandboxes.py"}
 ENV_READ = re.compile(r"(environ(\.get)?\s*[\(\[]\s*|getenv\(\s*)[\"']HANGAR_")
 
 

@@ -1,5 +1,5 @@
 """An agent's definition fields checked, as a team writes them in a workspace file's frontmatter
-(hangar.engine.custom_agents) or in a project's `agents` config (hangar.projects): one validator for both,
+(hangar.engine.agents.custom_agents) or in a project's `agents` config (hangar.projects): one validator for both,
 here because both layers use it and it needs nothing of either. Also OpenCode's permission config shape
 (`{"edit": "deny", "bash": {"git *": "allow"}}`) read as a ruleset (`rules_from_config`).
 

@@ -3,7 +3,7 @@
 BEAT_SCHEDULE = {
     # Runs whose lease expired (worker killed) are resumed by another worker.
     "engine-recover-expired-leases": {"task": "hangar.engine.recover_expired_runs", "schedule": 5.0},
-    # Asks the headless policy gave an expiry (hangar.engine.headless): each has an eta task; this catches
+    # Asks the headless policy gave an expiry (hangar.engine.agents.headless): each has an eta task; this catches
     # one a broker restart lost, within the sweep's period.
     "engine-expire-asks": {"task": "hangar.engine.permission_expire_due", "schedule": 30.0},
     "sandbox-reap": {"task": "hangar.engine.reap_sandboxes", "schedule": 60.0},

@@ -213,7 +213,7 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
-# Celery. Long agent runs are owned by a Postgres lease + heartbeat (see hangar.engine.leases), not by
+# Celery. Long agent runs are owned by a Postgres lease + heartbeat (see hangar.engine.run.leases), not by
 # acks_late: with the Redis broker a task outliving visibility_timeout is re-delivered concurrently.
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", REDIS_URL)
 CELERY_RESULT_BACKEND = None
@@ -247,7 +247,7 @@ HANGAR_SANDBOX_IMAGES = csv("HANGAR_SANDBOX_IMAGES")
 # At most this many bytes of files per workspace upload (hangar.engine.repo_ops); the body is cut off as it
 # streams at this plus 1 MB of multipart framing (hangar.body_limit).
 HANGAR_WORKSPACE_UPLOAD_MAX_BYTES = int(os.environ.get("HANGAR_WORKSPACE_UPLOAD_MAX_BYTES", str(25 * 2**20)))
-# Per-org fair shares (hangar.engine.fairness) where the org sets none (Org.max_concurrent_runs, ...):
+# Per-org fair shares (hangar.engine.run.fairness) where the org sets none (Org.max_concurrent_runs, ...):
 # a share of a worker's threads (HANGAR_WORKER_CONCURRENCY, default 100) and of a host's sandboxes.
 HANGAR_ORG_MAX_RUNS = int(os.environ.get("HANGAR_ORG_MAX_RUNS", "32"))
 HANGAR_ORG_MAX_SANDBOXES = int(os.environ.get("HANGAR_ORG_MAX_SANDBOXES", "64"))
@@ -255,15 +255,15 @@ HANGAR_ORG_MAX_SANDBOXES = int(os.environ.get("HANGAR_ORG_MAX_SANDBOXES", "64"))
 # (hangar.accounts.ownership_services). The operator's own tools (bootstrap) are not held to it.
 HANGAR_USER_MAX_OWNED_ORGS = int(os.environ.get("HANGAR_USER_MAX_OWNED_ORGS", "5"))
 # And the caps per person across the orgs they own: an org on the default caps counts against each of its
-# owners, whose orgs together hold at most this many runs and live sandboxes (hangar.engine.fairness,
-# hangar.engine.sandbox_share; sandbox disk: HANGAR_SANDBOX_USER_DISK_BUDGET_MB, sandbox/budget.py). By
+# owners, whose orgs together hold at most this many runs and live sandboxes (hangar.engine.run.fairness,
+# hangar.engine.workspace.sandbox_share; sandbox disk: HANGAR_SANDBOX_USER_DISK_BUDGET_MB, sandbox/budget.py). By
 # default one org's share: five orgs of one account do not get five shares. 0 turns a cap off.
 HANGAR_USER_MAX_RUNS = int(os.environ.get("HANGAR_USER_MAX_RUNS", str(HANGAR_ORG_MAX_RUNS)))
 HANGAR_USER_MAX_SANDBOXES = int(os.environ.get("HANGAR_USER_MAX_SANDBOXES", str(HANGAR_ORG_MAX_SANDBOXES)))
 # Private ranges an egress allowlist may reach (comma-separated CIDRs, e.g. a package mirror on 10.0.0.0/8).
 # Loopback, link-local and metadata addresses stay unreachable whatever this says (sandbox/agent/netpolicy.py).
 HANGAR_EGRESS_ALLOW_PRIVATE = os.environ.get("HANGAR_EGRESS_ALLOW_PRIVATE", "")
-# The reaper (hangar.engine.reaping): a deleted session's workspace is destroyed once idle this long; an
+# The reaper (hangar.engine.workspace.reaping): a deleted session's workspace is destroyed once idle this long; an
 # archived session's sandbox is hibernated (never destroyed) once idle this long.
 HANGAR_SANDBOX_DELETE_GRACE_S = float(os.environ.get("HANGAR_SANDBOX_DELETE_GRACE_S", "600"))
 HANGAR_SANDBOX_ARCHIVED_IDLE_S = float(os.environ.get("HANGAR_SANDBOX_ARCHIVED_IDLE_S", "60"))

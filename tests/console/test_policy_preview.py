@@ -4,8 +4,8 @@ everywhere: members read, auditors do not, another org's project is a 404."""
 
 import pytest
 
-from hangar.engine import permissions as perm
-from hangar.engine.agents import AGENTS
+from hangar.engine.agents import permissions as perm
+from hangar.engine.agents.builtin import AGENTS
 
 pytestmark = pytest.mark.django_db
 

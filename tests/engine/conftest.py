@@ -25,7 +25,9 @@ from scripted_llm import ScriptedServer
 
 ROOT = Path(__file__).resolve().parents[2]
 QUEUE = os.environ["HANGAR_ENGINE_QUEUE"]  # the run's own queue (tests/envdefaults.py chose it)
-REPO_QUEUE = f"{QUEUE}.repo"  # clones, setup scripts, pushes: hangar.engine.enqueue.repo_queue's default
+REPO_QUEUE = (
+    f"{QUEUE}.repo"  # clones, setup scripts, pushes: hangar.engine.session.enqueue.repo_queue's default
+)
 os.environ.setdefault("HANGAR_SANDBOX_POOL", "0")  # the test process only cleans up; workers keep a pool
 
 
@@ -103,7 +105,7 @@ class Worker:
             "--concurrency",
             str(concurrency),
             "-Q",
-            # The engine's queue, the repository work's (hangar.engine.enqueue.repo_queue) and the webhook
+            # The engine's queue, the repository work's (hangar.engine.session.enqueue.repo_queue) and the webhook
             # deliveries' (hangar.integrations.queue).
             ",".join(queues or [QUEUE, REPO_QUEUE, WEBHOOKS_QUEUE]),
             "--loglevel",
@@ -168,7 +170,7 @@ def scripted_credential(scripted):
 
 
 def destroy_sandboxes(session_ids: list[str]) -> None:
-    from hangar.engine.sandboxes import manager
+    from hangar.engine.workspace.sandboxes import manager
 
     for session_id in session_ids:
         try:

@@ -6,9 +6,9 @@ import pytest
 
 from hangar.conversations.models import Session
 from hangar.conversations.session_services import session_delete
-from hangar.engine.sandboxes import manager
 from hangar.engine.services import session_prompt
 from hangar.engine.tasks import reap_sandboxes
+from hangar.engine.workspace.sandboxes import manager
 from sandbox import volumes
 from tests.engine.conftest import text_prompt, tool_parts, wait_idle
 

@@ -8,9 +8,9 @@ import json
 import pytest
 
 from hangar.conversations.models import Event, Message, Part
-from hangar.engine.history import CLEARED
 from hangar.engine.services import session_prompt
-from hangar.engine.system import prompt_text
+from hangar.engine.session.history import CLEARED
+from hangar.engine.session.system import prompt_text
 from hangar.projects.models import Project
 from tests.engine.conftest import assistant_messages, text_prompt, tool_parts, wait_idle
 

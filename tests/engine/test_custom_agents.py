@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from hangar.engine.custom_agents import AgentConfigError, agent_from_fields, split_frontmatter
-from hangar.engine.sandboxes import sandbox_for
+from hangar.engine.agents.custom_agents import AgentConfigError, agent_from_fields, split_frontmatter
 from hangar.engine.services import PromptRejected, session_prompt
+from hangar.engine.workspace.sandboxes import sandbox_for
 from tests.engine.conftest import text_prompt, tool_parts, wait_idle
 from tests.engine.test_subagents import calls, children_of, oc_client, routed_session, task  # noqa: F401
 from tests.opencode.conftest import assert_response, base_url

@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 
 from hangar.conversations.models import Message
-from hangar.engine.custom_commands import render
-from hangar.engine.sandboxes import sandbox_for
-from hangar.engine.system import prompt_text
+from hangar.engine.agents.custom_commands import render
+from hangar.engine.session.system import prompt_text
+from hangar.engine.workspace.sandboxes import sandbox_for
 from tests.engine.conftest import wait_idle
 from tests.engine.test_subagents import children_of, oc_client, routed_session  # noqa: F401
 from tests.opencode.conftest import assert_response, base_url

@@ -1,4 +1,4 @@
-"""Beat's sweep (hangar.engine.headless.permission_expire_due) expires what no eta task was sent for: a
+"""Beat's sweep (hangar.engine.agents.headless.permission_expire_due) expires what no eta task was sent for: a
 request past its expiry becomes a reject telling the model why, audited, its session flagged for a run;
 one not yet due, one without an expiry and one already answered are left alone."""
 
@@ -10,7 +10,7 @@ from django.utils import timezone
 from hangar.audit.models import AuditEvent
 from hangar.conversations.models import PermissionRequest, Session
 from hangar.conversations.services import session_create
-from hangar.engine.headless import ETA_MAX_S, permission_expire_due
+from hangar.engine.agents.headless import ETA_MAX_S, permission_expire_due
 
 pytestmark = pytest.mark.django_db
 

@@ -6,7 +6,7 @@ import pytest
 from django.core.management import call_command
 
 from hangar.conversations.services import session_create
-from hangar.engine.sandboxes import sandbox_for
+from hangar.engine.workspace.sandboxes import sandbox_for
 from sandbox import containers
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(180)]

@@ -8,8 +8,8 @@ import pytest
 from django.db import connection
 
 from hangar.conversations.models import Event, Part, Session
-from hangar.engine.sandboxes import sandbox_for
 from hangar.engine.services import session_prompt
+from hangar.engine.workspace.sandboxes import sandbox_for
 from tests.engine.conftest import text_of, text_prompt, tool_parts, wait_for, wait_idle
 
 pytestmark = pytest.mark.django_db(transaction=True)

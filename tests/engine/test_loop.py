@@ -6,9 +6,9 @@ import pytest
 
 from hangar.conversations.models import Event, Part, Session
 from hangar.conversations.services import session_create
-from hangar.engine import readmarks
-from hangar.engine.sandboxes import manager
 from hangar.engine.services import session_prompt
+from hangar.engine.session import readmarks
+from hangar.engine.workspace.sandboxes import manager
 from tests.engine.conftest import assistant_messages, text_of, text_prompt, tool_parts, wait_idle
 
 pytestmark = pytest.mark.django_db(transaction=True)

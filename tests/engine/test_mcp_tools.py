@@ -25,8 +25,8 @@ from hangar.conversations.loop_selectors import session_for_run
 from hangar.conversations.models import Event, Part, PermissionRequest
 from hangar.engine.mcp import status
 from hangar.engine.mcp.tools import McpCatalog
-from hangar.engine.sandboxes import sandbox_for
 from hangar.engine.services import permission_reply, session_prompt
+from hangar.engine.workspace.sandboxes import sandbox_for
 from hangar.projects.models import Project
 from hangar.projects.services import env_var_set, project_update
 from tests.engine.conftest import assistant_messages, text_prompt, tool_parts, wait_for, wait_idle

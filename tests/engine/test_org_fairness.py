@@ -13,11 +13,11 @@ from hangar.accounts.actors import system_actor
 from hangar.accounts.models import Org
 from hangar.accounts.services import org_limits_set
 from hangar.conversations.models import Part, Session
-from hangar.engine.fairness import recoverable
-from hangar.engine.sandboxes import manager
+from hangar.engine.run.fairness import recoverable
+from hangar.engine.run.worker import run_session_once
 from hangar.engine.services import session_prompt
 from hangar.engine.tasks import recover_expired_runs
-from hangar.engine.worker import run_session_once
+from hangar.engine.workspace.sandboxes import manager
 from tests.engine.conftest import text_of, text_prompt, wait_for, wait_idle
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -1,6 +1,6 @@
 """Caps per person across the orgs they own (issue 25, M-f): anyone may create orgs, so the per-org caps
 on runs, live sandboxes and sandbox disk also hold per owner, summed over every org that owner owns. "Per
-user" is each owner of the org (hangar.engine.fairness says why): alice owning two orgs shares one cap
+user" is each owner of the org (hangar.engine.run.fairness says why): alice owning two orgs shares one cap
 between them; charlie's org is never held back by alice's; an org the operator gave its own cap is judged
 by that cap alone."""
 
@@ -12,10 +12,10 @@ from django.utils import timezone
 from hangar.accounts.models import Membership, Org, Role
 from hangar.conversations.models import Session
 from hangar.conversations.slot_selectors import sessions_waiting_for_slot
-from hangar.engine.fairness import Capped, lease_acquire_fair
-from hangar.engine.sandboxes import manager
+from hangar.engine.run.fairness import Capped, lease_acquire_fair
+from hangar.engine.run.worker import run_session_once
 from hangar.engine.services import session_prompt
-from hangar.engine.worker import run_session_once
+from hangar.engine.workspace.sandboxes import manager
 from hangar.projects.models import Project
 from sandbox import budget
 from sandbox.protocol import QuotaExceeded
@@ -88,7 +88,7 @@ def test_one_owners_orgs_share_one_live_sandbox_cap(
 
 
 def spec_of(session):
-    from hangar.engine.sandboxes import spec_for
+    from hangar.engine.workspace.sandboxes import spec_for
 
     return spec_for(Session.objects.select_related("org", "project").get(pk=session.pk))
 

@@ -1,4 +1,4 @@
-"""The one merge (hangar.engine.permissions, docs/permissions.md), table-driven: for every pair of layers
+"""The one merge (hangar.engine.agents.permissions, docs/permissions.md), table-driven: for every pair of layers
 (defaults, agent, org, project, member, session, grant), each holding one matching rule with each action,
 the decision the loop takes, the decision the preview shows, and the rule the preview names. The expected
 outcomes are written out as tables, one per kind of pair, not worked out by the code under test."""
@@ -7,9 +7,9 @@ from itertools import combinations, product
 
 import pytest
 
-from hangar.engine import permissions as perm
-from hangar.engine.agents import Agent
-from hangar.engine.permission_preview import preview
+from hangar.engine.agents import permissions as perm
+from hangar.engine.agents.builtin import Agent
+from hangar.engine.agents.permission_preview import preview
 
 LAYERS = ("default", "agent", "org", "project", "member", "session", "grant")
 ACTIONS = ("allow", "ask", "deny")

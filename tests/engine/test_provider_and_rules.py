@@ -6,7 +6,7 @@ import time
 import httpx
 import pytest
 
-from hangar.engine import permissions as perm
+from hangar.engine.agents import permissions as perm
 from hangar.engine.providers.base import ProviderError
 from hangar.engine.providers.litellm_model import LiteLLMModel
 from hangar.engine.providers.openai_compat import OpenAICompatModel

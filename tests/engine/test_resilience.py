@@ -5,8 +5,8 @@ import time
 import pytest
 
 from hangar.conversations.models import Event, Part, Session
-from hangar.engine.retry import retry_delay
 from hangar.engine.services import session_abort, session_prompt
+from hangar.engine.turn.retry import retry_delay
 from tests.engine.conftest import assistant_messages, text_of, text_prompt, tool_parts, wait_for, wait_idle
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -5,7 +5,7 @@ ask `external_directory` for paths outside the workspace (tools/test_tool_extern
 import pytest
 
 from hangar.conversations.models import PermissionRequest, Session
-from hangar.engine import permissions as perm
+from hangar.engine.agents import permissions as perm
 from hangar.engine.services import session_prompt
 from hangar.projects.models import Project
 from tests.engine.conftest import text_prompt, tool_parts, wait_for, wait_idle

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from hangar.engine.sandboxes import sandbox_for
 from hangar.engine.services import session_prompt
+from hangar.engine.workspace.sandboxes import sandbox_for
 from tests.engine.conftest import text_prompt, tool_parts, wait_idle
 from tests.engine.test_subagents import oc_client
 from tests.opencode.conftest import assert_response, base_url

@@ -7,8 +7,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from hangar.conversations.models import Part
+from hangar.engine.run.worker import run_session_once
 from hangar.engine.services import session_prompt
-from hangar.engine.worker import run_session_once
 from tests.engine.conftest import text_prompt, tool_parts
 
 pytestmark = pytest.mark.django_db(transaction=True)

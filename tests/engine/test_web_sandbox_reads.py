@@ -1,6 +1,6 @@
 """The sandbox work a web request does itself — a member's file reads and searches, the workspace archive —
 is harmless to the web tier (issue 25, "members' file reads and archives still do sandbox work in the web
-process"; hangar.engine.web_sandbox says why it stays there): the web never starts a sandbox (a worker
+process"; hangar.engine.workspace.web_sandbox says why it stays there): the web never starts a sandbox (a worker
 does, asked by the read), the work is bounded per org across processes and per process (429 beyond),
 every request ends by a total deadline, and no database connection is held across the sandbox call. A
 real Docker sandbox, real Redis, real Postgres, a real worker for the start."""
@@ -9,9 +9,9 @@ import pytest
 from django.db import connection
 
 from hangar.conversations.models import Session
-from hangar.engine import web_sandbox, workspace_files
-from hangar.engine.sandboxes import manager, sandbox_for
-from hangar.engine.web_sandbox import Slot
+from hangar.engine.workspace import web_sandbox, workspace_files
+from hangar.engine.workspace.sandboxes import manager, sandbox_for
+from hangar.engine.workspace.web_sandbox import Slot
 from sandbox import volumes
 from tests.engine.conftest import wait_for
 

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from hangar.agent_config import AgentConfigError, clean_agent_fields
-from hangar.engine.custom_agents import agent_from_fields, split_frontmatter
+from hangar.engine.agents.custom_agents import agent_from_fields, split_frontmatter
 
 WHERE = ".opencode/agents/bomb.md"
 
@@ -78,8 +78,8 @@ def test_a_workspace_agent_file_only_narrows_the_asks_around_it(tmp_path):
     """A file in the workspace is anyone's who can push to the repository, and the model's own writes: its
     agent's rules may make a decision stricter (deny) but never skip an ask (the defaults' or the
     project's). A project agent (an admin's config) keeps its allow."""
-    from hangar.engine import permissions as perm
-    from hangar.engine.custom_agents import project_agents, read_workspace_agents
+    from hangar.engine.agents import permissions as perm
+    from hangar.engine.agents.custom_agents import project_agents, read_workspace_agents
     from tests.engine.tools.local_sandbox import LocalSandbox
 
     folder = tmp_path / "workspace" / ".opencode" / "agents"

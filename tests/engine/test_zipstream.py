@@ -4,7 +4,7 @@ import io
 import tarfile
 import zipfile
 
-from hangar.engine import zipstream
+from hangar.engine.workspace import zipstream
 
 
 def _tar(files: dict[str, bytes]) -> bytes:

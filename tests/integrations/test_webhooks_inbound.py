@@ -228,7 +228,7 @@ def test_bad_signature_calls_write_one_audit_row_per_window_counting_the_rest(al
 def test_a_webhook_started_session_asks_before_acting_even_under_permissive_project_rules(alice, api):
     """Its prompt is a third party's text (an issue title, a CI log): whatever the project allows, the
     session it starts asks a person before it runs a command, edits, fetches or starts a task."""
-    from hangar.engine import permissions as perm
+    from hangar.engine.agents import permissions as perm
 
     alice.project.permission_rules = [{"permission": "*", "pattern": "*", "action": "allow"}]
     alice.project.save(update_fields=["permission_rules"])

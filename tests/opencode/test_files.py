@@ -4,8 +4,8 @@ and no symbols; paths that leave the workspace are refused; another org gets a 4
 
 import pytest
 
-from hangar.engine.sandboxes import sandbox_for
 from hangar.engine.services import session_prompt
+from hangar.engine.workspace.sandboxes import sandbox_for
 from tests.engine.conftest import text_prompt, wait_idle
 from tests.opencode.conftest import assert_response, base_url
 from tests.opencode.live import call

@@ -1,4 +1,4 @@
-"""`/init` and `/review`, the commands every project has (hangar.engine.builtin_commands): listed by
+"""`/init` and `/review`, the commands every project has (hangar.engine.agents.builtin_commands): listed by
 GET /command in OpenCode's shape; POST /session/{id}/init runs `init` with the given model, in a real worker
 with the Docker sandbox and the scripted model, and the model writes AGENTS.md; `review` becomes a task for
 the general subagent; a workspace command of the same name replaces a built-in; a viewer is a 403 and
@@ -9,7 +9,7 @@ import pytest
 from hangar.accounts.models import Membership, Role
 from hangar.conversations.models import Message, Part
 from hangar.engine.command_services import session_command
-from hangar.engine.sandboxes import manager, sandbox_for
+from hangar.engine.workspace.sandboxes import manager, sandbox_for
 from tests.engine.conftest import wait_idle
 from tests.opencode.conftest import assert_response, base_url
 from tests.opencode.live import call

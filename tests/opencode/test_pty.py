@@ -17,7 +17,7 @@ from tests.realtime.helpers import communicator
 def session(alice):
     made = session_create(actor=alice.actor, project=alice.project, title="t")
     yield made
-    from hangar.engine.sandboxes import manager
+    from hangar.engine.workspace.sandboxes import manager
 
     try:
         manager().destroy(made.pk)

@@ -6,8 +6,8 @@ import pytest
 
 from hangar.audit.models import AuditEvent
 from hangar.conversations.models import Event, Message, Part, Session
-from hangar.engine.sandboxes import manager
 from hangar.engine.services import session_prompt
+from hangar.engine.workspace.sandboxes import manager
 from tests.engine.conftest import text_prompt, wait_idle
 from tests.opencode.conftest import assert_matches, assert_response, base_url, schema_of
 

@@ -4,7 +4,7 @@ create, prompt_async, a permission asked and replied "once", idle, messages and 
 import pytest
 
 from hangar.conversations.models import PermissionRequest
-from hangar.engine.sandboxes import manager
+from hangar.engine.workspace.sandboxes import manager
 from tests.opencode.live import call, run_sdk_flow
 
 pytestmark = pytest.mark.django_db(transaction=True)

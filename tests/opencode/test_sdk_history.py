@@ -5,7 +5,7 @@ text part, and deletes a message; Postgres holds exactly what it said."""
 import pytest
 
 from hangar.conversations.models import Message, Part
-from hangar.engine.sandboxes import manager
+from hangar.engine.workspace.sandboxes import manager
 from tests.opencode.live import call, run_sdk_flow
 
 pytestmark = pytest.mark.django_db(transaction=True)

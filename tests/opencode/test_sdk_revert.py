@@ -6,7 +6,7 @@ the prompt, its own sandbox without the file)."""
 import pytest
 
 from hangar.conversations.models import Message
-from hangar.engine.sandboxes import manager
+from hangar.engine.workspace.sandboxes import manager
 from tests.opencode.live import call, run_sdk_flow
 
 pytestmark = pytest.mark.django_db(transaction=True)

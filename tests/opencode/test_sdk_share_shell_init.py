@@ -6,7 +6,7 @@ token gets a 404 for each."""
 
 import pytest
 
-from hangar.engine.sandboxes import manager
+from hangar.engine.workspace.sandboxes import manager
 from tests.opencode.live import call, run_sdk_flow
 
 pytestmark = pytest.mark.django_db(transaction=True)

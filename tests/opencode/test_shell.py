@@ -9,8 +9,8 @@ import pytest
 from hangar.accounts.models import Membership, Role
 from hangar.audit.models import AuditEvent
 from hangar.conversations.models import Message, Part, Session
-from hangar.engine.sandboxes import manager
 from hangar.engine.services import session_prompt
+from hangar.engine.workspace.sandboxes import manager
 from tests.engine.conftest import text_prompt, wait_idle
 from tests.opencode.conftest import assert_response, base_url
 

@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from hangar.conversations.models import Session
-from hangar.engine.sandboxes import manager
+from hangar.engine.workspace.sandboxes import manager
 from tests.opencode.conftest import assert_matches, schema_of
 from tests.opencode.live import OPENCODE_BIN, call, opencode_env
 

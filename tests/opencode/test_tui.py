@@ -12,7 +12,7 @@ import uuid
 import pytest
 
 from hangar.conversations.models import Session
-from hangar.engine.sandboxes import manager
+from hangar.engine.workspace.sandboxes import manager
 from tests.engine.conftest import wait_for
 from tests.opencode.live import OPENCODE_BIN, call, opencode_env
 

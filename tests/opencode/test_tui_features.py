@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import expect
 
 from hangar.conversations.models import Message, Part, Session, SessionShare
-from hangar.engine.sandboxes import manager
+from hangar.engine.workspace.sandboxes import manager
 from hangar.projects.models import ProviderCredential
 from tests.engine.conftest import give_scripted_credential, wait_for
 from tests.opencode.live import call, opencode_env

@@ -5,8 +5,8 @@ caller's newest, said in `X-Hangar-Session`. A session of another org is a 404 o
 import pytest
 
 from hangar.conversations.services import session_create
-from hangar.engine.sandboxes import sandbox_for
 from hangar.engine.services import session_prompt
+from hangar.engine.workspace.sandboxes import sandbox_for
 from tests.engine.conftest import text_prompt, wait_idle
 from tests.opencode.conftest import assert_response, base_url
 from tests.opencode.live import call

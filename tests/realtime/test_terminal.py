@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 def alices_session(alice):
     session = session_create(actor=alice.actor, project=alice.project, title="t")
     yield session
-    from hangar.engine.sandboxes import manager
+    from hangar.engine.workspace.sandboxes import manager
 
     try:
         manager().destroy(session.pk)

@@ -71,7 +71,7 @@ def repo_project(alice, allow_private, gitserver):
 def session_over_api(api, persona, made: list[str]):
     """A session created through the API, as the web app does: (session, its sandbox, its workspace URL)."""
     from hangar.conversations.models import Session
-    from hangar.engine.sandboxes import sandbox_for
+    from hangar.engine.workspace.sandboxes import sandbox_for
 
     base = f"/api/orgs/{persona.org.slug}/projects/{persona.project.pk}/sessions/"
     response = api(persona).post(base, {"title": "t"}, format="json")

@@ -7,7 +7,7 @@ from django.core.signals import request_finished
 from django.db import close_old_connections
 
 from hangar.conversations.models import Session
-from hangar.engine.sandboxes import sandbox_for
+from hangar.engine.workspace.sandboxes import sandbox_for
 
 pytestmark = pytest.mark.timeout(240)
 

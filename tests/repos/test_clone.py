@@ -9,8 +9,8 @@ import pytest
 
 from hangar.conversations.models import Event
 from hangar.conversations.services import session_create
-from hangar.engine.sandboxes import sandbox_for
-from hangar.engine.workspace import WorkspaceError, remote_for
+from hangar.engine.workspace.prepare import WorkspaceError, remote_for
+from hangar.engine.workspace.sandboxes import sandbox_for
 from hangar.repos.models import SessionWorkspace
 from hangar.repos.services import workspace_request
 from sandbox import gitops

@@ -7,9 +7,9 @@ once nothing stands on it."""
 import pytest
 
 from hangar.conversations.services import session_create
-from hangar.engine.env_cache import environments_of
-from hangar.engine.sandboxes import manager, sandbox_for
-from hangar.engine.workspace import RESTORED
+from hangar.engine.workspace.env_cache import environments_of
+from hangar.engine.workspace.prepare import RESTORED
+from hangar.engine.workspace.sandboxes import manager, sandbox_for
 from hangar.repos.models import SessionWorkspace
 from sandbox import env_cache, gitops, repo_disk
 

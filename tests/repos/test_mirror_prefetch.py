@@ -1,4 +1,4 @@
-"""A mirror prefetch (the fetch overlapped with a sandbox's start, hangar.engine.workspace) never waits
+"""A mirror prefetch (the fetch overlapped with a sandbox's start, hangar.engine.workspace.prepare) never waits
 behind other repositories' fetches: four hosts that accept and never answer do not delay a fifth
 repository's fetch (a shared pool of four threads made it wait for theirs, up to git's 900 s)."""
 
@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from hangar.conversations.models import Session
-from hangar.engine.workspace import mirror_prefetch
+from hangar.engine.workspace.prepare import mirror_prefetch
 from hangar.projects.models import Project
 
 pytestmark = pytest.mark.timeout(120)

@@ -8,7 +8,7 @@ import pytest
 
 from hangar.conversations.models import Session
 from hangar.engine import repo_ops
-from hangar.engine.sandboxes import sandbox_for
+from hangar.engine.workspace.sandboxes import sandbox_for
 from hangar.repos.models import WorkspaceOperation
 from sandbox import gitops
 

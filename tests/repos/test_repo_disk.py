@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from hangar.conversations.models import Session
-from hangar.engine.sandboxes import sandbox_for
+from hangar.engine.workspace.sandboxes import sandbox_for
 from sandbox import budget, gitops, repo_disk
 from sandbox.protocol import QuotaExceeded
 

@@ -5,7 +5,7 @@ project's own policy (here: no network) before the first tool call. A bad host i
 import pytest
 
 from hangar.conversations.services import session_create
-from hangar.engine.sandboxes import sandbox_for
+from hangar.engine.workspace.sandboxes import sandbox_for
 from hangar.repos.models import SessionWorkspace
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.django_db(transaction=True)]

@@ -5,8 +5,8 @@ import pytest
 
 from hangar.conversations.models import Event
 from hangar.conversations.services import session_create
-from hangar.engine.sandboxes import sandbox_for
-from hangar.engine.workspace import WorkspaceError
+from hangar.engine.workspace.prepare import WorkspaceError
+from hangar.engine.workspace.sandboxes import sandbox_for
 from hangar.projects.services import env_var_set
 from hangar.repos.models import SessionWorkspace
 

@@ -9,8 +9,8 @@ import subprocess
 import pytest
 
 from hangar.conversations.services import session_create
-from hangar.engine.sandboxes import sandbox_for
-from hangar.engine.workspace import WorkspaceError
+from hangar.engine.workspace.prepare import WorkspaceError
+from hangar.engine.workspace.sandboxes import sandbox_for
 from hangar.projects import crypto
 from hangar.projects.models import Project
 from hangar.repos.models import SessionWorkspace

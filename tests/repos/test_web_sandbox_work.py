@@ -4,7 +4,7 @@ sandbox, it reads one that runs; and the web process never starts a warm pool, o
 import pytest
 
 from hangar.conversations.models import Session
-from hangar.engine import sandboxes
+from hangar.engine.workspace import sandboxes
 from sandbox import volumes
 
 pytestmark = pytest.mark.timeout(240)

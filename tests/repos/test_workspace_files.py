@@ -5,7 +5,7 @@ workspace and symlinks out of it never reach anything else; another org's sessio
 import pytest
 
 from hangar.conversations.models import Session
-from hangar.engine.sandboxes import sandbox_for
+from hangar.engine.workspace.sandboxes import sandbox_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(180)]
 

@@ -9,9 +9,9 @@ import os
 import pytest
 
 from hangar.conversations.services import session_create
-from hangar.engine import sandboxes
-from hangar.engine.sandboxes import sandbox_for
-from hangar.engine.workspace import WorkspaceError
+from hangar.engine.workspace import sandboxes
+from hangar.engine.workspace.prepare import WorkspaceError
+from hangar.engine.workspace.sandboxes import sandbox_for
 from hangar.repos.models import SessionWorkspace
 from sandbox import DockerSandboxes, WarmPool, gitops, volumes
 

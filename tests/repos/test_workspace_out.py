@@ -12,7 +12,7 @@ import zipfile
 import pytest
 
 from hangar.conversations.models import Event, Session
-from hangar.engine.sandboxes import sandbox_for
+from hangar.engine.workspace.sandboxes import sandbox_for
 from hangar.repos.models import RepoPush
 from tests.repos.conftest import TOKEN
 

@@ -7,7 +7,7 @@ from django.conf import settings
 from playwright.sync_api import expect
 
 from hangar.conversations.models import Session
-from hangar.engine.sandboxes import sandbox_for
+from hangar.engine.workspace.sandboxes import sandbox_for
 from hangar.projects import crypto
 from hangar.projects.models import Project
 from sandbox import gitssh

@@ -7,8 +7,8 @@ import pytest
 from playwright.sync_api import expect
 
 from hangar.conversations.services import session_create
-from hangar.engine.env_cache import environments_of
-from hangar.engine.sandboxes import sandbox_for
+from hangar.engine.workspace.env_cache import environments_of
+from hangar.engine.workspace.sandboxes import sandbox_for
 from hangar.projects.models import ProjectEnvVar
 from hangar.projects.services import env_var_set
 

@@ -203,7 +203,7 @@ PASTE_PNG = """([selector, url]) => Promise.resolve(
 def test_at_names_a_workspace_file_and_a_pasted_image_goes_with_the_prompt(
     alice, open_app, script, scripted_credential, live_worker, sessions_made
 ):
-    from hangar.engine.sandboxes import sandbox_for
+    from hangar.engine.workspace.sandboxes import sandbox_for
 
     use_script(alice, script, scripted_credential, [[{"text": "It prints hi."}]])
     app = open_app(alice)

@@ -37,12 +37,12 @@ class Org(models.Model):
     name = models.CharField(max_length=150)
     slug = models.SlugField(max_length=80, unique=True)
     # Org-wide permission rules: a layer of the merge and a floor under the layers below it (an org deny
-    # wins everywhere, an org ask cannot be loosened; hangar.engine.permissions). [{permission, pattern, action}]
+    # wins everywhere, an org ask cannot be loosened; hangar.engine.agents.permissions). [{permission, pattern, action}]
     permission_policy = models.JSONField(default=list, blank=True)
     # Which MCP servers the org's agents may use at all (hangar.mcp_config.clean_policy): {"local": [command
     # patterns], "remote": [URL patterns]}. Empty: none.
     mcp_policy = models.JSONField(default=dict, blank=True)
-    # Fair shares of the shared workers and hosts (hangar.engine.fairness), set by a platform operator
+    # Fair shares of the shared workers and hosts (hangar.engine.run.fairness), set by a platform operator
     # (superuser admin or `manage.py org_limits`), never by the org's own admins. None: the platform's
     # default (settings.HANGAR_ORG_MAX_RUNS / HANGAR_ORG_MAX_SANDBOXES).
     max_concurrent_runs = models.PositiveIntegerField(null=True, blank=True)
@@ -53,7 +53,7 @@ class Org(models.Model):
     # "sandbox_memory_mb": max, "sandbox_disk_mb": max, "network_policies": [allowed modes]}; absent: no cap.
     project_caps = models.JSONField(default=dict, blank=True)
     # The org's own instructions to the agent in every session (the hosted counterpart of OpenCode's
-    # global ~/.config/opencode/AGENTS.md), after the workspace's AGENTS.md files (hangar.engine.system_context).
+    # global ~/.config/opencode/AGENTS.md), after the workspace's AGENTS.md files (hangar.engine.turn.system_context).
     instructions = models.TextField(blank=True, default="")
     # Who may open a session's share link (OpenCode's /share; hangar.conversations.share_services):
     # nobody (sharing is off), the org's members, or anyone holding the link. Set by the org's admins.
@@ -88,7 +88,7 @@ class Membership(models.Model):
     org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="memberships")
     user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
-    # The member layer of the permission merge (hangar.engine.permissions.merge): the person's own rules,
+    # The member layer of the permission merge (hangar.engine.agents.permissions.merge): the person's own rules,
     # applied to the runs they start or prompt, and only ever narrowing. [{permission, pattern, action}]
     permission_rules = models.JSONField(default=list, blank=True)
     # The member's own OpenCode settings (its global config, `GET/PATCH /global/config`): the few keys

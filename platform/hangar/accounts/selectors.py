@@ -58,7 +58,7 @@ def require_role(actor: Actor, org_id: int, at_least: str) -> Membership:
 
 
 def member_rules_of(*, org_id: int, user_id: int | None) -> list:
-    """The member layer of a run (hangar.engine.permissions.merge): that person's own rules in the org,
+    """The member layer of a run (hangar.engine.agents.permissions.merge): that person's own rules in the org,
     [] for no one or a non-member. Not scoped to an actor: the run's own org and person."""
     if user_id is None:
         return []
@@ -140,7 +140,7 @@ def invitation_by_digest(digest: str) -> Invitation | None:
 
 def owners_orgs(org_id: int, *, uncapped: str | None = None) -> dict[int, list[int]]:
     """{each owner of the org: every org they own}, for the caps per person across orgs (anyone may create
-    orgs: hangar.engine.fairness). `uncapped`: an Org cap field ("max_live_sandboxes"); orgs the operator
+    orgs: hangar.engine.run.fairness). `uncapped`: an Org cap field ("max_live_sandboxes"); orgs the operator
     gave their own value of it are left out (judged by that cap alone), and an org that has one itself
     answers {}. One query (two with `uncapped`)."""
     # One filter call: the org's membership joined is the same row that must be an owner's.

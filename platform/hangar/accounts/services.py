@@ -297,7 +297,7 @@ def user_ensure_staff(
 def org_permission_policy_set(*, actor: Actor, org: Org, rules: list) -> Org:
     """Replace the org-wide permission policy (admins and owners). Its denies beat every project, member,
     session and "always" allow, its asks cannot be loosened below it, its allows are defaults the layers
-    below may narrow; running sessions apply it at their next tool call (hangar.engine.live_policy)."""
+    below may narrow; running sessions apply it at their next tool call (hangar.engine.turn.live_policy)."""
     require_role(actor, org.pk, Role.ADMIN)
     cleaned = clean_permission_rules(rules, field="rules")
     org = Org.objects.select_for_update().get(pk=org.pk)
@@ -347,7 +347,7 @@ MAX_MEMBER_RULES = 200  # a person's own rules: enough for any taste, bounded fo
 
 @transaction.atomic
 def member_permission_rules_set(*, actor: Actor, org: Org, rules: list) -> Membership:
-    """Replace the actor's own permission rules in `org` (the member layer of hangar.engine.permissions:
+    """Replace the actor's own permission rules in `org` (the member layer of hangar.engine.agents.permissions:
     applied to the runs they start or prompt, only ever narrowing). Anyone may keep rules for themselves;
     no one sets another person's. Running sessions apply them at their next step."""
     membership = require_role(actor, org.pk, Role.VIEWER)
@@ -372,7 +372,7 @@ MAX_INSTRUCTIONS = 20_000  # characters: about 5,000 tokens sent with every sess
 @transaction.atomic
 def org_instructions_set(*, actor: Actor, org: Org, text: str) -> Org:
     """Replace the org's instructions to the agent (admins and owners). Sessions tell the model of the
-    change at their next run (hangar.engine.system_context)."""
+    change at their next run (hangar.engine.turn.system_context)."""
     require_role(actor, org.pk, Role.ADMIN)
     if not isinstance(text, str) or len(text) > MAX_INSTRUCTIONS:
         raise ValidationError({"text": [f"Must be text of at most {MAX_INSTRUCTIONS} characters."]})
@@ -390,7 +390,7 @@ def org_instructions_set(*, actor: Actor, org: Org, text: str) -> Org:
 def org_limits_set(
     *, actor: Actor, org: Org, max_concurrent_runs: int | None, max_live_sandboxes: int | None
 ) -> Org:
-    """Set the org's fair shares of the shared workers and hosts (hangar.engine.fairness); None: the
+    """Set the org's fair shares of the shared workers and hosts (hangar.engine.run.fairness); None: the
     platform's default. An org's own owners and admins may not: the caps protect the other tenants."""
     operator = actor.type == ActorType.SYSTEM or bool(actor.user is not None and actor.user.is_superuser)
     if not operator:

@@ -1,6 +1,6 @@
 """Project env vars. Secret values are write-only: the API returns `value: null` for them. Sandbox-safe
 (non-secret) values are returned, since they end up in the sandbox anyway. A secret's `scope` says which
-processes get it (hangar.engine.secret_env); `PUT …/env/<name>/scope` changes it without the value."""
+processes get it (hangar.engine.agents.secret_env); `PUT …/env/<name>/scope` changes it without the value."""
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status

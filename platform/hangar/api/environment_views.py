@@ -1,4 +1,4 @@
-"""A project's cached environments (hangar.engine.env_cache): what its setup script left, kept per
+"""A project's cached environments (hangar.engine.workspace.env_cache): what its setup script left, kept per
 repository commit, script, image and env, with their size. Members read the list; admins remove one."""
 
 from drf_spectacular.utils import extend_schema
@@ -9,7 +9,7 @@ from rest_framework.views import APIView
 
 from hangar.accounts.models import Role
 from hangar.api.scoping import scope_for
-from hangar.engine.env_cache import EnvironmentInUse, environment_delete, environments_of
+from hangar.engine.workspace.env_cache import EnvironmentInUse, environment_delete, environments_of
 from hangar.projects.selectors import project_get
 
 

@@ -1,5 +1,5 @@
 """The permission preview: for an agent, a tool (or permission) and a pattern, in one of the org's projects
-or for the org alone, which rule decides and why (hangar.engine.permission_preview), with the caller's own
+or for the org alone, which rule decides and why (hangar.engine.agents.permission_preview), with the caller's own
 member rules and, if given, a session layer to try. Members read it as
 they read the policies themselves; another org's project is a 404."""
 
@@ -11,9 +11,9 @@ from rest_framework.views import APIView
 
 from hangar.accounts.permission_rules import clean_permission_rules
 from hangar.api.scoping import scope_for
-from hangar.engine.agents import AGENTS
-from hangar.engine.permission_preview import preview
-from hangar.engine.permissions import org_policy_for, permission_for_tool
+from hangar.engine.agents.builtin import AGENTS
+from hangar.engine.agents.permission_preview import preview
+from hangar.engine.agents.permissions import org_policy_for, permission_for_tool
 from hangar.projects.selectors import project_get
 
 

@@ -291,7 +291,7 @@ class ProjectAgentsView(ProjectScopedView):
         summary="The agents a prompt may name (build, plan and the project's own)",
     )
     def get(self, request, org, project_id):
-        from hangar.engine.agents import agent_list
+        from hangar.engine.agents.builtin import agent_list
 
         self.project_scope(request)
         return Response(

@@ -183,7 +183,7 @@ class WorkspaceDiffView(ProjectScopedView):
 
 
 def files():
-    from hangar.engine import workspace_files  # late, as ops()
+    from hangar.engine.workspace import workspace_files  # late, as ops()
 
     return workspace_files
 

@@ -1,4 +1,4 @@
-"""Writes of a session's context epochs (hangar.engine.system_context): one row per epoch, written by the
+"""Writes of a session's context epochs (hangar.engine.turn.system_context): one row per epoch, written by the
 session's runner only when a baseline starts or a context source's change is admitted (rare: nothing is
 written on a turn whose context did not change). Fenced like the runner's other writes: a run that lost
 its lease writes nothing (hangar.conversations.fence)."""

@@ -4,7 +4,7 @@ prompt's answer is an assistant message carrying the error in OpenCode's shape, 
 published, in one transaction. A reload shows the error where the answer would be, and a client waiting
 for the turn's answer (OpenCode's `POST /session/{id}/message`) gets it instead of waiting on.
 
-The engine calls it from one place (hangar.engine.failures); the session's status is the caller's.
+The engine calls it from one place (hangar.engine.run.failures); the session's status is the caller's.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Fenced writes: a run writes to its session only while it still owns the session's lease.
 
-The worker (hangar.engine.worker) enters `fenced(session_id, owner)`; inside it every event append to
+The worker (hangar.engine.run.worker) enters `fenced(session_id, owner)`; inside it every event append to
 that session (hangar.conversations.events.publish_many, the path of every run write) carries the owner,
 and the statement's session UPDATE calls `hangar_lease_check(lease_owner, owner)`, which raises when the
 row's owner is someone else. Raising (not filtering) matters: the part and message rows ride in the same

@@ -1,4 +1,4 @@
-"""Reads for the session's runner, the worker that holds its lease (hangar.engine.leases), and for the
+"""Reads for the session's runner, the worker that holds its lease (hangar.engine.run.leases), and for the
 engine's background tasks (recovery, reaping).
 
 Not scoped to an actor: no person is asking, the lease is the authority, and the session id came from
@@ -43,7 +43,7 @@ _RUN_START = (
 # What a step needs, in one round trip and one JSON document: the permission layers, the messages after
 # the caller's kept prefix (`after`), the parts of those the caller has not settled, how many messages the
 # prefix spans now (the caller checks it still holds what it kept), and the policy stamp
-# (hangar.engine.live_policy), and the usage gate's allow-list and budgets (hangar.usage.gate: checked before
+# (hangar.engine.turn.live_policy), and the usage gate's allow-list and budgets (hangar.usage.gate: checked before
 # the step's model call). Each open message's parts are a subquery of their own on the part's message
 # key: written as a join, the planner could not know the session (a correlated parameter) and hashed the
 # messages against a scan of the whole part table, a read that grew with every session ever stored
@@ -89,7 +89,7 @@ class StepState:
     policy_stamp: datetime | None = None  # the later of the project's and the org's updated_at
     before: int = 0  # how many messages the session holds up to `after` (step_state), as read
     gate: GateRow | None = None  # the usage gate's read for the step's call
-    member_rules: list | None = None  # the member layer (hangar.engine.permissions.merge)
+    member_rules: list | None = None  # the member layer (hangar.engine.agents.permissions.merge)
 
 
 def _json(value):

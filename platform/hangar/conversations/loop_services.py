@@ -1,4 +1,4 @@
-"""Writes of the session's runner, the worker that holds its lease (hangar.engine.leases): the lease
+"""Writes of the session's runner, the worker that holds its lease (hangar.engine.run.leases): the lease
 itself, and what an aborted turn leaves behind. Not actor-scoped (the lease is the authority); a change
 a person could have made (a permission request answered) is audited as the system's.
 

@@ -32,7 +32,7 @@ class Session(models.Model):
     )
     title = models.CharField(max_length=200, blank=True)
     # Where the session was started from (slack, webhook, api: an API token or an OpenCode client; a child
-    # has its root's; empty: the web app). The headless ask policy is chosen by it (hangar.engine.headless).
+    # has its root's; empty: the web app). The headless ask policy is chosen by it (hangar.engine.agents.headless).
     # Integrations read it from the row they already hold when events are published: no query per step.
     source = models.CharField(max_length=16, blank=True, default="")
     slug = models.CharField(max_length=100, blank=True)
@@ -55,7 +55,7 @@ class Session(models.Model):
     # Every event with seq <= this was deleted by the retention purge (conversations.retention_services): a
     # reader asking for events after an earlier seq is told so rather than handed a gap.
     events_purged_seq = models.BigIntegerField(default=0)
-    # Run ownership (hangar.engine.leases): one runner per session across all workers.
+    # Run ownership (hangar.engine.run.leases): one runner per session across all workers.
     run_requested = models.BooleanField(default=False, help_text="work is waiting for a runner")
     lease_owner = models.CharField(max_length=100, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True, db_index=True)
@@ -68,13 +68,13 @@ class Session(models.Model):
         ordering = ["id"]  # descending ids: newest first
         indexes = [
             models.Index(fields=["org", "project", "archived_at"]),
-            # The runs an org has waiting for a slot (hangar.engine.fairness): few rows, read at every release.
+            # The runs an org has waiting for a slot (hangar.engine.run.fairness): few rows, read at every release.
             models.Index(
                 fields=["org", "updated_at"],
                 condition=models.Q(run_requested=True),
                 name="session_waiting_idx",
             ),
-            # The runs an org holds now (hangar.engine.fairness counts them as a run starts).
+            # The runs an org holds now (hangar.engine.run.fairness counts them as a run starts).
             models.Index(fields=["org"], condition=~models.Q(lease_owner=""), name="session_leased_idx"),
         ]
 
@@ -170,7 +170,7 @@ class PermissionRequest(models.Model):
     class Meta:
         ordering = ["id"]
         indexes = [
-            # The expiry sweep (hangar.engine.headless): the few pending requests that can expire.
+            # The expiry sweep (hangar.engine.agents.headless): the few pending requests that can expire.
             models.Index(
                 fields=["expires_at"],
                 condition=models.Q(status="pending", expires_at__isnull=False),

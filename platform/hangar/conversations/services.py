@@ -20,7 +20,7 @@ from hangar.conversations.events import publish, publish_many
 from hangar.conversations.models import Message, Part, PermissionRequest, Session, Todo
 from hangar.ids import new_part_id
 
-# A session keeps this prefix until the hidden title agent (hangar.engine.titles) or a person names it.
+# A session keeps this prefix until the hidden title agent (hangar.engine.run.titles) or a person names it.
 DEFAULT_TITLE_PREFIX = "New session - "
 REVERT_KEYS = ("messageID", "partID", "snapshot", "diff")
 

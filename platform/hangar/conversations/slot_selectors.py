@@ -1,5 +1,5 @@
-"""Reads of per-org fairness (hangar.engine.fairness): who waits for a run slot, whose session is running;
-and the policy stamps of running sessions (hangar.engine.live_policy). Not actor-scoped: the runner and the
+"""Reads of per-org fairness (hangar.engine.run.fairness): who waits for a run slot, whose session is running;
+and the policy stamps of running sessions (hangar.engine.turn.live_policy). Not actor-scoped: the runner and the
 engine's own bookkeeping ask, never a person."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from django.db import connection
 
 # Oldest first: a slot goes to the run that has waited longest (served by session_waiting_idx). Then as
 # many of the longest waiters of the other orgs its owners own (on the default cap: they share the owners'
-# cap, hangar.engine.fairness), in the same round trip.
+# cap, hangar.engine.run.fairness), in the same round trip.
 _WAITING = (
     "(SELECT id FROM conversations_session WHERE org_id = %(org)s AND run_requested AND lease_owner = ''"
     " AND id <> %(exclude)s ORDER BY updated_at LIMIT %(limit)s)"

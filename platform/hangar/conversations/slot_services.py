@@ -1,4 +1,4 @@
-"""Per-org run slots (hangar.engine.fairness): a session's lease is taken only while its org holds fewer
+"""Per-org run slots (hangar.engine.run.fairness): a session's lease is taken only while its org holds fewer
 leases than its cap, so one org can never hold every worker thread.
 
 Taking a slot is one call of the SQL function `hangar_lease_acquire_within_cap` (migration 0010): it

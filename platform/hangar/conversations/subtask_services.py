@@ -1,4 +1,4 @@
-"""Writes for the `task` tool's child sessions (hangar.engine.subtasks): who a child spends as, and the
+"""Writes for the `task` tool's child sessions (hangar.engine.session.subtasks): who a child spends as, and the
 run requests that start a child, wake its parent and stop its own children. Each runs inside the
 caller's transaction; the enqueue after commit is the caller's."""
 

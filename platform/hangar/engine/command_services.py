@@ -1,6 +1,6 @@
-"""Running one of the workspace's commands (OpenCode's `command`; hangar.engine.custom_commands): the
+"""Running one of the workspace's commands (OpenCode's `command`; hangar.engine.agents.custom_commands): the
 template filled and, where the bash rules allow, its shell snippets run, its `@path` references made file
-parts (read for the prompt: hangar.engine.prompt_files), then prompted as any prompt is
+parts (read for the prompt: hangar.engine.turn.prompt_files), then prompted as any prompt is
 (hangar.engine.services.session_prompt)."""
 
 from __future__ import annotations
@@ -9,12 +9,10 @@ from typing import Any
 
 from hangar.accounts.actors import Actor
 from hangar.conversations.models import Message, Session
-from hangar.engine import custom_commands, shell_parse
-from hangar.engine import permissions as perm
-from hangar.engine.builtin_commands import with_builtins
-from hangar.engine.prompt_files import REF, file_refs
-from hangar.engine.sandboxes import sandbox_for_request
-from hangar.engine.secret_env import masker_for
+from hangar.engine.agents import custom_commands, shell_parse
+from hangar.engine.agents import permissions as perm
+from hangar.engine.agents.builtin_commands import with_builtins
+from hangar.engine.agents.secret_env import masker_for
 from hangar.engine.services import (
     SUBTASK_LIMITS,
     PromptRejected,
@@ -22,6 +20,8 @@ from hangar.engine.services import (
     require_member,
     session_prompt,
 )
+from hangar.engine.turn.prompt_files import REF, file_refs
+from hangar.engine.workspace.sandboxes import sandbox_for_request
 
 
 def session_command(
@@ -58,7 +58,7 @@ def session_command(
 
         def allowed(command: str) -> bool:
             # Every simple command in it, and every folder outside the workspace it names, as the bash
-            # tool asks them (hangar.engine.shell_parse): the text after the arguments were filled in.
+            # tool asks them (hangar.engine.agents.shell_parse): the text after the arguments were filled in.
             found = shell_parse.check(command)
             asks = [("bash", found.patterns), ("external_directory", found.directories)]
             return all(

@@ -27,10 +27,10 @@ from hangar.accounts.actors import Actor
 from hangar.accounts.models import Role
 from hangar.audit.models import ActorType
 from hangar.conversations.models import Session
-from hangar.engine import zipstream
 from hangar.engine.services import require_member
-from hangar.engine.web_sandbox import Slot, WebSandboxBusy
-from hangar.engine.workspace import HOST_KEY_CHANGED, WorkspaceError, remote_for, session_lock
+from hangar.engine.workspace import zipstream
+from hangar.engine.workspace.prepare import HOST_KEY_CHANGED, WorkspaceError, remote_for, session_lock
+from hangar.engine.workspace.web_sandbox import Slot, WebSandboxBusy
 from hangar.logging import get_logger
 from hangar.repos import services as repos
 from hangar.repos.models import (
@@ -242,7 +242,7 @@ def operation_request(
     if kind == OperationKind.PUSH:
         params["message"] = message
     op = repos.operation_create(actor=actor, session=session, kind=kind, params=params)
-    from hangar.engine.enqueue import enqueue_operation
+    from hangar.engine.session.enqueue import enqueue_operation
 
     enqueue_operation(op.pk)
     return op
@@ -300,11 +300,11 @@ def workspace_diff(*, session: Session, max_patch_bytes: int | None = None) -> d
 
 
 def _container(session: Session) -> tuple[docker.APIClient, str]:
-    from hangar.engine.sandboxes import manager
-    from hangar.engine.web_sandbox import SandboxNotRunning, running_box
+    from hangar.engine.workspace.sandboxes import manager
+    from hangar.engine.workspace.web_sandbox import SandboxNotRunning, running_box
     from sandbox.docker_backend import DockerSandbox
 
-    try:  # only a running one: a worker is asked to start it (hangar.engine.web_sandbox)
+    try:  # only a running one: a worker is asked to start it (hangar.engine.workspace.web_sandbox)
         box = running_box(session.pk, may_start=True)
     except SandboxNotRunning as exc:
         raise WorkspaceError(str(exc)) from None
@@ -358,7 +358,7 @@ def workspace_archive(
 
 
 def web_slot_for_archive(org_id: int) -> Slot:
-    """The archive's place (hangar.engine.web_sandbox): its deadline is the whole stream's,
+    """The archive's place (hangar.engine.workspace.web_sandbox): its deadline is the whole stream's,
     HANGAR_WORKSPACE_ARCHIVE_DEADLINE_S."""
     return Slot(org_id, float(getattr(settings, "HANGAR_WORKSPACE_ARCHIVE_DEADLINE_S", 600)))
 
@@ -468,7 +468,7 @@ def workspace_upload(
     if sum(len(content) for _, content in files) > cap:
         raise RepoOpError(f"Uploads are limited to {cap} bytes at once.", kind="too_large", status=413)
     targets = [(_clean_path(directory, name), content) for name, content in files]
-    from hangar.engine.sandboxes import sandbox_for
+    from hangar.engine.workspace.sandboxes import sandbox_for
 
     box = sandbox_for(session)
     for path, content in targets:

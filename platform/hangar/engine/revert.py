@@ -28,9 +28,9 @@ from hangar.conversations.revert_services import (
     session_revert_clear,
     session_revert_mark,
 )
-from hangar.engine.diffs import MAX_PATCH_CHARS, range_diffs, snapshot_file_diffs
-from hangar.engine.sandboxes import sandbox_for_request as sandbox_for
 from hangar.engine.services import require_member
+from hangar.engine.session.diffs import MAX_PATCH_CHARS, range_diffs, snapshot_file_diffs
+from hangar.engine.workspace.sandboxes import sandbox_for_request as sandbox_for
 from hangar.logging import get_logger
 from sandbox.protocol import WORKSPACE, Sandbox, SandboxError
 from sandbox.tree_copy import copy_tree

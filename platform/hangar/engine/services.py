@@ -1,6 +1,6 @@
 """Services that start or steer a run: prompt, abort, permission and question replies, permission grants.
 
-Each is atomic, audits, and enqueues the run on commit (hangar.engine.enqueue).
+Each is atomic, audits, and enqueues the run on commit (hangar.engine.session.enqueue).
 """
 
 from __future__ import annotations
@@ -30,15 +30,15 @@ from hangar.conversations.revert_services import revert_cleanup
 from hangar.conversations.selectors import last_message_id
 from hangar.conversations.services import DEFAULT_TITLE_PREFIX
 from hangar.conversations.session_services import session_title_provisional
-from hangar.engine import custom_agents
-from hangar.engine import permissions as perm
-from hangar.engine.agents import AGENTS, Agent, agent_get
-from hangar.engine.compaction import compaction_request
-from hangar.engine.enqueue import enqueue_run
-from hangar.engine.prompt_files import resolve_files
-from hangar.engine.sandboxes import sandbox_for_request
-from hangar.engine.secret_env import masker_for
-from hangar.engine.subtasks import children_abort
+from hangar.engine.agents import custom_agents
+from hangar.engine.agents import permissions as perm
+from hangar.engine.agents.builtin import AGENTS, Agent, agent_get
+from hangar.engine.agents.secret_env import masker_for
+from hangar.engine.run.compaction import compaction_request
+from hangar.engine.session.enqueue import enqueue_run
+from hangar.engine.session.subtasks import children_abort
+from hangar.engine.turn.prompt_files import resolve_files
+from hangar.engine.workspace.sandboxes import sandbox_for_request
 from hangar.errors import NotFound
 from hangar.ids import client_message_id_problem
 from hangar.projects.models import Project
@@ -170,7 +170,7 @@ SUBTASK_LIMITS = {"prompt": 100_000, "description": 200, "agent": 64, "command":
 
 def _subtask_part(part: dict[str, Any], session: Session) -> dict[str, Any]:
     """OpenCode's SubtaskPartInput, checked: the agent a subagent, the texts bounded, the model well formed.
-    The run then starts that subagent's task without asking the model (hangar.engine.loop.run_subtask)."""
+    The run then starts that subagent's task without asking the model (hangar.engine.run.loop.run_subtask)."""
     body: dict[str, Any] = {"type": "subtask"}
     for key, limit in SUBTASK_LIMITS.items():
         value = part.get(key)
@@ -431,7 +431,7 @@ def wait_idle(session_id: str, timeout_s: float = 600.0, poll_s: float = 0.05) -
 
 def _masked_texts(session: Session, parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A prompt's text parts (what it typed and the files read for it) with the project's secrets masked:
-    a file a command wrote a secret into never reaches the model (hangar.engine.secret_env)."""
+    a file a command wrote a secret into never reaches the model (hangar.engine.agents.secret_env)."""
     if not any(p.get("type") == "text" for p in parts):
         return parts
     masker = masker_for(session.project)

@@ -27,14 +27,14 @@ from hangar.conversations.loop_services import session_lease_acquire, session_le
 from hangar.conversations.models import Message, Session
 from hangar.conversations.revert_services import revert_cleanup
 from hangar.conversations.selectors import last_message_id
-from hangar.engine import permissions as perm
-from hangar.engine import shell_parse
-from hangar.engine.enqueue import enqueue_run
-from hangar.engine.sandboxes import sandbox_for_request
-from hangar.engine.secret_env import command_env, masker_for
+from hangar.engine.agents import permissions as perm
+from hangar.engine.agents import shell_parse
+from hangar.engine.agents.secret_env import command_env, masker_for
 from hangar.engine.services import PromptRejected, prompt_agent, require_member
+from hangar.engine.session.enqueue import enqueue_run
 from hangar.engine.tools.bash import DEFAULT_TIMEOUT_MS, METADATA_CHARS
 from hangar.engine.tools.truncate import output_path, truncate_output
+from hangar.engine.workspace.sandboxes import sandbox_for_request
 from hangar.ids import client_message_id_problem
 from sandbox.protocol import WORKSPACE
 

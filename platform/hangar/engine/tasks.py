@@ -10,7 +10,7 @@ from celery import current_app, shared_task
 from celery.signals import worker_init
 from django.db import close_old_connections, connection
 
-from hangar.engine.enqueue import PERMISSION_EXPIRE, RUN_SESSION, engine_queue
+from hangar.engine.session.enqueue import PERMISSION_EXPIRE, RUN_SESSION, engine_queue
 
 ENGINE_QUEUE = engine_queue()
 # Routes, not the deprecated task `queue` attribute; beat (which sends recover/reap) honours them too.
@@ -28,12 +28,12 @@ def warm_up_worker(**_kwargs: object) -> None:
     (`functools.cache` does not stop many threads computing the same schemas at once). Web processes never
 
     import LiteLLM."""
-    from hangar.engine import tool_calls, worker  # noqa: F401  (the loop and everything it imports)
     from hangar.engine.providers import openai_compat, resolve  # noqa: F401
     from hangar.engine.providers.litellm_model import warm_up
-    from hangar.engine.sandboxes import allow_warm_pool
     from hangar.engine.tools import execute  # noqa: F401
     from hangar.engine.tools.registry import ALL, tool_schemas
+    from hangar.engine.turn import tool_calls  # noqa: F401  (the loop and everything it imports)
+    from hangar.engine.workspace.sandboxes import allow_warm_pool
     from hangar.heap import freeze_start_up_heap
     from hangar.projects import credentials  # noqa: F401
 
@@ -45,7 +45,7 @@ def warm_up_worker(**_kwargs: object) -> None:
 
 @shared_task(name=RUN_SESSION, ignore_result=True)
 def run_session(session_id: str) -> bool:
-    from hangar.engine.worker import run_session_once
+    from hangar.engine.run.worker import run_session_once
 
     # Every log line of this run carries the session (threads pool: contextvars are per thread).
     structlog.contextvars.clear_contextvars()
@@ -61,8 +61,8 @@ def run_session(session_id: str) -> bool:
 def recover_expired_runs() -> int:
     """Sessions whose runner died (lease expired) or whose run request was lost get a new run."""
     from hangar.conversations.loop_selectors import sessions_to_recover
-    from hangar.engine.enqueue import enqueue_run
-    from hangar.engine.fairness import recoverable
+    from hangar.engine.run.fairness import recoverable
+    from hangar.engine.session.enqueue import enqueue_run
 
     close_old_connections()
     sessions = recoverable(sessions_to_recover())  # within each org's free run slots
@@ -73,7 +73,7 @@ def recover_expired_runs() -> int:
 
 @shared_task(name="hangar.engine.reap_sandboxes", ignore_result=True)
 def reap_sandboxes() -> dict[str, Any]:
-    from hangar.engine.reaping import reap
+    from hangar.engine.workspace.reaping import reap
 
     return reap()
 
@@ -81,7 +81,7 @@ def reap_sandboxes() -> dict[str, Any]:
 @shared_task(name="hangar.engine.sandbox_watermark", ignore_result=True)
 def sandbox_watermark() -> dict[str, Any]:
     """Pause the heaviest writer behind a crossed disk line, unpause when there is room (sandbox.watermark)."""
-    from hangar.engine.reaping import watermark
+    from hangar.engine.workspace.reaping import watermark
 
     return watermark()
 
@@ -98,7 +98,7 @@ def purge_events() -> dict[str, Any]:
 @shared_task(name=PERMISSION_EXPIRE, ignore_result=True)
 def permission_expire(request_id: str) -> bool:
     """A routed or expiring ask is due (scheduled with its eta): reject it, audited, and resume the run."""
-    from hangar.engine.headless import permission_expire as expire
+    from hangar.engine.agents.headless import permission_expire as expire
 
     close_old_connections()
     return expire(request_id)
@@ -107,7 +107,7 @@ def permission_expire(request_id: str) -> bool:
 @shared_task(name="hangar.engine.permission_expire_due", ignore_result=True)
 def permission_expire_due() -> int:
     """Beat's safety net for the eta tasks: every ask whose time is up."""
-    from hangar.engine.headless import permission_expire_due as sweep
+    from hangar.engine.agents.headless import permission_expire_due as sweep
 
     close_old_connections()
     return sweep()

@@ -1,4 +1,4 @@
-"""The repository queue's tasks (sent by name from hangar.engine.enqueue). Prepare a repository session's
+"""The repository queue's tasks (sent by name from hangar.engine.session.enqueue). Prepare a repository session's
 workspace as soon as the session exists, so the clone and the setup script run while the person writes the
 first prompt, not after it. The run does the same (it waits on the session's lock if this task is still at
 it, and finds the workspace ready); a failure is recorded on the workspace and told to the session, so this
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from celery import shared_task
 from django.db import connection
 
-from hangar.engine.enqueue import PREPARE_WORKSPACE, WORKSPACE_OPERATION, enqueue_prepare
+from hangar.engine.session.enqueue import PREPARE_WORKSPACE, WORKSPACE_OPERATION, enqueue_prepare
 from hangar.logging import get_logger
 
 if TYPE_CHECKING:
@@ -24,7 +24,7 @@ log = get_logger(__name__)
 def prepare_workspace(session_id: str) -> None:
     from hangar.conversations.loop_selectors import session_for_run
     from hangar.conversations.models import Session
-    from hangar.engine.sandboxes import sandbox_for
+    from hangar.engine.workspace.sandboxes import sandbox_for
     from sandbox.protocol import SandboxError
 
     try:

@@ -4,7 +4,7 @@ client would hold one of the web process' few connections (deploy/run-web.sh) fo
 
 from asgiref.sync import sync_to_async
 
-from hangar.engine.dbconn import release_connection
+from hangar.engine.session.dbconn import release_connection
 
 
 def db(fn):

@@ -35,7 +35,7 @@ def config(project: Project, username: str, own: dict | None = None) -> dict:
 def agents(project: Project, custom: list | None = None) -> list[dict]:
     """The engine's visible agents and the workspace's (`custom`), in OpenCode's Agent shape, with the
     project's rules appended."""
-    from hangar.engine.agents import agent_info, agent_list
+    from hangar.engine.agents.builtin import agent_info, agent_list
 
     extra = list(project.permission_rules or [])
     listed = [*agent_list(), *(a for a in custom or [] if not a.hidden)]

@@ -18,8 +18,8 @@ from rest_framework.exceptions import APIException, NotFound, ValidationError
 from rest_framework.response import Response
 
 from hangar.conversations import selectors as conversation_selectors
-from hangar.engine import code_intel, workspace_files
-from hangar.engine.workspace_files import FileError
+from hangar.engine.workspace import code_intel, workspace_files
+from hangar.engine.workspace.workspace_files import FileError
 from hangar.opencode.base import OpenCodeView
 from hangar.opencode.workspace_scope import SaysWhichSession, workspace_session
 from sandbox.protocol import WORKSPACE, SandboxError

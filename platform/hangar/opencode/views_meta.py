@@ -9,12 +9,12 @@ from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
 from hangar.conversations import selectors as conversation_selectors
-from hangar.engine import code_intel
-from hangar.engine.builtin_commands import with_builtins
-from hangar.engine.custom_agents import project_agents, read_workspace_agents
-from hangar.engine.custom_commands import read_workspace_commands
-from hangar.engine.sandboxes import manager
-from hangar.engine.skills import read_skill, read_skills
+from hangar.engine.agents.builtin_commands import with_builtins
+from hangar.engine.agents.custom_agents import project_agents, read_workspace_agents
+from hangar.engine.agents.custom_commands import read_workspace_commands
+from hangar.engine.agents.skills import read_skill, read_skills
+from hangar.engine.workspace import code_intel
+from hangar.engine.workspace.sandboxes import manager
 from hangar.opencode import meta
 from hangar.opencode.base import OpenCodeView
 from hangar.opencode.workspace_scope import workspace_session

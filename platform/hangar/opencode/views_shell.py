@@ -1,6 +1,6 @@
 """`!` shell mode and `/init` (OpenCode's `POST /session/{id}/shell` and `POST /session/{id}/init`). The
 work is the engine's (hangar.engine.shell_services, and the built-in `init` command of
-hangar.engine.builtin_commands run as any command is); these views translate."""
+hangar.engine.agents.builtin_commands run as any command is); these views translate."""
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers

@@ -1,5 +1,5 @@
 """Project env vars as a run may use them. Sandbox-safe (non-secret) ones are the sandbox's env; secret ones
-are decrypted only in the worker and handed to the one process their scope names (hangar.engine.secret_env),
+are decrypted only in the worker and handed to the one process their scope names (hangar.engine.agents.secret_env),
 never to the container's env or a file."""
 
 from __future__ import annotations

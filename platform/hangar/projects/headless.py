@@ -1,6 +1,6 @@
 """A project's headless ask policy: what happens when a run's rules say `ask`, by what started the run
 (its trigger). Stored on `Project.headless_policy` as {trigger: {mode, ...}}; a trigger not named keeps
-its default (`DEFAULTS`). Applied by the engine at the ask (hangar.engine.headless); checked by hangar.projects.headless_checks
+its default (`DEFAULTS`). Applied by the engine at the ask (hangar.engine.agents.headless); checked by hangar.projects.headless_checks
 (this module stays free of DRF: the engine reads it); docs/permissions.md.
 
 Modes:

@@ -21,7 +21,7 @@ class Project(models.Model):
     setup_script = models.TextField(blank=True)
     permission_rules = models.JSONField(default=list, blank=True, help_text="[{permission, pattern, action}]")
     # What an `ask` becomes, by what started the run (web, api, slack, webhook, codehost, schedule): ask,
-    # reject, route to approvers, or allow-listed (hangar.projects.headless; applied by hangar.engine.headless).
+    # reject, route to approvers, or allow-listed (hangar.projects.headless; applied by hangar.engine.agents.headless).
     headless_policy = models.JSONField(default=dict, blank=True)
     sandbox_image = models.CharField(max_length=200, blank=True)
     sandbox_cpus = models.FloatField(default=1.0)
@@ -75,7 +75,7 @@ class ProjectEnvVar(models.Model):
     """A project environment variable. Non-secret ones are the sandbox's env. A secret one is never returned
     by the API and reaches only the processes its scope names, in that process's own env (never the
     container's, never a file): the setup script (`scope_setup`), a bash command every simple command of
-    which matches one of `scope_commands` (bash permission patterns, hangar.engine.secret_env), or the MCP
+    which matches one of `scope_commands` (bash permission patterns, hangar.engine.agents.secret_env), or the MCP
     servers named in `scope_mcp`. With no scope it reaches nothing. Its value is masked in all output."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="env_vars")

@@ -262,7 +262,7 @@ def project_delete(*, actor: Actor, project: Project) -> None:
 
 def _policy_changed(project: Project) -> None:
     """Move the project's stamp: a running session compares it at its next tool call and re-reads the
-    sandbox's env and limits (hangar.engine.live_policy)."""
+    sandbox's env and limits (hangar.engine.turn.live_policy)."""
     Project.objects.filter(pk=project.pk).update(updated_at=timezone.now())
 
 

@@ -57,7 +57,7 @@ def _may_drive(user, token, session) -> bool:
 
 @database_sync_to_async
 def _spec_and_audit(user, token, session):
-    from hangar.engine.sandboxes import spec_for
+    from hangar.engine.workspace.sandboxes import spec_for
 
     with transaction.atomic():
         audit_record(
@@ -67,7 +67,7 @@ def _spec_and_audit(user, token, session):
 
 
 def _open_pty(spec, cols: int, rows: int, on_output, on_exit):
-    from hangar.engine.sandboxes import sandbox_without_pool
+    from hangar.engine.workspace.sandboxes import sandbox_without_pool
 
     return sandbox_without_pool(spec).open_pty(on_output, cols=cols, rows=rows, on_exit=on_exit)
 

@@ -112,7 +112,7 @@ def workspace_failed(
     *, row: SessionWorkspace, kind: str, message: str, setup_exit_code: int | None = None, setup_log: str = ""
 ) -> None:
     """Mark the workspace failed (`workspace.updated` says why), with the setup log kept. The run that
-    needed it fails with the message (hangar.engine.failures: an error answer and `session.error`)."""
+    needed it fails with the message (hangar.engine.run.failures: an error answer and `session.error`)."""
     row.state, row.error = WorkspaceState.FAILED, {"kind": kind, "message": message}
     row.setup_exit_code, row.setup_log = setup_exit_code, setup_log[-SETUP_LOG_MAX:]
     _save(row, "state", "error", "setup_exit_code", "setup_log")

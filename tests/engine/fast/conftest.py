@@ -1,4 +1,4 @@
-"""The loop's fast tier: the real loop (hangar.engine.loop.Loop), in this process, against the real store
+"""The loop's fast tier: the real loop (hangar.engine.run.loop.Loop), in this process, against the real store
 (Postgres, inside the test's transaction) with an in-process scripted model and a local-directory sandbox.
 No worker, no lease, no Docker, no HTTP: each test runs in well under a second. The end-to-end tier
 (tests/engine/test_*.py) runs the same loop in a Celery worker against Docker and the scripted server."""
@@ -11,7 +11,7 @@ import pytest
 
 from hangar.conversations.models import Message, Part, Session
 from hangar.conversations.services import session_create
-from hangar.engine.loop import Loop
+from hangar.engine.run.loop import Loop
 from hangar.engine.services import session_prompt
 from tests.engine.fast.scripted_model import ScriptedModel
 from tests.engine.tools.local_sandbox import LocalSandbox

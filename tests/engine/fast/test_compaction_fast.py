@@ -1,4 +1,4 @@
-"""The context window in the loop (hangar.engine.compaction), in process: overflow by the last step's usage,
+"""The context window in the loop (hangar.engine.run.compaction), in process: overflow by the last step's usage,
 pruning, compaction by the hidden agent, auto-continue, a provider's overflow error, and every way a
 compaction that cannot help stops instead of looping. Small limits come from the project's model_limits."""
 
@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from hangar.conversations.models import Event, Message, Part
-from hangar.engine.history import CLEARED
 from hangar.engine.providers.overflow import overflow_error
 from hangar.engine.services import session_summarize
-from hangar.engine.system import prompt_text
+from hangar.engine.session.history import CLEARED
+from hangar.engine.session.system import prompt_text
 from hangar.projects.models import Project
 from hangar.usage.models import UsageRecord
 from tests.engine.fast.scripted_model import ScriptedModel, call

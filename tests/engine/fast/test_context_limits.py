@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from rest_framework.exceptions import ValidationError
 
-from hangar.engine.compaction import context_tokens, prunable, usable
 from hangar.engine.providers.catalogue import ModelLimits
 from hangar.engine.providers.overflow import is_overflow
+from hangar.engine.run.compaction import context_tokens, prunable, usable
 from hangar.projects.validation import clean_model_limits
 
 pytestmark = pytest.mark.fast

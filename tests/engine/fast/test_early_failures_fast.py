@@ -103,7 +103,7 @@ def test_any_cause_carries_its_own_message_the_same_way(rig):
 
 
 def test_a_crash_of_the_loop_answers_the_prompt_with_the_error(rig):
-    from hangar.engine.worker import _crashed
+    from hangar.engine.run.worker import _crashed
 
     rig.prompt("hello")
     _crashed(rig.session.pk, RuntimeError("a bug"))

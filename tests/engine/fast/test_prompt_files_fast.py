@@ -1,5 +1,5 @@
-"""A prompt's files read for it (hangar.engine.prompt_files) and images and PDFs reaching the model only
-when it takes them (hangar.engine.history, the catalogue's `attachments`), in process."""
+"""A prompt's files read for it (hangar.engine.turn.prompt_files) and images and PDFs reaching the model only
+when it takes them (hangar.engine.session.history, the catalogue's `attachments`), in process."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import base64
 
 import pytest
 
-from hangar.engine import sandboxes
-from hangar.engine.history import ATTACHED
 from hangar.engine.services import session_prompt
+from hangar.engine.session.history import ATTACHED
+from hangar.engine.workspace import sandboxes
 from hangar.projects.models import Project
 from tests.engine.fast.scripted_model import ScriptedModel, call
 

@@ -1,5 +1,5 @@
-"""Masking a secret out of output (hangar.engine.masking) and choosing which command lines get it
-(hangar.engine.secret_env): pure parts, no database."""
+"""Masking a secret out of output (hangar.engine.agents.masking) and choosing which command lines get it
+(hangar.engine.agents.secret_env): pure parts, no database."""
 
 import base64
 import binascii
@@ -9,8 +9,8 @@ from urllib.parse import quote
 
 import pytest
 
-from hangar.engine import secret_env
-from hangar.engine.masking import MASK, Masker
+from hangar.engine.agents import secret_env
+from hangar.engine.agents.masking import MASK, Masker
 from hangar.projects.env import Secret
 
 VALUE = "npm_tok-Zq8xW3vK9pLm2Rt7"

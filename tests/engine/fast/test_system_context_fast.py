@@ -1,4 +1,4 @@
-"""The durable system context (hangar.engine.system_context, seed 001), in process: one stored baseline per
+"""The durable system context (hangar.engine.turn.system_context, seed 001), in process: one stored baseline per
 context epoch sent verbatim on every turn, a changed source told once in a mid-conversation system
 message, a new epoch after a compaction or a revert, nested instructions, and unavailable context."""
 
@@ -8,9 +8,9 @@ import pytest
 
 from hangar.conversations.models import ContextEpoch, Event, Message
 from hangar.conversations.revert_services import session_revert_mark
-from hangar.engine import system_context
 from hangar.engine.providers.wire import wire_messages
-from hangar.engine.system_context import SOURCES, read_directories, reconcile, render_baseline
+from hangar.engine.turn import system_context
+from hangar.engine.turn.system_context import SOURCES, read_directories, reconcile, render_baseline
 from hangar.projects.models import Project
 from sandbox.protocol import SandboxUnavailable
 from tests.engine.fast.scripted_model import ScriptedModel, call

@@ -10,7 +10,7 @@ import threading
 import pytest
 
 from hangar.conversations.models import Message, Part, Session
-from hangar.engine.loop import Loop
+from hangar.engine.run.loop import Loop
 from hangar.engine.services import session_abort
 from hangar.projects.models import Project
 from tests.engine.fast.scripted_model import ScriptedModel

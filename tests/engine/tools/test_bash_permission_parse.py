@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from hangar.engine import permissions as perm
-from hangar.engine.shell_parse import check
+from hangar.engine.agents import permissions as perm
+from hangar.engine.agents.shell_parse import check
 from hangar.engine.tools.base import PermissionRejected
 from hangar.engine.tools.execute import execute_tool
 from hangar.engine.tools.registry import ALL

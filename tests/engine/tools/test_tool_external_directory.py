@@ -3,7 +3,7 @@ for its folder; the workspace and the tools' own truncated-output files need no 
 
 import pytest
 
-from hangar.engine import permissions as perm
+from hangar.engine.agents import permissions as perm
 from hangar.engine.tools.base import PermissionAsked
 from hangar.engine.tools.execute import execute_tool
 from hangar.engine.tools.registry import ALL

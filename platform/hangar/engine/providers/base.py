@@ -23,7 +23,7 @@ class Usage:
     reasoning: int = 0
     cache_read: int = 0
     cache_write: int = 0
-    estimated: bool = False  # counted by Hangar (hangar.engine.step_usage), the server reported none
+    estimated: bool = False  # counted by Hangar (hangar.engine.turn.step_usage), the server reported none
 
 
 def estimate_tokens(text: str) -> int:

@@ -46,7 +46,7 @@ def step_cost(provider_id: str, model_id: str, usage: Usage) -> float:
 
 
 def call_ceiling(provider_id: str, model_id: str, prompt_tokens: int, max_output: int) -> float:
-    """The most a call can cost, what a hard budget reserves before it (hangar.engine.spend): its prompt
+    """The most a call can cost, what a hard budget reserves before it (hangar.engine.turn.spend): its prompt
     (as estimated, every token at the uncached input price) and the most the model writes in one answer
     (the catalogue's output limit: hangar.engine.providers.catalogue)."""
     inp, out, _cached = _price(provider_id, model_id)

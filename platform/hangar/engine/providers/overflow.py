@@ -1,6 +1,6 @@
 """A provider's "the prompt does not fit" answer, recognised across providers (seed 003 "Cross-Provider
 Overflow Detection"). Such an error is never retried: the same request would fail the same way. The loop
-compacts the session instead (hangar.engine.compaction).
+compacts the session instead (hangar.engine.run.compaction).
 
 The patterns are OpenCode's list (provider/error.ts) plus the forms LiteLLM and OpenAI-compatible local
 servers use; each names the provider that says it that way."""

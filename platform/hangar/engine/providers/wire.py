@@ -16,7 +16,7 @@ def wire_messages(
     system: list[str], messages: list[dict[str, Any]], *, provider_id: str = ""
 ) -> list[dict[str, Any]]:
     """The system texts as leading system messages, then the conversation, its mid-conversation system
-    messages (hangar.engine.system_context) lowered to what the provider takes (seed 001)."""
+    messages (hangar.engine.turn.system_context) lowered to what the provider takes (seed 001)."""
     lead = [{"role": "system", "content": text} for text in system if text]
     if provider_id in NATIVE_SYSTEM_PROVIDERS or not any(m["role"] == "system" for m in messages):
         return lead + messages

@@ -116,7 +116,7 @@ class SubcallRunner(Protocol):
 #   "awaiting":    what the call parked on last time (a request's id, a child session's), on its re-run
 #   "by_user":     True for a call the person asked for (a prompt's subtask part), not the model
 EXTRA_SESSION = "session"
-EXTRA_AGENTS = "agents"  # the workspace's own agents, by name (hangar.engine.custom_agents)
+EXTRA_AGENTS = "agents"  # the workspace's own agents, by name (hangar.engine.agents.custom_agents)
 EXTRA_TOOLS = "tools"
 EXTRA_RUN_SUBCALL = "run_subcall"
 EXTRA_IN_BATCH = "in_batch"

@@ -2,7 +2,7 @@
 
 Permission `bash` is asked with one pattern per simple command and an `always` suggestion of its prefix
 (`git status *`, `ls *`), and `external_directory` for the folders outside the workspace it names or
-runs in, from a parse of the command with tree-sitter's bash grammar (hangar.engine.shell_parse), as
+runs in, from a parse of the command with tree-sitter's bash grammar (hangar.engine.agents.shell_parse), as
 OpenCode's bash tool does.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from hangar.engine import secret_env, shell_parse
+from hangar.engine.agents import secret_env, shell_parse
 from hangar.engine.tools.base import EXTRA_SESSION, ToolContext, ToolError, ToolResult
 from hangar.engine.tools.common import description, resolve
 from hangar.engine.tools.truncate import output_path, truncate_output
@@ -38,7 +38,7 @@ class BashParams(BaseModel):
 
 
 def permission_patterns(command: str) -> tuple[list[str], list[str]]:
-    """(patterns, always) for the `bash` permission (hangar.engine.shell_parse). `cd` alone needs none."""
+    """(patterns, always) for the `bash` permission (hangar.engine.agents.shell_parse). `cd` alone needs none."""
     found = shell_parse.check(command, None)
     return found.patterns, found.always
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
-from hangar.engine.agents import Agent
+from hangar.engine.agents.builtin import Agent
 from hangar.engine.tools.apply_patch import ApplyPatchTool
 from hangar.engine.tools.base import Tool
 from hangar.engine.tools.bash import BashTool

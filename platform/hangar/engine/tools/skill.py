@@ -1,4 +1,4 @@
-"""skill: load one of the workspace's skills into the conversation (hangar.engine.skills), asked as the
+"""skill: load one of the workspace's skills into the conversation (hangar.engine.agents.skills), asked as the
 `skill` permission with the skill's name as pattern."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import PurePosixPath
 
 from pydantic import BaseModel, Field
 
-from hangar.engine.skills import NAME, read_skill, read_skills
+from hangar.engine.agents.skills import NAME, read_skill, read_skills
 from hangar.engine.tools.base import ToolContext, ToolError, ToolResult
 from hangar.engine.tools.common import description
 from sandbox.protocol import FileNotFound, SandboxError

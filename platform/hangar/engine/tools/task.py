@@ -3,7 +3,7 @@
 The first execution checks the `task` permission for the agent's name (the caller's rules gate which
 subagents it may call), creates the child session ("<description> (@<agent>)", its own rules: no todo
 tools, no tasks unless its agent allows) or takes the child named by `task_id`, stores the prompt there
-and enqueues the child's run (hangar.engine.subtasks). Then it parks (ChildRunning): no worker waits for a
+and enqueues the child's run (hangar.engine.session.subtasks). Then it parks (ChildRunning): no worker waits for a
 child. The child's run ending wakes the parent; the same call executes again, finds its child (the part's
 `awaiting`), and returns `task_id: …` with the child's last text in <task_result>, or fails with the
 child's error. Several task calls of one step all start before the step parks, so they run in parallel.
@@ -16,8 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from hangar.engine.agents import AGENTS, Agent
-from hangar.engine.permissions import DENY, decide
+from hangar.engine.agents.builtin import AGENTS, Agent
+from hangar.engine.agents.permissions import DENY, decide
 from hangar.engine.tools.base import (
     EXTRA_AGENTS,
     EXTRA_AWAITING,
@@ -114,7 +114,7 @@ class TaskTool:
 
     def start(self, args: TaskParams, ctx: ToolContext, session: Any) -> ToolResult:
         from hangar.conversations.subtask_selectors import child_of, message_model
-        from hangar.engine.subtasks import child_create, child_prompt
+        from hangar.engine.session.subtasks import child_create, child_prompt
 
         custom = ctx.extra.get(EXTRA_AGENTS) or {}
         agent = AGENTS.get(args.subagent_type) or custom.get(args.subagent_type)

@@ -28,7 +28,7 @@ def _progress(event: Event) -> bool:
 def _routed(session: Session) -> bool:
     """Whether the session's asks are routed to named approvers (the headless ask policy for its trigger):
     read from the project the step already holds."""
-    from hangar.engine.headless import trigger_of
+    from hangar.engine.agents.headless import trigger_of
     from hangar.projects.headless import policy_for
 
     return policy_for(session.project.headless_policy, trigger_of(session))["mode"] == "route"

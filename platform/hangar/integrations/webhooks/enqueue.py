@@ -1,5 +1,5 @@
 """Asking a worker to fan an event out or to deliver one webhook: the tasks are sent by name (as
-hangar.engine.enqueue does for runs), so the event sink (outbound.py) and the services import nothing of the
+hangar.engine.session.enqueue does for runs), so the event sink (outbound.py) and the services import nothing of the
 task module, which imports them."""
 
 from __future__ import annotations

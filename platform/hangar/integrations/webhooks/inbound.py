@@ -28,7 +28,7 @@ from hangar.projects import crypto
 MAX_BODY = 256 * 1024
 # A session a call starts works from a third party's text (an issue title, a CI log): whatever the project
 # allows, it asks a person before it acts on anything outside reading the workspace. Session rules only
-# narrow (hangar.engine.permissions), so these make the project's allows asks and leave its asks and denies
+# narrow (hangar.engine.agents.permissions), so these make the project's allows asks and leave its asks and denies
 # as they are; a member can answer each ask, or give the session rules of their own.
 WEBHOOK_SESSION_RULES = [
     {"permission": name, "pattern": "*", "action": "ask"}

@@ -72,7 +72,7 @@ def trigger_create(
     except TemplateError as exc:
         raise ValidationError({exc.field: [exc.message]}) from None
     if agent:
-        from hangar.engine.agents import AGENTS
+        from hangar.engine.agents.builtin import AGENTS
 
         if agent not in AGENTS or AGENTS[agent].hidden:
             raise ValidationError({"agent": ["Unknown agent."]})

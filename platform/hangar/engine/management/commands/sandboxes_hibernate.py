@@ -3,7 +3,7 @@
 
 from django.core.management.base import BaseCommand
 
-from hangar.engine.sandboxes import hibernate_all
+from hangar.engine.workspace.sandboxes import hibernate_all
 
 
 class Command(BaseCommand):

@@ -1,0 +1,40 @@
+"""The periodic sandbox sweep (sandbox.reaper) with the platform's view of each session: alive while
+its row exists, dormant while archived. Archiving hibernates a sandbox and keeps its workspace (unarchive
+brings the files back on the next run); only a deleted session's workspace is destroyed, and only once it
+has been idle for HANGAR_SANDBOX_DELETE_GRACE_S."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+
+
+def reap() -> dict[str, Any]:
+    from hangar.conversations.loop_selectors import session_exists, session_is_archived
+    from hangar.engine.workspace.sandboxes import manager
+    from sandbox.reaper import Reaper
+
+    report = Reaper(
+        manager(),
+        session_exists,
+        is_session_archived=session_is_archived,
+        gone_grace_s=settings.HANGAR_SANDBOX_DELETE_GRACE_S,
+        archived_idle_s=settings.HANGAR_SANDBOX_ARCHIVED_IDLE_S,
+    ).run_once()
+    return {**getattr(report, "__dict__", {}), **prune_repositories()}
+
+
+def watermark() -> dict[str, Any]:
+    """The disk's lines (sandbox.watermark): thin-provisioned workspaces must not fill the disk."""
+    from hangar.engine.workspace.sandboxes import manager
+    from sandbox import watermark as lines
+
+    return lines.sweep(manager()).__dict__
+
+
+def prune_repositories() -> dict[str, Any]:
+    """Mirrors nobody used for a while and layers beyond their byte budget (sandbox.repo_disk)."""
+    from sandbox import gitops
+
+    return {"mirrors_pruned": gitops.prune_mirrors(), "layers_pruned": gitops.prune_layers()}

@@ -1,0 +1,227 @@
+"""The session's sandbox, from the sandbox library's Docker driver: get-or-create by session id with
+the project's limits and only the project's sandbox-safe env vars (secrets never enter a sandbox).
+
+`sandbox_factory` is the seam for tests that run the loop without Docker."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+
+from hangar.logging import get_logger
+from sandbox.protocol import Sandbox, SandboxSpec
+
+if TYPE_CHECKING:
+    from hangar.conversations.models import Session
+    from sandbox.docker_backend import DockerSandbox
+    from sandbox.manager import DockerSandboxes
+
+log = get_logger(__name__)
+SetupPhase = Callable[[], AbstractContextManager[None]]  # what the setup script runs inside
+
+_manager: DockerSandboxes | None = None
+_lock = threading.Lock()
+_pool_allowed = False  # set in workers only (allow_warm_pool): a web process never keeps a warm pool
+
+
+def allow_warm_pool() -> None:
+    """Called when a Celery worker starts: its manager keeps the warm pool. A web process (where any
+    signed-in request could otherwise have started one) never does."""
+    global _pool_allowed
+    _pool_allowed = True
+
+
+def _pool_template() -> SandboxSpec:
+    """The pool's template: the project defaults. Other limits are set at claim; other images and quotas
+    are pooled once sessions ask for them (sandbox/pool_demand.py)."""
+    from hangar.projects.models import Project
+
+    default = {f.name: f.default for f in Project._meta.fields}
+    return SandboxSpec(
+        session_id="pool",
+        image=None,
+        cpus=default["sandbox_cpus"],
+        memory_mb=default["sandbox_memory_mb"],
+        pids=default["sandbox_pids"],
+        disk_mb=default["sandbox_disk_mb"],
+        network=default["network_policy"],
+    )
+
+
+def manager() -> DockerSandboxes:
+    """The process's DockerSandboxes. In a worker with a warm pool (settings.SANDBOX_POOL_SIZE > 0, unless
+    HANGAR_SANDBOX_POOL=0) a new session claims a started container instead of creating one in its
+    first step (bench/sandbox.py prints both); elsewhere (a web process) there is no pool."""
+
+    global _manager
+    if _manager is None:
+        with _lock:
+            if _manager is None:
+                from sandbox import DockerSandboxes, WarmPool
+
+                on = _pool_allowed and os.environ.get("HANGAR_SANDBOX_POOL", "1") != "0"
+                size = settings.SANDBOX_POOL_SIZE if on else 0
+                pool = WarmPool(size, template=_pool_template()) if size > 0 else None
+                _manager = DockerSandboxes(pool=pool)
+                if pool is not None:
+                    pool.start()
+    return _manager
+
+
+def spec_for(session: Session) -> SandboxSpec:
+    from hangar.accounts.selectors import owners_orgs
+    from hangar.projects.env import env_for_sandbox
+    from hangar.projects.models import NetworkPolicy
+    from hangar.projects.validation import sandbox_image_allowed
+
+    project = session.project
+    # An image saved before the operator's list (or taken off it since) is not run: the platform's is.
+    image = project.sandbox_image if sandbox_image_allowed(project.sandbox_image) else ""
+    return SandboxSpec(
+        session_id=session.pk,
+        org_id=str(session.org_id),
+        project_id=str(project.pk),
+        image=image or None,
+        cpus=project.sandbox_cpus,
+        memory_mb=project.sandbox_memory_mb,
+        pids=project.sandbox_pids,
+        disk_mb=project.sandbox_disk_mb,
+        command_timeout_s=project.command_timeout_s,
+        network="allowlist" if project.network_policy == NetworkPolicy.ALLOWLIST else "none",
+        allowlist=list(project.network_allowlist or []),
+        env=env_for_sandbox(project),
+        disk_groups=[[str(o) for o in orgs] for orgs in owners_orgs(session.org_id).values()],
+    )
+
+
+def _docker_sandbox(session: Session, sandboxes: DockerSandboxes | None = None) -> Sandbox:
+    from hangar.engine.workspace.prepare import mirror_prefetch, workspace_ensure
+    from hangar.engine.workspace.sandbox_share import make_room
+
+    sandboxes = sandboxes or manager()
+    prefetch = mirror_prefetch(session)  # the mirror's fetch overlaps the sandbox's creation or claim
+    make_room(session, sandboxes)  # the org's cap on live sandboxes
+    spec = spec_for(session)
+    box = sandboxes.get_or_create(spec)
+    _bring_to(box, spec)  # a policy changed since the container was made (or last brought up to date)
+    # The repository and setup script, once, before the first tool call.
+    workspace_ensure(session, box, prefetch, setup_phase=_setup_phase(box, spec, session))
+    return box
+
+
+def _setup_phase(box: DockerSandbox, spec: SandboxSpec, session: Session) -> SetupPhase | None:
+    """The project's setup-only hosts (`setup_network_allowlist`): open while the setup script runs (the
+    sandbox brought to an allowlist network of them, plus the project's own allowlist under that policy),
+    and the project's spec again after it, whatever the script did. None when there are none."""
+    hosts = list(session.project.setup_network_allowlist or [])
+    if not hosts:
+        return None
+    own = list(spec.allowlist) if spec.network == "allowlist" else []
+    opened = dataclasses.replace(
+        spec, network="allowlist", allowlist=own + [h for h in hosts if h not in own]
+    )
+
+    @contextmanager
+    def phase() -> Iterator[None]:
+        _bring_to(box, opened)
+        try:
+            yield
+        finally:
+            _bring_to(box, spec)
+
+    return phase
+
+
+def _bring_to(box: DockerSandbox, spec: SandboxSpec) -> None:
+    from sandbox import live_spec
+    from sandbox.manager import DockerSandboxes
+
+    owner = box.manager
+    if not isinstance(owner, DockerSandboxes):  # made by a manager of another kind: no spec to change
+        return
+    done = live_spec.apply(owner, box, spec)
+    if done:
+        log.info("sandbox_policy_applied", session=spec.session_id, done=done)
+
+
+def sandbox_refresh(session: Session, box: Sandbox) -> None:
+    """The session's policy changed mid-run (hangar.engine.turn.live_policy): bring its live sandbox to the new
+    spec before the next tool call. A sandbox of another kind (a test's local one) has no spec to change."""
+    from sandbox.docker_backend import DockerSandbox
+
+    if isinstance(box, DockerSandbox):
+        _bring_to(box, spec_for(session))
+
+
+sandbox_factory: Callable[[Session], Sandbox] = _docker_sandbox
+
+
+def egress_refused(box: Sandbox, since: float) -> list[str]:
+    """The destinations the sandbox's egress proxy refused since `since` (unix seconds); [] for a
+    sandbox that has none (network "none", or not a Docker sandbox)."""
+    from sandbox.docker_backend import DockerSandbox
+
+    if not isinstance(box, DockerSandbox):
+        return []
+    return manager().egress_denials(box.session_id, since)
+
+
+def sandbox_for(session: Session) -> Sandbox:
+    return sandbox_factory(session)
+
+
+_plain_manager: DockerSandboxes | None = None
+
+
+def _plain() -> DockerSandboxes:
+    global _plain_manager
+    with _lock:
+        if _plain_manager is None:
+            from sandbox import DockerSandboxes
+
+            _plain_manager = DockerSandboxes(pool=None)
+    return _plain_manager
+
+
+def sandbox_without_pool(spec: SandboxSpec) -> DockerSandbox:
+    """The session's sandbox for a process that must not keep a warm pool of its own (the web process,
+    for a terminal): reconnects to the session's container, or creates it cold. Blocking (Docker)."""
+    return _plain().get_or_create(spec)
+
+
+def sandbox_for_request(session: Session) -> Sandbox:
+    """`sandbox_for` for work a web request does itself (revert, fork): the same sandbox, prepared the same
+    way and within the org's cap, but never a warm pool started in the web process."""
+    if sandbox_factory is _docker_sandbox:
+        return _docker_sandbox(session, _plain())
+    return sandbox_factory(session)
+
+
+def hibernate_all() -> tuple[int, int]:
+    """What deploy/up.sh does when it stops: every running sandbox of this host's sandbox root (its
+    registry, HANGAR_SANDBOX_ROOT) hibernated, its workspace kept for the session's next run, and the
+    warm pool's unclaimed containers removed. (hibernated, pooled removed)."""
+    from sandbox import WarmPool, containers, volumes
+
+    sandboxes = _plain()
+    mine = set(volumes.registered_keys())
+    running = sandboxes.api.containers(filters={"name": containers.SESSION_PREFIX, "status": "running"})
+    hibernated = 0
+    for found in running:
+        key = found["Names"][0].lstrip("/")[len(containers.SESSION_PREFIX) :]
+        record = volumes.lookup(key) if key in mine else None
+        if record:
+            sandboxes.hibernate(record["session_id"])
+            hibernated += 1
+    removed = 0
+    if settings.SANDBOX_POOL_SIZE > 0 and os.environ.get("HANGAR_SANDBOX_POOL", "1") != "0":
+        pool = WarmPool(settings.SANDBOX_POOL_SIZE, template=_pool_template())
+        removed = len(pool.available())
+        pool.drain()
+    return hibernated, removed
