@@ -143,6 +143,7 @@ REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 
 # RedisPubSubChannelLayer: the default RedisChannelLayer drops messages past its capacity (measured:
 # 423 of 1,000 burst messages). Postgres stays the durable log; the layer only carries notifications.
+HANGAR_CHANNEL_PREFIX = os.environ.get("HANGAR_CHANNEL_PREFIX", "asgi")  # one Redis, several deployments
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
@@ -150,7 +151,7 @@ CHANNEL_LAYERS = {
             "hosts": [{"address": REDIS_URL, "socket_timeout": None, "max_connections": 1000}],
             # Redis Pub/Sub channels ignore the database number: deployments (or test processes) sharing
             # one Redis keep their groups apart by prefix.
-            "prefix": os.environ.get("HANGAR_CHANNEL_PREFIX", "asgi"),
+            "prefix": HANGAR_CHANNEL_PREFIX,
         },
     }
 }
@@ -324,6 +325,12 @@ HANGAR_WORKSPACE_ARCHIVE_MAX_BYTES = int(
 )
 HANGAR_WORKSPACE_DIFF_MAX_BYTES = int(os.environ.get("HANGAR_WORKSPACE_DIFF_MAX_BYTES", str(2**20)))
 HANGAR_WORKSPACE_ARCHIVE_CONCURRENCY = int(os.environ.get("HANGAR_WORKSPACE_ARCHIVE_CONCURRENCY", "2"))
+HANGAR_WORKSPACE_ARCHIVE_DEADLINE_S = float(os.environ.get("HANGAR_WORKSPACE_ARCHIVE_DEADLINE_S", "600"))
+# A web request's own sandbox reads (hangar.engine.workspace.web_sandbox): at once per process, at once per
+# org across the web processes, and one request's total deadline.
+HANGAR_WEB_SANDBOX_CONCURRENCY = int(os.environ.get("HANGAR_WEB_SANDBOX_CONCURRENCY", "8"))
+HANGAR_WEB_SANDBOX_PER_ORG = int(os.environ.get("HANGAR_WEB_SANDBOX_PER_ORG", "4"))
+HANGAR_WEB_SANDBOX_DEADLINE_S = float(os.environ.get("HANGAR_WEB_SANDBOX_DEADLINE_S", "30"))
 # Language servers (hangar.engine.tools.diagnostics, tools.lsp): which workspaces get them ("auto" follows
 # the workspace's opencode.json `lsp` key, as OpenCode; "on"; "off"), how long write/edit/apply_patch wait
 # for a changed file's findings, and whether the `lsp` tool is offered (OpenCode's experimental flag).

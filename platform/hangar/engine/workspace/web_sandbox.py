@@ -20,7 +20,6 @@ own per-process bound (HANGAR_WORKSPACE_ARCHIVE_CONCURRENCY, hangar.engine.repo_
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 import uuid
@@ -74,7 +73,7 @@ redis.call('EXPIRE', KEYS[1], ARGV[5])
 return 1
 """
 _client: redis.Redis | None = None
-_PREFIX = os.environ.get("HANGAR_CHANNEL_PREFIX", "asgi")  # one Redis, several deployments (and test runs)
+_PREFIX = settings.HANGAR_CHANNEL_PREFIX  # one Redis, several deployments (and test runs)
 
 
 def _redis() -> redis.Redis:
