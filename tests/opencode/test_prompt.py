@@ -66,8 +66,13 @@ def test_a_prompt_is_eight_queries(oc, alice, alices_session, body, django_asser
     # The token with its user, membership and project; the session; then BEGIN, the message with its parts,
     # the audit row, the busy status, the run flag (with any agent/model change), COMMIT. The membership is
     # not read again by the engine's role check.
+    # The project's secret values, which mask the prompt's text, are read once per process and policy
+    # stamp (secret_env.masker_for): one more query on a project's first prompt, none after.
+    from hangar.engine.agents.secret_env import masker_for
+
     client = oc(alice)
     client.get(f"{base_url(alice)}/config")  # stamps last_used_at (at most once a minute)
+    masker_for(alice.project)
     with mock.patch("hangar.engine.services.enqueue_run"), django_assert_num_queries(8):
         assert prompt(client, alice, alices_session, body).status_code == 204
 

@@ -38,8 +38,12 @@ class OpenCodeView(APIView):
 
     def get_session(self, session_id: str) -> Session:
         try:
-            return conversation_selectors.session_get(
+            session = conversation_selectors.session_get(
                 self.oc.actor, session_id, project_id=self.oc.project.pk
             )
         except Session.DoesNotExist:
             raise NotFound(f"Session not found: {session_id}") from None
+        # The session is the scope's project's (the filter above): the project the scope already read
+        # stands in for it, so `session.project` costs no query.
+        session.project = self.oc.project
+        return session
