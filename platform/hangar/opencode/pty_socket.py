@@ -16,13 +16,9 @@ from hangar.opencode.views_pty import record_get
 from hangar.realtime.consumers import CLOSE_NOT_FOUND, CLOSE_UNAUTHENTICATED, _visible_session
 from hangar.realtime.terminal import (
     CLOSE_FORBIDDEN,
-    CLOSE_SANDBOX_FAILED,
     MAX_INPUT,
     TerminalConsumer,
     _may_drive,
-    _open_pty,
-    _spec_and_audit,
-    log,
 )
 
 FOLLOW_S = 0.5
@@ -43,26 +39,8 @@ class PtyConsumer(TerminalConsumer):
             return await self.close(code=CLOSE_NOT_FOUND)
         if not await _may_drive(user, token, session):
             return await self.close(code=CLOSE_FORBIDDEN)
-        spec = await _spec_and_audit(user, token, session)
-        await self.accept()
-        loop = asyncio.get_running_loop()
-        self.output: asyncio.Queue = asyncio.Queue()
-
-        def on_output(data: str) -> None:  # the pty's reader thread
-            loop.call_soon_threadsafe(self.output.put_nowait, data)
-
-        def on_exit(code) -> None:
-            loop.call_soon_threadsafe(self.output.put_nowait, None)
-
-        try:
-            self.pty = await sync_to_async(_open_pty, thread_sensitive=False)(
-                spec, record["cols"], record["rows"], on_output, on_exit
-            )
-        except Exception:
-            log.exception("pty_open_failed", session=session.pk)
-            return await self.close(code=CLOSE_SANDBOX_FAILED)
-        self.pump = asyncio.ensure_future(self._pump())
-        self.watcher = asyncio.ensure_future(self._watch(user, token, session))
+        if not await self.start_shell(user, token, session, record["cols"], record["rows"]):
+            return None
         self.follower = asyncio.ensure_future(self._follow(pty_id, project_id, user.pk, record))
         return None
 

@@ -90,6 +90,14 @@ class TerminalConsumer(AsyncWebsocketConsumer):
             return await self.close(code=CLOSE_FORBIDDEN)
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
         cols, rows = _bounded(query, "cols", 80, 10, 500), _bounded(query, "rows", 24, 4, 200)
+        await self.start_shell(
+            user, token, session, cols, rows, failure="[the sandbox could not start a shell]"
+        )
+        return None
+
+    async def start_shell(self, user, token, session, cols: int, rows: int, *, failure: str = "") -> bool:
+        """Audit, accept, open the shell and start pumping its output and re-checking the caller's access;
+        False (the socket closed, `failure` told first when given) if the sandbox could not open it."""
         spec = await _spec_and_audit(user, token, session)
         await self.accept()
         loop = asyncio.get_running_loop()
@@ -107,11 +115,13 @@ class TerminalConsumer(AsyncWebsocketConsumer):
             )
         except Exception:
             log.exception("terminal_open_failed", session=session.pk)
-            await self.send(text_data="\r\n[the sandbox could not start a shell]\r\n")
-            return await self.close(code=CLOSE_SANDBOX_FAILED)
+            if failure:
+                await self.send(text_data=f"\r\n{failure}\r\n")
+            await self.close(code=CLOSE_SANDBOX_FAILED)
+            return False
         self.pump = asyncio.ensure_future(self._pump())
         self.watcher = asyncio.ensure_future(self._watch(user, token, session))
-        return None
+        return True
 
     async def _watch(self, user, token, session) -> None:
         """Close the shell once its caller no longer may drive this session (the streams' re-check)."""
