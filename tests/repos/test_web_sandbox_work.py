@@ -6,11 +6,13 @@ import pytest
 from hangar.conversations.models import Session
 from hangar.engine.workspace import sandboxes
 from sandbox import volumes
+from tests.engine.conftest import REPO_QUEUE, wait_for
 
 pytestmark = pytest.mark.timeout(240)
 
 
-def test_a_viewer_reading_the_workspace_never_starts_a_sandbox(api, alice, dave, sessions_made):
+@pytest.mark.django_db(transaction=True)  # the start is sent on commit, to a worker in another process
+def test_a_viewer_reading_the_workspace_never_starts_a_sandbox(api, alice, dave, sessions_made, start_worker):
     base = f"/api/orgs/acme/projects/{alice.project.pk}/sessions/"
     response = api(alice).post(base, {"title": "t"}, format="json")
     session = Session.objects.get(pk=response.json()["id"])
@@ -22,7 +24,11 @@ def test_a_viewer_reading_the_workspace_never_starts_a_sandbox(api, alice, dave,
         assert "not running" in refused.json()["error"]["message"]
     assert volumes.lookup(volumes.session_key(session.pk)) is None  # nothing was made for it
     assert not sandboxes.manager().is_running(session.pk)
-    assert api(alice).get(url + "files/").status_code == 200  # a member may start it
+    # A member may have it started, by the repository worker (never in the web process): 409 meanwhile.
+    starting = api(alice).get(url + "files/")
+    assert starting.status_code == 409 and "starting" in starting.json()["error"]["message"]
+    start_worker(queues=[REPO_QUEUE])
+    wait_for(lambda: sandboxes.manager().is_running(session.pk), timeout=120, what="the sandbox started")
     assert api(dave).get(url + "files/").status_code == 200  # now it runs: a viewer reads it
 
 

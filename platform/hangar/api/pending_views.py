@@ -32,7 +32,10 @@ class PendingPermission(PermissionRequestOutput):
     )
     forYou = serializers.BooleanField(help_text="the caller is one of the approvers")
     expiresAt = serializers.IntegerField(
-        allow_null=True, help_text="ms since the epoch when it turns into a reject; null: never"
+        allow_null=True,
+        min_value=0,
+        max_value=2**53,
+        help_text="ms since the epoch when it turns into a reject; null: never",
     )
 
 
