@@ -20,12 +20,17 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(180)]
 
 
 class Tui:
+    """The TUI in a tmux server of its own: a pane takes its environment (HOME, the OpenCode settings, a
+    test's own variables) from the client that started the server, so a shared server would run every
+    later TUI with the first one's HOME and state, beside it."""
+
     def __init__(self, base: str, token: str, tmp_path, env: dict | None = None):
         self.name = f"oc-{uuid.uuid4().hex[:8]}"
+        self.tmux = ["tmux", "-L", self.name]
         command = f"{OPENCODE_BIN} attach {base} -p {token}"
         subprocess.run(
             [
-                "tmux",
+                *self.tmux,
                 "new-session",
                 "-d",
                 "-s",
@@ -44,7 +49,7 @@ class Tui:
 
     def screen(self) -> str:
         return subprocess.run(
-            ["tmux", "capture-pane", "-p", "-t", self.name], capture_output=True, text=True
+            [*self.tmux, "capture-pane", "-p", "-t", self.name], capture_output=True, text=True
         ).stdout
 
     def wait_for(self, *texts: str, timeout: float = 60) -> str:
@@ -57,14 +62,14 @@ class Tui:
         raise AssertionError(f"the TUI never showed {texts}:\n{self.screen()}")
 
     def type(self, text: str) -> None:
-        subprocess.run(["tmux", "send-keys", "-t", self.name, text, "Enter"], check=True)
+        subprocess.run([*self.tmux, "send-keys", "-t", self.name, text, "Enter"], check=True)
 
     def keys(self, *keys: str) -> None:
         """Send keys without Enter (text, or tmux key names such as "Enter")."""
-        subprocess.run(["tmux", "send-keys", "-t", self.name, *keys], check=True)
+        subprocess.run([*self.tmux, "send-keys", "-t", self.name, *keys], check=True)
 
     def close(self) -> None:
-        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
+        subprocess.run([*self.tmux, "kill-server"], capture_output=True)
 
 
 def test_the_tui_shows_a_run_live_with_its_title_and_file_card(
