@@ -41,12 +41,12 @@ def test_the_lease_keeper_renews_while_every_pooled_connection_is_stuck(
     start_worker(env={"HANGAR_DB_POOL_MAX": "2"})
     sessions = []
     for _ in range(3):
-        script_id = script.load([[bash("c1", "sleep 1")], [{"text": "done"}]])
+        # Each command ends inside the lock's window below, so each run then blocks writing its result.
+        script_id = script.load([[bash("c1", "sleep 6")], [{"text": "done"}]])
         session = make_session(alice, script_id)
         session_prompt(actor=alice.actor, session=session, parts=text_prompt("go"))
         sessions.append(session)
-    for session in sessions:
-        wait_for(lambda s=session: _running(s), what="bash running")
+    wait_for(lambda: all(_running(s) for s in sessions), what="the three commands running at once")
 
     blocker = _raw_connection()
     worst = float("inf")

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 
+from hangar.engine.session.dbconn import release_connection
 from hangar.logging import get_logger
 from sandbox.protocol import Sandbox, SandboxSpec
 
@@ -108,6 +109,9 @@ def _docker_sandbox(session: Session, sandboxes: DockerSandboxes | None = None) 
     prefetch = mirror_prefetch(session)  # the mirror's fetch overlaps the sandbox's creation or claim
     make_room(session, sandboxes)  # the org's cap on live sandboxes
     spec = spec_for(session)
+    # Creating or claiming a container takes seconds under a burst of sessions: the pooled DB connection
+    # the reads above took (caps, owners, env) is not held idle meanwhile, where other runs wait for it.
+    release_connection()
     box = sandboxes.get_or_create(spec)
     _bring_to(box, spec)  # a policy changed since the container was made (or last brought up to date)
     # The repository and setup script, once, before the first tool call.
