@@ -8,15 +8,10 @@ allow-list (`Org.mcp_policy`) now, not only when saved: the org may have narrowe
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from hangar import mcp_config
-from sandbox.protocol import FileNotFound, Sandbox, SandboxError
-
-WORKSPACE_CONFIG = "/workspace/opencode.json"
-MAX_CONFIG_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -27,17 +22,6 @@ class Servers:
     from_workspace: frozenset[str] = frozenset()
     # name -> OpenCode's MCPStatus for the ones not usable ({"status": "disabled"} or failed with why)
     left_out: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-
-def read_workspace_mcp(sandbox: Sandbox) -> Any:
-    """The `mcp` key of the workspace's opencode.json; None when there is none, or the file cannot be read
-    or parsed (its servers are then simply absent)."""
-    try:
-        raw = sandbox.read_bytes(WORKSPACE_CONFIG, max_bytes=MAX_CONFIG_BYTES)
-        config = json.loads(raw)
-    except (FileNotFound, SandboxError, ValueError):
-        return None
-    return config.get("mcp") if isinstance(config, dict) else None
 
 
 def workspace_servers(config: Any) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:

@@ -115,6 +115,8 @@ class SubcallRunner(Protocol):
 #   "in_batch":    True inside a batch sub-call (batch refuses to nest)
 #   "awaiting":    what the call parked on last time (a request's id, a child session's), on its re-run
 #   "by_user":     True for a call the person asked for (a prompt's subtask part), not the model
+#   "lsp":         a callable giving the workspace's opencode.json `lsp` key, read once per run (without
+#                  it, the file tools ask the sandbox, which reads the file each time)
 EXTRA_SESSION = "session"
 EXTRA_AGENTS = "agents"  # the workspace's own agents, by name (hangar.engine.agents.custom_agents)
 EXTRA_TOOLS = "tools"
@@ -122,6 +124,7 @@ EXTRA_RUN_SUBCALL = "run_subcall"
 EXTRA_IN_BATCH = "in_batch"
 EXTRA_AWAITING = "awaiting"
 EXTRA_BY_USER = "by_user"
+EXTRA_LSP = "lsp"
 
 
 class Tool(Protocol):

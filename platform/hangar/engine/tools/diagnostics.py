@@ -13,7 +13,7 @@ from typing import Any
 
 from django.conf import settings
 
-from hangar.engine.tools.base import ToolContext
+from hangar.engine.tools.base import EXTRA_LSP, ToolContext
 from sandbox.protocol import SandboxError
 
 MAX_PER_FILE = 20
@@ -39,14 +39,24 @@ def mode() -> str:
 LANGUAGE_EXTENSIONS = frozenset({".py", ".pyi", ".ts", ".mts", ".cts", ".tsx", ".js", ".mjs", ".cjs", ".jsx"})
 
 
-def _has_server(path: str) -> bool:
-    return mode() != "off" and os.path.splitext(path)[1].lower() in LANGUAGE_EXTENSIONS
+def _has_server(ctx: ToolContext, path: str) -> bool:
+    """Whether `path` may have a server to ask, without a round trip where the run knows its workspace's
+    opencode.json: in "auto" a workspace that does not set `lsp` runs none, and `lsp: false` turns them
+    off in either mode (the sandbox still applies a per-server `disabled`)."""
+    run_mode = mode()
+    if run_mode == "off" or os.path.splitext(path)[1].lower() not in LANGUAGE_EXTENSIONS:
+        return False
+    workspace_lsp = ctx.extra.get(EXTRA_LSP)
+    if workspace_lsp is None:  # a call outside a run's step: the sandbox reads the file
+        return True
+    setting = workspace_lsp()
+    return setting is not False and (setting is not None or run_mode == "on")
 
 
 def warm(ctx: ToolContext, path: str) -> None:
     """After a read, as OpenCode's read tool does: the file's server starts (in the background) so that
     the edit that usually follows finds it ready."""
-    if _has_server(path):
+    if _has_server(ctx, path):
         try:
             ctx.sandbox.lsp_touch(path, wait_ms=0, mode=mode())
         except SandboxError:
@@ -56,7 +66,7 @@ def warm(ctx: ToolContext, path: str) -> None:
 def collect(ctx: ToolContext, path: str) -> Diagnostics:
     """The findings after `path` changed: this file's and up to five other files', at most twenty
     each (what the model is shown, and what the tool part keeps)."""
-    if not _has_server(path):
+    if not _has_server(ctx, path):
         return {}
     try:
         found = ctx.sandbox.lsp_touch(path, wait_ms=wait_ms(), mode=mode())

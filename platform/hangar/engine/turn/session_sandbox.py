@@ -6,8 +6,9 @@ remember about the tree between its steps.
   used only tools that cannot write.
 - Instruction files (AGENTS.md / CLAUDE.md, the root's and nested ones), the workspace's agents
   (.opencode/agents/) and its skills (.opencode/skills/) are read again only when a step changed them (or
-  its snapshot failed, so what changed is unknown). Its opencode.json `mcp` key is read once per run (the run
-  lists the MCP servers' tools once).
+  its snapshot failed, so what changed is unknown), and so is its opencode.json, read at the first key needed
+  (`lsp`: whether file tools ask for diagnostics; `mcp`: the run lists the MCP servers' tools once, at its
+  first step).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from hangar.conversations.models import Session
 from hangar.engine.agents.builtin import Agent
 from hangar.engine.agents.custom_agents import read_workspace_agents
 from hangar.engine.agents.skills import Skill, read_skills
-from hangar.engine.mcp.servers import read_workspace_mcp
 from hangar.engine.session.dbconn import release_connection
 from hangar.engine.session.system import (
     INSTRUCTION_FILES,
@@ -29,11 +29,11 @@ from hangar.engine.session.system import (
     workspace_is_git,
 )
 from hangar.engine.tools.registry import READ_ONLY_TOOLS
+from hangar.engine.workspace.opencode_config import read_workspace_config
 from hangar.logging import get_logger
 from sandbox.protocol import Sandbox, SandboxError, SandboxUnavailable
 
 log = get_logger(__name__)
-_UNREAD = object()
 
 
 class SessionSandbox:
@@ -47,7 +47,7 @@ class SessionSandbox:
         self._skills: list[Skill] | None = None
         self._is_git: bool | None = None
         self._agents: tuple[dict[str, Agent], list[str]] | None = None
-        self._mcp: Any = _UNREAD
+        self._config: dict[str, Any] | None = None
         self.changed = False  # a step of this run changed files: the run ends with a diff summary
 
     def attach(self) -> Sandbox:
@@ -93,6 +93,8 @@ class SessionSandbox:
             self._agents = None
         if end is None or any(path.startswith(".opencode/skills/") for path in changed):
             self._skills = None
+        if end is None or "opencode.json" in changed:
+            self._config = None
         return end, changed
 
     def instructions(self, dirs: Iterable[str] = ()) -> list[list[str]] | None:
@@ -121,11 +123,20 @@ class SessionSandbox:
             self._agents = read_workspace_agents(self._attach_releasing())
         return self._agents
 
+    def workspace_config(self) -> dict[str, Any]:
+        """The workspace's opencode.json (hangar.engine.workspace.opencode_config), read again only after a
+        step changed it."""
+        if self._config is None:
+            self._config = read_workspace_config(self._attach_releasing())
+        return self._config
+
     def workspace_mcp(self) -> Any:
-        """The workspace's opencode.json `mcp` key (hangar.engine.mcp.servers), read once per run."""
-        if self._mcp is _UNREAD:
-            self._mcp = read_workspace_mcp(self._attach_releasing())
-        return self._mcp
+        """Its `mcp` key (hangar.engine.mcp.servers)."""
+        return self.workspace_config().get("mcp")
+
+    def workspace_lsp(self) -> Any:
+        """Its `lsp` key (hangar.engine.tools.diagnostics)."""
+        return self.workspace_config().get("lsp")
 
     def _attach_releasing(self) -> Sandbox:
         """attach, for a read before the step's first snapshot: attaching may take a while, and no pooled

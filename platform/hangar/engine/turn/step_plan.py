@@ -115,6 +115,7 @@ class Planner:
             active_runs=self.active_runs,
             refresh_policy=lambda: self._refresh_policy(agent),
             custom_agents=self._custom_agents() if "task" in tools else {},
+            workspace_lsp=self.sandbox.workspace_lsp,
         )
         return StepPlan(model_ref, model, agent, tools, schemas, skills_listing(skills), scope)
 

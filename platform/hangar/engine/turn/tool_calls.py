@@ -36,6 +36,7 @@ from hangar.engine.tools.base import (
     EXTRA_AGENTS,
     EXTRA_AWAITING,
     EXTRA_BY_USER,
+    EXTRA_LSP,
     EXTRA_RUN_SUBCALL,
     EXTRA_SESSION,
     EXTRA_TOOLS,
@@ -80,6 +81,7 @@ class CallScope:
     # Before each call: (ruleset, org policy) in force if a policy changed mid-step, else None (live_policy).
     refresh_policy: Callable[[], tuple[list[dict[str, Any]], list[dict[str, Any]]] | None] = lambda: None
     custom_agents: dict[str, Agent] = field(default_factory=dict)  # the workspace's (the task tool's choice)
+    workspace_lsp: Callable[[], Any] | None = None  # its opencode.json `lsp` key, read once per run
 
 
 class ToolCalls:
@@ -276,6 +278,7 @@ class ToolCalls:
                 EXTRA_SESSION: self.scope.session,
                 EXTRA_TOOLS: self.scope.tools,
                 EXTRA_AGENTS: self.scope.custom_agents,
+                **({EXTRA_LSP: self.scope.workspace_lsp} if self.scope.workspace_lsp else {}),
                 EXTRA_RUN_SUBCALL: subcall_runner(self, call_id),
                 **({EXTRA_AWAITING: awaiting} if awaiting else {}),
                 **({EXTRA_BY_USER: True} if self._by_user else {}),
