@@ -98,14 +98,35 @@ def volume_written_mb(volume_id: str) -> float:
     return _written(volumes.ROOT / "volumes" / f"{volume_id}.img")[1] / MB
 
 
+@dataclass(frozen=True)
+class OrgTally:
+    """What each org's workspaces and repositories hold, in MB: one pass over the registry and the
+    repositories, shared by every budget one check or sweep judges (an org's, each of its owners')."""
+
+    volumes_mb: dict[str, float]
+    repos_mb: dict[str, float]
+
+    @classmethod
+    def now(cls) -> OrgTally:
+        written: dict[str, float] = {}
+        for key in volumes.registered_keys():
+            record = volumes.lookup(key)
+            if record and record.get("org_id") and record.get("volume"):
+                org = str(record["org_id"])
+                written[org] = written.get(org, 0.0) + volume_written_mb(record["volume"])
+        repos = {org: used / MB for org, used in repo_disk.bytes_by_org().items() if org}
+        return cls(written, repos)
+
+    def repos(self, orgs: Sequence[str]) -> float:
+        return sum(self.repos_mb.get(org, 0.0) for org in orgs)
+
+    def total(self, orgs: Sequence[str]) -> float:
+        return sum(self.volumes_mb.get(org, 0.0) for org in orgs) + self.repos(orgs)
+
+
 def org_written_mb(org_id: str) -> float:
     """What the org's registered volumes hold (records name the org and the volume)."""
-    total = 0.0
-    for key in volumes.registered_keys():
-        record = volumes.lookup(key)
-        if record and record.get("org_id") == org_id and record.get("volume"):
-            total += volume_written_mb(record["volume"])
-    return total
+    return OrgTally.now().volumes_mb.get(org_id, 0.0)
 
 
 @contextmanager
@@ -140,7 +161,8 @@ def check_org(size_mb: int, org_id: str, limits: Limits | None = None, groups: G
     """The org's (and its owners') part of `check` alone: for a claimed warm-pool volume, already counted
     globally."""
     limits = limits or Limits.from_env()
-    reason = org_pressure(org_id, limits) or owner_pressure(groups, limits)
+    tally = OrgTally.now()
+    reason = org_pressure(org_id, limits, tally) or owner_pressure(groups, limits, tally)
     if reason:
         raise QuotaExceeded(f"{reason}; a new workspace (quota {size_mb} MB) cannot start")
 
@@ -162,10 +184,10 @@ def host_pressure(now: Usage, limits: Limits) -> str:
     return ""
 
 
-def org_pressure(org_id: str, limits: Limits) -> str:
+def org_pressure(org_id: str, limits: Limits, tally: OrgTally | None = None) -> str:
     """Why the org may write no more now ("" if it may)."""
-    repos = repo_disk.used_mb(org_id)
-    mine = org_written_mb(org_id) + repos
+    tally = tally or OrgTally.now()
+    repos, mine = tally.repos([org_id]), tally.total([org_id])
     if mine >= limits.org_mb:
         return (
             f"organisation sandbox disk budget exhausted: {mine:.0f} MB of {limits.org_mb} MB written "
@@ -174,13 +196,13 @@ def org_pressure(org_id: str, limits: Limits) -> str:
     return ""
 
 
-def owner_pressure(groups: Groups, limits: Limits) -> str:
+def owner_pressure(groups: Groups, limits: Limits, tally: OrgTally | None = None) -> str:
     """Why an owner of the org may write no more now, across the orgs they own ("" if every one may)."""
-    if limits.owner_mb <= 0:
+    if limits.owner_mb <= 0 or not groups:
         return ""
+    tally = tally or OrgTally.now()
     for orgs in groups:
-        repos = sum(repo_disk.used_mb(org) for org in orgs)
-        theirs = sum(org_written_mb(org) for org in orgs) + repos
+        repos, theirs = tally.repos(orgs), tally.total(orgs)
         if theirs >= limits.owner_mb:
             return (
                 f"sandbox disk budget of this organisation's owner exhausted: {theirs:.0f} MB of "

@@ -122,22 +122,27 @@ def layer_bytes(layer: Path) -> int:
         return 0
 
 
-def used_bytes(org_id: str = "") -> int:
-    """Bytes the repositories take on the host: all of them, or those fetched for `org_id`."""
+def bytes_by_org() -> dict[str, int]:
+    """Bytes the repositories take on the host, per org that fetched them ("" for none), in one pass."""
+    totals: dict[str, int] = {}
     orgs: dict[str, str] = {}
-    total = 0
     if mirrors_dir().exists():
         for mirror in mirrors_dir().glob("*.git"):
             orgs[mirror.stem] = owner = mirror_org(mirror)
-            if not org_id or owner == org_id:
-                total += _mirror_bytes(mirror)
+            totals[owner] = totals.get(owner, 0) + _mirror_bytes(mirror)
     if layers_dir().exists():
         for layer in layers_dir().iterdir():
             if layer.name.startswith(".") or not layer.is_dir():
                 continue
-            if not org_id or _layer_org(layer, orgs) == org_id:
-                total += layer_bytes(layer)
-    return total
+            owner = _layer_org(layer, orgs)
+            totals[owner] = totals.get(owner, 0) + layer_bytes(layer)
+    return totals
+
+
+def used_bytes(org_id: str = "") -> int:
+    """Bytes the repositories take on the host: all of them, or those fetched for `org_id`."""
+    totals = bytes_by_org()
+    return totals.get(org_id, 0) if org_id else sum(totals.values())
 
 
 def _layer_org(layer: Path, mirror_orgs: dict[str, str]) -> str:

@@ -108,9 +108,10 @@ def sweep(manager: DockerSandboxes, limits: budget.Limits | None = None) -> Wate
     host = budget.host_pressure(budget.usage(), limits)
     if host:
         report.pressure[HOST] = host
+    tally = budget.OrgTally.now()
     for org in {w.org_id for w in live if w.org_id}:
         used[f"org:{org}"] = sum(w.written_mb for w in live if w.org_id == org)
-        reason = budget.org_pressure(org, limits)
+        reason = budget.org_pressure(org, limits, tally)
         if reason:
             report.pressure[f"org:{org}"] = reason
     paused = {w.key: volumes.paused_scope(w.key) for w in live}
