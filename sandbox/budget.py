@@ -109,11 +109,8 @@ class OrgTally:
     @classmethod
     def now(cls) -> OrgTally:
         written: dict[str, float] = {}
-        for key in volumes.registered_keys():
-            record = volumes.lookup(key)
-            if record and record.get("org_id") and record.get("volume"):
-                org = str(record["org_id"])
-                written[org] = written.get(org, 0.0) + volume_written_mb(record["volume"])
+        for org, volume in volumes.org_volumes():
+            written[org] = written.get(org, 0.0) + volume_written_mb(volume)
         repos = {org: used / MB for org, used in repo_disk.bytes_by_org().items() if org}
         return cls(written, repos)
 

@@ -339,6 +339,41 @@ def registered_keys() -> list[str]:
     return sorted(p.stem for p in sessions.glob("*.json")) if sessions.exists() else []
 
 
+# A record's (org, volume), cached by the file's identity: every write replaces the file whole (a new inode;
+# its mtime and size are compared too), so a budget check over a thousand records opens only the changed.
+_owners: dict[str, tuple[tuple[int, int, int], str, str]] = {}
+
+
+def org_volumes() -> list[tuple[str, str]]:
+    """(org id, volume id) of every registered session that has both: what the disk budgets count."""
+    sessions = _dirs()[2]
+    found: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    try:
+        entries = list(os.scandir(sessions))
+    except FileNotFoundError:
+        return found
+    for entry in entries:
+        if not entry.name.endswith(".json") or entry.name.startswith("."):
+            continue
+        try:
+            st = entry.stat()
+        except FileNotFoundError:
+            continue  # removed meanwhile
+        identity = (st.st_ino, st.st_mtime_ns, st.st_size)
+        cached = _owners.get(entry.name)
+        if cached is None or cached[0] != identity:
+            record = lookup(entry.name[: -len(".json")]) or {}
+            cached = (identity, str(record.get("org_id") or ""), str(record.get("volume") or ""))
+            _owners[entry.name] = cached
+        seen.add(entry.name)
+        if cached[1] and cached[2]:
+            found.append((cached[1], cached[2]))
+    for gone in _owners.keys() - seen:
+        _owners.pop(gone, None)
+    return found
+
+
 # --- which container a session had last: a hint for the next first contact ------------------
 
 

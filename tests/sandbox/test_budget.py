@@ -203,3 +203,19 @@ def test_the_sweeps_state_is_saved_by_many_threads_at_once_without_a_lost_write_
         thread.join()
     assert errors == []
     assert watermark._load_state()  # the last save is whole JSON
+
+
+def test_the_registrys_org_volumes_follow_every_rewrite_and_removal(monkeypatch, tmp_path):
+    """The budgets' one pass over the registry caches each record by its file's identity: a record
+    rewritten (another volume, another size) or removed is read again or dropped, never served stale."""
+    monkeypatch.setattr(volumes, "ROOT", tmp_path)
+    volumes.register("ses-a", {"org_id": "7", "volume": "va"})
+    volumes.register("ses-b", {"org_id": "8", "volume": ""})  # no volume yet: counts for nothing
+    assert volumes.org_volumes() == [("7", "va")]
+    for volume in ("vb", "vb2", "vc"):  # same key, rewritten whole each time (inodes may be reused)
+        volumes.rewrite("ses-a", {"org_id": "7", "volume": volume})
+        assert volumes.org_volumes() == [("7", volume)]
+    volumes.rewrite("ses-b", {"org_id": "8", "volume": "vd"})
+    assert sorted(volumes.org_volumes()) == [("7", "vc"), ("8", "vd")]
+    volumes.unregister("ses-a")
+    assert volumes.org_volumes() == [("8", "vd")]
