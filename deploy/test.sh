@@ -28,7 +28,8 @@ fi
 # subset (arguments given) stays in one process unless it asks for -n itself.
 workers=()
 if [ $# -eq 0 ] && [ "${HANGAR_TEST_WORKERS:-4}" != 0 ]; then
-  workers=(-n "${HANGAR_TEST_WORKERS:-4}" --dist loadfile)
+  # The slowest tests, printed after a full run: where the suite's time goes (issue 26's 15 minutes).
+  workers=(-n "${HANGAR_TEST_WORKERS:-4}" --dist loadfile --durations=30)
 fi
 set +e
 .venv/bin/python -m pytest "${workers[@]}" "$@"
