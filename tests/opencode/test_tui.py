@@ -2,18 +2,25 @@
 against Hangar: a prompt typed in it runs in the worker and the TUI shows it live from `/global/event`
 (the generated title, the streamed text, the write tool's file card with the file's lines, the session's
 modified files), and it finds every route it asks for at start except OpenCode's newer `/api/*`
-surface, which it does without. Another org's token gets nothing of the project."""
+surface, which it does without. It lists the project's MCP servers. Another org's token gets nothing of the
+project."""
 
+import base64
 import re
 import subprocess
 import time
 import uuid
 
 import pytest
+from rest_framework.test import APIClient
 
+from hangar.accounts.services import org_mcp_policy_set
 from hangar.conversations.models import Session
 from hangar.engine.workspace.sandboxes import manager
+from hangar.projects.services import env_var_set
 from tests.engine.conftest import wait_for
+from tests.engine.test_mcp_tools import TOKEN, McpServer
+from tests.opencode.conftest import base_url
 from tests.opencode.live import OPENCODE_BIN, call, opencode_env
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(180)]
@@ -160,3 +167,42 @@ def wait_status(session, status: str, timeout: float = 60) -> None:
             return
         time.sleep(0.2)
     raise AssertionError(f"the session never went {status}")
+
+
+def test_the_tui_lists_the_projects_mcp_servers_with_their_status(alice, daphne, scripted_project, tmp_path):
+    """A project's remote server, allowed by the org and connected: the TUI's footer counts it and its
+    /status dialog lists it as connected, from GET /mcp."""
+    scripted_project(alice, [[{"text": "unused"}]])
+    server = McpServer()
+    try:
+        org_mcp_policy_set(actor=alice.actor, org=alice.org, policy={"remote": ["http://127.0.0.1:*"]})
+        env_var_set(
+            actor=alice.actor,
+            project=alice.project,
+            name="TOOLS_TOKEN",
+            value=TOKEN,
+            scope={"mcp": ["tools"]},
+        )
+        config = {
+            "type": "remote",
+            "url": server.url,
+            "headers": {"Authorization": "Bearer {env:TOOLS_TOKEN}"},
+        }
+        client = APIClient()
+        basic = base64.b64encode(f"opencode:{alice.token}".encode()).decode()
+        client.credentials(HTTP_AUTHORIZATION=f"Basic {basic}")
+        added = client.post(f"{base_url(alice)}/mcp", {"name": "tools", "config": config}, format="json")
+        assert added.status_code == 200, added.content
+        assert client.post(f"{base_url(alice)}/mcp/tools/connect").json() is True
+
+        tui = Tui(f"{daphne.url}/oc/{alice.project.pk}", alice.token, tmp_path)
+        try:
+            tui.wait_for("Build", "/workspace", "1 MCP")
+            tui.keys("/status")
+            tui.wait_for("View status")
+            tui.keys("Enter")
+            tui.wait_for("1 MCP Servers", "• tools Connected")
+        finally:
+            tui.close()
+    finally:
+        server.stop()
