@@ -48,7 +48,8 @@ if [ "$(cat .venv/.deps-hash 2>/dev/null)" != "$deps_hash" ]; then
   say "installing Python dependencies (pyproject.toml)"
   .venv/bin/python - <<'PYEOF' > var/requirements.txt
 import tomllib
-print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]))
+project = tomllib.load(open("pyproject.toml", "rb"))["project"]
+print("\n".join(project["dependencies"] + project["optional-dependencies"]["dev"]))
 PYEOF
   .venv/bin/pip install -q --upgrade pip >var/log/pip.log 2>&1
   .venv/bin/pip install -q -r var/requirements.txt >>var/log/pip.log 2>&1 || die "pip install failed (see var/log/pip.log)"
