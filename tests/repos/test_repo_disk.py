@@ -12,6 +12,7 @@ import pytest
 from hangar.conversations.models import Session
 from hangar.engine.workspace.sandboxes import sandbox_for
 from sandbox import budget, gitops, repo_disk
+from sandbox.gitops.layers import _build_layer
 from sandbox.protocol import QuotaExceeded
 
 pytestmark = pytest.mark.timeout(240)
@@ -102,7 +103,7 @@ def test_mirrors_nobody_used_and_layers_beyond_their_byte_budget_are_pruned(
     idle = gitops.mirror_sync(_remote(gitserver, name), f"org-{uuid.uuid4().hex[:8]}")
     for sha in (gitops.resolve_ref(idle, "main"), gitops.resolve_ref(idle, "main~1")):
         layer = gitops.layer_path(idle, sha)
-        gitops._build_layer(idle, sha, layer, gitops.tree_size(idle, sha))
+        _build_layer(idle, sha, layer, gitops.tree_size(idle, sha))
     layers = sorted(gitops.layers_dir().glob(f"{idle.stem}-*"))
     assert len(layers) == 2 and second in "".join(p.name for p in layers)
     # By bytes: with room for both they stay, with room for none they go (least recently used first).
