@@ -53,7 +53,12 @@ RUN DJANGO_SECRET_KEY=build HANGAR_TOKEN_PEPPERS=build HANGAR_ENCRYPTION_KEYS=bu
 FROM ${NODE_IMAGE} AS webapp
 WORKDIR /web
 COPY frontend/package.json frontend/package-lock.json ./
-RUN npm ci --no-audit --no-fund --loglevel=error
+# Node reads no system CA store: a TLS-intercepting proxy's CA (deploy/certs, as above) is given to it.
+COPY deploy/certs/ /tmp/certs/
+RUN if ls /tmp/certs/*.crt >/dev/null 2>&1; then \
+        cat /tmp/certs/*.crt > /tmp/extra-ca.pem && export NODE_EXTRA_CA_CERTS=/tmp/extra-ca.pem; \
+    fi \
+    && npm ci --no-audit --no-fund --loglevel=error
 COPY frontend/index.html frontend/vite.config.ts frontend/tsconfig.json ./
 COPY frontend/src ./src
 COPY --from=platform /tmp/openapi.yaml /tmp/openapi.yaml
