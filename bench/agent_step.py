@@ -59,6 +59,7 @@ from common import (
     log,
     open_bench_db,
     stop,
+    tree_cpu_s,
     wait_port,
     wait_quiet,
 )
@@ -66,6 +67,7 @@ from common import (
 OPENCODE_BIN = ROOT / "tests/opencode_client/node_modules/opencode-linux-x64/bin/opencode"
 STEPS = 5
 PROJECT_256, PROJECT_DEFAULT = "bench-256mb", "default"
+PROJECTS = (PROJECT_256, PROJECT_DEFAULT)
 
 
 def five_steps(path: str) -> list[list[dict]]:
@@ -263,6 +265,11 @@ class Hangar:
         drainer = self._drainer = self._drainer or WarmPool(0)
         drainer.drain()
 
+    def cpu_s(self) -> list[float]:
+        """CPU seconds so far of the web (Daphne) and the worker, each with its children."""
+        worker, web = self.procs
+        return [tree_cpu_s(web.pid), tree_cpu_s(worker.pid)]
+
     def stop(self) -> None:
         for proc in self.procs:
             proc.terminate()
@@ -363,7 +370,10 @@ def measure_hangar(
         name: {"steps": [], "warm_wall": [], "cold_wall": [], "measured_cold": 0, "tools": None}
         for name in clients
     }
+    cpu_start: list[float] = []
     for i in range(sessions + 1):  # session 0 warms up (imports, the first container of each shape)
+        if i == 1:
+            cpu_start = hangar.cpu_s()
         for name, client in clients.items():
             time.sleep(gap_s)
             wall = client.session(f"bench hangar {name} session {i} {uuid.uuid4().hex[:6]}")
@@ -382,6 +392,13 @@ def measure_hangar(
             log(
                 f"hangar {name}: session {i} wall {wall * 1000:.0f} ms → {out[name]['steps'][-1]:.1f} ms/step"
             )
+    # The CPU the web and the worker spent per measured step (what a session's wall waits on besides the
+    # sandbox and the model; the worker's share includes refilling the warm pool).
+    steps = sum(len(side["steps"]) + len(side["cold_wall"]) for side in out.values()) * STEPS
+    out["cpu_ms_per_step"] = {
+        role: round((now - then) * 1000 / max(1, steps), 2)
+        for role, now, then in zip(("web", "worker"), hangar.cpu_s(), cpu_start, strict=True)
+    }
     for i in range(cold):
         for name, client in clients.items():
             wait_quiet()  # the refill of the last drain is not billed to this session
@@ -468,8 +485,9 @@ def main() -> None:
             "hangar_default_step_p50_ms": p50(sides[PROJECT_DEFAULT]["steps"]),
             "opencode_step_p50_ms": round(opencode_p50, 1),
             "ratio": round(opencode_p50 / hangar_p50, 2) if hangar_p50 else None,
-            "hangar_start": {name: start_figures(side) for name, side in sides.items()},
-            "hangar_measured_cold": {name: side["measured_cold"] for name, side in sides.items()},
+            "hangar_start": {name: start_figures(sides[name]) for name in PROJECTS},
+            "hangar_cpu_ms_per_step": sides["cpu_ms_per_step"],
+            "hangar_measured_cold": {name: sides[name]["measured_cold"] for name in PROJECTS},
             "hangar_step_ms": [round(v, 1) for v in sides[PROJECT_256]["steps"]],
             "hangar_default_step_ms": [round(v, 1) for v in sides[PROJECT_DEFAULT]["steps"]],
             "opencode_step_ms": [round(v, 1) for v in opencode_steps],

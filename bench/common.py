@@ -106,6 +106,20 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def tree_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process and its live descendants (a launcher script's children)."""
+    total, todo = 0.0, [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            total += cpu_s(current)
+            with open(f"/proc/{current}/task/{current}/children") as f:
+                todo += [int(c) for c in f.read().split()]
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            continue
+    return total
+
+
 def rss_mb(pid: int) -> float:
     """RSS of a process and all its descendants, in MiB."""
     total, todo = 0, [pid]
