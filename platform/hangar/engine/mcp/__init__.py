@@ -10,5 +10,6 @@
 - `services.py` what OpenCode's `/mcp` routes do (status, add, connect, disconnect);
 - `tools.py` one `McpTool` per server tool, named `<server>_<tool>` with the server's JSON schema; a call
   asks the permission engine under its own name, is bounded like a built-in tool, metered and audited;
+- `errors.py` the one error a call raises (apart from the clients: the SDK is imported on first remote use);
 - `status.py` each server's last known status (what OpenCode's `/mcp` answers), kept in the cache.
 """

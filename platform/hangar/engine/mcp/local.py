@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from hangar.engine.mcp.remote import McpError
+from hangar.engine.mcp.errors import McpError
 from sandbox.protocol import Sandbox, SandboxError
 
 _ids = itertools.count(1)

@@ -23,15 +23,11 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from hangar.engine.mcp import guard
+from hangar.engine.mcp.errors import McpError
 
 T = TypeVar("T")
 MAX_RESPONSE_BYTES = 8 << 20  # one HTTP answer (the model sees at most 50 KB of a result anyway)
 CONNECT_S = 10.0
-
-
-class McpError(Exception):
-    """The server could not be reached or answered with an error; the message is safe to show (no
-    header, no secret: it names the server's URL host at most)."""
 
 
 def _client_factory(headers: dict[str, str], timeout: float) -> Callable[..., httpx2.AsyncClient]:

@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from hangar.accounts.actors import Actor
-from hangar.engine.mcp import remote, status
+from hangar.engine.mcp import status
+from hangar.engine.mcp.errors import McpError
 from hangar.engine.mcp.servers import session_servers
 from hangar.engine.mcp.tools import remote_client
 from hangar.projects.models import Project
@@ -63,7 +64,7 @@ def mcp_server_connect(*, actor: Actor, project: Project, name: str) -> bool:
         return False
     try:
         remote_client(project, name, server).list_tools()
-    except remote.McpError as exc:
+    except McpError as exc:
         status.record(project, {name: {"status": "failed", "error": str(exc)}})
         return False
     status.record(project, {name: {"status": "connected"}})

@@ -22,7 +22,8 @@ from pydantic import BaseModel, ConfigDict
 from hangar import mcp_config
 from hangar.conversations import services as store
 from hangar.conversations.models import Session
-from hangar.engine.mcp import remote, status
+from hangar.engine.mcp import status
+from hangar.engine.mcp.errors import McpError
 from hangar.engine.mcp.local import LocalServer
 from hangar.engine.mcp.servers import session_servers
 from hangar.engine.tools.base import ToolContext, ToolError, ToolResult
@@ -85,10 +86,16 @@ class RemoteServer:
     headers: dict[str, str] = field(repr=False)  # secrets filled in: never printed, stored or sent elsewhere
     timeout_s: float
 
+    # The mcp SDK's client is imported on first use: a worker whose orgs use no remote server does not
+    # carry it (its RSS is 20 MB higher with it).
     def list_tools(self) -> list[dict[str, Any]]:
+        from hangar.engine.mcp import remote
+
         return remote.list_tools(self.url, self.headers, min(self.timeout_s, LIST_TIMEOUT_S))
 
     def call_tool(self, tool: str, arguments: dict[str, Any], abort: threading.Event) -> dict[str, Any]:
+        from hangar.engine.mcp import remote
+
         return remote.call_tool(self.url, self.headers, self.timeout_s, tool, arguments, abort)
 
 
@@ -110,7 +117,7 @@ class McpTool:
         started = time.monotonic()
         try:
             result = self.server.call_tool(self.remote_name, arguments, ctx.abort)
-        except remote.McpError as exc:
+        except McpError as exc:
             self._audit(started, 0, ok=False)
             raise ToolError(f"MCP server {self.server.name}: {exc}") from None
         output = render(result)
@@ -220,7 +227,7 @@ class McpCatalog:
                 continue
             try:
                 listed = client.list_tools()
-            except remote.McpError as exc:
+            except McpError as exc:
                 statuses[name] = {"status": "failed", "error": str(exc)}
                 continue
             statuses[name] = {"status": "connected"}
