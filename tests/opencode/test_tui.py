@@ -14,12 +14,10 @@ import uuid
 import pytest
 from rest_framework.test import APIClient
 
-from hangar.accounts.services import org_mcp_policy_set
 from hangar.conversations.models import Session
 from hangar.engine.workspace.sandboxes import manager
-from hangar.projects.services import env_var_set
 from tests.engine.conftest import wait_for
-from tests.engine.test_mcp_tools import TOKEN, McpServer
+from tests.engine.test_mcp_tools import McpServer, configure
 from tests.opencode.conftest import base_url
 from tests.opencode.live import OPENCODE_BIN, call, opencode_env
 
@@ -175,24 +173,10 @@ def test_the_tui_lists_the_projects_mcp_servers_with_their_status(alice, daphne,
     scripted_project(alice, [[{"text": "unused"}]])
     server = McpServer()
     try:
-        org_mcp_policy_set(actor=alice.actor, org=alice.org, policy={"remote": ["http://127.0.0.1:*"]})
-        env_var_set(
-            actor=alice.actor,
-            project=alice.project,
-            name="TOOLS_TOKEN",
-            value=TOKEN,
-            scope={"mcp": ["tools"]},
-        )
-        config = {
-            "type": "remote",
-            "url": server.url,
-            "headers": {"Authorization": "Bearer {env:TOOLS_TOKEN}"},
-        }
+        configure(alice, server)
         client = APIClient()
         basic = base64.b64encode(f"opencode:{alice.token}".encode()).decode()
         client.credentials(HTTP_AUTHORIZATION=f"Basic {basic}")
-        added = client.post(f"{base_url(alice)}/mcp", {"name": "tools", "config": config}, format="json")
-        assert added.status_code == 200, added.content
         assert client.post(f"{base_url(alice)}/mcp/tools/connect").json() is True
 
         tui = Tui(f"{daphne.url}/oc/{alice.project.pk}", alice.token, tmp_path)
