@@ -4,13 +4,18 @@
 
 - remote: a Streamable HTTP server of our own (tests/engine/mcp_server.py, the official SDK) on
   127.0.0.1, called through RemoteServer, which opens, initialises and closes an MCP session per call;
+  against it, the same server called directly: one SDK session held open, one call after another;
 - local: the standard-library stdio server (tests/engine/stdio_mcp_server.py) run in a real sandbox by
-  its agent, called through LocalServer; the first call (the server's start and handshake) apart.
+  its agent, called through LocalServer, the first call (the server's start and handshake) apart; against
+  it, the same server run on the host and spoken to directly over its pipes.
 
 Each figure is the call's wall time on the host, p50/p90 over --calls calls of a trivial tool."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -35,15 +40,67 @@ def timed(call) -> float:
     return (time.perf_counter() - started) * 1000
 
 
-def remote_calls() -> list[float]:
+def remote_calls() -> tuple[list[float], list[float]]:
     server = McpServer()
     try:
         client = RemoteServer("tools", server.url, {"Authorization": f"Bearer {TOKEN}"}, 30.0)
         client.list_tools()  # imports and first connection, not counted
         abort = threading.Event()
-        return [timed(lambda: client.call_tool("add", {"a": 1, "b": 2}, abort)) for _ in range(args.calls)]
+        calls = [timed(lambda: client.call_tool("add", {"a": 1, "b": 2}, abort)) for _ in range(args.calls)]
+        return calls, remote_direct(server.url)
     finally:
         server.stop()
+
+
+def remote_direct(url: str) -> list[float]:
+    """The same server through the SDK with one session held open (what a client that keeps it pays)."""
+    import anyio
+    import httpx2
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def run() -> list[float]:
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        async with (
+            httpx2.AsyncClient(headers=headers, trust_env=False) as http,
+            streamable_http_client(url, http_client=http) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            samples = []
+            for _ in range(args.calls):
+                started = time.perf_counter()
+                await session.call_tool("add", {"a": 1, "b": 2})
+                samples.append((time.perf_counter() - started) * 1000)
+            return samples
+
+    return anyio.run(run)
+
+
+def local_direct() -> list[float]:
+    """The stdio server on the host, spoken to over its pipes: the protocol's own cost."""
+    server = subprocess.Popen(
+        [sys.executable, str(ROOT / "tests/engine/stdio_mcp_server.py")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert server.stdin is not None and server.stdout is not None
+
+    def request(rid: int, method: str, params: dict) -> None:
+        server.stdin.write(
+            json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}) + "\n"
+        )
+        server.stdin.flush()
+        server.stdout.readline()
+
+    try:
+        request(0, "initialize", {})
+        call = {"name": "whoami", "arguments": {}}
+        return [timed(lambda i=i: request(i + 1, "tools/call", call)) for i in range(args.calls)]
+    finally:
+        server.kill()
+        server.wait()
 
 
 def local_calls() -> tuple[float, list[float]]:
@@ -62,16 +119,21 @@ def local_calls() -> tuple[float, list[float]]:
 
 
 def main() -> None:
-    remote = remote_calls()
-    log(f"remote: {summary(remote, 0.5, 0.9)}")
+    remote, remote_held = remote_calls()
+    log(f"remote: {summary(remote, 0.5, 0.9)}; directly, session held: {summary(remote_held, 0.5, 0.9)}")
     first, local = local_calls()
-    log(f"local: first {first:.0f} ms, then {summary(local, 0.5, 0.9)}")
+    direct = local_direct()
+    log(
+        f"local: first {first:.0f} ms, then {summary(local, 0.5, 0.9)}; directly: {summary(direct, 0.5, 0.9)}"
+    )
     emit(
         {
             "calls": args.calls,
             "remote_call_ms": summary(remote, 0.5, 0.9),
+            "remote_direct_held_session_ms": summary(remote_held, 0.5, 0.9),
             "local_first_call_ms": round(first, 1),
             "local_call_ms": summary(local, 0.5, 0.9),
+            "local_direct_ms": summary(direct, 0.5, 0.9),
         }
     )
 
