@@ -43,7 +43,7 @@ def timed(call) -> float:
 def remote_calls() -> tuple[list[float], list[float]]:
     server = McpServer()
     try:
-        client = RemoteServer("tools", server.url, {"Authorization": f"Bearer {TOKEN}"}, 30.0)
+        client = RemoteServer("tools", server.url, {"Authorization": f"Bearer {TOKEN}"}, 30.0, scope="bench")
         client.list_tools()  # imports and first connection, not counted
         abort = threading.Event()
         calls = [timed(lambda: client.call_tool("add", {"a": 1, "b": 2}, abort)) for _ in range(args.calls)]

@@ -3,19 +3,22 @@
 `Authorization: Bearer TOKEN` (a 401 otherwise), so a test can tell that the project's secret reached it.
 
 Tools: `add` (a result), `huge` (a result far over the output bound), `slow` (sleeps), `crash` (the
-process dies mid-call), `fail` (an isError result). Each call is appended to `PORT.calls` beside this
-file's working directory, with the Authorization header it came with (for the test to check)."""
+process dies mid-call), `fail` (an isError result). Each session a client opens (a POST with no
+`mcp-session-id`: its `initialize`) adds a line to `hangar-mcp-PORT.opens` in the temp directory, so a test
+can count the Streamable HTTP sessions a client opened."""
 
 from __future__ import annotations
 
 import os
 import sys
+import tempfile
 
 import anyio
 import uvicorn
 from mcp.server.mcpserver import MCPServer
 
 PORT, TOKEN = int(sys.argv[1]), sys.argv[2]
+OPENS = os.path.join(tempfile.gettempdir(), f"hangar-mcp-{PORT}.opens")
 server = MCPServer("hangar-test-tools")
 
 
@@ -62,6 +65,9 @@ async def guarded(scope, receive, send):
             )
             await send({"type": "http.response.body", "body": b"unauthorized"})
             return
+        if scope["method"] == "POST" and scope["path"] == "/mcp" and b"mcp-session-id" not in headers:
+            with open(OPENS, "a") as opens:
+                opens.write("open\n")
     await app(scope, receive, send)
 
 

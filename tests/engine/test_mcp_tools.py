@@ -11,6 +11,7 @@ import json
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -38,9 +39,10 @@ TOKEN = "mcp-secret-token-7f3a9c1e5b"
 
 
 class McpServer:
-    def __init__(self, token: str = TOKEN, transport: str = "streamable-http"):
+    def __init__(self, token: str = TOKEN, transport: str = "streamable-http", port: int = 0):
         with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a port just given up (a restart)
+            probe.bind(("127.0.0.1", port))
             self.port = probe.getsockname()[1]
         sse = transport == "sse"
         self.url = f"http://127.0.0.1:{self.port}/{'sse' if sse else 'mcp'}"
@@ -56,6 +58,11 @@ class McpServer:
             return httpx.post(self.url, timeout=1).status_code == 401  # no token: it answers, refusing
         except httpx.HTTPError:
             return False
+
+    def opens(self) -> int:
+        """Sessions clients opened on it (tests/engine/mcp_server.py counts them)."""
+        path = Path(tempfile.gettempdir()) / f"hangar-mcp-{self.port}.opens"
+        return len(path.read_text().splitlines()) if path.exists() else 0
 
     def stop(self) -> None:
         if self.proc.poll() is None:

@@ -4,7 +4,7 @@
   the org's allow-list (hangar.mcp_config), the disabled ones left out;
 - `remote.py` a remote server (Streamable HTTP, else SSE) called from the worker with the official `mcp`
   SDK, through the private/loopback/metadata guard, its headers' `{env:NAME}` filled from project secrets
-  here and nowhere else (never the sandbox);
+  here and nowhere else (never the sandbox); `held.py` keeps its sessions open between calls, per project;
 - `local.py` a local (stdio) server, run in the session's sandbox by the in-container agent
   (sandbox/agent/mcpservers.py), reached through `Sandbox.mcp_request`;
 - `services.py` what OpenCode's `/mcp` routes do (status, add, connect, disconnect);

@@ -1,7 +1,7 @@
 """A remote MCP server, called from the worker with the official `mcp` SDK: Streamable HTTP first, SSE when
-the server does not speak it (OpenCode's order). Each operation opens a session, initialises it, does one
-thing and closes: a worker thread carries many sessions, and holding connections open across steps would
-tie one to a thread. Calls run on an event loop of their own in the calling thread (`anyio.run`).
+the server does not speak it (OpenCode's order). Sessions are held open between calls, per project and
+server, on an event loop of this process's own (hangar.engine.mcp.held says who shares one and when it
+ends).
 
 The headers are the server's config with `{env:NAME}` filled in by the caller (hangar.engine.mcp.tools):
 they go only into this process's HTTP requests, never a sandbox, an event or a log line. Answers are plain
@@ -11,18 +11,18 @@ from __future__ import annotations
 
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-import anyio
 import httpx2
 import mcp_types as types
 from mcp.client.session import ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
-from hangar.engine.mcp import guard
+from hangar.engine.mcp import guard, held
 from hangar.engine.mcp.errors import McpError
 
 T = TypeVar("T")
@@ -85,43 +85,6 @@ def _check_host(url: str) -> str:
     return parts.hostname or ""
 
 
-async def _either_transport(
-    url: str, headers: dict[str, str], timeout: float, work: Callable[[ClientSession], Awaitable[T]]
-) -> T:
-    try:
-        async with _session(url, headers, timeout, sse=False) as session:
-            return await work(session)
-    except Exception as first:  # not Streamable HTTP: try SSE, else report the first error
-        try:
-            async with _session(url, headers, timeout, sse=True) as session:
-                return await work(session)
-        except Exception:
-            raise first from None
-
-
-async def _within(coro: Callable[[], Awaitable[T]], limit: float, abort: threading.Event | None) -> T:
-    """`coro()` within `limit` seconds, cancelled once `abort` is set (checked every 0.1 s)."""
-    result: list[T] = []
-    async with anyio.create_task_group() as group:
-
-        async def watch() -> None:
-            while abort is not None and not abort.is_set():
-                await anyio.sleep(0.1)
-            group.cancel_scope.cancel()
-
-        async def go() -> None:
-            with anyio.fail_after(limit):
-                result.append(await coro())
-            group.cancel_scope.cancel()
-
-        if abort is not None:
-            group.start_soon(watch)
-        group.start_soon(go)
-    if not result:
-        raise McpError("aborted")
-    return result[0]
-
-
 def _leaf(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
@@ -129,22 +92,25 @@ def _leaf(exc: BaseException) -> BaseException:
 
 
 def _run(
-    url: str,
-    headers: dict[str, str],
-    timeout: float,
+    server: Server,
     work: Callable[[ClientSession], Awaitable[T]],
     abort: threading.Event | None,
+    limit: float,
 ) -> T:
-    """`work` on a fresh session to `url`, within `timeout` seconds, given up when `abort` is set."""
-    host = _check_host(url)
+    """`work` on the server's held session (opened if need be), within `limit` seconds, given up when
+    `abort` is set."""
+    host = _check_host(server.url)
+    key = held.session_key(server.scope, server.name, server.url, server.headers, server.timeout)
+
+    def opener(sse: bool) -> AbstractAsyncContextManager[ClientSession]:
+        return _session(server.url, server.headers, server.timeout, sse)
+
     try:
-        return anyio.run(
-            _within, lambda: _either_transport(url, headers, timeout, work), timeout + CONNECT_S, abort
-        )
+        return held.SESSIONS.run(key, opener, work, limit + CONNECT_S, abort)
     except McpError:
         raise
     except TimeoutError:
-        raise McpError(f"the MCP server did not answer within {timeout:g} s") from None
+        raise McpError(f"the MCP server did not answer within {limit:g} s") from None
     except Exception as exc:  # an ExceptionGroup from a task group: its first leaf says what failed
         leaf = _leaf(exc)
         if isinstance(leaf, McpError):
@@ -161,7 +127,19 @@ def _describe(exc: BaseException, host: str) -> str:
     return f"{type(exc).__name__}: {message}"
 
 
-def list_tools(url: str, headers: dict[str, str], timeout: float) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class Server:
+    """Where a call goes: `scope` (the project) and `name` bound who shares its session with it; `timeout`
+    is the server's own (its session's read timeout, and a call's unless it asks for less)."""
+
+    scope: str
+    name: str
+    url: str
+    headers: dict[str, str] = field(repr=False)  # secrets filled in: never printed
+    timeout: float
+
+
+def list_tools(server: Server, limit: float | None = None) -> list[dict[str, Any]]:
     """The server's tools as `{name, description, inputSchema}` (every page)."""
 
     async def work(session: ClientSession) -> list[dict[str, Any]]:
@@ -176,21 +154,14 @@ def list_tools(url: str, headers: dict[str, str], timeout: float) -> list[dict[s
                 break
         return tools
 
-    return _run(url, headers, timeout, work, None)
+    return _run(server, work, None, min(limit or server.timeout, server.timeout))
 
 
-def call_tool(
-    url: str,
-    headers: dict[str, str],
-    timeout: float,
-    tool: str,
-    arguments: dict[str, Any],
-    abort: threading.Event,
-) -> dict[str, Any]:
+def call_tool(server: Server, tool: str, arguments: dict[str, Any], abort: threading.Event) -> dict[str, Any]:
     """One tool call's result as the wire's `CallToolResult` (`content`, `isError`, ...)."""
 
     async def work(session: ClientSession) -> dict[str, Any]:
         result = await session.call_tool(tool, arguments)
         return result.model_dump(mode="json", by_alias=True, exclude_none=True)
 
-    return _run(url, headers, timeout, work, abort)
+    return _run(server, work, abort, server.timeout)

@@ -85,18 +85,21 @@ class RemoteServer:
     url: str
     headers: dict[str, str] = field(repr=False)  # secrets filled in: never printed, stored or sent elsewhere
     timeout_s: float
+    scope: str  # the project: its calls share a held session, no one else's do (hangar.engine.mcp.held)
 
     # The mcp SDK's client is imported on first use: a worker whose orgs use no remote server does not
     # carry it (its RSS is 20 MB higher with it).
     def list_tools(self) -> list[dict[str, Any]]:
         from hangar.engine.mcp import remote
 
-        return remote.list_tools(self.url, self.headers, min(self.timeout_s, LIST_TIMEOUT_S))
+        server = remote.Server(self.scope, self.name, self.url, self.headers, self.timeout_s)
+        return remote.list_tools(server, LIST_TIMEOUT_S)
 
     def call_tool(self, tool: str, arguments: dict[str, Any], abort: threading.Event) -> dict[str, Any]:
         from hangar.engine.mcp import remote
 
-        return remote.call_tool(self.url, self.headers, self.timeout_s, tool, arguments, abort)
+        server = remote.Server(self.scope, self.name, self.url, self.headers, self.timeout_s)
+        return remote.call_tool(server, tool, arguments, abort)
 
 
 @dataclass(eq=False)
@@ -151,6 +154,7 @@ def remote_client(
         url=server["url"],
         headers=mcp_config.fill_headers(headers, env),
         timeout_s=timeout / 1000 if timeout else CALL_TIMEOUT_S,
+        scope=str(project.pk),
     )
 
 
