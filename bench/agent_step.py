@@ -253,9 +253,9 @@ class Hangar:
 
     def started_warm(self, session_id: str) -> bool:
         """The session's sandbox was claimed from the warm pool (the host registry's record says so)."""
-        from sandbox import volumes
+        from sandbox import registry, volumes
 
-        record = volumes.lookup(volumes.session_key(session_id)) or {}
+        record = registry.lookup(volumes.session_key(session_id)) or {}
         return bool(record.get("pooled"))
 
     def drain_pool(self) -> None:

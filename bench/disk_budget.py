@@ -30,7 +30,7 @@ root = Path(tempfile.mkdtemp(prefix="hangar-bench-budget-"))
 os.environ["HANGAR_SANDBOX_ROOT"] = str(root)
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sandbox import budget, volumes  # noqa: E402  (after HANGAR_SANDBOX_ROOT)
+from sandbox import budget, registry, volumes  # noqa: E402  (after HANGAR_SANDBOX_ROOT)
 
 
 def populate() -> None:
@@ -42,7 +42,7 @@ def populate() -> None:
         with open(images / f"{volume}.img", "wb") as fh:
             fh.write(block)
             fh.truncate(2048 * 1024 * 1024)  # a 2 GB quota, sparse
-        volumes.register(f"ses{i:05d}", {"org_id": str(i % args.orgs), "volume": volume})
+        registry.register(f"ses{i:05d}", {"org_id": str(i % args.orgs), "volume": volume})
     mirrors = root / "mirrors"
     for org in range(args.orgs):
         mirror = mirrors / f"m{org}.git"
@@ -56,14 +56,14 @@ def main() -> None:
     limits = budget.Limits(org_mb=10**9, owner_mb=10**9)
     groups = [[str(o) for o in range(args.owned)]]
     opened = 0
-    original = volumes.lookup
+    original = registry.lookup
 
     def counting(key: str):
         nonlocal opened
         opened += 1
         return original(key)
 
-    volumes.lookup = counting
+    registry.lookup = counting
     samples = []
     for _ in range(args.repeats):
         start = time.perf_counter()

@@ -25,7 +25,7 @@ from pathlib import Path
 import docker
 from common import ROOT, arguments, emit, percentile
 
-from sandbox import volumes
+from sandbox import registry, volumes
 from sandbox.image import base_tag, ensure_image
 from sandbox.manager import DockerSandboxes
 from sandbox.pool import WarmPool
@@ -250,7 +250,7 @@ def first_contact_section(
         for variant in ("before", "hint") if i % 2 else ("hint", "before"):
             fresh = DockerSandboxes(client, image=manager.image)
             if variant == "before":
-                volumes._hint_path(key).unlink(missing_ok=True)
+                registry._hint_path(key).unlink(missing_ok=True)
                 fresh.api.trust_env = True
             t = time.process_time()
             fresh.get_or_create(sp)

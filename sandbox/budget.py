@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import overload
 
-from sandbox import repo_disk, volumes
+from sandbox import registry, repo_disk, volumes
 from sandbox.protocol import QuotaExceeded
 
 MB = 1024 * 1024
@@ -109,7 +109,7 @@ class OrgTally:
     @classmethod
     def now(cls) -> OrgTally:
         written: dict[str, float] = {}
-        for org, volume in volumes.org_volumes():
+        for org, volume in registry.org_volumes():
             written[org] = written.get(org, 0.0) + volume_written_mb(volume)
         repos = {org: used / MB for org, used in repo_disk.bytes_by_org().items() if org}
         return cls(written, repos)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import docker
 
-from sandbox import containers, volumes
+from sandbox import containers, registry, volumes
 
 
 @dataclass(frozen=True)
@@ -27,8 +27,8 @@ class Live:
 def is_live(session_id: str) -> bool:
     """Cheap (no Docker call): the session's container, as last recorded, still runs. False when unsure
     (never recorded, or resumed since without a new record): the caller then takes a census."""
-    hint = volumes.container_hint(volumes.session_key(session_id))
-    return hint is not None and volumes.process_start(hint[1], hint[0]) == hint[2]
+    hint = registry.container_hint(volumes.session_key(session_id))
+    return hint is not None and registry.process_start(hint[1], hint[0]) == hint[2]
 
 
 def live_of_org(api: docker.APIClient, org_id: str) -> list[Live]:
@@ -44,7 +44,7 @@ def live_of_orgs(api: docker.APIClient, org_ids: set[str]) -> list[Live]:
         name = c["Names"][0].lstrip("/")
         if not name.startswith(containers.SESSION_PREFIX):
             continue
-        record = volumes.lookup(name[len(containers.SESSION_PREFIX) :])
+        record = registry.lookup(name[len(containers.SESSION_PREFIX) :])
         if record and record.get("org_id") in org_ids:
             out.append(Live(record["session_id"], record.get("last_active", 0.0), record["org_id"]))
     return sorted(out, key=lambda live: live.last_active)

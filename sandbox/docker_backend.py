@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from sandbox import volumes
+from sandbox import registry, volumes
 from sandbox.connection import AgentConnection
 from sandbox.protocol import (
     WORKSPACE,
@@ -54,7 +54,7 @@ class DockerSandbox:
         self._reconnect_lock = threading.Lock()
         self._touched = 0.0
         self._key = volumes.session_key(spec.session_id)
-        self._paused_marker = str(volumes.paused_path(self._key))  # one stat per call: no Path built
+        self._paused_marker = str(registry.paused_path(self._key))  # one stat per call: no Path built
 
     # --- plumbing ---------------------------------------------------------------------------
 
@@ -74,7 +74,7 @@ class DockerSandbox:
             return self._conn
 
     def _call(self, op: str, args: dict[str, Any] | None = None, **kwargs: Any) -> Any:
-        paused = volumes.paused_reason(self._key) if os.path.exists(self._paused_marker) else None
+        paused = registry.paused_reason(self._key) if os.path.exists(self._paused_marker) else None
         if paused is not None:  # frozen by sandbox.watermark: say why at once rather than wait on it
             raise SandboxPaused(
                 f"sandbox paused: {paused}. Its files are kept; it runs again once the disk has room."
@@ -82,7 +82,7 @@ class DockerSandbox:
         now = time.monotonic()
         if now - self._touched > TOUCH_EVERY_S:
             self._touched = now
-            volumes.touch(self._key)
+            registry.touch(self._key)
         kwargs.setdefault("timeout", CALL_TIMEOUT_S)
         return self.connection.call(op, args, **kwargs)
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import docker
 import docker.errors
 
-from sandbox import containers, egress, volumes
+from sandbox import containers, egress, registry, volumes
 from sandbox.protocol import SandboxSpec
 
 if TYPE_CHECKING:
@@ -40,15 +40,15 @@ def _same(a: SandboxSpec, b: SandboxSpec) -> bool:
 def _save_record(spec: SandboxSpec) -> None:
     """The registry keeps the spec other processes reconnect with (a web terminal, the reaper)."""
     key = volumes.session_key(spec.session_id)
-    record = volumes.lookup(key)
+    record = registry.lookup(key)
     if record is not None:
         record.pop("last_active", None)
-        volumes.rewrite(key, record | {"spec": dataclasses.asdict(spec)})
+        registry.rewrite(key, record | {"spec": dataclasses.asdict(spec)})
 
 
 def applied_spec(session_id: str) -> SandboxSpec | None:
     """The spec the session's container was last created with or brought to (the registry's record)."""
-    record = volumes.lookup(volumes.session_key(session_id))
+    record = registry.lookup(volumes.session_key(session_id))
     if not record or not record.get("spec"):
         return None
     fields = {f.name for f in dataclasses.fields(SandboxSpec)}

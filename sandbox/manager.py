@@ -16,7 +16,7 @@ from typing import Any, Protocol
 import docker
 import docker.errors
 
-from sandbox import budget, containers, egress, gitops, volumes
+from sandbox import budget, containers, egress, gitops, registry, volumes
 from sandbox.connection import AgentConnection
 from sandbox.docker_backend import DockerSandbox
 from sandbox.image import ensure_image
@@ -82,7 +82,7 @@ class DockerSandboxes:
             return cached
         for _ in range(3):
             box = None
-            if self.pool is not None and volumes.lookup(volumes.session_key(spec.session_id)) is None:
+            if self.pool is not None and registry.lookup(volumes.session_key(spec.session_id)) is None:
                 # A new session: claim first, without looking for its container (one inspect fewer).
                 # Safe: renaming a pooled container onto the session's name fails if the session has a
                 # container after all (another process binding it); we then connect to that one.
@@ -125,7 +125,7 @@ class DockerSandboxes:
         except docker.errors.NotFound:
             pass
         egress.stop(self.api, key)
-        record = volumes.lookup(key)
+        record = registry.lookup(key)
         if record and record.get("volume"):
             volumes.compact(record["volume"])
             volumes.unmount(record["volume"])
@@ -133,13 +133,13 @@ class DockerSandboxes:
     def _unpause(self, session_id: str) -> None:
         """A sandbox paused at the disk's watermark (sandbox.watermark) is let go before it is stopped."""
         key = volumes.session_key(session_id)
-        if volumes.paused_reason(key) is None:
+        if registry.paused_reason(key) is None:
             return
         try:
             self.api.unpause(containers.session_container_name(session_id))
         except docker.errors.APIError:
             pass  # not paused (any more), or gone
-        volumes.clear_paused(key)
+        registry.clear_paused(key)
 
     def resume(self, session_id: str) -> DockerSandbox:
         return self.connect(session_id)
@@ -154,7 +154,7 @@ class DockerSandboxes:
         self._forget(session_id)
         self._unpause(session_id)
         key = volumes.session_key(session_id)
-        record = volumes.lookup(key)
+        record = registry.lookup(key)
         name = containers.session_container_name(session_id)
         volume_id = record.get("volume") if record else None
         try:
@@ -171,7 +171,7 @@ class DockerSandboxes:
         if volume_id:
             volumes.destroy_volume(volume_id)
         gitops.remove_session(session_id)
-        volumes.unregister(key)
+        registry.unregister(key)
 
     def is_running(self, session_id: str) -> bool:
         try:
@@ -203,10 +203,10 @@ class DockerSandboxes:
 
     def _connect_existing(self, session_id: str, spec: SandboxSpec | None) -> DockerSandbox | None:
         key = volumes.session_key(session_id)
-        record = volumes.lookup(key)
+        record = registry.lookup(key)
         name = containers.session_container_name(session_id)
-        hint = volumes.container_hint(key) if record is not None else None
-        if record is not None and hint is not None and volumes.process_start(hint[1], hint[0]) == hint[2]:
+        hint = registry.container_hint(key) if record is not None else None
+        if record is not None and hint is not None and registry.process_start(hint[1], hint[0]) == hint[2]:
             box = self._attach_running(record, spec, session_id, name, hint[0])
             if box is not None:
                 return box
@@ -220,7 +220,7 @@ class DockerSandboxes:
             deadline = time.monotonic() + 5
             while record is None and time.monotonic() < deadline:
                 time.sleep(0.02)
-                record = volumes.lookup(key)
+                record = registry.lookup(key)
             if record is None:
                 raise SandboxUnavailable(f"sandbox {name} exists but is not registered")
         spec = self._spec_from_record(session_id, record) if spec is None else spec
@@ -235,7 +235,7 @@ class DockerSandboxes:
         elif not info["State"]["Running"]:
             self.api.start(name)
         elif hint is None or hint[0] != info["Id"] or hint[1] != info["State"]["Pid"]:
-            volumes.note_container(key, info["Id"], info["State"]["Pid"])  # for the next first contact
+            registry.note_container(key, info["Id"], info["State"]["Pid"])  # for the next first contact
         return self._attach(spec, name, info["Id"])
 
     def _attach_running(
@@ -292,7 +292,7 @@ class DockerSandboxes:
         with budget.reserving():  # checked and reserved (the image file) under one host-wide lock
             budget.check(spec.disk_mb, org_id=spec.org_id, limits=self.budget_limits, groups=spec.disk_groups)
             volumes.create_volume(volume_id, spec.disk_mb)
-        if not volumes.register(key, self._record(spec, volume_id)):
+        if not registry.register(key, self._record(spec, volume_id)):
             volumes.destroy_volume(volume_id)  # lost the race: the winner's sandbox will appear
             return None
         if spec.network == "allowlist":
@@ -310,7 +310,7 @@ class DockerSandboxes:
         # One inspect here, where creating the container already took a few hundred milliseconds.
         pid = self.api.inspect_container(container_id)["State"]["Pid"]
         if pid:
-            volumes.note_container(key, container_id, pid)
+            registry.note_container(key, container_id, pid)
         return self._attach(spec, name, container_id)
 
     def _attach(

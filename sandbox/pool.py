@@ -38,7 +38,7 @@ from pathlib import Path
 import docker
 import docker.errors
 
-from sandbox import budget, containers, pool_demand, volumes
+from sandbox import budget, containers, pool_demand, registry, volumes
 from sandbox.connection import AgentConnection
 from sandbox.docker_backend import DockerSandbox
 from sandbox.image import ensure_image
@@ -374,7 +374,9 @@ class WarmPool:
             self._wake.set()
             with self._warm_lock:
                 pid = self._pids.pop(container_id, 0)
-            volumes.note_container(key, container_id, pid)  # another process's first contact needs no inspect
+            registry.note_container(
+                key, container_id, pid
+            )  # another process's first contact needs no inspect
             return manager._attach(spec, name, container_id, conn)
         self._wake.set()
         return None
@@ -389,14 +391,14 @@ class WarmPool:
             "spec": dataclasses.asdict(spec),
             "pooled": True,
         }
-        if not volumes.register(key, record):
+        if not registry.register(key, record):
             # Registered by a racing cold create whose container lost the name to us: the
             # record names its volume; drop that orphan volume, keep ours.
-            stale = volumes.lookup(key) or {}
-            volumes.unregister(key)
+            stale = registry.lookup(key) or {}
+            registry.unregister(key)
             if stale.get("volume") and stale["volume"] != volume_id:
                 volumes.destroy_volume(stale["volume"])
-            volumes.register(key, record)
+            registry.register(key, record)
 
     def _sized_back(self, container_id: str, spec: SandboxSpec) -> bool:
         """Return a container sized for a claim that did not happen to the template's limits."""

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import docker.errors
 
-from sandbox import containers, egress, volumes
+from sandbox import containers, egress, registry, volumes
 from sandbox.connection import AgentConnection
 from sandbox.protocol import SandboxError
 
@@ -80,7 +80,7 @@ class Reaper:
     def _candidates(self) -> dict[str, str | None]:
         """session key -> container name (None: a record whose container is gone)."""
         found: dict[str, str | None] = (
-            {} if self.only_labels else {k: None for k in volumes.registered_keys()}
+            {} if self.only_labels else {k: None for k in registry.registered_keys()}
         )
         labels = [f"{containers.MANAGED}=1"] + [f"{k}={v}" for k, v in self.only_labels.items()]
         listed = self.manager.api.containers(all=True, filters={"label": labels})
@@ -94,7 +94,7 @@ class Reaper:
         report = ReapReport()
         now = time.time()
         for key, name in self._candidates().items():
-            record = volumes.lookup(key)
+            record = registry.lookup(key)
             if record is None:
                 continue  # unbound (mid-claim) or already destroyed by another reaper
             session_id = record["session_id"]
@@ -150,7 +150,7 @@ class Reaper:
 
     def _is_bound(self, key: str) -> bool:
         """A session key still has a sandbox (record or container): its egress stays."""
-        if volumes.lookup(key) is not None:
+        if registry.lookup(key) is not None:
             return True
         try:
             self.manager.api.inspect_container(containers.SESSION_PREFIX + key)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import docker.errors
 
-from sandbox import budget, containers, volumes
+from sandbox import budget, containers, registry, volumes
 
 if TYPE_CHECKING:
     from sandbox.manager import DockerSandboxes
@@ -47,8 +47,8 @@ class _Live:
 def _live() -> list[_Live]:
     """Workspaces whose volume is mounted (a hibernated one is not, and writes nothing)."""
     out = []
-    for key in volumes.registered_keys():
-        record = volumes.lookup(key)
+    for key in registry.registered_keys():
+        record = registry.lookup(key)
         if (
             not record
             or not record.get("volume")
@@ -83,12 +83,12 @@ def _save_state(state: dict[str, float]) -> None:
 
 def pause(manager: DockerSandboxes, live: _Live, scope: str, reason: str) -> bool:
     """Mark, then freeze: a call made meanwhile fails with the reason rather than waiting on the agent."""
-    volumes.mark_paused(live.key, scope, reason)
+    registry.mark_paused(live.key, scope, reason)
     try:
         manager.api.pause(containers.session_container_name(live.session_id))
         return True
     except docker.errors.APIError:  # gone or not running (hibernated meanwhile): nothing writes
-        volumes.clear_paused(live.key)
+        registry.clear_paused(live.key)
         return False
 
 
@@ -97,7 +97,7 @@ def resume(manager: DockerSandboxes, key: str, session_id: str) -> None:
         manager.api.unpause(containers.session_container_name(session_id))
     except docker.errors.APIError:
         pass  # not paused (any more), or gone
-    volumes.clear_paused(key)
+    registry.clear_paused(key)
 
 
 def sweep(manager: DockerSandboxes, limits: budget.Limits | None = None) -> WatermarkReport:
@@ -114,7 +114,7 @@ def sweep(manager: DockerSandboxes, limits: budget.Limits | None = None) -> Wate
         reason = budget.org_pressure(org, limits, tally)
         if reason:
             report.pressure[f"org:{org}"] = reason
-    paused = {w.key: volumes.paused_scope(w.key) for w in live}
+    paused = {w.key: registry.paused_scope(w.key) for w in live}
     for w in live:  # the line behind which a sandbox was paused is no longer crossed: let it write again
         scope = paused[w.key]
         if scope and scope not in report.pressure:

@@ -9,7 +9,7 @@ import shutil
 import uuid
 from pathlib import Path
 
-from sandbox import repo_disk, volumes
+from sandbox import registry, repo_disk, volumes
 from sandbox.gitops.host_files import ALTERNATES, SESSION_CONFIG, _host_dir, _write_host_files
 from sandbox.gitops.layers import (
     _build_layer,
@@ -31,7 +31,7 @@ def session_gitdir(session_id: str) -> Path:
 
 def workspace_dir(session_id: str) -> Path:
     """The session volume's workspace on the host (mounted if it was not)."""
-    record = volumes.lookup(volumes.session_key(session_id))
+    record = registry.lookup(volumes.session_key(session_id))
     if record is None:
         raise GitError(f"session {session_id} has no sandbox volume", kind="error")
     return volumes.ensure_mounted(record["volume"]) / "workspace"
@@ -45,7 +45,7 @@ def checkout(mirror: Path, session_id: str, sha: str, branch: str, cached: Path 
     commit's files exceed the session's disk quota; nothing is then changed.
     `cached`: a cached environment's layer of the same commit (sandbox.env_cache) to stand on instead,
     if it is still there. Returns the layer the workspace stands on."""
-    record = volumes.lookup(volumes.session_key(session_id))
+    record = registry.lookup(volumes.session_key(session_id))
     if record is None:
         raise GitError(f"session {session_id} has no sandbox volume", kind="error")
     volume_id = record["volume"]

@@ -9,7 +9,7 @@ from hangar.conversations.session_services import session_delete
 from hangar.engine.services import session_prompt
 from hangar.engine.tasks import reap_sandboxes
 from hangar.engine.workspace.sandboxes import manager
-from sandbox import volumes
+from sandbox import registry, volumes
 from tests.engine.conftest import text_prompt, tool_parts, wait_idle
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -24,7 +24,7 @@ def _url(persona, session, action):
 
 
 def _has_workspace(session) -> bool:
-    return volumes.lookup(volumes.session_key(session.pk)) is not None
+    return registry.lookup(volumes.session_key(session.pk)) is not None
 
 
 def test_archiving_hibernates_the_sandbox_and_unarchiving_brings_the_files_back(

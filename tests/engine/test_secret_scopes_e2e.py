@@ -12,7 +12,7 @@ from hangar.conversations.models import Event, Part
 from hangar.engine.services import session_prompt
 from hangar.projects.services import env_var_set
 from hangar.repos.models import SessionWorkspace
-from sandbox import containers, volumes
+from sandbox import containers, registry, volumes
 from tests.engine.conftest import text_prompt, tool_parts, wait_idle
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
@@ -89,7 +89,7 @@ def test_a_scoped_secret_reaches_only_its_processes_and_every_way_out_is_masked(
     name = containers.session_container_name(session.pk)
     container = docker.from_env().containers.get(name)
     assert not any(VALUE in e for e in container.attrs["Config"]["Env"] or [])
-    record = volumes.lookup(volumes.session_key(session.pk))
+    record = registry.lookup(volumes.session_key(session.pk))
     state = volumes.ensure_mounted(record["volume"]) / "state"
     for path in state.rglob("*.json"):
         assert VALUE not in path.read_text(errors="replace"), path

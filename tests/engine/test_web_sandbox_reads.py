@@ -12,7 +12,7 @@ from hangar.conversations.models import Session
 from hangar.engine.workspace import web_sandbox, workspace_files
 from hangar.engine.workspace.sandboxes import manager, sandbox_for
 from hangar.engine.workspace.web_sandbox import Slot
-from sandbox import volumes
+from sandbox import registry, volumes
 from tests.engine.conftest import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
@@ -39,7 +39,7 @@ def test_a_members_read_never_starts_a_sandbox_in_the_web_process(
     listing = api(bob).get(_url(alice, session, "files/"), {"path": ""})
     assert listing.status_code == 409, listing.content
     assert "starting" in listing.json()["error"]["message"]
-    assert volumes.lookup(volumes.session_key(session.pk)) is None  # nothing was created here
+    assert registry.lookup(volumes.session_key(session.pk)) is None  # nothing was created here
     assert api(bob).get(_url(alice, session, "archive/")).status_code == 409
 
     start_worker()  # the worker takes the start the read asked for (the repository queue)

@@ -5,7 +5,7 @@ import pytest
 
 from hangar.conversations.models import Session
 from hangar.engine.workspace import sandboxes
-from sandbox import volumes
+from sandbox import registry, volumes
 from tests.engine.conftest import REPO_QUEUE, wait_for
 
 pytestmark = pytest.mark.timeout(240)
@@ -22,7 +22,7 @@ def test_a_viewer_reading_the_workspace_never_starts_a_sandbox(api, alice, dave,
         refused = api(dave).get(url + path, query)
         assert refused.status_code == 409, (path, refused.content)
         assert "not running" in refused.json()["error"]["message"]
-    assert volumes.lookup(volumes.session_key(session.pk)) is None  # nothing was made for it
+    assert registry.lookup(volumes.session_key(session.pk)) is None  # nothing was made for it
     assert not sandboxes.manager().is_running(session.pk)
     # A member may have it started, by the repository worker (never in the web process): 409 meanwhile.
     starting = api(alice).get(url + "files/")

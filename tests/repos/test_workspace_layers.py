@@ -13,7 +13,7 @@ from hangar.engine.workspace import sandboxes
 from hangar.engine.workspace.prepare import WorkspaceError
 from hangar.engine.workspace.sandboxes import sandbox_for
 from hangar.repos.models import SessionWorkspace
-from sandbox import DockerSandboxes, WarmPool, gitops, volumes
+from sandbox import DockerSandboxes, WarmPool, gitops, registry, volumes
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -38,7 +38,7 @@ def test_sessions_on_one_commit_share_its_tree_and_never_see_each_others_writes(
     a, b = sandbox_for(first), sandbox_for(second)
     layer = _layer(first)
     assert layer == _layer(second) and sorted(p.name for p in (layer / "users").iterdir()) == sorted(
-        volumes.lookup(volumes.session_key(s.pk))["volume"] for s in (first, second)
+        registry.lookup(volumes.session_key(s.pk))["volume"] for s in (first, second)
     )
     edit = a.exec(
         "echo changed > README.md && rm src/app.py && mkdir -p new && echo n > new/f && mv src moved"
@@ -91,7 +91,7 @@ def test_a_warm_pool_sandbox_sees_its_overlay_and_hibernate_resume_keeps_the_cha
         assert box.exec("cat README.md").output.strip() == "# demo"  # claimed: the pool's container
         assert box.exec("echo mine > mine.txt").exit_code == 0
         pooled.hibernate(session.pk)
-        volume = volumes.lookup(volumes.session_key(session.pk))["volume"]
+        volume = registry.lookup(volumes.session_key(session.pk))["volume"]
         assert not os.path.ismount(volumes.mount_point(volume) / "workspace")
         box = sandbox_for(session)
         assert box.exec("cat mine.txt README.md").output.split() == ["mine", "#", "demo"]
@@ -121,7 +121,7 @@ def test_a_repository_larger_than_the_disk_quota_is_refused_and_nothing_is_writt
     assert "does not fit" in row.error["message"]
     sha = gitserver.head("public/huge.git", "main")
     assert not [p for p in gitops.layers_dir().iterdir() if sha in p.name and not p.name.endswith(".lock")]
-    volume = volumes.lookup(volumes.session_key(session.pk))["volume"]
+    volume = registry.lookup(volumes.session_key(session.pk))["volume"]
     workspace = volumes.mount_point(volume) / "workspace"
     assert not os.path.ismount(workspace) and os.listdir(workspace) == []
     assert not gitops.session_gitdir(session.pk).exists()

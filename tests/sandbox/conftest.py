@@ -13,7 +13,7 @@ import uuid
 import docker
 import pytest
 
-from sandbox import containers, volumes
+from sandbox import containers, registry, volumes
 from sandbox.image import ensure_image
 from sandbox.manager import DockerSandboxes
 from sandbox.protocol import SandboxSpec
@@ -55,12 +55,12 @@ def _remove_leftovers(client: docker.DockerClient) -> None:
             client.api.remove_network(net["Id"])
         except docker.errors.APIError:
             pass
-    for key in volumes.registered_keys():
+    for key in registry.registered_keys():
         if key.startswith(f"t{RUN_ID}"):
-            record = volumes.lookup(key)
+            record = registry.lookup(key)
             if record:
                 volumes.destroy_volume(record["volume"])
-            volumes.unregister(key)
+            registry.unregister(key)
 
 
 @pytest.fixture(scope="session")

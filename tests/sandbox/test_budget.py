@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from sandbox import budget, repo_disk, volumes, watermark
+from sandbox import budget, registry, repo_disk, volumes, watermark
 from sandbox.protocol import SandboxError, SandboxPaused, SandboxSpec
 from tests.sandbox.conftest import RUN_ID
 
@@ -33,11 +33,11 @@ def _image_mb(volume_id: str) -> float:
 
 
 def _volume(sid: str) -> str:
-    return volumes.lookup(volumes.session_key(sid))["volume"]
+    return registry.lookup(volumes.session_key(sid))["volume"]
 
 
 def _nothing_left(sandboxes, sid: str) -> None:
-    assert volumes.lookup(volumes.session_key(sid)) is None
+    assert registry.lookup(volumes.session_key(sid)) is None
     assert not sandboxes.is_running(sid)
 
 
@@ -152,7 +152,7 @@ def test_two_hundred_hibernated_sessions_of_2_gb_quota_fit_where_36_did(sandboxe
             with budget.reserving():
                 budget.check(2048, org_id=org)
                 volumes.create_volume(volume_id, 2048)
-            assert volumes.register(
+            assert registry.register(
                 volumes.session_key(sid), {"session_id": sid, "volume": volume_id, "org_id": org}
             )
             made.append(sid)
@@ -171,7 +171,7 @@ def test_hibernate_unmounts_the_workspace_and_frees_its_loop_device_resume_mount
     sid = new_session_id()
     box = sandboxes.get_or_create(SandboxSpec(session_id=sid, disk_mb=64, **LIMITS))
     box.write("keep.txt", "kept\n")
-    volume_id = volumes.lookup(volumes.session_key(sid))["volume"]
+    volume_id = registry.lookup(volumes.session_key(sid))["volume"]
     image = str(volumes.ROOT / "volumes" / f"{volume_id}.img")
     assert os.path.ismount(volumes.mount_point(volume_id))
     sandboxes.hibernate(sid)
@@ -209,13 +209,13 @@ def test_the_registrys_org_volumes_follow_every_rewrite_and_removal(monkeypatch,
     """The budgets' one pass over the registry caches each record by its file's identity: a record
     rewritten (another volume, another size) or removed is read again or dropped, never served stale."""
     monkeypatch.setattr(volumes, "ROOT", tmp_path)
-    volumes.register("ses-a", {"org_id": "7", "volume": "va"})
-    volumes.register("ses-b", {"org_id": "8", "volume": ""})  # no volume yet: counts for nothing
-    assert volumes.org_volumes() == [("7", "va")]
+    registry.register("ses-a", {"org_id": "7", "volume": "va"})
+    registry.register("ses-b", {"org_id": "8", "volume": ""})  # no volume yet: counts for nothing
+    assert registry.org_volumes() == [("7", "va")]
     for volume in ("vb", "vb2", "vc"):  # same key, rewritten whole each time (inodes may be reused)
-        volumes.rewrite("ses-a", {"org_id": "7", "volume": volume})
-        assert volumes.org_volumes() == [("7", volume)]
-    volumes.rewrite("ses-b", {"org_id": "8", "volume": "vd"})
-    assert sorted(volumes.org_volumes()) == [("7", "vc"), ("8", "vd")]
-    volumes.unregister("ses-a")
-    assert volumes.org_volumes() == [("8", "vd")]
+        registry.rewrite("ses-a", {"org_id": "7", "volume": volume})
+        assert registry.org_volumes() == [("7", volume)]
+    registry.rewrite("ses-b", {"org_id": "8", "volume": "vd"})
+    assert sorted(registry.org_volumes()) == [("7", "vc"), ("8", "vd")]
+    registry.unregister("ses-a")
+    assert registry.org_volumes() == [("8", "vd")]

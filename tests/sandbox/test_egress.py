@@ -14,7 +14,7 @@ import uuid
 import docker.errors
 import pytest
 
-from sandbox import egress, volumes
+from sandbox import egress, registry, volumes
 from sandbox.image.build import AGENT_DIR
 from sandbox.manager import DockerSandboxes
 from sandbox.pool import WarmPool
@@ -277,7 +277,7 @@ def test_a_malformed_entry_fails_before_anything_is_created(net_manager, docker_
         net_manager.get_or_create(
             SandboxSpec(session_id=sid, network="allowlist", allowlist=["pypi.org:99999"])
         )
-    assert volumes.lookup(volumes.session_key(sid)) is None
+    assert registry.lookup(volumes.session_key(sid)) is None
     assert _exists(docker_client.api, volumes.session_key(sid)) == (False, False)
 
 
@@ -331,7 +331,7 @@ def test_ip_entries_for_metadata_loopback_the_host_or_private_ranges_are_refused
     sid = new_session_id()
     with pytest.raises(SandboxError, match=r"allowlist\[1\]"):
         manager.get_or_create(SandboxSpec(session_id=sid, network="allowlist", allowlist=["pypi.org", entry]))
-    assert volumes.lookup(volumes.session_key(sid)) is None
+    assert registry.lookup(volumes.session_key(sid)) is None
     assert _exists(docker_client.api, volumes.session_key(sid)) == (False, False)
 
 

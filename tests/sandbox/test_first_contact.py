@@ -4,7 +4,7 @@ replaced, destroyed), the full path still finds, starts or recreates the contain
 
 import os
 
-from sandbox import volumes
+from sandbox import registry, volumes
 from sandbox.manager import DockerSandboxes
 from sandbox.protocol import SandboxSpec
 from tests.sandbox.conftest import TEST_LABEL
@@ -25,7 +25,7 @@ def test_a_running_sandbox_is_reached_with_one_attach_and_no_inspect(sandboxes, 
     assert first.get_or_create(spec).read("here.txt").content == "hi"
     assert dict(calls) == {"attach_socket": 1}
     first._forget(spec.session_id)
-    os.unlink(volumes._hint_path(volumes.session_key(spec.session_id)))  # a sandbox from before hints
+    os.unlink(registry._hint_path(volumes.session_key(spec.session_id)))  # a sandbox from before hints
     second, calls = fresh_process_manager(image)
     assert second.get_or_create(spec).read("here.txt").content == "hi"
     assert calls["inspect_container"] == 1  # no hint: the full path, which records one
@@ -56,7 +56,7 @@ def test_a_stale_hint_falls_back_to_starting_or_recreating_the_container(
     sandboxes._forget(spec.session_id)
     fresh_process_manager(image)[0].get_or_create(spec)._manager._forget(spec.session_id)  # records a hint
     key = volumes.session_key(spec.session_id)
-    assert volumes.container_hint(key) is not None
+    assert registry.container_hint(key) is not None
 
     sandboxes.hibernate(spec.session_id)  # stopped: dockerd would accept an attach and send nothing
     manager, calls = fresh_process_manager(image)
@@ -77,9 +77,9 @@ def test_destroy_removes_the_hint(sandboxes, image, new_session_id):
     sandboxes._forget(spec.session_id)
     fresh_process_manager(image)[0].get_or_create(spec)._manager._forget(spec.session_id)
     key = volumes.session_key(spec.session_id)
-    assert volumes.container_hint(key) is not None
+    assert registry.container_hint(key) is not None
     sandboxes.destroy(spec.session_id)
-    assert volumes.container_hint(key) is None and volumes.lookup(key) is None
+    assert registry.container_hint(key) is None and registry.lookup(key) is None
 
 
 def test_a_hint_naming_a_process_outside_the_container_is_not_trusted(sandboxes, image, new_session_id):
@@ -91,10 +91,10 @@ def test_a_hint_naming_a_process_outside_the_container_is_not_trusted(sandboxes,
     container_id = box._manager.api.inspect_container(box.container_name)["Id"]
     with open(f"/proc/{os.getpid()}/stat", "rb") as f:
         start = f.read().rsplit(b")", 1)[1].split()[19].decode()
-    volumes._hint_path(key).write_text(
+    registry._hint_path(key).write_text(
         f"{container_id} {os.getpid()} {start}"
     )  # alive, but not the container's
-    assert volumes.process_start(os.getpid(), container_id) is None
+    assert registry.process_start(os.getpid(), container_id) is None
     manager, calls = fresh_process_manager(image)
     assert manager.get_or_create(spec).exec("echo ok").output.strip() == "ok"
     assert calls["inspect_container"] == 1

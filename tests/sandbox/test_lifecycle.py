@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from sandbox import volumes
+from sandbox import registry, volumes
 from sandbox.manager import DockerSandboxes
 from sandbox.pool import WarmPool
 from sandbox.protocol import SandboxSpec, SandboxUnavailable
@@ -175,7 +175,7 @@ def test_reaper_hibernates_idle_destroys_dead_and_tolerates_concurrent_runs(sand
     key = volumes.session_key(alive_idle.session_id)
     past = time.time() - 3600
     os.utime(volumes.ROOT / "sessions" / f"{key}.json", (past, past))
-    dead_volume = volumes.lookup(volumes.session_key(dead.session_id))["volume"]
+    dead_volume = registry.lookup(volumes.session_key(dead.session_id))["volume"]
     ours = {alive_idle.session_id, dead.session_id, busy.session_id}
 
     def is_alive(session_id: str) -> bool:
@@ -191,8 +191,8 @@ def test_reaper_hibernates_idle_destroys_dead_and_tolerates_concurrent_runs(sand
     [t.join() for t in threads]
     assert all(not [e for e in r.errors if any(s in e for s in ours)] for r in reports)
     assert not sandboxes.is_running(alive_idle.session_id)
-    assert volumes.lookup(key) is not None  # hibernated, not destroyed
-    assert volumes.lookup(volumes.session_key(dead.session_id)) is None
+    assert registry.lookup(key) is not None  # hibernated, not destroyed
+    assert registry.lookup(volumes.session_key(dead.session_id)) is None
     assert dead_volume not in volumes.list_volumes()
     assert sandboxes.is_running(busy.session_id)
     assert alive_idle.read  # resumes on demand:

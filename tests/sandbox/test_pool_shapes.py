@@ -13,7 +13,7 @@ import docker
 import pytest
 
 from sandbox import pool as pool_module
-from sandbox import volumes
+from sandbox import registry, volumes
 from sandbox.manager import DockerSandboxes
 from sandbox.pool import WarmPool
 from sandbox.protocol import SandboxSpec
@@ -45,7 +45,7 @@ def make_pool(docker_client, image):
 
 
 def _pooled(session_id: str) -> bool:
-    record = volumes.lookup(volumes.session_key(session_id))
+    record = registry.lookup(volumes.session_key(session_id))
     assert record is not None
     return bool(record.get("pooled"))
 
@@ -78,7 +78,7 @@ def test_a_claim_with_other_memory_cpus_and_pids_is_warm_and_gets_its_own_limits
         "96",
     ]
     assert box.exec("echo $TEAM").output == "a\n"
-    assert volumes.lookup(volumes.session_key(sid))["spec"]["memory_mb"] == 384
+    assert registry.lookup(volumes.session_key(sid))["spec"]["memory_mb"] == 384
 
 
 def test_a_claim_with_another_disk_quota_is_warm_once_the_pool_has_seen_it_asked(make_pool, new_session_id):

@@ -42,7 +42,7 @@ from hangar.repos.models import (
     WorkspaceState,
 )
 from hangar.repos.selectors import operation_for_run, workspace_get
-from sandbox import gitops, volumes
+from sandbox import gitops, registry, volumes
 from sandbox.protocol import WORKSPACE
 
 if TYPE_CHECKING:
@@ -428,7 +428,7 @@ class _HoldingSlot:
 def _used_bytes(session_id: str) -> int:
     import os
 
-    record = volumes.lookup(volumes.session_key(session_id))
+    record = registry.lookup(volumes.session_key(session_id))
     if record is None:  # no volume yet (or reaped): the archive's sandbox starts from an empty one
         return 0
     stat = os.statvfs(volumes.ensure_mounted(record["volume"]))

@@ -34,7 +34,7 @@ from hangar.projects import crypto
 from hangar.projects.models import Project
 from hangar.repos import services as repos
 from hangar.repos.models import SessionWorkspace, WorkspaceState
-from sandbox import env_cache, gitops, volumes
+from sandbox import env_cache, gitops, registry, volumes
 from sandbox.protocol import WORKSPACE, Sandbox, SandboxError
 
 log = get_logger(__name__)
@@ -213,7 +213,7 @@ RESTORED = "Restored the cached environment of this commit and setup script (the
 
 
 def _volume_of(session: Session) -> str:
-    record = volumes.lookup(volumes.session_key(session.pk))
+    record = registry.lookup(volumes.session_key(session.pk))
     if record is None:
         raise WorkspaceError("The session has no sandbox volume.")
     return str(record["volume"])

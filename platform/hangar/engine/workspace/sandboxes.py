@@ -211,15 +211,15 @@ def hibernate_all() -> tuple[int, int]:
     """What deploy/up.sh does when it stops: every running sandbox of this host's sandbox root (its
     registry, HANGAR_SANDBOX_ROOT) hibernated, its workspace kept for the session's next run, and the
     warm pool's unclaimed containers removed. (hibernated, pooled removed)."""
-    from sandbox import WarmPool, containers, volumes
+    from sandbox import WarmPool, containers, registry
 
     sandboxes = _plain()
-    mine = set(volumes.registered_keys())
+    mine = set(registry.registered_keys())
     running = sandboxes.api.containers(filters={"name": containers.SESSION_PREFIX, "status": "running"})
     hibernated = 0
     for found in running:
         key = found["Names"][0].lstrip("/")[len(containers.SESSION_PREFIX) :]
-        record = volumes.lookup(key) if key in mine else None
+        record = registry.lookup(key) if key in mine else None
         if record:
             sandboxes.hibernate(record["session_id"])
             hibernated += 1
