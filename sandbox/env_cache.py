@@ -29,7 +29,7 @@ from typing import Any
 
 from sandbox import budget, gitops, repo_disk, volumes
 from sandbox.gitjail import jailed_paths
-from sandbox.gitops.layers import _layer_lock
+from sandbox.gitops.layers import layer_lock
 
 PREFIX = "env-"
 COPY_TIMEOUT_S = 900
@@ -64,7 +64,7 @@ def capture(
     """Keep the volume's workspace as the layer for `key` (a no-op if one is there). `base_layer`: the
     checkout layer the workspace stands on (its index is kept with the tree), None without a repository."""
     layer = layer_path(key)
-    with _layer_lock(layer):
+    with layer_lock(layer):
         if find(key) is not None:
             return layer
         # An upper bound before copying: what the volume holds plus the layer under it.
@@ -121,7 +121,7 @@ def _measure(tree: Path) -> tuple[int, int]:
 def attach(volume_id: str, key: str) -> Path | None:
     """Make the volume's workspace an overlay of the layer for `key`; None if there is none (pruned)."""
     layer = layer_path(key)
-    with _layer_lock(layer):
+    with layer_lock(layer):
         if find(key) is None:
             return None
         volumes.attach_lower(volume_id, layer)

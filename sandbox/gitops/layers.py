@@ -26,7 +26,9 @@ def layer_path(mirror: Path, sha: str) -> Path:
     return layers_dir() / f"{mirror.stem}-{sha}"
 
 
-class _layer_lock:
+class layer_lock:
+    """An exclusive flock on one layer (its creation, its users, its removal), across processes."""
+
     def __init__(self, layer: Path):
         layers_dir().mkdir(parents=True, exist_ok=True)
         os.chmod(layers_dir(), 0o755)
@@ -105,7 +107,8 @@ def _build_layer(mirror: Path, sha: str, layer: Path, size: tuple[int, int]) -> 
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _live_users(layer: Path) -> bool:
+def has_live_users(layer: Path) -> bool:
+    """Whether a volume that still exists stands on the layer (a user whose volume is gone does not count)."""
     users = layer / "users"
     return users.is_dir() and any(
         (volumes.ROOT / "volumes" / f"{u.name}.img").exists() for u in users.iterdir()
@@ -123,7 +126,7 @@ def prune_layers(keep: int | None = None, keep_bytes: int | None = None) -> list
     for layer in layers_dir().iterdir():
         if layer.name.startswith(".") or not layer.is_dir():
             continue
-        if not _live_users(layer):
+        if not has_live_users(layer):
             unused.append((layer.stat().st_mtime, layer))
     kept = kept_bytes = 0
     removed = []
@@ -132,14 +135,15 @@ def prune_layers(keep: int | None = None, keep_bytes: int | None = None) -> list
         if kept < keep and kept_bytes + size <= keep_bytes:
             kept, kept_bytes = kept + 1, kept_bytes + size
             continue
-        if _remove_layer(layer):
+        if remove_layer(layer):
             removed.append(layer.name)
     return removed
 
 
-def _remove_layer(layer: Path) -> bool:
-    with _layer_lock(layer):
-        if not layer.is_dir() or _live_users(layer):
+def remove_layer(layer: Path) -> bool:
+    """Remove the layer unless a volume stands on it (False then): renamed away under its lock, deleted after."""
+    with layer_lock(layer):
+        if not layer.is_dir() or has_live_users(layer):
             return False  # claimed meanwhile
         doomed = layer.with_name(f".{layer.name}.gone-{uuid.uuid4().hex[:8]}")
         os.rename(layer, doomed)

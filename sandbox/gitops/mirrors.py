@@ -14,7 +14,7 @@ from pathlib import Path
 
 from sandbox import budget, repo_disk, volumes
 from sandbox.gitops.host_files import ALTERNATES, _host_dir
-from sandbox.gitops.layers import _live_users, _remove_layer, layers_dir
+from sandbox.gitops.layers import has_live_users, layers_dir, remove_layer
 from sandbox.gitops.remote import GitError, Remote
 from sandbox.gitops.run import git
 
@@ -157,7 +157,7 @@ def prune_mirrors(idle_s: float | None = None, now: float | None = None) -> list
         if now - repo_disk.last_used(mirror) < idle_s or str(mirror / "objects") in borrowed:
             continue
         layers = list(layers_dir().glob(f"{mirror.stem}-*")) if layers_dir().exists() else []
-        if any(_live_users(layer) for layer in layers):
+        if any(has_live_users(layer) for layer in layers):
             continue
         with open(mirror.with_suffix(".lock"), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
@@ -169,6 +169,6 @@ def prune_mirrors(idle_s: float | None = None, now: float | None = None) -> list
                 mirror.with_suffix(suffix).unlink(missing_ok=True)
         shutil.rmtree(doomed, ignore_errors=True)
         for layer in layers:
-            _remove_layer(layer)
+            remove_layer(layer)
         removed.append(mirror.name)
     return removed

@@ -16,8 +16,8 @@ from sandbox.gitops.layers import (
     _capacity,
     _fits,
     _fits_budget,
-    _layer_lock,
     _layer_size,
+    layer_lock,
     layer_path,
     prune_layers,
     tree_size,
@@ -51,7 +51,7 @@ def checkout(mirror: Path, session_id: str, sha: str, branch: str, cached: Path 
     volume_id = record["volume"]
     capacity = _capacity(volumes.ensure_mounted(volume_id))
     if cached is not None:
-        with _layer_lock(cached):
+        with layer_lock(cached):
             if (cached / "tree").is_dir() and (cached / "index").is_file():
                 _fits(_layer_size(cached), capacity)
                 volumes.attach_lower(volume_id, cached)
@@ -60,7 +60,7 @@ def checkout(mirror: Path, session_id: str, sha: str, branch: str, cached: Path 
                 return cached
     layer = layer_path(mirror, sha)
     built = False
-    with _layer_lock(layer):
+    with layer_lock(layer):
         if not (layer / "tree").is_dir():
             size = tree_size(mirror, sha)
             _fits(size, capacity)

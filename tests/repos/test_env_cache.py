@@ -12,7 +12,7 @@ from hangar.engine.workspace.prepare import RESTORED
 from hangar.engine.workspace.sandboxes import manager, sandbox_for
 from hangar.repos.models import SessionWorkspace
 from sandbox import env_cache, gitops, repo_disk
-from sandbox.gitops.layers import _remove_layer
+from sandbox.gitops.layers import remove_layer
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.django_db(transaction=True)]
 
@@ -29,7 +29,7 @@ echo changed by setup >> README.md
 def _no_environments_of_an_earlier_run(alice):
     """Layers live on the host, beyond the test database: an earlier run's org and project ids may match."""
     for kept in environments_of(alice.org.pk):
-        assert _remove_layer(env_cache.layer_path(kept["key"]))
+        assert remove_layer(env_cache.layer_path(kept["key"]))
 
 
 def _session(persona, made):

@@ -51,9 +51,9 @@ def test_cached_environments_are_listed_with_their_size_and_an_admin_removes_one
 ):
     for kept in environments_of(alice.org.pk):  # an earlier run's, on the host (ids repeat across runs)
         from sandbox import env_cache
-        from sandbox.gitops.layers import _remove_layer
+        from sandbox.gitops.layers import remove_layer
 
-        _remove_layer(env_cache.layer_path(kept["key"]))
+        remove_layer(env_cache.layer_path(kept["key"]))
     project = alice.project
     project.setup_script = "head -c 2500000 /dev/urandom > deps.bin; echo ready"
     project.save()

@@ -25,7 +25,7 @@ from hangar.logging import get_logger
 from hangar.projects.env import env_for_sandbox
 from hangar.projects.models import Project
 from sandbox import env_cache
-from sandbox.gitops.layers import _remove_layer
+from sandbox.gitops.layers import remove_layer
 from sandbox.protocol import Sandbox
 
 log = get_logger(__name__)
@@ -87,7 +87,7 @@ def environment_delete(*, actor: Actor, project: Project, key: str) -> None:
     require_role(actor, project.org_id, Role.ADMIN)
     if not any(e["key"] == key for e in environments_of(project.org_id, project.pk)):
         raise NotFound()
-    if not _remove_layer(env_cache.layer_path(key)):
+    if not remove_layer(env_cache.layer_path(key)):
         raise EnvironmentInUse()
     with transaction.atomic():  # the change is on the host's disk: the audit row is the whole transaction
         audit_record(
