@@ -25,8 +25,26 @@ from hangar.conversations.models import Message, Session
 from hangar.engine.providers.base import Usage
 from hangar.engine.providers.cost import call_ceiling
 from hangar.engine.session.outcomes import BudgetBlocked, ModelRefused
-from hangar.usage.gate import BudgetState, GateRow, usage_gate
+from hangar.usage.gate import BudgetState, GateRow, Verdict, usage_gate
 from hangar.usage.ledger_services import ModelCall
+
+
+def _gate(session: Session, provider: str, model: str, **reads: Any) -> Verdict:
+    """The usage gate's verdict for a call of this session (the allow-list and the budgets covering it)."""
+    return usage_gate(
+        org_id=session.org_id,
+        project_id=session.project_id,
+        user_id=session.prompter_id,
+        provider=provider,
+        model=model,
+        **reads,
+    )
+
+
+def _blocked(session: Session, state: BudgetState) -> BudgetBlocked:
+    """The stop a run raises at a hard budget (audited, told as any budget stop)."""
+    error = session_budget_blocked(session=session, state=state)
+    return BudgetBlocked(error, {"blocked": "budget", "budget": state.view()})
 
 
 def check_before_call(
@@ -36,22 +54,13 @@ def check_before_call(
     limit passed, once per period. `estimate`: what the call is expected to cost; `read`: the allow-list
     and budgets as the step's own read just took them (else read here). Returns the hard budgets covering
     the call, for `reserve_call`."""
-    verdict = usage_gate(
-        org_id=session.org_id,
-        project_id=session.project_id,
-        user_id=session.prompter_id,
-        provider=provider,
-        model=model,
-        estimate=estimate,
-        read=read,
-    )
+    verdict = _gate(session, provider, model, estimate=estimate, read=read)
     if verdict.refused_model:
         raise ModelRefused(session_model_refused(session=session, model=verdict.refused_model))
     for state in verdict.alerts:
         session_budget_alert(session=session, state=state)
     if verdict.blocked is not None:
-        error = session_budget_blocked(session=session, state=verdict.blocked)
-        raise BudgetBlocked(error, {"blocked": "budget", "budget": verdict.blocked.view()})
+        raise _blocked(session, verdict.blocked)
     return verdict.hard
 
 
@@ -80,8 +89,7 @@ def reserve_call(
     a hold was taken (the call's ledger write settles it)."""
     blocked = ceiling_held(session, hard, provider, model, prompt, max_output)
     if blocked is not None:
-        error = session_budget_blocked(session=session, state=blocked)
-        raise BudgetBlocked(error, {"blocked": "budget", "budget": blocked.view()})
+        raise _blocked(session, blocked)
     return bool(hard)
 
 
@@ -90,13 +98,7 @@ def quiet_check(
 ) -> tuple[bool, bool]:
     """For a call the person did not ask for (the title): (whether it may be made, whether a hold was
     taken for it). A refusal is not told (the turn is over); soft limits passed are, once."""
-    verdict = usage_gate(
-        org_id=session.org_id,
-        project_id=session.project_id,
-        user_id=session.prompter_id,
-        provider=provider,
-        model=model,
-    )
+    verdict = _gate(session, provider, model)
     for state in verdict.alerts:
         session_budget_alert(session=session, state=state)
     if verdict.refused_model or verdict.blocked is not None:
