@@ -114,3 +114,11 @@ export function projectPath(org: string, project: number | string): string {
 export function sessionPath(org: string, project: number | string, session: string): string {
   return `${projectPath(org, project)}sessions/${encodeURIComponent(session)}/`;
 }
+
+// A 400's messages by the field it names (`policy.local[0]`, `mcp.github.url`), to show beside that field;
+// empty for any other error.
+export function fieldErrors(error: unknown): Record<string, string> {
+  if (!(error instanceof ApiError) || error.status !== 400) return {};
+  const fields = (error.body as { error?: { fields?: Record<string, string[] | string> } })?.error?.fields ?? {};
+  return Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, Array.isArray(v) ? v.join(" ") : String(v)]));
+}

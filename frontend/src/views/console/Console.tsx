@@ -6,6 +6,7 @@ import { Agents } from "./Agents";
 import { Audit } from "./Audit";
 import { Budgets } from "./Budgets";
 import "./console.css";
+import { McpPolicy } from "./Mcp";
 import { Members } from "./Members";
 import { Policies } from "./Policies";
 import { Repositories } from "./Repositories";
@@ -18,6 +19,7 @@ const SECTIONS = [
   { key: "policies", label: "Policies", admin: true },
   { key: "repositories", label: "Repositories", admin: true },
   { key: "agents", label: "Agents", admin: true },
+  { key: "mcp", label: "MCP", admin: true },
   { key: "usage", label: "Usage", admin: false },
   { key: "budgets", label: "Budgets", admin: false },
   { key: "audit", label: "Audit log", admin: false },
@@ -50,6 +52,7 @@ export function Console({ org, me, section }: { org: string; me: Me; section?: s
       {current.key === "policies" && <Policies org={org} />}
       {current.key === "repositories" && <Repositories org={org} />}
       {current.key === "agents" && <Agents org={org} />}
+      {current.key === "mcp" && <McpPolicy org={org} />}
       {current.key === "budgets" && <Budgets org={org} admin={admin} />}
       {current.key === "usage" && <Usage org={org} />}
       {current.key === "audit" && <Audit org={org} />}
