@@ -7,8 +7,9 @@ from django.db import transaction
 
 from hangar.accounts.invitation_services import invitation_create
 from hangar.accounts.models import Role
-from hangar.accounts.services import org_permission_policy_set
+from hangar.accounts.services import org_mcp_policy_set, org_permission_policy_set
 from hangar.integrations.webhooks.services import delivery_create, endpoint_create
+from hangar.projects.services import project_update
 from hangar.usage.services import budget_set
 from tests.web.conftest import DESKTOP, PHONE, SHOTS
 
@@ -33,7 +34,8 @@ OVERFLOW = """() => {
 
 def seed(alice, bob, settings) -> str:
     """Something on each screen: an org rule, a budget, a pending invitation (its secret is returned), a
-    webhook endpoint and one of its deliveries."""
+    webhook endpoint and one of its deliveries, an MCP allow-list and a project's MCP server with a long URL
+    and a header."""
     settings.HANGAR_WEBHOOKS_ALLOW_PRIVATE = True  # the endpoint is never called here
     with transaction.atomic():
         org_permission_policy_set(
@@ -60,6 +62,18 @@ def seed(alice, bob, settings) -> str:
         )
         delivery_create(
             endpoint=endpoint, event_type="session.idle", session_id="ses_x", source_event_id=1, body="{}"
+        )
+        org_mcp_policy_set(
+            actor=alice.actor,
+            org=alice.org,
+            policy={"remote": ["https://mcp.a-rather-long-host-name.example.com/*"], "local": ["npx -y *"]},
+        )
+        url = "https://mcp.a-rather-long-host-name.example.com/a/rather/long/path/for/the/mcp/endpoint"
+        headers = {"Authorization": "Bearer {env:A_RATHER_LONG_SECRET_NAME_FOR_THE_TOKEN}"}
+        project_update(
+            actor=alice.actor,
+            project=alice.project,
+            mcp={"github-enterprise": {"type": "remote", "url": url, "headers": headers}},
         )
     return secret
 
@@ -103,6 +117,7 @@ def test_no_screen_scrolls_sideways_at_phone_width(alice, bob, open_app, setting
         ("policies", "Organisation permission policy"),
         ("repositories", "Repository"),
         ("agents", "Project agents"),
+        ("mcp", "MCP allow-list"),
         ("usage", "Usage"),
         ("budgets", "Budgets"),
         ("audit", "Audit log"),

@@ -10,6 +10,7 @@ export type ToolState = {
   error?: string;
   title?: string;
   metadata?: Record<string, unknown>;
+  time?: { start?: number; end?: number };
 };
 
 export type Part = {

@@ -1,6 +1,7 @@
-import { useMemo, useState } from "react";
+import { useContext, useMemo, useState } from "react";
 import type { Part } from "../api/conversation";
 import { highlight } from "./markdown";
+import { McpCard, mcpCall, McpServerNames } from "./McpCard";
 
 const COMPACT = new Set(["read", "grep", "glob", "list", "ls", "todoread", "todowrite"]);
 const DIFFS = new Set(["edit", "write", "apply_patch", "patch", "multiedit"]);
@@ -20,7 +21,13 @@ export function shownState(part: Part, waiting: boolean): { key: string; label: 
   return { key: state.status, label: state.status };
 }
 
+/** A tool part's card: an MCP server's tool (`<server>_<tool>`) has its own, naming the server. */
 export function ToolCard({ part, waiting = false }: { part: Part; waiting?: boolean }) {
+  const call = mcpCall(part, useContext(McpServerNames));
+  return call ? <McpCard part={part} call={call} waiting={waiting} /> : <BuiltinCard part={part} waiting={waiting} />;
+}
+
+function BuiltinCard({ part, waiting }: { part: Part; waiting: boolean }) {
   const state = part.state ?? { status: "pending" as const };
   const tool = part.tool ?? "tool";
   const input = state.input ?? {};
@@ -69,6 +76,6 @@ function summary(tool: string, input: Record<string, unknown>): string {
   return String(v).slice(0, 200);
 }
 
-function icon(status: string): string {
+export function icon(status: string): string {
   return { pending: "○", running: "◐", waiting: "⏸", completed: "✓", failed: "✕", error: "✕" }[status] ?? "○";
 }

@@ -17,6 +17,7 @@ import {
 } from "../api/client";
 import { Link, navigate } from "../router";
 import { RepositoryForm } from "./console/Repositories";
+import { McpServers } from "./McpServers";
 import { AgentsEditor, HostsEditor, RulesEditor, type AgentFields, type Rule } from "./editors";
 
 export function ProjectSettings({ org, project, me }: { org: string; project: number; me: Me }) {
@@ -50,6 +51,7 @@ export function ProjectSettings({ org, project, me }: { org: string; project: nu
         <Agents org={org} project={info} onSaved={saved} />
         <EnvVars org={org} project={info} admin={admin} />
       </fieldset>
+      <McpServers org={org} project={info} admin={admin} onSaved={saved} />
       <Environments org={org} project={info} admin={admin} />
       {admin && <RepositoryForm org={org} project={info} onSaved={load} />}
       {admin && <Danger org={org} project={info} />}

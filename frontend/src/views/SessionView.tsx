@@ -15,6 +15,7 @@ import { QuestionCard } from "../parts/QuestionCard";
 import { Changes } from "../parts/Changes";
 import { Files } from "../parts/Files";
 import { Repository } from "../parts/Repository";
+import { McpServerNames } from "../parts/McpCard";
 
 const Terminal = lazy(() => import("../parts/Terminal"));
 
@@ -29,6 +30,8 @@ export function SessionView(props: { org: string; project: number; sessionId: st
   const [stream, setStream] = useState<StreamState>("connecting");
   const [failure, setFailure] = useState<string>("");
   const [queued, setQueued] = useState<Set<string>>(new Set());
+  const mcpKey = Object.keys(props.projectInfo?.mcp ?? {}).join("\n");
+  const mcpServers = useMemo(() => (mcpKey ? mcpKey.split("\n") : []), [mcpKey]);
 
   useEffect(() => {
     let live: SessionStream | null = null;
@@ -128,7 +131,9 @@ export function SessionView(props: { org: string; project: number; sessionId: st
       )}
       {tab === "chat" && (
         <>
-          <Transcript convo={convo} queued={queued} waiting={waitingCalls(pending)} />
+          <McpServerNames.Provider value={mcpServers}>
+            <Transcript convo={convo} queued={queued} waiting={waitingCalls(pending)} />
+          </McpServerNames.Provider>
           {convo.error && !answeredWith(convo, convo.error) && <p className="error" role="alert">{convo.error}</p>}
           {pending.map((p) => <PermissionCard key={p.id} base={base} request={p} />)}
           {asked.map((q) => <QuestionCard key={q.id} base={base} request={q} />)}
