@@ -8,11 +8,17 @@ import { fieldErrors } from "../api/client";
 
 export type McpServerConfig = Record<string, unknown> & { type?: string };
 
-// The fields this form edits; any other key a server has (cwd, oauth) is kept as it is.
-const EDITED = ["type", "command", "environment", "url", "headers", "enabled", "timeout"];
-const KEPT: Record<string, string[]> = { local: ["cwd"], remote: ["oauth"] };
+// The fields this form edits; any other key a server has (a local server's cwd, an OAuth client secret) is
+// kept as it is.
+const EDITED = ["type", "command", "environment", "url", "headers", "enabled", "timeout", "oauth"];
+const KEPT: Record<string, string[]> = { local: ["cwd"], remote: [] };
 
-type Form = { name: string; type: string; command: string; environment: string; url: string; headers: string; timeout: string; enabled: boolean };
+// A remote server's OAuth: not declared (OpenCode's default: tried when the server asks for it), declared
+// (each member signs in: "Connect"), or off (headers only).
+type Form = {
+  name: string; type: string; command: string; environment: string; url: string; headers: string; timeout: string; enabled: boolean;
+  oauth: "" | "member" | "off"; clientId: string; scope: string;
+};
 
 function initial(name: string, server: McpServerConfig | null): Form {
   const pairs = (value: unknown, sep: string) =>
@@ -26,7 +32,15 @@ function initial(name: string, server: McpServerConfig | null): Form {
     headers: pairs(server?.headers, ": "),
     timeout: server?.timeout === undefined ? "" : String(server.timeout),
     enabled: server?.enabled !== false,
+    oauth: server?.oauth === false ? "off" : oauthOf(server) ? "member" : "",
+    clientId: String(oauthOf(server)?.clientId ?? ""),
+    scope: String(oauthOf(server)?.scope ?? ""),
   };
+}
+
+function oauthOf(server: McpServerConfig | null): Record<string, unknown> | null {
+  const oauth = server?.oauth;
+  return oauth && typeof oauth === "object" ? (oauth as Record<string, unknown>) : null;
 }
 
 // "KEY<sep>value" lines as a mapping; the number of a line without the separator is an error.
@@ -82,6 +96,15 @@ export function McpServerForm(props: {
       const headers = parsePairs(form.headers, ":", "Name: value");
       if (typeof headers === "string") return { errors: { headers } };
       if (Object.keys(headers).length) config.headers = headers;
+      if (form.oauth === "off") config.oauth = false;
+      if (form.oauth === "member") {
+        const oauth: Record<string, unknown> = { ...oauthOf(props.server) };
+        for (const [key, value] of [["clientId", form.clientId.trim()], ["scope", form.scope.trim()]]) {
+          if (value) oauth[key] = value;
+          else delete oauth[key];
+        }
+        config.oauth = oauth;
+      }
     }
     return { config };
   };
@@ -119,13 +142,14 @@ export function McpServerForm(props: {
       <h3>{title}</h3>
       <div className="fieldgrid">
         <label>Name<input value={form.name} onChange={set("name")} required maxLength={64} className="mono" spellCheck={false} {...described("name")} /></label>
-        <label>Type <span className="muted small">(remote: Hangar's worker calls it; local: run in the sandbox)</span>
+        <label>Type
           <select aria-label="Type" value={form.type} onChange={set("type")} {...described("type")}>
             <option value="remote">remote</option>
             <option value="local">local</option>
           </select>
         </label>
       </div>
+      <p className="muted small">A remote server is called by Hangar's worker; a local one is a command run in the session's sandbox.</p>
       {problem("name")}
       {problem("type")}
       {form.type === "local" ? (
@@ -147,6 +171,24 @@ export function McpServerForm(props: {
             <textarea className="mono" rows={2} value={form.headers} onChange={set("headers")} spellCheck={false} placeholder="Authorization: Bearer {env:GITHUB_TOKEN}" {...described("headers")} />
           </label>
           {problem("headers")}
+          <div className="fieldgrid">
+            <label>OAuth
+              <select aria-label="OAuth" value={form.oauth} onChange={set("oauth")} {...described("oauth")}>
+                <option value="">if the server asks</option>
+                <option value="member">each member connects</option>
+                <option value="off">off: headers only</option>
+              </select>
+            </label>
+            {form.oauth === "member" && (
+              <>
+                <label>Client ID <span className="muted small">(empty: registered)</span>
+                  <input value={form.clientId} onChange={set("clientId")} className="mono" spellCheck={false} />
+                </label>
+                <label>Scope<input value={form.scope} onChange={set("scope")} className="mono" spellCheck={false} /></label>
+              </>
+            )}
+          </div>
+          {problem("oauth")}
         </>
       )}
       <div className="fieldgrid">

@@ -30,11 +30,12 @@ function takeReturned(): string {
   return name.slice(0, 64);
 }
 
-// A server Hangar may authorize by OAuth for the member: remote, OAuth not turned off, and no
-// Authorization header of its own.
+// A server the member may hold an OAuth grant for: remote and declaring OAuth, or not turning it off and
+// without an Authorization header of its own (which a grant's token would stand in for).
 function usesOAuth(server: McpServerConfig): boolean {
+  if (server.type !== "remote" || server.oauth === false) return false;
   const headers = Object.keys((server.headers ?? {}) as Record<string, string>).map((h) => h.toLowerCase());
-  return server.type === "remote" && server.oauth !== false && !headers.includes("authorization");
+  return typeof server.oauth === "object" || !headers.includes("authorization");
 }
 
 export function McpServers({ org, project, admin, onSaved }: { org: string; project: Project; admin: boolean; onSaved: (p: Project) => void }) {
@@ -173,6 +174,7 @@ function Where({ server }: { server: McpServerConfig }) {
   return (
     <>
       <span className="badge">remote</span> <code className="mcpwhere">{String(server.url ?? "")}</code>
+      {typeof server.oauth === "object" && <> <span className="badge">OAuth</span></>}
       {headers.map(([k, v]) => (
         <div key={k} className="mono mcpheader">{k}: <HeaderValue value={v} /></div>
       ))}
