@@ -31,5 +31,11 @@ class NotAuthenticated(DomainError):
     default_detail = "Authentication credentials were not provided."
 
 
+class AuthenticationFailed(NotAuthenticated):
+    """Credentials were given and are not usable (a wrong, expired or revoked token): a 401 saying why."""
+
+    default_detail = "Incorrect authentication credentials."
+
+
 class ValidationError(DomainError):
     default_detail = "Invalid input."

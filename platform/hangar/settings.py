@@ -184,8 +184,8 @@ USE_TZ = True
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "hangar.accounts.authentication.TokenAuthentication",
-        "hangar.accounts.authentication.BasicTokenAuthentication",
+        "hangar.drf_auth.TokenAuthentication",
+        "hangar.drf_auth.BasicTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],

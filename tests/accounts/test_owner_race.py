@@ -8,11 +8,11 @@ import threading
 import pytest
 from django.db import connection
 from django.db.models.signals import post_save
-from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 
 from hangar.accounts.models import Membership, Role
 from hangar.accounts.services import member_remove, member_role_change
 from hangar.accounts.signals import member_leaving
+from hangar.errors import NotFound, PermissionDenied, ValidationError
 
 
 @pytest.fixture

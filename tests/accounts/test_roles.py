@@ -4,12 +4,12 @@ request (Actor.membership) only when it is the actor's own in the org asked abou
 import re
 
 import pytest
-from rest_framework.exceptions import NotFound, PermissionDenied
 
 from hangar.accounts.actors import Actor
 from hangar.accounts.models import Role
 from hangar.accounts.selectors import require_role
 from hangar.audit.models import ActorType
+from hangar.errors import NotFound, PermissionDenied
 
 pytestmark = pytest.mark.django_db
 

@@ -3,7 +3,6 @@ neither updated nor deleted, through the ORM or through raw SQL (database trigge
 
 import pytest
 from django.db import DatabaseError, connection, transaction
-from rest_framework.exceptions import PermissionDenied
 
 from hangar.accounts.models import Membership, Role
 from hangar.accounts.services import (
@@ -16,6 +15,7 @@ from hangar.accounts.services import (
 )
 from hangar.audit.models import AuditEvent, AuditImmutable
 from hangar.audit.services import audit_record
+from hangar.errors import PermissionDenied
 from hangar.projects.services import (
     credential_delete,
     credential_set,

@@ -7,7 +7,6 @@ import time
 import pytest
 from django.core.management import call_command
 from django.utils import timezone
-from rest_framework.exceptions import PermissionDenied, ValidationError
 
 from hangar.accounts.actors import system_actor
 from hangar.accounts.models import Org
@@ -18,6 +17,7 @@ from hangar.engine.run.worker import run_session_once
 from hangar.engine.services import session_prompt
 from hangar.engine.tasks import recover_expired_runs
 from hangar.engine.workspace.sandboxes import manager
+from hangar.errors import PermissionDenied, ValidationError
 from tests.engine.conftest import text_of, text_prompt, wait_for, wait_idle
 
 pytestmark = pytest.mark.django_db(transaction=True)

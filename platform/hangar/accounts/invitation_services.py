@@ -17,7 +17,6 @@ from django.conf import settings
 from django.core.mail import send_mail
 from django.db import transaction
 from django.utils import timezone
-from rest_framework.exceptions import NotAuthenticated, NotFound, PermissionDenied, ValidationError
 
 from hangar.accounts.actors import Actor
 from hangar.accounts.models import Invitation, Membership, Org, Role, User
@@ -25,6 +24,7 @@ from hangar.accounts.ownership_services import require_owned_orgs_below_cap
 from hangar.accounts.selectors import require_role
 from hangar.audit.models import ActorType
 from hangar.audit.services import audit_record
+from hangar.errors import NotAuthenticated, NotFound, PermissionDenied, ValidationError
 
 
 class InvitationGone(Exception):

@@ -6,9 +6,9 @@ accepting an invitation as owner."""
 from __future__ import annotations
 
 from django.conf import settings
-from rest_framework.exceptions import PermissionDenied
 
 from hangar.accounts.models import Membership, Role, User
+from hangar.errors import PermissionDenied
 
 
 def require_owned_orgs_below_cap(user: User) -> None:

@@ -2,7 +2,7 @@
 the same way wherever one is stored: an org's policy (here, in accounts) and a project's rules (projects).
 Errors are DRF ValidationErrors keyed by field, so a 400 names the field."""
 
-from rest_framework.exceptions import ValidationError
+from hangar.errors import ValidationError
 
 ACTIONS = ("allow", "ask", "deny")
 

@@ -7,12 +7,12 @@ import datetime as dt
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
-from rest_framework.exceptions import ValidationError
 
 from hangar.accounts.actors import Actor, system_actor
 from hangar.accounts.models import Org, Role
 from hangar.accounts.selectors import require_role
 from hangar.audit.services import audit_purge, audit_record
+from hangar.errors import ValidationError
 
 MIN_DAYS, MAX_DAYS = 1, 3650
 

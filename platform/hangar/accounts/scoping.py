@@ -8,11 +8,11 @@ cannot probe which orgs exist."""
 from dataclasses import dataclass
 
 import structlog
-from rest_framework.exceptions import NotAuthenticated, NotFound
 
 from hangar.accounts.actors import Actor, actor_from_request
 from hangar.accounts.models import ApiToken, Membership, Org, Role
 from hangar.accounts.selectors import check_role, membership_in
+from hangar.errors import NotAuthenticated, NotFound
 
 
 def org_from_request(request, org_slug: str) -> tuple[Org, Membership]:

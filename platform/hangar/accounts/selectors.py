@@ -3,10 +3,10 @@
 
 from django.db.models import Q, QuerySet
 from django.utils import timezone
-from rest_framework.exceptions import NotFound, PermissionDenied
 
 from hangar.accounts.actors import Actor
 from hangar.accounts.models import ApiToken, Invitation, Membership, Org, Role, User
+from hangar.errors import NotFound, PermissionDenied
 
 
 def _active(user) -> bool:

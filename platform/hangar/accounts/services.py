@@ -8,7 +8,6 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 from django.utils.text import slugify
-from rest_framework.exceptions import PermissionDenied, ValidationError
 
 from hangar import mcp_config
 from hangar.accounts import tokens
@@ -21,6 +20,7 @@ from hangar.accounts.selectors import require_role
 from hangar.accounts.signals import announce_access_changed, member_leaving
 from hangar.audit.models import ActorType
 from hangar.audit.services import audit_record
+from hangar.errors import PermissionDenied, ValidationError
 
 
 @transaction.atomic

@@ -14,11 +14,12 @@ from django.http import HttpResponseRedirect
 from django.utils.cache import add_never_cache_headers
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
-from rest_framework.exceptions import NotFound, PermissionDenied, Throttled
+from rest_framework.exceptions import NotFound, Throttled
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from hangar import errors
 from hangar.accounts.actors import client_ip
 from hangar.accounts.login_throttle import login_wait
 from hangar.accounts.models import Role
@@ -197,7 +198,7 @@ class SsoCallbackView(APIView):
         ip, request_id = client_ip(request), getattr(request, "request_id", "")
         try:
             user = self._sign_in(request, provider, pending, ip, request_id)
-        except (SsoRefused, PermissionDenied) as exc:
+        except (SsoRefused, errors.PermissionDenied) as exc:
             sso_sign_in_failed(provider=provider, reason=str(exc), ip=ip, request_id=request_id)
             return _callback_error(request, "sso_refused", str(exc), status.HTTP_403_FORBIDDEN)
         login(request._request, user, backend="django.contrib.auth.backends.ModelBackend")

@@ -4,7 +4,6 @@ rename, archive/unarchive, delete. Each is atomic, audited, and tells the org's 
 
 from django.db import transaction
 from django.utils import timezone
-from rest_framework.exceptions import PermissionDenied
 
 from hangar.accounts.actors import Actor
 from hangar.accounts.models import Role
@@ -13,6 +12,7 @@ from hangar.audit.services import audit_record
 from hangar.conversations.events import publish
 from hangar.conversations.models import Session
 from hangar.conversations.services import DEFAULT_TITLE_PREFIX, session_info
+from hangar.errors import PermissionDenied
 
 
 def _locked(session: Session) -> Session:

@@ -14,6 +14,7 @@ _AS_HTTP: dict[type[errors.DomainError], type[exceptions.APIException]] = {
     errors.NotFound: exceptions.NotFound,
     errors.PermissionDenied: exceptions.PermissionDenied,
     errors.NotAuthenticated: exceptions.NotAuthenticated,
+    errors.AuthenticationFailed: exceptions.AuthenticationFailed,
     errors.ValidationError: exceptions.ValidationError,
 }
 

@@ -14,10 +14,10 @@ import structlog
 from rest_framework.exceptions import NotAuthenticated, NotFound
 
 from hangar.accounts.actors import Actor, actor_from_request
-from hangar.accounts.authentication import BasicTokenAuthentication, TokenAuthentication
 from hangar.accounts.models import ApiToken, Membership
 from hangar.accounts.selectors import check_role
 from hangar.accounts.token_rows import Join
+from hangar.drf_auth import BasicTokenAuthentication, TokenAuthentication
 from hangar.opencode.db import db
 from hangar.projects.models import Project
 

@@ -14,6 +14,7 @@ from hangar.accounts.models import Role
 from hangar.conversations import selectors as conversation_selectors
 from hangar.conversations.events import project_group, session_group
 from hangar.conversations.models import Session
+from hangar.errors import DomainError
 from hangar.opencode import serializers as s
 from hangar.opencode import translate
 from hangar.opencode.cross_site import cross_site_refusal
@@ -53,7 +54,7 @@ async def _stream(request, project_id, wrap):
         return error_response(MethodNotAllowed(request.method))
     try:
         scope = await scope_for_async(request, project_id)
-    except APIException as exc:
+    except (APIException, DomainError) as exc:
         return error_response(exc)
     # Subscribed (barrier passed) before the response starts, so `server.connected` is a promise:
     # everything published after the client sees it is delivered. The caller's access notices come too.
@@ -65,7 +66,7 @@ async def _stream(request, project_id, wrap):
     async def allowed() -> bool:
         try:
             await scope_for_async(request, project_id)  # the same checks as the request's own
-        except APIException:
+        except (APIException, DomainError):
             return False
         return True
 
@@ -109,7 +110,7 @@ async def session_message(request, project_id, session_id):
         if request.method == "GET":
             return await _messages(request, session)
         return await _post_and_wait(request, scope, session, s.PromptIn, prompt)
-    except APIException as exc:
+    except (APIException, DomainError) as exc:
         return error_response(exc)
 
 
@@ -158,7 +159,7 @@ async def session_command(request, project_id, session_id):
         scope = await scope_for_async(request, project_id)
         session = await _session(scope, session_id)
         return await _post_and_wait(request, scope, session, s.CommandIn, run_command)
-    except APIException as exc:
+    except (APIException, DomainError) as exc:
         return error_response(exc)
 
 

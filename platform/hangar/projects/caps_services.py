@@ -5,12 +5,12 @@ naming the field; a new project's unset limits start at the smaller of the defau
 from __future__ import annotations
 
 from django.db import transaction
-from rest_framework.exceptions import ValidationError
 
 from hangar.accounts.actors import Actor
 from hangar.accounts.models import Org, Role
 from hangar.accounts.selectors import require_role
 from hangar.audit.services import audit_record
+from hangar.errors import ValidationError
 from hangar.projects.models import NetworkPolicy, Project
 from hangar.projects.validation import LIMITS
 

@@ -2,9 +2,9 @@
 (hangar.api.scoping). Anything outside that org is a 404."""
 
 from django.db.models import Q, QuerySet
-from rest_framework.exceptions import NotFound
 
 from hangar.accounts.models import Membership, Org, Role
+from hangar.errors import NotFound
 from hangar.projects.models import Project, ProjectEnvVar, ProviderCredential
 
 

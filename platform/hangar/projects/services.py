@@ -7,13 +7,13 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
-from rest_framework.exceptions import PermissionDenied, ValidationError
 
 from hangar import mcp_config, netguard
 from hangar.accounts.actors import Actor
 from hangar.accounts.models import Membership, Org, Role, User
 from hangar.accounts.selectors import require_role
 from hangar.audit.services import audit_record
+from hangar.errors import PermissionDenied, ValidationError
 from hangar.projects import crypto
 from hangar.projects.caps_services import check_caps, within_caps_defaults
 from hangar.projects.headless import approvers_named

@@ -4,11 +4,11 @@ management commands). Errors are DRF ValidationErrors keyed by field, so a 400 n
 import re
 
 from django.conf import settings
-from rest_framework.exceptions import ValidationError
 
 from hangar import mcp_config
 from hangar.accounts.permission_rules import clean_permission_rules
 from hangar.agent_config import AgentConfigError, clean_agent_fields
+from hangar.errors import ValidationError
 from hangar.projects.headless_checks import clean_headless_policy
 from hangar.projects.models import NetworkPolicy
 from sandbox.agent import netpolicy

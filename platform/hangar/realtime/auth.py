@@ -17,11 +17,11 @@ from urllib.parse import parse_qs
 from channels.auth import AuthMiddlewareStack
 from channels.db import database_sync_to_async
 from django.contrib.auth.models import AnonymousUser
-from rest_framework.exceptions import AuthenticationFailed
 
 from hangar.accounts.authentication import check_usable, resolve_token
 from hangar.accounts.token_rows import token_find
 from hangar.accounts.ws_tickets import ticket_redeem
+from hangar.errors import AuthenticationFailed
 
 
 def _query(scope) -> dict[str, list[str]]:

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from django.db import transaction
 from django.utils import timezone
-from rest_framework.exceptions import ValidationError
 
 from hangar.accounts.actors import Actor
 from hangar.audit.services import audit_record
 from hangar.conversations.events import publish
 from hangar.conversations.models import Session
+from hangar.errors import ValidationError
 from hangar.repos.models import (
     OperationStatus,
     PushStatus,

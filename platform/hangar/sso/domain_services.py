@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
-from rest_framework.exceptions import NotFound, ValidationError
 
 from hangar.accounts.actors import Actor
 from hangar.accounts.models import Org, Role
 from hangar.accounts.selectors import require_role
 from hangar.audit.services import audit_record
+from hangar.errors import NotFound, ValidationError
 from hangar.sso import domain_dns
 from hangar.sso.models import DomainProof, SsoDomain
 from hangar.sso.outbound import release_db_connection

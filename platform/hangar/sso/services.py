@@ -8,13 +8,13 @@ import secrets
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
-from rest_framework.exceptions import PermissionDenied, ValidationError
 
 from hangar.accounts.actors import Actor
 from hangar.accounts.models import Membership, Org, Role, User
 from hangar.accounts.selectors import require_role
 from hangar.audit.models import ActorType
 from hangar.audit.services import audit_record
+from hangar.errors import PermissionDenied, ValidationError
 from hangar.projects import crypto
 from hangar.sso.domain_services import claim_view
 from hangar.sso.models import IdentityProvider, SsoDomain, SsoIdentity

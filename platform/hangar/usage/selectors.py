@@ -8,9 +8,9 @@ from __future__ import annotations
 import datetime as dt
 
 from django.db.models import Sum
-from rest_framework.exceptions import NotFound
 
 from hangar.accounts.models import Org, User
+from hangar.errors import NotFound
 from hangar.projects.models import Project
 from hangar.usage.models import Budget, Dimension, ModelAllowList, UsageRecord, UsageRollup
 

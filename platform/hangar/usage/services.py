@@ -7,12 +7,12 @@ import datetime as dt
 
 from django.db import transaction
 from django.utils import timezone
-from rest_framework.exceptions import ValidationError
 
 from hangar.accounts.actors import Actor
 from hangar.accounts.models import Membership, Org, Role
 from hangar.accounts.selectors import require_role
 from hangar.audit.services import audit_record
+from hangar.errors import ValidationError
 from hangar.projects.models import Project
 from hangar.usage.models import Budget, BudgetPeriod, BudgetScope, ModelAllowList
 

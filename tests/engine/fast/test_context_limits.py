@@ -4,11 +4,11 @@ usable window, the model catalogue's sources, and the project's model_limits che
 from __future__ import annotations
 
 import pytest
-from rest_framework.exceptions import ValidationError
 
 from hangar.engine.providers.catalogue import ModelLimits
 from hangar.engine.providers.overflow import is_overflow
 from hangar.engine.run.compaction import context_tokens, prunable, usable
+from hangar.errors import ValidationError
 from hangar.projects.validation import clean_model_limits
 
 pytestmark = pytest.mark.fast

@@ -204,7 +204,7 @@ def _on_question_button(ack, body, action, logger):
     except services.NotLinked:
         _tell(install, channel, user, link_message(install, user))
         return
-    except (APIException, ValueError):
+    except (APIException, DomainError, ValueError):
         _tell(install, channel, user, "You may not answer this question.")
         return
     held = SlackPermissionMessage.objects.filter(request_id=request.pk).first()

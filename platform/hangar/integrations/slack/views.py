@@ -17,6 +17,7 @@ from slack_sdk.signature import SignatureVerifier
 from hangar.accounts.actors import Actor, client_ip
 from hangar.accounts.models import Membership
 from hangar.audit.models import ActorType
+from hangar.errors import DomainError
 from hangar.integrations.slack import services
 from hangar.integrations.slack.bolt import bolt_app
 from hangar.integrations.slack.client import web_client
@@ -65,7 +66,7 @@ def slack_install(request):
         return HttpResponse(status=404)
     try:
         state, nonce = services.install_state(actor=actor)
-    except APIException:
+    except (APIException, DomainError):
         return HttpResponse(status=403)
     query = urlencode(
         {
@@ -99,7 +100,7 @@ def slack_oauth(request):
     nonce = request.COOKIES.get(STATE_COOKIE, "")
     try:
         services.install_state_check(state, nonce)  # before the code is spent
-    except APIException as exc:
+    except (APIException, DomainError) as exc:
         return HttpResponseBadRequest(html.escape(str(exc.detail)))
     try:
         answer = web_client().oauth_v2_access(
@@ -112,7 +113,7 @@ def slack_oauth(request):
             return HttpResponseBadRequest("Slack's answer was not a JSON object")
         install = services.install_complete(state=state, nonce=nonce, oauth=answer.data)
 
-    except APIException as exc:
+    except (APIException, DomainError) as exc:
         return HttpResponseBadRequest(html.escape(str(exc.detail)))
     except Exception as exc:  # slack_sdk's SlackApiError: Slack said no
         return HttpResponseBadRequest(html.escape(type(exc).__name__))
@@ -135,7 +136,7 @@ def slack_link(request):
         )
         try:
             services.user_link(actor=actor, token=token)
-        except APIException:
+        except (APIException, DomainError):
             return HttpResponse("This link is invalid, expired, or not for your organization.", status=404)
         return HttpResponse("Linked: your Slack messages now run as you in Hangar.")
     # The page says which Slack identity will act as this member: a link someone else's Slack user was

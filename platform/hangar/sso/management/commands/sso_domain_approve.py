@@ -2,10 +2,10 @@
 DNS TXT record: `manage.py sso_domain_approve ORG_SLUG DOMAIN`. Refused when another org has it proven."""
 
 from django.core.management.base import BaseCommand, CommandError
-from rest_framework.exceptions import NotFound, ValidationError
 
 from hangar.accounts.actors import system_actor
 from hangar.accounts.selectors import org_by_slug
+from hangar.errors import NotFound, ValidationError
 from hangar.sso.domain_services import sso_domain_approve
 
 
