@@ -1,8 +1,9 @@
 """Build the sandbox image offline, tagged by a content hash of its recipe.
 
 Two layers, two tags, so changing the agent does not re-run debootstrap:
-  hangar-base:<hash(packages, suite, lsp lock)>  debootstrap --variant=minbase + --include, the language
-                                           servers (`npm ci` of lsp/package-lock.json), docker import
+  hangar-base:<hash(packages, suite, lsp lock, tools recipe)>  debootstrap --variant=minbase + --include,
+                    the language servers (`npm ci` of lsp/package-lock.json), the reference MCP servers and
+                    formatters (tools.py: tools/package-lock.json, tools/requirements.txt), docker import
   hangar-sandbox:<hash(base tag, Dockerfile, agent/*)>  docker build FROM the base (no network)
 `ensure_image()` is a fast no-op (one image lookup) when the tag already exists.
 """
@@ -20,6 +21,8 @@ from pathlib import Path
 
 import docker
 import docker.errors
+
+from sandbox.image.tools import install_tools, recipe_bytes
 
 SUITE = "bookworm"
 MIRROR = os.environ.get("HANGAR_DEBIAN_MIRROR", "http://deb.debian.org/debian")
@@ -52,7 +55,8 @@ def _agent_files() -> list[Path]:
 
 def base_tag() -> str:
     lock = (LSP_DIR / "package-lock.json").read_bytes()
-    return f"{BASE_REPO}:{_digest(SUITE.encode(), ' '.join(PACKAGES).encode(), b'minbase', lock)}"
+    chunks = [SUITE.encode(), " ".join(PACKAGES).encode(), b"minbase", lock, *recipe_bytes()]
+    return f"{BASE_REPO}:{_digest(*chunks)}"
 
 
 def sandbox_tag() -> str:
@@ -82,6 +86,7 @@ def _build_base(tag: str) -> None:
             stdout=subprocess.DEVNULL,
         )
         _install_language_servers(root / LSP_ROOT)
+        install_tools(root)
         # Drop caches the image never needs; smaller import, faster container start.
         for junk in ("var/cache/apt/archives", "var/lib/apt/lists"):
             shutil.rmtree(root / junk, ignore_errors=True)
