@@ -337,6 +337,8 @@ HANGAR_WEB_SANDBOX_DEADLINE_S = float(os.environ.get("HANGAR_WEB_SANDBOX_DEADLIN
 HANGAR_LSP = os.environ.get("HANGAR_LSP", "auto").strip().lower()
 HANGAR_LSP_WAIT_MS = max(0, min(int(os.environ.get("HANGAR_LSP_WAIT_MS", "3000") or 0), 30_000))
 HANGAR_LSP_TOOL = os.environ.get("HANGAR_LSP_TOOL", "") in ("1", "true", "on")
+# Formatters after a file tool's change (hangar.engine.tools.formatting): how long one may run on one file.
+HANGAR_FORMAT_TIMEOUT_S = max(1.0, min(float(os.environ.get("HANGAR_FORMAT_TIMEOUT_S", "10") or 10), 120.0))
 # Streams (hangar.realtime): how often a live stream re-checks its token and membership; how many
 # notifications a process keeps queued for Redis before it drops the oldest.
 HANGAR_STREAM_RECHECK_S = float(os.environ.get("HANGAR_STREAM_RECHECK_S", "15"))

@@ -14,7 +14,7 @@ ROUTES = [
     "/provider",
     "/config/providers",
     "/permission",
-    # What the TUI asks at start: Hangar runs no language servers or formatters; /mcp lists the project's servers.
+    # What the TUI asks at start: /lsp, /formatter and /mcp answer for the project's newest session.
     "/lsp",
     "/formatter",
     "/mcp",

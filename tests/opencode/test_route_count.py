@@ -29,7 +29,6 @@ WEBSOCKETS = {("/pty/{}/connect", "get")}
 
 # Served, but the answer is fixed: nothing of the kind runs beside a Hangar sandbox.
 FIXED = {
-    ("/formatter", "get"): "no formatter runs beside a sandbox",
     ("/provider/auth", "get"): "providers are set up in Hangar, not by OpenCode's auth flows",
     ("/experimental/capabilities", "get"): "no background subagents",
     ("/experimental/console", "get"): "no OpenCode Console org",

@@ -13,6 +13,7 @@ from hangar.engine.agents.builtin_commands import with_builtins
 from hangar.engine.agents.custom_agents import project_agents, read_workspace_agents
 from hangar.engine.agents.custom_commands import read_workspace_commands
 from hangar.engine.agents.skills import read_skill, read_skills
+from hangar.engine.tools import formatting
 from hangar.engine.workspace import code_intel
 from hangar.engine.workspace.sandboxes import manager
 from hangar.opencode import meta
@@ -62,7 +63,6 @@ class ConfigProviders(OpenCodeView):
         return Response({"providers": providers, "default": default})
 
 
-# What an OpenCode client asks of the machine it runs against, answered for Hangar: no language servers,
 def _offered(view: OpenCodeView) -> list[str]:
     """The org's models this member may pick (its credentials' and allow-list's), the project's first."""
     scope = view.scope
@@ -71,9 +71,10 @@ def _offered(view: OpenCodeView) -> list[str]:
     )
 
 
-# formatters or MCP servers run beside a sandbox, providers are set up in Hangar (not by OpenCode's
-# auth flows), subagents report back to their caller (not in the background), and the project has one
-# directory, the sandbox's workspace.
+# What an OpenCode client asks of the machine it runs against, answered for Hangar: language servers,
+# formatters and local MCP servers run inside the session's sandbox (nothing beside it), providers are set
+# up in Hangar (not by OpenCode's auth flows), subagents report back to their caller (not in the
+# background), and the project has one directory, the sandbox's workspace.
 
 
 class Capabilities(OpenCodeView):
@@ -89,7 +90,8 @@ class ConsoleState(OpenCodeView):
 
 
 def _nothing_runs(name: str, answer: list | dict) -> type[OpenCodeView]:
-    """/lsp, /formatter (lists) and /provider/auth (maps): nothing of the kind runs (/mcp: views_mcp)."""
+    """/provider/auth (a map) and the like: nothing of the kind runs (/mcp: views_mcp, /lsp and /formatter:
+    below)."""
 
     class Nothing(OpenCodeView):
         @extend_schema(tags=OC, operation_id=f"oc_{name}", responses={200: dict})
@@ -109,7 +111,15 @@ class Lsp(OpenCodeView):
         return Response(code_intel.language_servers(workspace_session(self)))
 
 
-Formatter = _nothing_runs("formatter", [])
+class Formatter(OpenCodeView):
+    """The formatters the named (else the newest) session's workspace turns on after a file tool's change,
+    and the built-ins it does not (its opencode.json `formatter` key, read from its running sandbox)."""
+
+    @extend_schema(tags=OC, operation_id="oc_formatter", responses={200: dict})
+    def get(self, request, project_id):
+        return Response(formatting.workspace_status(workspace_session(self)))
+
+
 ProviderAuth = _nothing_runs("provider_auth", {})
 Workspaces = _nothing_runs("experimental_workspace", [])  # OpenCode's remote workspaces: Hangar has its own
 WorkspaceStatus = _nothing_runs("experimental_workspace_status", [])

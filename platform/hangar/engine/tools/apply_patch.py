@@ -5,10 +5,11 @@ anything is written, so a hunk that does not fit leaves the workspace untouched.
 from __future__ import annotations
 
 from contextlib import ExitStack
+from typing import Any
 
 from pydantic import BaseModel, Field
 
-from hangar.engine.tools import diagnostics
+from hangar.engine.tools import diagnostics, formatting
 from hangar.engine.tools.base import ToolContext, ToolError, ToolResult
 from hangar.engine.tools.common import (
     ask_external,
@@ -20,6 +21,7 @@ from hangar.engine.tools.common import (
     unified_diff,
 )
 from hangar.engine.tools.patch import BEGIN, END, Hunk, PatchError, apply_chunks, parse_patch
+from hangar.engine.tools.write import read_text
 from sandbox.protocol import FileNotFound
 
 
@@ -64,6 +66,7 @@ class ApplyPatchTool:
                 if target != path:
                     ctx.sandbox.remove(path)
                 ctx.mark_read(target)
+            formatted, now = self._format(changes, ctx)
 
         summary = "\n".join(f"{kind} {relative(target)}" for kind, _, target, _, _ in changes)
         statuses = {"A": "added", "D": "deleted", "M": "modified"}
@@ -72,15 +75,39 @@ class ApplyPatchTool:
             if kind != "D":
                 found |= diagnostics.collect(ctx, target)
         errors = "".join(diagnostics.this_file(found, t) for k, _, t, _, _ in changes if k != "D")
+        notes = "".join(formatting.note(formatted[t], True).replace("The file", relative(t), 1) for t in now)
         return ToolResult(
             title=summary,
-            output=f"Success. Updated the following files:\n{summary}{errors}",
+            output=f"Success. Updated the following files:\n{summary}{notes}{errors}",
             metadata={
                 "diff": diff,
-                "files": [filediff(t, b, a, statuses[k]) for k, _, t, b, a in changes],
+                "files": [filediff(t, b, now.get(t, a), statuses[k]) for k, _, t, b, a in changes],
                 "diagnostics": found,
+                **({"formatter": formatted} if formatted else {}),
             },
         )
+
+    @staticmethod
+    def _format(
+        changes: list[tuple[str, str, str, str, str]], ctx: ToolContext
+    ) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+        """Run the formatters on each file the patch leaves in place (once, on its final text): what each
+        formatter did per file, and the new text of the files it changed."""
+        final: dict[str, str | None] = {}
+        for kind, path, target, _, after in changes:
+            if kind == "D" or target != path:
+                final[path] = None
+            if kind != "D":
+                final[target] = after
+        formatted: dict[str, dict[str, Any]] = {}
+        now: dict[str, str] = {}
+        for target, written in final.items():
+            if written is None or not (outcome := formatting.format_file(ctx, target)):
+                continue
+            formatted[target] = outcome
+            if outcome["ran"] and (text := read_text(target, ctx)) != written:
+                now[target] = text
+        return formatted, now
 
     @staticmethod
     def _plan(hunks: list[Hunk], ctx: ToolContext) -> tuple[list[tuple[str, str, str, str, str]], str]:

@@ -117,6 +117,7 @@ class SubcallRunner(Protocol):
 #   "by_user":     True for a call the person asked for (a prompt's subtask part), not the model
 #   "lsp":         a callable giving the workspace's opencode.json `lsp` key, read once per run (without
 #                  it, the file tools ask the sandbox, which reads the file each time)
+#   "formatter":   the same for its `formatter` key (hangar.engine.tools.formatting)
 EXTRA_SESSION = "session"
 EXTRA_AGENTS = "agents"  # the workspace's own agents, by name (hangar.engine.agents.custom_agents)
 EXTRA_TOOLS = "tools"
@@ -125,6 +126,7 @@ EXTRA_IN_BATCH = "in_batch"
 EXTRA_AWAITING = "awaiting"
 EXTRA_BY_USER = "by_user"
 EXTRA_LSP = "lsp"
+EXTRA_FORMATTER = "formatter"
 
 
 class Tool(Protocol):

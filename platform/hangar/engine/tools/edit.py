@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from hangar.engine.tools import diagnostics
+from hangar.engine.tools import diagnostics, formatting
 from hangar.engine.tools.base import ToolContext, ToolError, ToolResult
 from hangar.engine.tools.common import (
     ask_external,
@@ -74,14 +74,22 @@ class EditTool:
         ctx.ask("edit", [relative(path)], ["*"], {"filepath": path, "diff": diff})
         ctx.sandbox.write(path, after)
         ctx.mark_read(path)
-        found = diagnostics.collect(ctx, path)
+        formatted = formatting.format_file(ctx, path)
+        written = after
+        if formatted and (after := read_text(path, ctx)) != written:
+            plain_after = after.replace("\r\n", "\n")
+            diff = unified_diff(path, plain_before, plain_after)
+        found = diagnostics.collect(ctx, path)  # of the formatted text
         return ToolResult(
             title=relative(path),
-            output="Edit applied successfully." + diagnostics.this_file(found, path),
+            output="Edit applied successfully."
+            + formatting.note(formatted, after != written)
+            + diagnostics.this_file(found, path),
             metadata={
                 "diagnostics": found,
                 "diff": diff,
                 "replacer": matched,
                 "filediff": filediff(path, plain_before, plain_after, "modified" if stat else "added", diff),
+                **({"formatter": formatted} if formatted else {}),
             },
         )

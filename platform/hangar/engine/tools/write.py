@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from hangar.engine.tools import diagnostics
+from hangar.engine.tools import diagnostics, formatting
 from hangar.engine.tools.base import ToolContext, ToolError, ToolResult
 from hangar.engine.tools.common import (
     ask_external,
@@ -60,15 +60,22 @@ class WriteTool:
         ctx.ask("edit", [relative(path)], ["*"], {"filepath": path, "diff": diff})
         ctx.sandbox.write(path, args.content)
         ctx.mark_read(path)
-        found = diagnostics.collect(ctx, path)
+        formatted = formatting.format_file(ctx, path)
+        after = read_text(path, ctx) if formatted else args.content
+        if after != args.content:  # the diff shows what the file holds now, as OpenCode's does
+            diff = unified_diff(path, before, after)
+        found = diagnostics.collect(ctx, path)  # of the formatted text
         return ToolResult(
             title=relative(path),
-            output="Wrote file successfully." + diagnostics.with_other_files(found, path),
+            output="Wrote file successfully."
+            + formatting.note(formatted, after != args.content)
+            + diagnostics.with_other_files(found, path),
             metadata={
                 "diagnostics": found,
                 "filepath": path,
                 "exists": exists,
                 "diff": diff,
-                "filediff": filediff(path, before, args.content, "modified" if exists else "added", diff),
+                "filediff": filediff(path, before, after, "modified" if exists else "added", diff),
+                **({"formatter": formatted} if formatted else {}),
             },
         )

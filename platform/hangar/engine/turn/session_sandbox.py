@@ -138,6 +138,10 @@ class SessionSandbox:
         """Its `lsp` key (hangar.engine.tools.diagnostics)."""
         return self.workspace_config().get("lsp")
 
+    def workspace_formatter(self) -> Any:
+        """Its `formatter` key (hangar.engine.tools.formatting)."""
+        return self.workspace_config().get("formatter")
+
     def _attach_releasing(self) -> Sandbox:
         """attach, for a read before the step's first snapshot: attaching may take a while, and no pooled
         DB connection is held idle meanwhile."""

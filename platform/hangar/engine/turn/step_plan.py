@@ -116,6 +116,7 @@ class Planner:
             refresh_policy=lambda: self._refresh_policy(agent),
             custom_agents=self._custom_agents() if "task" in tools else {},
             workspace_lsp=self.sandbox.workspace_lsp,
+            workspace_formatter=self.sandbox.workspace_formatter,
         )
         return StepPlan(model_ref, model, agent, tools, schemas, skills_listing(skills), scope)
 

@@ -36,6 +36,7 @@ from hangar.engine.tools.base import (
     EXTRA_AGENTS,
     EXTRA_AWAITING,
     EXTRA_BY_USER,
+    EXTRA_FORMATTER,
     EXTRA_LSP,
     EXTRA_RUN_SUBCALL,
     EXTRA_SESSION,
@@ -82,6 +83,7 @@ class CallScope:
     refresh_policy: Callable[[], tuple[list[dict[str, Any]], list[dict[str, Any]]] | None] = lambda: None
     custom_agents: dict[str, Agent] = field(default_factory=dict)  # the workspace's (the task tool's choice)
     workspace_lsp: Callable[[], Any] | None = None  # its opencode.json `lsp` key, read once per run
+    workspace_formatter: Callable[[], Any] | None = None  # and its `formatter` key
 
 
 class ToolCalls:
@@ -279,6 +281,11 @@ class ToolCalls:
                 EXTRA_TOOLS: self.scope.tools,
                 EXTRA_AGENTS: self.scope.custom_agents,
                 **({EXTRA_LSP: self.scope.workspace_lsp} if self.scope.workspace_lsp else {}),
+                **(
+                    {EXTRA_FORMATTER: self.scope.workspace_formatter}
+                    if self.scope.workspace_formatter
+                    else {}
+                ),
                 EXTRA_RUN_SUBCALL: subcall_runner(self, call_id),
                 **({EXTRA_AWAITING: awaiting} if awaiting else {}),
                 **({EXTRA_BY_USER: True} if self._by_user else {}),

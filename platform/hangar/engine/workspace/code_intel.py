@@ -13,7 +13,7 @@ MAX_SYMBOLS = 200
 STATUS_FIELDS = ("id", "name", "root", "status")
 
 
-def _running(session: Session) -> Sandbox | None:
+def running_sandbox(session: Session) -> Sandbox | None:
     from hangar.engine.workspace.sandboxes import manager
 
     if not manager().is_running(session.pk):
@@ -23,7 +23,7 @@ def _running(session: Session) -> Sandbox | None:
 
 def language_servers(session: Session | None) -> list[dict[str, Any]]:
     """OpenCode's LSPStatus rows: the servers the session's sandbox has started."""
-    box = _running(session) if session is not None else None
+    box = running_sandbox(session) if session is not None else None
     if box is None:
         return []
     try:
@@ -36,7 +36,7 @@ def language_servers(session: Session | None) -> list[dict[str, Any]]:
 def find_symbols(session: Session | None, query: str) -> list[dict[str, Any]]:
     """OpenCode's Symbol rows ({name, kind, location: {uri, range}}) from the running servers' workspace
     symbol search."""
-    box = _running(session) if session is not None else None
+    box = running_sandbox(session) if session is not None else None
     if box is None:
         return []
     try:

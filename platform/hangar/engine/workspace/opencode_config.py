@@ -1,8 +1,9 @@
 """The workspace's own opencode.json, as one run reads it: at the first key it needs, again only after a
 step changed the file (hangar.engine.turn.session_sandbox).
 
-Two keys are read from it: `mcp` (hangar.engine.mcp.servers: which servers, within the org's allow-list)
-and `lsp` (hangar.engine.tools.diagnostics: whether the language servers run)."""
+Three keys are read from it: `mcp` (hangar.engine.mcp.servers: which servers, within the org's
+allow-list), `lsp` (hangar.engine.tools.diagnostics: whether the language servers run) and `formatter`
+(hangar.engine.tools.formatting: which formatters run after a file tool's change)."""
 
 from __future__ import annotations
 
