@@ -20,6 +20,8 @@ from pathlib import Path
 
 TOOLS_DIR = Path(__file__).resolve().parent / "tools"
 RECIPE_FILES = ("package.json", "package-lock.json", "requirements.txt")  # hashed into the base tag
+# What Node never loads at run time: type declarations and source maps (a fifth of the packages' bytes).
+NODE_UNUSED = ("*.d.ts", "*.d.mts", "*.d.cts", "*.map")
 NODE_ROOT = "opt/hangar/tools"
 PY_ROOT = "opt/hangar/py"
 PY_VERSION = "3.11"  # Debian bookworm's python3; the wheels are chosen for it
@@ -41,7 +43,8 @@ for _tag in ("manylinux_2_36_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x8
 
 
 def recipe_bytes() -> list[bytes]:
-    return [(TOOLS_DIR / name).read_bytes() for name in RECIPE_FILES]
+    """What the base tag hashes of this part: the pinned lists, and this installer (how they land)."""
+    return [Path(__file__).read_bytes()] + [(TOOLS_DIR / name).read_bytes() for name in RECIPE_FILES]
 
 
 def install_tools(root: Path) -> None:
@@ -70,6 +73,10 @@ def _install_node_tools(root: Path) -> None:
         check=True,
         stdout=subprocess.DEVNULL,
     )
+    for pattern in NODE_UNUSED:
+        for path in (target / "node_modules").rglob(pattern):
+            if path.is_file():
+                path.unlink()
     for name in NODE_COMMANDS:
         if not (target / "node_modules/.bin" / name).exists():
             raise RuntimeError(f"npm installed no `{name}` command")
