@@ -1,6 +1,8 @@
+// A tool part that calls an MCP server's tool: which server and tool (the engine names it `<server>_<tool>`),
+// its arguments, its result or error, bounded as the other cards, and how long the call took.
 import { createContext, useState } from "react";
 import type { Part } from "../api/conversation";
-import { icon, shownState } from "./ToolCard";
+import { icon, shownState } from "./toolState";
 
 /** The names of the project's MCP servers, so a call the engine has not finished (no metadata yet) or
  * that failed (an error part carries none) is still known for an MCP call by its `<server>_` prefix. */

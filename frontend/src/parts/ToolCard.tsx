@@ -2,24 +2,10 @@ import { useContext, useMemo, useState } from "react";
 import type { Part } from "../api/conversation";
 import { highlight } from "./markdown";
 import { McpCard, mcpCall, McpServerNames } from "./McpCard";
+import { icon, shownState } from "./toolState";
 
 const COMPACT = new Set(["read", "grep", "glob", "list", "ls", "todoread", "todowrite"]);
 const DIFFS = new Set(["edit", "write", "apply_patch", "patch", "multiedit"]);
-
-/** What a card shows: the part's status, except a finished command that exited non-zero ("failed", as
- * OpenCode's bash keeps it "completed" with the exit code in its metadata) and a call parked on a
- * permission request ("waiting", not "running"). */
-export function shownState(part: Part, waiting: boolean): { key: string; label: string } {
-  const state = part.state ?? { status: "pending" as const };
-  const exit = state.metadata?.exit;
-  if (waiting && (state.status === "pending" || state.status === "running")) {
-    return { key: "waiting", label: "waiting for approval" };
-  }
-  if (state.status === "completed" && typeof exit === "number" && exit !== 0) {
-    return { key: "failed", label: `failed · exit code ${exit}` };
-  }
-  return { key: state.status, label: state.status };
-}
 
 /** A tool part's card: an MCP server's tool (`<server>_<tool>`) has its own, naming the server. */
 export function ToolCard({ part, waiting = false }: { part: Part; waiting?: boolean }) {
@@ -74,8 +60,4 @@ export function Diff({ text }: { text: string }) {
 function summary(tool: string, input: Record<string, unknown>): string {
   const v = input.command ?? input.filePath ?? input.path ?? input.pattern ?? input.description ?? "";
   return String(v).slice(0, 200);
-}
-
-export function icon(status: string): string {
-  return { pending: "○", running: "◐", waiting: "⏸", completed: "✓", failed: "✕", error: "✕" }[status] ?? "○";
 }
