@@ -1,7 +1,8 @@
 """OpenCode's /mcp routes over a project's MCP servers, in the 1.18.33 shapes: the status map (connected,
 disabled, refused by the org), adding a server (admins; a 400 naming the field), connecting to a real server of
-our own (tests/engine/mcp_server.py) and disconnecting, the OAuth routes saying plainly they are not served,
-404s for an unknown server and for another org."""
+our own (tests/engine/mcp_server.py) and disconnecting, the OAuth routes saying plainly why a server without
+OAuth metadata cannot be authorized (tests/opencode/test_mcp_oauth.py has the flow itself), 404s for an unknown
+server and for another org."""
 
 import pytest
 
@@ -101,13 +102,13 @@ def test_bob_may_read_and_connect_but_not_change_the_config(oc, alice, bob, mcp_
     assert oc(bob).post(f"{url}/mcp/tools/connect").status_code == 200
 
 
-def test_oauth_is_not_served_yet_and_unknown_servers_are_404(oc, alice, mcp_server):
+def test_a_server_publishing_no_oauth_metadata_is_a_400_and_unknown_servers_are_404(oc, alice, mcp_server):
     allow_loopback(alice)
     url = base_url(alice)
     oc(alice).post(f"{url}/mcp", {"name": "tools", "config": remote(mcp_server)}, format="json")
     response = oc(alice).post(f"{url}/mcp/tools/auth")
     assert_response(response, "/mcp/{name}/auth", "post", 400)
-    assert "not supported" in response.json()["error"]
+    assert response.json()["error"] == "the server publishes no OAuth authorization server metadata"
     missing = oc(alice).post(f"{url}/mcp/nope/connect")
     assert_response(missing, "/mcp/{name}/connect", "post", 404)
     assert missing.json()["_tag"] == "McpServerNotFoundError"

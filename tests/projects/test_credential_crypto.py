@@ -12,6 +12,7 @@ from hangar.audit.models import AuditEvent
 from hangar.projects import crypto
 from hangar.projects.credentials import CredentialNotFound, credential_resolve
 from hangar.projects.env import env_for_sandbox
+from hangar.projects.mcp_oauth_services import mcp_grant_get, mcp_grant_store
 from hangar.projects.models import ProjectEnvVar, ProviderCredential
 from hangar.projects.services import credential_set, env_var_set
 
@@ -67,6 +68,13 @@ def test_rotation_re_encrypts_under_the_new_key_and_the_old_key_can_then_go(alic
     old_key = settings.ENCRYPTION_KEYS[0]
     credential = credential_set(actor=alice.actor, org=alice.org, provider="openai", api_key=KEY)
     env_var_set(actor=alice.actor, project=alice.project, name="TOKEN", value="s3cret")
+    grant = {
+        "project": alice.project,
+        "user_id": alice.user.pk,
+        "server": "tools",
+        "url": "https://mcp.example/mcp",
+    }
+    mcp_grant_store(actor=alice.actor, **grant, grant={"access_token": "oauth-access"})
     new_key = Fernet.generate_key().decode()
     settings.ENCRYPTION_KEYS = [new_key, old_key]
     assert (
@@ -78,11 +86,14 @@ def test_rotation_re_encrypts_under_the_new_key_and_the_old_key_can_then_go(alic
     settings.ENCRYPTION_KEYS = [new_key]  # old key retired
     assert credential_resolve(org_id=alice.org.pk, user_id=None, provider="openai").api_key == KEY
     assert decrypted_env(alice.project) == {"TOKEN": "s3cret"}
+    held = mcp_grant_get(project_id=alice.project.pk, user_id=alice.user.pk, server="tools", url=grant["url"])
+    assert held == {"access_token": "oauth-access"}
     assert AuditEvent.objects.filter(action="encryption_keys.rotate").get().data == {
         "credentials": 1,
         "env_vars": 1,
         "repo_tokens": 0,
         "repo_ssh_keys": 0,
+        "mcp_oauth_grants": 1,
     }
 
 

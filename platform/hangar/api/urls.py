@@ -11,6 +11,7 @@ from hangar.api import (
     environment_views,
     grant_views,
     invitation_views,
+    mcp_views,
     member_views,
     org_views,
     pending_views,
@@ -76,6 +77,9 @@ urlpatterns: list = [
     path(ORG + "projects/", project_views.ProjectListCreateView.as_view(), name="projects"),
     path(PROJECT, project_views.ProjectDetailView.as_view(), name="project"),
     path(PROJECT + "env/", env_views.EnvListView.as_view(), name="project-env"),
+    path(PROJECT + "mcp/", mcp_views.McpMemberStatusView.as_view(), name="project-mcp"),
+    path(PROJECT + "mcp/<str:name>/auth", mcp_views.McpAuthView.as_view(), name="project-mcp-auth"),
+    path("mcp/oauth/callback", mcp_views.McpOAuthCallbackView.as_view(), name="mcp-oauth-callback"),
     path(PROJECT + "env/<str:name>", env_views.EnvDetailView.as_view(), name="project-env-var"),
     path(PROJECT + "env/<str:name>/scope", env_views.EnvScopeView.as_view(), name="project-env-scope"),
     path(

@@ -112,3 +112,24 @@ class ProviderCredential(models.Model):
                 fields=["org", "provider"], condition=models.Q(user__isnull=True), name="uniq_org_credential"
             ),
         ]
+
+
+class McpOAuthGrant(models.Model):
+    """One member's OAuth grant for one remote MCP server of a project (hangar.engine.mcp.oauth): the tokens,
+    the client registration they were issued to and the authorization server's endpoints, as one JSON
+    document encrypted like the project's secrets. Only the worker decrypts it to call the server, and the
+    web process to finish, refresh or revoke it; it never reaches a sandbox, an event or a log line. Bound to
+    the server's URL when granted: a server moved elsewhere needs a new grant."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="mcp_oauth_grants")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    server = models.CharField(max_length=64)
+    url = models.CharField(max_length=2000)
+    grant_encrypted = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "user", "server"], name="uniq_mcp_oauth_grant")
+        ]

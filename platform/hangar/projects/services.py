@@ -17,6 +17,7 @@ from hangar.errors import PermissionDenied, ValidationError
 from hangar.projects import crypto
 from hangar.projects.caps_services import check_caps, within_caps_defaults
 from hangar.projects.headless import approvers_named
+from hangar.projects.mcp_oauth_services import mcp_grants_rotate
 from hangar.projects.models import Project, ProjectEnvVar, ProviderCredential
 from hangar.projects.validation import clean_env_name, clean_project_fields, clean_secret_scope
 from sandbox import gitops, gitssh
@@ -467,6 +468,7 @@ def encryption_keys_rotate(*, actor: Actor) -> dict:
         project.repo_ssh_key_encrypted = crypto.rotate(project.repo_ssh_key_encrypted)
         project.save(update_fields=["repo_ssh_key_encrypted"])
         counts["repo_ssh_keys"] += 1
+    counts["mcp_oauth_grants"] = mcp_grants_rotate()
     audit_record(actor=actor, action="encryption_keys.rotate", data=counts, org_id=None)
     return counts
 

@@ -22,7 +22,7 @@ from mcp.client.session import ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
-from hangar.engine.mcp import guard, held
+from hangar.engine.mcp import guard, held, refusals
 from hangar.engine.mcp.errors import McpError
 
 T = TypeVar("T")
@@ -39,6 +39,7 @@ def _client_factory(headers: dict[str, str], timeout: float) -> Callable[..., ht
             timeout=timeout or httpx2.Timeout(CONNECT_S, read=timeout_s),
             transport=guard.GuardedTransport(MAX_RESPONSE_BYTES),
             trust_env=False,
+            event_hooks={"response": [refusals.note]},  # a 401 is told apart (hangar.engine.mcp.refusals)
         )
 
     timeout_s = timeout

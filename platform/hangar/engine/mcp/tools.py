@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict
 from hangar import mcp_config
 from hangar.conversations import services as store
 from hangar.conversations.models import Session
-from hangar.engine.mcp import status
+from hangar.engine.mcp import oauth_client, status
 from hangar.engine.mcp.errors import McpError
 from hangar.engine.mcp.local import LocalServer
 from hangar.engine.mcp.servers import session_servers
@@ -109,7 +109,7 @@ class McpTool:
     name: str
     description: str
     function_schema: dict[str, Any]
-    server: RemoteServer | LocalServer
+    server: RemoteServer | LocalServer | oauth_client.OAuthRemoteServer
     remote_name: str
     session: Session
     parameters: type[BaseModel] = McpArgs
@@ -142,19 +142,24 @@ class McpTool:
 
 
 def remote_client(
-    project: Project, name: str, server: dict[str, Any], *, secrets: bool = True
-) -> RemoteServer:
+    project: Project, name: str, server: dict[str, Any], *, secrets: bool = True, member: int | None = None
+) -> RemoteServer | oauth_client.OAuthRemoteServer:
     """A remote server's client, its headers' `{env:NAME}` filled in (here, in the worker, only); without
-    `secrets` from sandbox-safe vars only (a workspace's server)."""
+    `secrets` from sandbox-safe vars only (a workspace's server). A project's server that may take OAuth
+    is called with `member`'s tokens when it declares `oauth` or the member authorized it
+    (hangar.engine.mcp.oauth_client)."""
     timeout = server.get("timeout")
     headers = server.get("headers") or {}
     env = env_for_mcp_headers(project, name, mcp_config.env_refs(server), secrets=secrets)
+    filled = mcp_config.fill_headers(headers, env)
+    timeout_s = timeout / 1000 if timeout else CALL_TIMEOUT_S
+    if secrets and oauth_client.with_member_tokens(project.pk, name, server, member):
+        declared = oauth_client.declares_oauth(server)
+        return oauth_client.OAuthRemoteServer(
+            name, server["url"], filled, timeout_s, project.pk, member, declared
+        )
     return RemoteServer(
-        name=name,
-        url=server["url"],
-        headers=mcp_config.fill_headers(headers, env),
-        timeout_s=timeout / 1000 if timeout else CALL_TIMEOUT_S,
-        scope=str(project.pk),
+        name=name, url=server["url"], headers=filled, timeout_s=timeout_s, scope=str(project.pk)
     )
 
 
@@ -180,7 +185,10 @@ def local_client(
 
 
 def _tools_of(
-    session: Session, client: RemoteServer | LocalServer, listed: list[dict[str, Any]], taken: set[str]
+    session: Session,
+    client: RemoteServer | LocalServer | oauth_client.OAuthRemoteServer,
+    listed: list[dict[str, Any]],
+    taken: set[str],
 ) -> dict[str, McpTool]:
     tools: dict[str, McpTool] = {}
     for item in listed[:MAX_TOOLS_PER_SERVER]:
@@ -219,22 +227,29 @@ class McpCatalog:
     def _list(self, session: Session, builtin: set[str], workspace_mcp: Any) -> dict[str, McpTool]:
         servers = session_servers(session.project.mcp, session.org.mcp_policy, workspace_mcp)
         statuses = dict(servers.left_out)
+        member_statuses: dict[str, dict[str, Any]] = {}  # the OAuth servers': the run's member's own
+        person = session.prompter_id or session.creator_id
         tools: dict[str, McpTool] = {}
         for name, server in servers.usable.items():
             secrets = name not in servers.from_workspace
-            client: RemoteServer | LocalServer
+            client: RemoteServer | LocalServer | oauth_client.OAuthRemoteServer
             if server["type"] == "remote":
-                client = remote_client(session.project, name, server, secrets=secrets)
+                client = remote_client(session.project, name, server, secrets=secrets, member=person)
             elif self._sandbox is not None:
                 client = local_client(session.project, name, server, self._sandbox, secrets=secrets)
             else:
                 continue
+            found = member_statuses if isinstance(client, oauth_client.OAuthRemoteServer) else statuses
             try:
                 listed = client.list_tools()
-            except McpError as exc:
-                statuses[name] = {"status": "failed", "error": str(exc)}
+            except oauth_client.NeedsAuth:
+                found[name] = oauth_client.NEEDS_AUTH
                 continue
-            statuses[name] = {"status": "connected"}
+            except McpError as exc:
+                found[name] = oauth_client.failure_status(server, exc)
+                continue
+            found[name] = {"status": "connected"}
             tools.update(_tools_of(session, client, listed, builtin | set(tools)))
         status.record(session.project, statuses)
+        oauth_client.record(session.project, person, member_statuses)
         return tools

@@ -14,5 +14,6 @@ class Command(BaseCommand):
         counts = encryption_keys_rotate(actor=system_actor(None, "rotate_encryption_keys"))
         self.stdout.write(
             f"re-encrypted {counts['credentials']} credential(s), {counts['env_vars']} env var(s), "
-            f"{counts['repo_tokens']} repository token(s), {counts['repo_ssh_keys']} deploy key(s)"
+            f"{counts['repo_tokens']} repository token(s), {counts['repo_ssh_keys']} deploy key(s), "
+            f"{counts['mcp_oauth_grants']} MCP OAuth grant(s)"
         )
