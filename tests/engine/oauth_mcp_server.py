@@ -10,8 +10,8 @@ its authorization server: a client that follows it blindly reaches where it must
 
 Tool: `whoami` answers which registered client's token called it. Test hooks (no auth): `POST
 /debug/expire` makes every access token issued so far invalid, as a server does when they expire early;
-`GET /debug/log` lists what happened (registrations, codes, refreshes, revocations, calls: never a
-token's value)."""
+`GET /debug/log` lists what happened (registrations, codes, refreshes, revocations, sessions opened,
+calls: never a token's value)."""
 
 from __future__ import annotations
 
@@ -170,6 +170,10 @@ async def guarded(scope, receive, send):
         body = JSONResponse({"resource": f"{BASE}/mcp", "authorization_servers": ["http://169.254.169.254/"]})
         await body(scope, receive, send)
         return
+    if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] == "/mcp":
+        headers = dict(scope["headers"])
+        if b"mcp-session-id" not in headers and b"authorization" in headers:
+            LOG.append("open")  # a client opening an MCP session (its initialize), token in hand
     await app(scope, receive, send)
 
 

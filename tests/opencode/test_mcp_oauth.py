@@ -10,6 +10,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -145,6 +146,7 @@ def test_opencode_auth_routes_start_finish_with_a_code_and_remove(oc, alice, oau
     assert_response(authenticated, "/mcp/{name}/auth/authenticate", "post")
     assert authenticated.json() == {"status": "connected"}
     assert oc(alice).get(f"{url}/mcp").json() == {"tools": {"status": "connected"}}
+    assert oc(alice).post(f"{url}/mcp/tools/connect").json() is True  # with her tokens
 
     removed = oc(alice).delete(f"{url}/mcp/tools/auth")
     assert_response(removed, "/mcp/{name}/auth", "delete")
@@ -152,6 +154,8 @@ def test_opencode_auth_routes_start_finish_with_a_code_and_remove(oc, alice, oau
     assert any(line.startswith("revoke refresh") for line in oauth_server.log())
     assert oc(alice).get(f"{url}/mcp").json() == {"tools": {"status": "needs_auth"}}
     assert not McpOAuthGrant.objects.filter(user=alice.user).exists()
+    assert oc(alice).post(f"{url}/mcp/tools/connect").json() is False
+    assert oc(alice).get(f"{url}/mcp").json() == {"tools": {"status": "needs_auth"}}
     # A second code for the same flow finds nothing pending.
     again = oc(alice).post(f"{url}/mcp/tools/auth/callback", {"code": code}, format="json")
     assert again.status_code == 400 and again.json()["error"]
@@ -179,7 +183,9 @@ def test_servers_that_take_no_oauth_and_unknown_names(oc, alice, oauth_server):
     assert missing.json()["_tag"] == "McpServerNotFoundError"
 
 
-def test_an_expired_token_is_refreshed_before_the_call_and_a_refused_one_on_the_401(api, alice, oauth_server):
+def test_an_expired_token_is_refreshed_before_the_call_and_a_refused_one_on_the_401(
+    api, alice, bob, oauth_server
+):
     configure(alice, oauth_server)
     assert authorize(api, alice).status_code == 302
     key = {
@@ -190,19 +196,34 @@ def test_an_expired_token_is_refreshed_before_the_call_and_a_refused_one_on_the_
     }
     first = mcp_grant_get(**key)
     assert first is not None
-    mcp_grant_refresh(**key, refresh=lambda grant: {**grant, "expires_at": 0})  # as if an hour went by
-
     client = remote_client(alice.project, "tools", alice.project.mcp["tools"], member=alice.user.pk)
+    assert [tool["name"] for tool in client.list_tools()] == ["whoami"]
+    opens = oauth_server.log().count("open")
+    assert client.list_tools() and oauth_server.log().count("open") == opens  # the held session is reused
+
+    mcp_grant_refresh(**key, refresh=lambda grant: {**grant, "expires_at": 0})  # as if an hour went by
     assert [tool["name"] for tool in client.list_tools()] == ["whoami"]
     second = mcp_grant_get(**key)
     assert second["access_token"] != first["access_token"]
     assert second["refresh_token"] != first["refresh_token"]  # the server rotates them
     assert sum(line.startswith("refresh ") for line in oauth_server.log()) == 1
+    assert oauth_server.log().count("open") == opens + 1  # a new token: a session of its own
 
     oauth_server.expire_tokens()  # the server stops taking the token before its stated expiry
     assert [tool["name"] for tool in client.list_tools()] == ["whoami"]
     assert sum(line.startswith("refresh ") for line in oauth_server.log()) == 2
     assert mcp_grant_get(**key)["access_token"] != second["access_token"]
+    assert oauth_server.log().count("open") == opens + 2
+
+    # Bob's grant is his: his calls (the check after his callback, then this one) hold a session of their
+    # own, never alice's, and reach the server as his client.
+    before = oauth_server.log().count("open")
+    assert authorize(api, bob).status_code == 302
+    bobs = remote_client(bob.project, "tools", alice.project.mcp["tools"], member=bob.user.pk)
+    result = bobs.call_tool("whoami", {}, threading.Event())
+    bobs_client = mcp_grant_get(**{**key, "user_id": bob.user.pk})["client"]["client_id"]
+    assert result["content"][0]["text"] == f"called by {bobs_client}"
+    assert oauth_server.log().count("open") == before + 1
 
 
 def test_a_revoked_grant_asks_the_member_to_sign_in_again(api, alice, oauth_server):

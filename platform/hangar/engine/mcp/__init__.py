@@ -11,5 +11,8 @@
 - `tools.py` one `McpTool` per server tool, named `<server>_<tool>` with the server's JSON schema; a call
   asks the permission engine under its own name, is bounded like a built-in tool, metered and audited;
 - `errors.py` the one error a call raises (apart from the clients: the SDK is imported on first remote use);
-- `status.py` each server's last known status (what OpenCode's `/mcp` answers), kept in the cache.
+- `status.py` each server's last known status (what OpenCode's `/mcp` answers), kept in the cache;
+- `oauth.py` OAuth 2.1 per member (start, callback, forget, the member's status), `oauth_http.py` its HTTP
+  exchanges through the guard on the SDK's pieces, `oauth_client.py` a server called with the run's member's
+  tokens (refreshed when expired and on a 401, which `refusals.py` tells apart).
 """

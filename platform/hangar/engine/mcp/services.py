@@ -1,14 +1,14 @@
 """What OpenCode's `/mcp` routes do, for a Hangar project: each server's status, adding a server (to the
 project's config, an admin's change, checked like the API's), connecting (enabling it, then listing its tools
 now, from this process, through the same guard) and disconnecting (disabling it for the project's sessions).
-OAuth is not served yet: the auth routes answer that plainly (hangar.opencode.views_mcp)."""
+OAuth, per member, is hangar.engine.mcp.oauth."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from hangar.accounts.actors import Actor
-from hangar.engine.mcp import status
+from hangar.engine.mcp import oauth_client, status
 from hangar.engine.mcp.errors import McpError
 from hangar.engine.mcp.servers import session_servers
 from hangar.engine.mcp.tools import remote_client
@@ -62,13 +62,19 @@ def mcp_server_connect(*, actor: Actor, project: Project, name: str) -> bool:
         return False
     if server["type"] != "remote":
         return False
+    client = remote_client(project, name, server, member=actor.user_id)  # an OAuth server: with their tokens
     try:
-        remote_client(project, name, server).list_tools()
+        client.list_tools()
+        found: dict[str, Any] = {"status": "connected"}
+    except oauth_client.NeedsAuth:
+        found = dict(oauth_client.NEEDS_AUTH)
     except McpError as exc:
-        status.record(project, {name: {"status": "failed", "error": str(exc)}})
-        return False
-    status.record(project, {name: {"status": "connected"}})
-    return True
+        found = oauth_client.failure_status(server, exc)
+    if isinstance(client, oauth_client.OAuthRemoteServer):  # the member's own status
+        oauth_client.record(project, actor.user_id, {name: found})
+    else:
+        status.record(project, {name: found})
+    return found["status"] == "connected"
 
 
 def mcp_server_disconnect(*, actor: Actor, project: Project, name: str) -> bool:
