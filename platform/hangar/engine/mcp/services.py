@@ -74,7 +74,7 @@ def mcp_server_connect(*, actor: Actor, project: Project, name: str) -> bool:
         oauth_client.record(project, actor.user_id, {name: found})
     else:
         status.record(project, {name: found})
-    return found["status"] == "connected"
+    return found == {"status": "connected"}
 
 
 def mcp_server_disconnect(*, actor: Actor, project: Project, name: str) -> bool:
