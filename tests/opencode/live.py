@@ -29,10 +29,13 @@ def free_port() -> int:
 
 
 class Daphne:
-    def __init__(self, db_name: str, env: dict[str, str] | None = None):
+    def __init__(self, db_name: str, env: dict[str, str] | None = None, *, public: bool = False):
+        """`public`: Hangar's public URL is this server's own (HANGAR_PUBLIC_URL), for the flows whose
+        redirects come back to it, as an MCP server's OAuth callback does."""
         self.port = free_port()
         env = {
             **os.environ,
+            **({"HANGAR_PUBLIC_URL": self.url} if public else {}),
             **(env or {}),
             "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{db_name}",
             "HANGAR_ENGINE_QUEUE": QUEUE,

@@ -6,6 +6,7 @@ phone width (var/screenshots/mcp-server*)."""
 
 import pytest
 from playwright.sync_api import expect
+from rest_framework.test import APIClient
 
 from hangar.accounts.services import org_mcp_policy_set
 from hangar.projects.models import Project
@@ -14,6 +15,12 @@ from hangar.projects.services import env_var_set
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
 
 SECRET = "ghp_mcpWebSecret7Qx2Lm9Vr4"
+
+
+def status_of(persona) -> dict:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {persona.token}")
+    return client.get(f"/api/orgs/acme/projects/{persona.project.pk}/mcp/").json()
 
 
 def servers_table(page):
@@ -64,6 +71,11 @@ def test_an_admin_adds_a_projects_mcp_server_sees_its_status_and_removes_it(alic
             "headers": {"Authorization": "Bearer {env:GITHUB_TOKEN}", "X-Team": "platform"},
         }
     }
+    # Its status, as the project's MCP endpoint answers it for this member (never tried yet: failed, saying so).
+    answer = status_of(alice)["github"]
+    assert answer["status"] == "failed" and "Not connected yet" in answer["error"], answer
+    expect(row.locator("td[data-status]")).to_have_attribute("data-status", "failed")
+    expect(row.locator("td[data-status]")).to_contain_text(answer["error"])
     section.scroll_into_view_if_needed()
     app.shot("mcp-servers")
 
