@@ -1,9 +1,12 @@
 """An OAuth-protected MCP server written with the official `mcp` SDK, run by the MCP OAuth tests as a local
-HTTP server: `python tests/engine/oauth_mcp_server.py PORT [evil]`. It is its own authorization server
+HTTP server: `python tests/engine/oauth_mcp_server.py PORT [evil | noreg REDIRECT_URI]`. It is its own authorization server
 (the SDK's routes over an in-memory `OAuthAuthorizationServerProvider`): RFC 9728 and RFC 8414 metadata,
 dynamic client registration, an /authorize that approves at once (a redirect straight back with a code, as
 if the person clicked "allow"), PKCE-checked code exchange, refresh (rotating the refresh token) and
 revocation.
+
+With `noreg`, it takes no dynamic registration: its one client is `hangar-fixed` (secret `fixed-secret`,
+client_secret_post), registered beforehand with REDIRECT_URI, as an operator registers Hangar by hand.
 
 With `evil`, its protected-resource metadata names http://169.254.169.254/ (the cloud metadata address) as
 its authorization server: a client that follows it blindly reaches where it must not.
@@ -35,6 +38,7 @@ from starlette.responses import JSONResponse
 
 PORT = int(sys.argv[1])
 EVIL = sys.argv[2:] == ["evil"]
+NO_REGISTRATION = sys.argv[2:3] == ["noreg"]
 BASE = f"http://127.0.0.1:{PORT}"
 ACCESS_TTL_S = 3600
 LOG: list[str] = []
@@ -124,6 +128,15 @@ class MemoryProvider:
 
 
 provider = MemoryProvider()
+if NO_REGISTRATION:
+    provider.clients["hangar-fixed"] = OAuthClientInformationFull(
+        client_id="hangar-fixed",
+        client_secret="fixed-secret",
+        token_endpoint_auth_method="client_secret_post",
+        redirect_uris=[sys.argv[3]],
+        grant_types=["authorization_code", "refresh_token"],
+        scope="tools",
+    )
 server = MCPServer(
     "hangar-oauth-tools",
     auth_server_provider=provider,
@@ -133,7 +146,7 @@ server = MCPServer(
         validate_token_resource=False,
         required_scopes=["tools"],
         client_registration_options=ClientRegistrationOptions(
-            enabled=True, valid_scopes=["tools"], default_scopes=["tools"]
+            enabled=not NO_REGISTRATION, valid_scopes=["tools"], default_scopes=["tools"]
         ),
         revocation_options=RevocationOptions(enabled=True),
     ),

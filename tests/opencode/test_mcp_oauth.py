@@ -24,7 +24,7 @@ from hangar.engine.mcp import oauth, oauth_client
 from hangar.engine.mcp.tools import remote_client
 from hangar.projects.mcp_oauth_services import mcp_grant_get, mcp_grant_refresh
 from hangar.projects.models import McpOAuthGrant
-from hangar.projects.services import project_update
+from hangar.projects.services import env_var_set, project_update
 from tests.engine.conftest import wait_for
 from tests.opencode.conftest import assert_response, base_url
 
@@ -261,6 +261,36 @@ def test_a_bad_replayed_or_someone_elses_state_is_a_400(api, alice, bob, oauth_s
     alices_browser.force_login(alice.user)
     assert alices_browser.get(f"/api/mcp/oauth/callback?{back}").status_code == 302
     assert alices_browser.get(f"/api/mcp/oauth/callback?{back}").status_code == 400  # replayed
+
+
+def test_without_dynamic_registration_the_configs_client_id_and_scoped_secret_are_used(api, alice):
+    server = OAuthMcpServer("noreg", oauth.callback_url())
+    try:
+        configure(alice, server)
+        refused = api(alice).post(project_url(alice, "tools/auth"))
+        assert refused.status_code == 400 and "oauth.clientId" in refused.json()["detail"]
+        status = api(alice).get(project_url(alice)).json()["tools"]
+        assert status["status"] == "needs_client_registration" and "oauth.clientId" in status["error"]
+
+        # The secret is a project secret scoped to the server, named in the config (which members read).
+        env_var_set(
+            actor=alice.actor,
+            project=alice.project,
+            name="TOOLS_OAUTH",
+            value="fixed-secret",
+            scope={"mcp": ["tools"]},
+        )
+        configure(alice, server, clientId="hangar-fixed", clientSecret="{env:TOOLS_OAUTH}")
+        assert authorize(api, alice).status_code == 302
+        assert api(alice).get(project_url(alice)).json() == {"tools": {"status": "connected"}}
+        log = server.log()
+        assert not any(line.startswith("register") for line in log)
+        assert "code hangar-fixed" in log  # the code was exchanged with the configured client's secret
+        client = remote_client(alice.project, "tools", alice.project.mcp["tools"], member=alice.user.pk)
+        called = client.call_tool("whoami", {}, threading.Event())
+        assert called["content"][0]["text"] == "called by hangar-fixed"
+    finally:
+        server.stop()
 
 
 def test_metadata_pointing_at_the_metadata_address_is_refused(api, alice):

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 from django.core.cache import cache
 
+from hangar import mcp_config
 from hangar.accounts.actors import Actor
 from hangar.accounts.selectors import membership_for, user_active
 from hangar.audit.models import ActorType
@@ -32,6 +33,7 @@ from hangar.engine.mcp.errors import McpError
 from hangar.engine.mcp.servers import session_servers
 from hangar.engine.mcp.services import ServerNotFound, mcp_status
 from hangar.projects import crypto
+from hangar.projects.mcp_env import env_for_mcp_headers
 from hangar.projects.mcp_oauth_services import mcp_grant_exists, mcp_grant_forget, mcp_grant_store
 from hangar.projects.models import Project
 
@@ -88,15 +90,21 @@ def oauth_server(project: Project, name: str) -> dict[str, Any]:
     return server
 
 
-def _client_of(config: dict[str, Any], redirect_uri: str) -> OAuthClientInformationFull | None:
-    """The client the config names (`oauth.clientId`, with its secret if any); None: register one."""
+def _client_of(
+    project: Project, name: str, config: dict[str, Any], redirect_uri: str
+) -> OAuthClientInformationFull | None:
+    """The client the config names (`oauth.clientId`, with its secret if any); None: register one. The
+    secret may be `{env:NAME}`, filled (here only) from the project's vars and the secrets scoped to the
+    server, as its headers are: the config itself is readable by every member."""
     # The SDK is imported on first use (a web process whose projects use no OAuth does not carry it).
     from mcp.shared.auth import OAuthClientInformationFull
 
     client_id = config.get("clientId")
     if not client_id:
         return None
-    secret = config.get("clientSecret") or None
+    raw = str(config.get("clientSecret") or "")
+    env = env_for_mcp_headers(project, name, set(mcp_config.ENV_REF.findall(raw)))
+    secret = mcp_config.fill_headers({"secret": raw}, env)["secret"] or None
     return OAuthClientInformationFull(
         client_id=client_id,
         client_secret=secret,
@@ -117,16 +125,23 @@ def oauth_start(*, actor: Actor, project: Project, name: str) -> dict[str, str]:
     config: dict[str, Any] = declared if isinstance(declared, dict) else {}
     redirect_uri = config.get("redirectUri") or callback_url()
     url = server["url"]
+    configured = _client_of(project, name, config, redirect_uri)  # read here: the flow's loop has no ORM
 
     async def discover_and_register(http):  # type: ignore[no-untyped-def]
         found = await oauth_http.discover(http, url)
         scope = config.get("scope") or found.scope
-        client = _client_of(config, redirect_uri) or await oauth_http.register(
-            http, found, url, redirect_uri, scope
-        )
+        client = configured or await oauth_http.register(http, found, url, redirect_uri, scope)
         return found, client, scope
 
-    found, client, scope = oauth_http.run(discover_and_register)
+    try:
+        found, client, scope = oauth_http.run(discover_and_register)
+    except oauth_http.NeedsClientRegistration as exc:
+        oauth_client.record(
+            project, actor.user.pk, {name: {"status": "needs_client_registration", "error": str(exc)}}
+        )
+        raise
+    if oauth_client.known(project, actor.user.pk).get(name, {}).get("status") == "needs_client_registration":
+        oauth_client.record(project, actor.user.pk, {name: oauth_client.NEEDS_AUTH})  # a way was found now
     authorization_url, state, verifier = oauth_http.authorization_url(found, client, redirect_uri, scope)
     document = {
         "org": project.org_id,
@@ -275,6 +290,8 @@ def member_status(project: Project, user_id: int | None) -> dict[str, dict[str, 
         )
         if granted:
             statuses[name] = mine.get(name) or statuses[name]
+        elif mine.get(name, {}).get("status") == "needs_client_registration":
+            statuses[name] = mine[name]  # the member's last start found no way to register
         elif oauth_client.declares_oauth(server):
             statuses[name] = dict(oauth_client.NEEDS_AUTH)
     return statuses

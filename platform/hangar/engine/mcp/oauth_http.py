@@ -39,6 +39,10 @@ class OAuthError(McpError):
     """The flow cannot go on; the message is safe to show (it never holds a token or a secret)."""
 
 
+class NeedsClientRegistration(OAuthError):
+    """The authorization server takes no dynamic registration and the config names no `oauth.clientId`."""
+
+
 @dataclass(frozen=True)
 class Discovery:
     """What the server and its authorization server published."""
@@ -120,7 +124,10 @@ async def register(
     """RFC 7591 dynamic registration of Hangar as a client (a confidential web client when the server
     issues a secret), checked usable by the SDK's rule."""
     if discovery.metadata.registration_endpoint is None:
-        raise OAuthError("the server offers no client registration: set oauth.clientId in its config")
+        raise NeedsClientRegistration(
+            "the server offers no dynamic client registration: register Hangar with it and set oauth.clientId"
+            " (and oauth.clientSecret, best as {env:NAME} naming a project secret scoped to the server)"
+        )
     request = sdk.create_client_registration_request(
         discovery.metadata,
         OAuthClientMetadata(
