@@ -5,7 +5,8 @@ sandbox user under the sandbox's limits and network policy, with the sandbox's e
 `environment`, and the project secrets an admin scoped to that server (the model can read those: they are in
 a process of its sandbox).
 
-The worker speaks JSON-RPC through the agent (`Sandbox.mcp_request`): one request, its response."""
+The worker speaks JSON-RPC through the agent (`Sandbox.mcp_request`): one request, its response, and the
+server's tools version (the agent counts its `notifications/tools/list_changed`: hangar.engine.mcp.changes)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,12 @@ class LocalServer:
     env: dict[str, str] = field(repr=False)  # may hold secrets scoped to this server: never printed
     timeout_s: float
     sandbox: Callable[[], Sandbox]
+    # The agent's tools version of this server as its last answer gave it (the catalog compares it).
+    tools_version: int = 0
+
+    def request(self, method: str, params: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        """One request's result (McpError when it failed or the server answered an error)."""
+        return self._request(method, params, min(timeout_s, self.timeout_s))
 
     def _request(self, method: str, params: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         message = {"jsonrpc": "2.0", "id": next(_ids), "method": method, "params": params}
@@ -35,6 +42,9 @@ class LocalServer:
             reply = self.sandbox().mcp_request(self.name, self.command, self.env, message, timeout_s)
         except SandboxError as exc:
             raise McpError(str(exc)) from None
+        version = reply.get("toolsVersion")
+        if isinstance(version, int):
+            self.tools_version = version
         error = reply.get("error")
         if error is not None:
             message_text = error.get("message") if isinstance(error, dict) else str(error)
