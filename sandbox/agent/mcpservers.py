@@ -9,10 +9,14 @@ hibernate) ends them all. Requests to one server go one at a time: most stdio se
 
 What the server writes on stdout is read line by line (MAX_LINE bytes at most; a longer line fails the
 request and restarts the server); a request it sends us (roots/list, sampling) gets a "method not found"
-error, a notification is dropped. stderr goes to a bounded log file for a person to read."""
+error, a notification is dropped, but for `notifications/tools/list_changed`: it gives the server a new tools
+version, which every answer carries (`toolsVersion`), so the worker lists its tools again at the run's next
+step. Versions come from one counter of the agent's, so a restarted server (version 0) differs from a
+changed one. stderr goes to a bounded log file for a person to read."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import queue
@@ -30,6 +34,8 @@ MAX_SERVERS = 20
 START_S = 30.0  # the initialize handshake
 LOG_DIR = "/tmp/hangar/mcp"
 PROTOCOL = "2025-06-18"
+TOOLS_CHANGED = "notifications/tools/list_changed"
+_versions = itertools.count(1)
 
 
 class Server:
@@ -39,6 +45,7 @@ class Server:
         self.lines: queue.Queue[bytes | None] = queue.Queue()
         self.used = time.monotonic()
         self.next_id = 0
+        self.tools_version = 0
         os.makedirs(LOG_DIR, exist_ok=True)
         log = open(f"{LOG_DIR}/{name}.log", "ab")  # noqa: SIM115  # the child holds it
         try:
@@ -117,6 +124,9 @@ class Server:
                 continue  # not JSON-RPC (a stray print): skipped
             if not isinstance(reply, dict):
                 continue
+            if reply.get("method") == TOOLS_CHANGED and "id" not in reply:
+                self.tools_version = next(_versions)
+                continue
             if reply.get("id") == rid and "method" not in reply:
                 return reply
             if "method" in reply and "id" in reply:  # the server asks us something: we offer nothing
@@ -179,9 +189,10 @@ class McpServers:
         server = self._server(name, command, env)
         with server.lock:
             server.used = time.monotonic()
-            return server.request(
+            reply = server.request(
                 {"method": message["method"], "params": message.get("params") or {}}, timeout_s
             )
+            return {**reply, "toolsVersion": server.tools_version}
 
     def stop_all(self, args: dict | None = None) -> dict:
         with self.lock:

@@ -5,10 +5,14 @@ how much text a prompt or resource gives the model."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from hangar.engine.mcp.errors import McpError
 from hangar.engine.mcp.local import LocalServer
+from hangar.engine.mcp.oauth_client import OAuthRemoteServer
+
+T = TypeVar("T")
 
 LIST_TIMEOUT_S = 10.0
 FETCH_TIMEOUT_S = 30.0
@@ -24,10 +28,14 @@ def _str(value: Any, limit: int = MAX_FIELD) -> str:
     return value[:limit] if isinstance(value, str) else ""
 
 
-def _remote(client: Any) -> Any:
+def _on_remote(client: Any, work: Callable[[Any], T]) -> T:
+    """`work` with the remote server's `remote.Server`: the project's, or the member's OAuth one (its token
+    refreshed as its tool calls' are: hangar.engine.mcp.oauth_client)."""
+    if isinstance(client, OAuthRemoteServer):
+        return client.on_session(work)
     from hangar.engine.mcp import remote
 
-    return remote.Server(client.scope, client.name, client.url, client.headers, client.timeout_s)
+    return work(remote.Server(client.scope, client.name, client.url, client.headers, client.timeout_s))
 
 
 def _listed(client: Any, kind: str) -> list[dict[str, Any]]:
@@ -43,7 +51,7 @@ def _listed(client: Any, kind: str) -> list[dict[str, Any]]:
     from hangar.engine.mcp import remote_content
 
     lister = remote_content.list_prompts if kind == "prompts" else remote_content.list_resources
-    return lister(_remote(client), LIST_TIMEOUT_S)
+    return _on_remote(client, lambda server: lister(server, LIST_TIMEOUT_S))
 
 
 def list_prompts(client: Any) -> list[dict[str, Any]]:
@@ -103,7 +111,9 @@ def prompt_text(client: Any, name: str, arguments: dict[str, str]) -> str:
     else:
         from hangar.engine.mcp import remote_content
 
-        result = remote_content.get_prompt(_remote(client), name, arguments, FETCH_TIMEOUT_S)
+        result = _on_remote(
+            client, lambda server: remote_content.get_prompt(server, name, arguments, FETCH_TIMEOUT_S)
+        )
     pieces = []
     for message in (result.get("messages") or [])[:100]:
         content = message.get("content") if isinstance(message, dict) else None
@@ -124,7 +134,7 @@ def resource_text(client: Any, uri: str) -> str:
     else:
         from hangar.engine.mcp import remote_content
 
-        result = remote_content.read_resource(_remote(client), uri, FETCH_TIMEOUT_S)
+        result = _on_remote(client, lambda server: remote_content.read_resource(server, uri, FETCH_TIMEOUT_S))
     pieces = []
     for item in (result.get("contents") or [])[:100]:
         if not isinstance(item, dict):

@@ -128,12 +128,20 @@ class OAuthRemoteServer:
 
         return self._with_token(lambda server: remote.call_tool(server, tool, arguments, abort))
 
+    @property
+    def session_scope(self) -> str:
+        """Who shares its held session: the project's member (also the key of its tools version)."""
+        return f"{self.project_id}:member:{self.member}"
+
+    def on_session(self, work: Callable[[Any], T]) -> T:
+        """`work` on the member's session (prompts and resources: hangar.engine.mcp.content)."""
+        return self._with_token(work)
+
     def _server(self, token: str | None) -> Any:
         from hangar.engine.mcp import remote
 
         headers = {**self.headers, "Authorization": f"Bearer {token}"} if token else self.headers
-        scope = f"{self.project_id}:member:{self.member}"
-        return remote.Server(scope, self.name, self.url, headers, self.timeout_s)
+        return remote.Server(self.session_scope, self.name, self.url, headers, self.timeout_s)
 
     def _token(self, refresh: bool = False) -> str | None:
         if self.member is None:

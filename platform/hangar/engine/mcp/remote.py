@@ -22,7 +22,7 @@ from mcp.client.session import ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
-from hangar.engine.mcp import guard, held, refusals
+from hangar.engine.mcp import changes, guard, held, refusals
 from hangar.engine.mcp.errors import McpError
 
 T = TypeVar("T")
@@ -48,7 +48,7 @@ def _client_factory(headers: dict[str, str], timeout: float) -> Callable[..., ht
 
 @asynccontextmanager
 async def _session(
-    url: str, headers: dict[str, str], timeout: float, sse: bool
+    url: str, headers: dict[str, str], timeout: float, sse: bool, on_message: Any = None
 ) -> AsyncIterator[ClientSession]:
     factory = _client_factory(headers, timeout)
     if sse:
@@ -60,7 +60,7 @@ async def _session(
                 sse_read_timeout=timeout,
                 httpx_client_factory=factory,
             ) as (r, w),
-            ClientSession(r, w, read_timeout_seconds=timeout) as session,
+            ClientSession(r, w, read_timeout_seconds=timeout, message_handler=on_message) as session,
         ):
             await session.initialize()
             yield session
@@ -68,7 +68,7 @@ async def _session(
     async with (
         factory() as http,
         streamable_http_client(url, http_client=http, max_sse_event_size=MAX_RESPONSE_BYTES) as (r, w),
-        ClientSession(r, w, read_timeout_seconds=timeout) as session,
+        ClientSession(r, w, read_timeout_seconds=timeout, message_handler=on_message) as session,
     ):
         await session.initialize()
         yield session
@@ -104,7 +104,9 @@ def _run(
     key = held.session_key(server.scope, server.name, server.url, server.headers, server.timeout)
 
     def opener(sse: bool) -> AbstractAsyncContextManager[ClientSession]:
-        return _session(server.url, server.headers, server.timeout, sse)
+        # A tools/list_changed notification bumps the server's tools version (hangar.engine.mcp.changes).
+        on_message = changes.on_message(server.scope, server.name)
+        return _session(server.url, server.headers, server.timeout, sse, on_message)
 
     try:
         return held.SESSIONS.run(key, opener, work, limit + CONNECT_S, abort)

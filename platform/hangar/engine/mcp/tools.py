@@ -4,8 +4,9 @@ naming), asking the permission engine under that name with the pattern `*` like 
 not even offer its tools), bounded like a built-in tool's output (tools.execute), metered (latency, bytes
 in the part's metadata) and audited (server, tool, who; never the arguments).
 
-A run lists each server's tools once, at its first step (`McpCatalog`); a server that cannot be reached
-offers nothing and shows as failed in `/mcp`, and the run goes on without it."""
+A run lists each server's tools at its first step (`McpCatalog`), and again at a later step only for a server
+that said its tools changed (hangar.engine.mcp.changes); a server that cannot be reached offers nothing and
+shows as failed in `/mcp`, and the run goes on without it."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from pydantic import BaseModel, ConfigDict
 from hangar import mcp_config
 from hangar.conversations import services as store
 from hangar.conversations.models import Session
-from hangar.engine.mcp import oauth_client, status
+from hangar.engine.mcp import changes, content, listings, oauth_client, status
 from hangar.engine.mcp.errors import McpError
 from hangar.engine.mcp.local import LocalServer
 from hangar.engine.mcp.servers import session_servers
@@ -206,50 +207,113 @@ def _tools_of(
     return tools
 
 
+Client = RemoteServer | LocalServer | oauth_client.OAuthRemoteServer
+
+
+def tools_version(client: Client) -> int:
+    """The server's tools version as this process last heard it (hangar.engine.mcp.changes)."""
+    if isinstance(client, LocalServer):
+        return client.tools_version
+    scope = client.scope if isinstance(client, RemoteServer) else client.session_scope
+    return changes.version(scope, client.name)
+
+
 class McpCatalog:
-    """A run's MCP tools: listed at its first step, kept for the run."""
+    """A run's MCP servers: their clients, built at its first step; their tools, listed then and listed
+    again at a later step only for a server whose tools version moved (it sent tools/list_changed); their
+    prompts and resources, listed at the first step for /command and /experimental/resource
+    (hangar.engine.mcp.listings)."""
 
     def __init__(self, sandbox: Callable[[], Sandbox] | None = None) -> None:
+        self._clients: dict[str, Client] | None = None
+        # server -> (the tools version its tools were listed at, the tools as listed)
+        self._listed: dict[str, tuple[int, list[dict[str, Any]]]] = {}
         self._tools: dict[str, McpTool] | None = None
+        self._servers: dict[str, dict[str, Any]] = {}  # the usable servers' config
+        self._left_out: dict[str, dict[str, Any]] = {}
+        self._from_workspace: frozenset[str] = frozenset()
         self._sandbox = sandbox  # the run's sandbox, attached on first use (local servers run in it)
+        self.generation = 0  # moves whenever the tools are listed anew (the planner's offer compares it)
+
+    def clients(self, session: Session, workspace: Callable[[], Any] = lambda: None) -> dict[str, Client]:
+        """The usable servers' clients. `workspace()` reads the workspace's opencode.json `mcp` key: only
+        when the org allows any server, since an empty allow-list lets none of them through."""
+        if self._clients is None:
+            policy = session.org.mcp_policy or {}
+            allows = any(policy.get(kind) for kind in ("local", "remote"))
+            self._clients = self._build(session, workspace() if allows else None)
+        return self._clients
 
     def tools(
         self, session: Session, builtin: set[str], workspace: Callable[[], Any] = lambda: None
     ) -> dict[str, McpTool]:
-        """`workspace()` reads the workspace's opencode.json `mcp` key: only when the org allows any server,
-        since an empty allow-list lets none of them through."""
+        clients = self.clients(session, workspace)
         if self._tools is None:
-            policy = session.org.mcp_policy or {}
-            allows = any(policy.get(kind) for kind in ("local", "remote"))
-            self._tools = self._list(session, builtin, workspace() if allows else None)
-        return self._tools
-
-    def _list(self, session: Session, builtin: set[str], workspace_mcp: Any) -> dict[str, McpTool]:
-        servers = session_servers(session.project.mcp, session.org.mcp_policy, workspace_mcp)
-        statuses = dict(servers.left_out)
-        member_statuses: dict[str, dict[str, Any]] = {}  # the OAuth servers': the run's member's own
-        person = session.prompter_id or session.creator_id
+            self._list(session, clients)
+        else:
+            moved = [n for n, (seen, _) in self._listed.items() if tools_version(clients[n]) != seen]
+            if not moved:
+                return self._tools
+            for name in moved:
+                version = tools_version(clients[name])
+                try:
+                    self._listed[name] = (version, clients[name].list_tools())
+                except McpError:  # the old list stays, and is not asked for again until the next change
+                    self._listed[name] = (version, self._listed[name][1])
         tools: dict[str, McpTool] = {}
+        for name, (_, listed) in self._listed.items():
+            tools.update(_tools_of(session, clients[name], listed, builtin | set(tools)))
+        self._tools = tools
+        self.generation += 1
+        return tools
+
+    def _build(self, session: Session, workspace_mcp: Any) -> dict[str, Client]:
+        servers = session_servers(session.project.mcp, session.org.mcp_policy, workspace_mcp)
+        self._servers, self._left_out = servers.usable, dict(servers.left_out)
+        self._from_workspace = servers.from_workspace
+        person = session.prompter_id or session.creator_id
+        clients: dict[str, Client] = {}
         for name, server in servers.usable.items():
             secrets = name not in servers.from_workspace
-            client: RemoteServer | LocalServer | oauth_client.OAuthRemoteServer
             if server["type"] == "remote":
-                client = remote_client(session.project, name, server, secrets=secrets, member=person)
+                clients[name] = remote_client(session.project, name, server, secrets=secrets, member=person)
             elif self._sandbox is not None:
-                client = local_client(session.project, name, server, self._sandbox, secrets=secrets)
-            else:
-                continue
-            found = member_statuses if isinstance(client, oauth_client.OAuthRemoteServer) else statuses
+                clients[name] = local_client(session.project, name, server, self._sandbox, secrets=secrets)
+        return clients
+
+    def _list(self, session: Session, clients: dict[str, Client]) -> None:
+        statuses = dict(self._left_out)
+        member_statuses: dict[str, dict[str, Any]] = {}  # the OAuth servers': the run's member's own
+        contents: dict[str, dict[str, Any]] = {}
+        member_contents: dict[str, dict[str, Any]] = {}  # listed with the member's token: theirs only
+        for name, client in clients.items():
+            oauth = isinstance(client, oauth_client.OAuthRemoteServer)
+            found = member_statuses if oauth else statuses
+            version = tools_version(client)
             try:
-                listed = client.list_tools()
+                self._listed[name] = (version, client.list_tools())
             except oauth_client.NeedsAuth:
                 found[name] = oauth_client.NEEDS_AUTH
                 continue
             except McpError as exc:
-                found[name] = oauth_client.failure_status(server, exc)
+                found[name] = oauth_client.failure_status(self._servers[name], exc)
                 continue
             found[name] = {"status": "connected"}
-            tools.update(_tools_of(session, client, listed, builtin | set(tools)))
+            listed = {**_contents(client), "workspace": name in self._from_workspace}
+            (member_contents if oauth else contents)[name] = listed
+        person = session.prompter_id or session.creator_id
         status.record(session.project, statuses)
         oauth_client.record(session.project, person, member_statuses)
-        return tools
+        if statuses or member_statuses:  # a project with no MCP server at all pays no cache write
+            listings.record(session.project, contents, member=person, member_listings=member_contents)
+
+
+def _contents(client: Client) -> dict[str, Any]:
+    """The server's prompts and resources (none when it fails to list them: its tools still work)."""
+    out: dict[str, Any] = {}
+    for kind, lister in (("prompts", content.list_prompts), ("resources", content.list_resources)):
+        try:
+            out[kind] = lister(client)
+        except McpError:
+            out[kind] = []
+    return out

@@ -175,7 +175,8 @@ class Planner:
         matching every rule against every tool."""
         policy = self.org_policy()
         custom = self._custom_agents() if "task" in tools else {}
-        key = (list(tools), ruleset, policy, list(custom.values()))
+        # The MCP catalog's generation: a server's re-listed tools may keep their names and change schemas.
+        key = (list(tools), ruleset, policy, list(custom.values()), self.mcp.generation)
         if self._offered is None or self._offered[0] != key:
             off = perm.disabled_tools(key[0], ruleset, policy)
             kept = {name: tool for name, tool in tools.items() if name not in off}
