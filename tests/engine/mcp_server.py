@@ -3,7 +3,9 @@
 `Authorization: Bearer TOKEN` (a 401 otherwise), so a test can tell that the project's secret reached it.
 
 Tools: `add` (a result), `huge` (a result far over the output bound), `slow` (sleeps), `crash` (the
-process dies mid-call), `fail` (an isError result). Each session a client opens (a POST with no
+process dies mid-call), `fail` (an isError result), `grow` (adds the tool `grown` and says so with
+`notifications/tools/list_changed`, on the call's own stream so it reaches the client before the result).
+Prompt: `review` (arguments `topic`, required, and `tone`). Resource: `notes://readme` (text). Each session a client opens (a POST with no
 `mcp-session-id`: its `initialize`) adds a line to `hangar-mcp-PORT.opens` in the temp directory, so a test
 can count the Streamable HTTP sessions a client opened."""
 
@@ -14,8 +16,9 @@ import sys
 import tempfile
 
 import anyio
+import mcp_types as types
 import uvicorn
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 
 PORT, TOKEN = int(sys.argv[1]), sys.argv[2]
 OPENS = os.path.join(tempfile.gettempdir(), f"hangar-mcp-{PORT}.opens")
@@ -51,6 +54,32 @@ def crash() -> str:
 def fail() -> str:
     """An error the model should see."""
     raise ValueError("the fail tool always fails")
+
+
+@server.tool()
+async def grow(ctx: Context) -> str:
+    """Add the tool `grown` to this server."""
+
+    def grown() -> str:
+        """A tool that did not exist when the server started."""
+        return "the grown tool answered"
+
+    if "grown" not in {tool.name for tool in await server.list_tools()}:
+        server.add_tool(grown)
+    await ctx.session.send_notification(
+        types.ToolListChangedNotification(), related_request_id=ctx.request_context.request_id
+    )
+    return "grew a tool"
+
+
+@server.prompt(description="Review a topic.")
+def review(topic: str, tone: str = "plain") -> str:
+    return f"Please review {topic} in a {tone} tone."
+
+
+@server.resource("notes://readme", name="readme", description="The project notes.", mime_type="text/plain")
+def readme() -> str:
+    return "README-RESOURCE-CONTENT: the notes say hello"
 
 
 app = server.sse_app() if sys.argv[3:] == ["sse"] else server.streamable_http_app()

@@ -1,10 +1,12 @@
 """A stdio MCP server in the standard library only (the sandbox image carries Python but not the `mcp`
 SDK), for the local-server tests: copied into a session's workspace and named in the project's `mcp`
 config as `python3 /workspace/.mcp/stdio_server.py`. It speaks newline-delimited JSON-RPC 2.0 as the MCP
-stdio transport does: initialize, tools/list, tools/call.
+stdio transport does: initialize, tools/list, tools/call, prompts/list, prompts/get, resources/list,
+resources/read.
 
 Tools: `whoami` (its pid, and whether the env var SCOPED_SECRET reached it), `crash` (exits mid-call),
-`sleep` (seconds)."""
+`sleep` (seconds), `grow` (adds the tool `grown` and sends notifications/tools/list_changed before its
+answer). Prompt: `greet` (argument `name`). Resource: `memo://today` (text)."""
 
 import json
 import os
@@ -34,6 +36,33 @@ TOOLS = [
 ]
 
 
+GROWN = {
+    "name": "grown",
+    "description": "A tool added while the server ran.",
+    "inputSchema": {"type": "object", "properties": {}},
+}
+TOOLS.append(
+    {
+        "name": "grow",
+        "description": "Add the tool grown.",
+        "inputSchema": {"type": "object", "properties": {}},
+    }
+)
+PROMPTS = [
+    {
+        "name": "greet",
+        "description": "Greet someone.",
+        "arguments": [{"name": "name", "description": "Who", "required": True}],
+    }
+]
+RESOURCES = [{"name": "today", "uri": "memo://today", "mimeType": "text/plain"}]
+
+
+def send(message):
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
 def answer(rid, result):
     sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}) + "\n")
     sys.stdout.flush()
@@ -48,6 +77,13 @@ def call(name, arguments):
         return text(f"pid={os.getpid()} uid={os.getuid()} secret={'SCOPED_SECRET' in os.environ}")
     if name == "crash":
         os._exit(4)
+    if name == "grow":
+        if GROWN not in TOOLS:
+            TOOLS.append(GROWN)
+        send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        return text("grew a tool")
+    if name == "grown":
+        return text("the local grown tool answered")
     if name == "sleep":
         time.sleep(float(arguments.get("seconds", 0)))
         return text("slept")
@@ -64,7 +100,7 @@ for line in sys.stdin:
             rid,
             {
                 "protocolVersion": "2025-06-18",
-                "capabilities": {"tools": {}},
+                "capabilities": {"tools": {"listChanged": True}, "prompts": {}, "resources": {}},
                 "serverInfo": {"name": "stdio-test", "version": "1"},
             },
         )
@@ -73,6 +109,18 @@ for line in sys.stdin:
     elif method == "tools/call":
         params = message.get("params") or {}
         answer(rid, call(params.get("name"), params.get("arguments") or {}))
+    elif method == "prompts/list":
+        answer(rid, {"prompts": PROMPTS})
+    elif method == "prompts/get":
+        who = ((message.get("params") or {}).get("arguments") or {}).get("name", "nobody")
+        answer(
+            rid, {"messages": [{"role": "user", "content": {"type": "text", "text": f"Say hello to {who}."}}]}
+        )
+    elif method == "resources/list":
+        answer(rid, {"resources": RESOURCES})
+    elif method == "resources/read":
+        text = "MEMO-RESOURCE-CONTENT: buy milk"
+        answer(rid, {"contents": [{"uri": "memo://today", "mimeType": "text/plain", "text": text}]})
     else:
         sys.stdout.write(
             json.dumps(

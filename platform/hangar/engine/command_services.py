@@ -13,6 +13,7 @@ from hangar.engine.agents import custom_commands, shell_parse
 from hangar.engine.agents import permissions as perm
 from hangar.engine.agents.builtin_commands import with_builtins
 from hangar.engine.agents.secret_env import masker_for
+from hangar.engine.mcp import prompts as mcp_prompts
 from hangar.engine.services import (
     SUBTASK_LIMITS,
     PromptRejected,
@@ -40,6 +41,10 @@ def session_command(
     command (or one whose agent is a subagent) runs as a task in a child session. PromptRejected naming
     `command` when there is no such command, with the reason when its file does not parse."""
     require_member(actor, session)
+    if isinstance(command, str) and ":" in command:  # `<server>:<prompt>`: an MCP server's prompt
+        return _mcp_prompt_command(
+            actor, session, command.lstrip("/"), arguments, agent, model, message_id, files
+        )
     if not isinstance(command, str) or not custom_commands.NAME.fullmatch(command.lstrip("/")):
         raise PromptRejected(f"no command named {str(command)[:80]!r}", field="command")
     if not isinstance(arguments, str) or len(arguments) > SUBTASK_LIMITS["prompt"]:
@@ -95,4 +100,39 @@ def session_command(
         agent=agent,
         model=model,
         message_id=message_id,
+    )
+
+
+def _mcp_prompt_command(
+    actor: Actor,
+    session: Session,
+    command: str,
+    arguments: str,
+    agent: str | None,
+    model: dict[str, Any] | None,
+    message_id: str | None,
+    files: list[dict[str, Any]] | None,
+) -> Message:
+    """An MCP prompt as a command (hangar.engine.mcp.prompts): the message is stored with the prompt to
+    fetch, and the run's worker fetches it from the server."""
+    if not isinstance(arguments, str) or len(arguments) > SUBTASK_LIMITS["prompt"]:
+        raise PromptRejected("arguments must be text of at most 100000 characters", field="arguments")
+    prompt = mcp_prompts.find(session.project, command, actor.user_id)
+    if prompt is None:
+        raise PromptRejected(f"no command named {command[:80]!r}", field="command")
+    masker = masker_for(session.project)
+    try:
+        values = mcp_prompts.prompt_arguments(prompt, arguments)
+    except mcp_prompts.PromptArgumentsError as exc:
+        raise PromptRejected(str(exc), field="arguments") from None
+    values = {name: masker.text(value) for name, value in values.items()}
+    part = mcp_prompts.pending_part(command, masker.text(arguments), prompt, values)
+    return session_prompt(
+        actor=actor,
+        session=session,
+        parts=[dict(f) for f in files or []],
+        agent=agent,
+        model=model,
+        message_id=message_id,
+        mcp_prompt=part,
     )

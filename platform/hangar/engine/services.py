@@ -34,6 +34,7 @@ from hangar.engine.agents import custom_agents
 from hangar.engine.agents import permissions as perm
 from hangar.engine.agents.builtin import AGENTS, Agent, agent_get
 from hangar.engine.agents.secret_env import masker_for
+from hangar.engine.mcp import resources as mcp_resources
 from hangar.engine.run.compaction import compaction_request
 from hangar.engine.session.enqueue import enqueue_run
 from hangar.engine.session.subtasks import children_abort
@@ -76,11 +77,13 @@ def session_prompt(
     model: dict[str, Any] | None = None,
     message_id: str | None = None,
     system: str | None = None,
+    mcp_prompt: dict[str, Any] | None = None,
 ) -> Message:
     """Store the user's message (text and file parts) and start (or feed) the run. A prompt to a busy
-    session is read by the running loop at its next step, wrapped in <system-reminder>."""
+    session is read by the running loop at its next step, wrapped in <system-reminder>. `mcp_prompt`: the
+    text part an MCP prompt's command stores first, for the worker to fetch (hangar.engine.mcp.prompts)."""
     require_member(actor, session)
-    if not parts:
+    if not parts and not mcp_prompt:
         raise PromptRejected("a prompt needs at least one part")
     if message_id is not None:
         problem = client_message_id_problem(message_id, last=last_message_id(session))
@@ -107,7 +110,8 @@ def session_prompt(
         }
         if system:
             data["system"] = system
-        bodies = []
+        # An MCP prompt's pending part comes from the command route only: a client's metadata is dropped below.
+        bodies = [mcp_prompt] if mcp_prompt else []
         for part in parts:
             if part.get("type") == "subtask":
                 bodies.append(_subtask_part(part, session))
@@ -120,7 +124,7 @@ def session_prompt(
             }
             if body.get("type") not in ("text", "file"):
                 raise PromptRejected(f"unsupported part type {body.get('type')!r}")
-            bodies.append(body)
+            bodies.extend(_with_resource(part, body))
         message = store.message_create(session=session, data=data, parts=bodies)  # one statement
         if session.title.startswith(DEFAULT_TITLE_PREFIX) and not session.parent_id:  # its first prompt
             text = "\n".join(b["text"] for b in bodies if b.get("type") == "text" and not b.get("synthetic"))
@@ -144,6 +148,18 @@ def session_prompt(
             changes["model"] = {"providerID": model["providerID"], "modelID": model["modelID"]}
         _request_run(session, **changes)
     return message
+
+
+def _with_resource(part: dict[str, Any], body: dict[str, Any]) -> list[dict[str, Any]]:
+    """A file part whose source is an MCP resource becomes OpenCode's three parts, its content read by the
+    worker (hangar.engine.mcp.resources); any other part stays as it is."""
+    if body.get("type") != "file":
+        return [body]
+    try:
+        source = mcp_resources.resource_source(part)
+    except ValueError as exc:
+        raise PromptRejected(str(exc)) from None
+    return [body] if source is None else mcp_resources.attached(body, source)
 
 
 def prompt_agent(session: Session, name: str | None) -> Agent:

@@ -1,7 +1,7 @@
 """Read-only project routes an OpenCode client asks for: /config, /agent, /path, /project/current,
 /provider, /config/providers, /command, /skill, /vcs, and what its TUI asks at start (/lsp, /formatter, /mcp,
 /provider/auth, /experimental/capabilities, /experimental/console, /experimental/workspace,
-/experimental/workspace/status, /experimental/resource, /project/{id}/directories). OpenCode's newer `/api/*` surface is not served: its
+/experimental/workspace/status, /experimental/resource (the MCP servers' resources), /project/{id}/directories). OpenCode's newer `/api/*` surface is not served: its
 TUI falls back to the routes above."""
 
 from drf_spectacular.utils import extend_schema
@@ -13,6 +13,8 @@ from hangar.engine.agents.builtin_commands import with_builtins
 from hangar.engine.agents.custom_agents import project_agents, read_workspace_agents
 from hangar.engine.agents.custom_commands import read_workspace_commands
 from hangar.engine.agents.skills import read_skill, read_skills
+from hangar.engine.mcp import listings
+from hangar.engine.mcp import prompts as mcp_prompts
 from hangar.engine.tools import formatting
 from hangar.engine.workspace import code_intel
 from hangar.engine.workspace.sandboxes import manager
@@ -123,7 +125,15 @@ class Formatter(OpenCodeView):
 ProviderAuth = _nothing_runs("provider_auth", {})
 Workspaces = _nothing_runs("experimental_workspace", [])  # OpenCode's remote workspaces: Hangar has its own
 WorkspaceStatus = _nothing_runs("experimental_workspace_status", [])
-McpResources = _nothing_runs("experimental_resource", {})
+
+
+class McpResources(OpenCodeView):
+    """The resources of the project's MCP servers as its runs last listed them (hangar.engine.mcp.listings:
+    the web process calls no server), keyed `<server>:<name>` like OpenCode's."""
+
+    @extend_schema(tags=OC, operation_id="oc_experimental_resource", responses={200: dict})
+    def get(self, request, project_id):
+        return Response(listings.resources(self.scope.project, self.scope.actor.user_id))
 
 
 class ProjectDirectories(OpenCodeView):
@@ -160,7 +170,9 @@ class Commands(OpenCodeView):
     def get(self, request, project_id):
         box = _newest_workspace(self)
         commands = with_builtins(read_workspace_commands(box) if box is not None else ({}, []))[0]
-        return Response([command.info() for command in commands.values()])
+        # The project's MCP servers' prompts follow, named `<server>:<prompt>` (hangar.engine.mcp.prompts).
+        mcp = mcp_prompts.command_infos(self.scope.project, self.scope.actor.user_id)
+        return Response([command.info() for command in commands.values()] + mcp)
 
 
 class Skills(OpenCodeView):

@@ -10,6 +10,12 @@
 - `services.py` what OpenCode's `/mcp` routes do (status, add, connect, disconnect);
 - `tools.py` one `McpTool` per server tool, named `<server>_<tool>` with the server's JSON schema; a call
   asks the permission engine under its own name, is bounded like a built-in tool, metered and audited;
+- `changes.py` each server's tools version, moved by `notifications/tools/list_changed`: the catalog lists
+  a server's tools again only when it moved;
+- `content.py` prompts and resources (list, get, read), local or remote (`remote_content.py`), bounded;
+  `listings.py` the project's prompts and resources as its runs last listed them (for /command and
+  /experimental/resource); `prompts.py` a prompt as a command; `resources.py` a resource attached to a
+  prompt; `expand.py` the worker fetching both at the step's start;
 - `errors.py` the one error a call raises (apart from the clients: the SDK is imported on first remote use);
 - `status.py` each server's last known status (what OpenCode's `/mcp` answers), kept in the cache;
 - `oauth.py` OAuth 2.1 per member (start, callback, forget, the member's status), `oauth_http.py` its HTTP

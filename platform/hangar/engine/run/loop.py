@@ -33,6 +33,7 @@ from hangar.conversations import services as store
 from hangar.conversations.loop_selectors import StepState, session_for_run
 from hangar.conversations.models import Message, Session
 from hangar.conversations.revert_services import revert_cleanup
+from hangar.engine.mcp.expand import expand_pending
 from hangar.engine.providers.resolve import ModelResolver, model_for
 from hangar.engine.run.abort import finish_aborted_turn
 from hangar.engine.run.after_turn import after_turn
@@ -145,6 +146,8 @@ class Loop:
         if self.abort.is_set():
             raise Aborted()
         state = desk.reader.read()
+        # A prompt's MCP prompt or resources, fetched here, in the worker (hangar.engine.mcp.expand).
+        expand_pending(desk.session, state, desk.planner.mcp, desk.sandbox.workspace_mcp)
         users = [m for m in state.messages if m.role == "user"]
         if not users:
             raise NothingToAnswer()

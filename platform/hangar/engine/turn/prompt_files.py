@@ -6,6 +6,7 @@ pointed at (`@src/app.py` in the TUI, a file a command's template names):
   reads those lines); an image or PDF becomes a `data:` URL part (sent when the model takes them);
 - a folder: its listing, as the list tool gives it;
 - a text `data:` part: its decoded text;
+- an MCP resource (its `source`) is left to the worker (hangar.engine.mcp.resources);
 - anything else is kept as it is. What cannot be read is said in a synthetic text: the prompt is never
   refused for it. The person asked for the file: no permission is asked (OpenCode's, too).
 
@@ -108,6 +109,8 @@ def resolve_files(
     read = 0
     for part in parts:
         url = str(part.get("url", "")) if part.get("type") == "file" else ""
+        if (part.get("source") or {}).get("type") == "resource":
+            url = ""  # an MCP resource: the worker reads it from its server (hangar.engine.mcp.expand)
         if url.startswith("data:") and part.get("mime") == "text/plain":
             text = _decoded(part)
             if text is not None:
