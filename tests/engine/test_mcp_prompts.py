@@ -170,6 +170,11 @@ def test_a_remote_server_adds_a_tool_and_its_prompt_and_resource_reach_the_model
     assert ("tools", "prompts/get", True) in audits and ("tools", "resources/read", True) in audits
     assert not Part.objects.filter(session_id=session.pk, data__icontains=TOKEN).exists()
 
+    # A server the project no longer names lists nothing, at once (not only after the next run).
+    project_update(actor=alice.actor, project=alice.project, mcp={})
+    assert not [c for c in oc(alice).get(f"{url}/command").json() if c.get("source") == "mcp"]
+    assert oc(alice).get(f"{url}/experimental/resource").json() == {}
+
 
 def test_a_local_server_adds_a_tool_and_its_prompt_and_resource_reach_the_model(
     alice, script, make_session, worker
