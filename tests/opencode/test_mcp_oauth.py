@@ -2,7 +2,8 @@
 with the official SDK (tests/engine/oauth_mcp_server.py: its own authorization server, approving at once):
 discovery, dynamic registration, the authorization URL followed by an HTTP client as a browser would, the
 callback, the member's status; OpenCode's /mcp/{name}/auth* routes in their 1.18.33 shapes; refresh before
-a call and on a 401; revocation; a bad, replayed or someone else's state; metadata pointing at the cloud
+a call and on a 401, each token and each member holding a session of its own; a member who leaves taking their
+grant along; revocation; a bad, replayed or someone else's state; metadata pointing at the cloud
 metadata address; another org's member."""
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import pytest
 from django.conf import settings
 from rest_framework.test import APIClient
 
-from hangar.accounts.services import org_mcp_policy_set
+from hangar.accounts.services import member_remove, org_mcp_policy_set
 from hangar.engine.mcp import oauth, oauth_client
 from hangar.engine.mcp.tools import remote_client
 from hangar.projects.mcp_oauth_services import mcp_grant_get, mcp_grant_refresh
@@ -224,6 +225,11 @@ def test_an_expired_token_is_refreshed_before_the_call_and_a_refused_one_on_the_
     bobs_client = mcp_grant_get(**{**key, "user_id": bob.user.pk})["client"]["client_id"]
     assert result["content"][0]["text"] == f"called by {bobs_client}"
     assert oauth_server.log().count("open") == before + 1
+
+    # Bob leaves the org: his grant goes with him, alice's stays.
+    member_remove(actor=bob.actor, membership=bob.membership)
+    assert not McpOAuthGrant.objects.filter(user=bob.user).exists()
+    assert McpOAuthGrant.objects.filter(user=alice.user).exists()
 
 
 def test_a_revoked_grant_asks_the_member_to_sign_in_again(api, alice, oauth_server):

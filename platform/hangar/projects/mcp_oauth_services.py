@@ -99,6 +99,13 @@ def mcp_grant_forget(*, actor: Actor, project: Project, user_id: int, server: st
     return grant
 
 
+def mcp_grants_drop_for_leaving_member(*, org_id: int, user_id: int, **_signal: object) -> int:
+    """A member leaving an org takes their MCP grants for its projects with them (called inside
+    member_remove's transaction through accounts.signals.member_leaving, so no HTTP here: the tokens are
+    not revoked at the server, they lapse there). Returns how many went."""
+    return McpOAuthGrant.objects.filter(project__org_id=org_id, user_id=user_id).delete()[0]
+
+
 def mcp_grants_rotate() -> int:
     """Re-encrypt every grant under the first key (called by encryption_keys_rotate, in its transaction)."""
     count = 0
