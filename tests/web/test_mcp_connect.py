@@ -16,6 +16,7 @@ from hangar.accounts.services import org_mcp_policy_set
 from hangar.projects.models import McpOAuthGrant, Project
 from tests.opencode.live import Daphne
 from tests.opencode.test_mcp_oauth import OAuthMcpServer
+from tests.web.conftest import DESKTOP, PHONE, SHOTS
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
 
@@ -76,6 +77,10 @@ def test_a_member_connects_a_server_through_its_authorization_server_and_disconn
     assert status_of(bob) == {"tools": {"status": "connected"}}
     assert status_of(alice) == {"tools": {"status": "needs_auth"}}  # each member authorizes for themselves
     app.shot("mcp-connected")
+    page.set_viewport_size(PHONE)  # the row itself at phone width (the shots above keep the desktop scroll)
+    row.scroll_into_view_if_needed()
+    page.screenshot(path=str(SHOTS / "mcp-connected-row-phone.png"))
+    page.set_viewport_size(DESKTOP)
 
     row.get_by_role("button", name="Disconnect tools").click()
     expect(row.locator("td[data-status]")).to_have_attribute("data-status", "needs_auth")

@@ -11,6 +11,7 @@ from rest_framework.test import APIClient
 from hangar.accounts.services import org_mcp_policy_set
 from hangar.projects.models import Project
 from hangar.projects.services import env_var_set
+from tests.web.conftest import DESKTOP, PHONE, SHOTS
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
 
@@ -78,6 +79,10 @@ def test_an_admin_adds_a_projects_mcp_server_sees_its_status_and_removes_it(alic
     expect(row.locator("td[data-status]")).to_contain_text(answer["error"])
     section.scroll_into_view_if_needed()
     app.shot("mcp-servers")
+    page.set_viewport_size(PHONE)  # the row itself at phone width (the shots above keep the desktop scroll)
+    row.scroll_into_view_if_needed()
+    page.screenshot(path=str(SHOTS / "mcp-servers-row-phone.png"))
+    page.set_viewport_size(DESKTOP)
 
     row.get_by_role("button", name="Disable github").click()
     expect(row.locator("td[data-status]")).to_have_attribute("data-status", "disabled")

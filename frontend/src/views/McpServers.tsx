@@ -112,7 +112,7 @@ export function McpServers({ org, project, admin, onSaved }: { org: string; proj
       {names.length === 0 && <p className="muted">No MCP servers.</p>}
       {names.length > 0 && (
         <div className="tablewrap" tabIndex={0} role="group" aria-label="MCP servers table">
-          <table aria-label="MCP servers">
+          <table aria-label="MCP servers" className="mcptable">
             <thead><tr><th>Name</th><th>Server</th><th>Status</th><th><span className="sr-only">Actions</span></th></tr></thead>
             <tbody>
               {names.map((name) => {
