@@ -211,6 +211,8 @@ SPECTACULAR_SETTINGS = {
         # Two choice sets share the field name "scope": name each, or the schema generator warns.
         "GrantScopeEnum": ["session", "project"],
         "CredentialScopeEnum": ["org", "user"],
+        # A project's network policy and the org's cap on it (a list of them): one set, one name.
+        "NetworkPolicyEnum": "hangar.projects.models.NetworkPolicy",
     },
 }
 

@@ -4,6 +4,7 @@ workspace as it is now (untracked files included), bounded; tenant-scoped."""
 import pytest
 
 from sandbox import gitops
+from tests.api.schema_check import assert_conforms
 from tests.repos.conftest import session_over_api
 
 pytestmark = pytest.mark.timeout(240)
@@ -15,12 +16,11 @@ def test_the_diff_against_the_base_commit_counts_lines_and_carries_the_patch(
     repo_project(gitserver.url("public/demo.git"))
     session, box, url = session_over_api(api, alice, sessions_made)
     url += "diff/"
-    assert api(alice).get(url).json()["files"] == []  # nothing changed yet
+    unchanged = assert_conforms(api(alice).get(url), "workspace_diff")  # the declared shape, exactly
+    assert unchanged["files"] == [] and unchanged["patch"] == ""  # nothing changed yet
     edit = "printf 'print(1)\\nprint(2)\\n' > src/app.py && rm setup.sh && printf 'a\\nb\\nc\\n' > NEW.md"
     assert box.exec(edit).exit_code == 0
-    response = api(alice).get(url)
-    assert response.status_code == 200, response.content
-    body = response.json()
+    body = assert_conforms(api(alice).get(url), "workspace_diff")
     assert body["base_commit"] == gitserver.head("public/demo.git", "main") and not body["truncated"]
     files = {f["path"]: f for f in body["files"]}
     assert files["src/app.py"] == {

@@ -14,6 +14,7 @@ import pytest
 from hangar.conversations.models import Event, Session
 from hangar.engine.workspace.sandboxes import sandbox_for
 from hangar.repos.models import RepoPush
+from tests.api.schema_check import assert_conforms
 from tests.repos.conftest import TOKEN
 
 pytestmark = pytest.mark.timeout(240)
@@ -137,8 +138,7 @@ def test_the_workspace_downloads_as_a_tar_gz_and_files_upload_into_it(
         {"path": "docs", "file": [io.BytesIO(b"uploaded\n")]},
         format="multipart",
     )
-    assert upload.status_code == 200, upload.content
-    assert upload.json()["written"] == ["docs/file"]
+    assert assert_conforms(upload, "workspace_upload")["written"] == ["docs/file"]
     assert box.read("docs/file").content == "uploaded"
     escape = api(alice).post(
         _base(alice, session.pk) + "workspace/upload/",

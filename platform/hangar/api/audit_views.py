@@ -21,7 +21,7 @@ from hangar.accounts.retention_services import MAX_DAYS, MIN_DAYS, org_audit_ret
 from hangar.api import csv_cells
 from hangar.api.scoping import scope_for
 from hangar.api.usage_views import reader_scope
-from hangar.audit.models import AuditEvent
+from hangar.audit.models import ActorType, AuditEvent
 from hangar.audit.selectors import AuditFilters, BadFilter, audit_export, audit_page
 
 COLUMNS = (
@@ -50,6 +50,45 @@ def row_out(row: AuditEvent) -> dict:
         "ip": row.ip,
         "request_id": row.request_id,
     }
+
+
+class AuditActorOut(serializers.Serializer):
+    type = serializers.ChoiceField(choices=ActorType.choices)
+    id = serializers.CharField(allow_blank=True, help_text="user id, token prefix...; empty for the system")
+    # Declared fields leave the class (DRF's metaclass): no clash with Field.label or Serializer.data at
+    # run time; the stubs see the class attribute.
+    label = serializers.CharField(  # type: ignore[assignment]
+        allow_blank=True, help_text="what a reader recognises: an email..."
+    )
+
+
+class AuditTargetOut(serializers.Serializer):
+    type = serializers.CharField(allow_blank=True)
+    id = serializers.CharField(allow_blank=True)
+
+
+class AuditEventOut(serializers.Serializer):
+    """One row of the log, as row_out shapes it (the JSON export writes the same)."""
+
+    id = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+    action = serializers.CharField()
+    actor = AuditActorOut()
+    target = AuditTargetOut()
+    data = serializers.DictField(  # type: ignore[assignment]  # as AuditActorOut.label
+        help_text="what the action recorded; its keys depend on the action"
+    )
+    ip = serializers.IPAddressField(allow_null=True)
+    request_id = serializers.CharField(allow_blank=True)
+
+
+class AuditPageOut(serializers.Serializer):
+    results = AuditEventOut(many=True, help_text="newest first")
+    next_cursor = serializers.CharField(allow_null=True, help_text="null: the last page")
+
+
+class RetentionOut(serializers.Serializer):
+    days = serializers.IntegerField(help_text="rows older than this are purged")
 
 
 def _when(params, name: str) -> dt.datetime | None:
@@ -95,7 +134,7 @@ class AuditListView(APIView):
     @extend_schema(
         operation_id="audit_list",
         parameters=[*FILTER_PARAMS, OpenApiParameter("cursor", str), OpenApiParameter("limit", int)],
-        responses=dict,
+        responses=AuditPageOut,
     )
     def get(self, request, org):
         scope = reader_scope(request, org)
@@ -167,12 +206,12 @@ class RetentionIn(serializers.Serializer):
 
 
 class AuditRetentionView(APIView):
-    @extend_schema(operation_id="audit_retention_get", responses=dict)
+    @extend_schema(operation_id="audit_retention_get", responses=RetentionOut)
     def get(self, request, org):
         scope = reader_scope(request, org)
         return Response({"days": scope.org.audit_retention_days})
 
-    @extend_schema(operation_id="audit_retention_set", request=RetentionIn, responses=dict)
+    @extend_schema(operation_id="audit_retention_set", request=RetentionIn, responses=RetentionOut)
     def put(self, request, org):
         scope = scope_for(request, org, Role.ADMIN)
         body = RetentionIn(data=request.data)

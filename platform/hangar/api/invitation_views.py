@@ -22,7 +22,7 @@ from hangar.accounts.invitation_services import (
 )
 from hangar.accounts.models import ApiToken, Role
 from hangar.accounts.selectors import invitation_by_digest, invitation_get, invitation_list
-from hangar.api.auth_views import enforce_csrf, me_payload
+from hangar.api.auth_views import MeOut, enforce_csrf, me_payload
 from hangar.api.scoping import scope_for
 
 GONE = {
@@ -54,6 +54,22 @@ class InvitationCreatedOut(InvitationOut):
         help_text="the link the mail carries, for the inviting admin to copy; only in this answer (only a "
         "digest of its secret is stored)"
     )
+
+
+class InvitationPreviewOut(serializers.Serializer):
+    org = serializers.CharField(help_text="slug")
+    org_name = serializers.CharField()
+    email = serializers.EmailField(help_text="the address invited")
+    role = serializers.ChoiceField(choices=Role.choices)
+    state = serializers.ChoiceField(choices=["pending", *GONE])
+    expires_at = serializers.DateTimeField()
+    signed_in_as = serializers.EmailField(allow_null=True, help_text="the reader's email, if signed in")
+
+
+class InvitationAcceptedOut(serializers.Serializer):
+    org = serializers.CharField(help_text="slug of the org joined")
+    role = serializers.ChoiceField(choices=Role.choices)
+    me = MeOut(help_text="the account now signed in, as /api/auth/me answers")
 
 
 class InvitationCreateIn(serializers.Serializer):
@@ -107,7 +123,7 @@ class InvitationPublicView(APIView):
 
     permission_classes = [AllowAny]
 
-    @extend_schema(operation_id="invitation_preview", responses=dict)
+    @extend_schema(operation_id="invitation_preview", responses=InvitationPreviewOut)
     def get(self, request, secret):
         row = invitation_by_digest(invitation_digest(secret))
         if row is None:
@@ -131,7 +147,9 @@ class InvitationAcceptView(APIView):
 
     permission_classes = [AllowAny]
 
-    @extend_schema(operation_id="invitation_accept", request=InvitationAcceptIn, responses=dict)
+    @extend_schema(
+        operation_id="invitation_accept", request=InvitationAcceptIn, responses=InvitationAcceptedOut
+    )
     def post(self, request, secret):
         if isinstance(request.auth, ApiToken):
             return Response(

@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 
 from hangar.accounts.permission_rules import clean_permission_rules
 from hangar.api.scoping import scope_for
+from hangar.engine.agents import permissions as perm
 from hangar.engine.agents.builtin import AGENTS
 from hangar.engine.agents.permission_preview import preview
 from hangar.engine.agents.permissions import org_policy_for, permission_for_tool
@@ -34,8 +35,39 @@ class PreviewIn(serializers.Serializer):
     )
 
 
+ACTIONS = [perm.ALLOW, perm.ASK, perm.DENY]
+
+
+class PreviewRuleOut(serializers.Serializer):
+    permission = serializers.CharField()
+    pattern = serializers.CharField()
+    action = serializers.ChoiceField(choices=ACTIONS)
+
+
+class DecidingRuleOut(serializers.Serializer):
+    layer = serializers.ChoiceField(choices=perm.LAYERS, help_text="where the rule comes from")
+    index = serializers.IntegerField(help_text="its position in that layer")
+    rule = PreviewRuleOut()
+
+
+class MatchedRuleOut(DecidingRuleOut):
+    applies = serializers.BooleanField(help_text="this is the rule that decides")
+
+
+class PermissionPreviewOut(serializers.Serializer):
+    """hangar.engine.agents.permission_preview.preview."""
+
+    agent = serializers.CharField()
+    permission = serializers.CharField()
+    pattern = serializers.CharField()
+    action = serializers.ChoiceField(choices=ACTIONS, help_text="what the loop would do")
+    decided_by = DecidingRuleOut(allow_null=True, help_text="null: no rule matches (the agent asks)")
+    why = serializers.CharField()
+    matched = MatchedRuleOut(many=True, help_text="every rule that matched, in merge order")
+
+
 class PermissionPreviewView(APIView):
-    @extend_schema(operation_id="permission_preview", request=PreviewIn, responses=dict)
+    @extend_schema(operation_id="permission_preview", request=PreviewIn, responses=PermissionPreviewOut)
     def post(self, request, org):
         scope = scope_for(request, org)
         body = PreviewIn(data=request.data)

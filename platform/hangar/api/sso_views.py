@@ -27,6 +27,7 @@ from hangar.api.scoping import scope_for
 from hangar.api.usage_views import reader_scope
 from hangar.sso import oidc
 from hangar.sso.domain_services import claim_view, sso_domain_verify
+from hangar.sso.models import DomainProof
 from hangar.sso.netguard import SsoRefused
 from hangar.sso.selectors import client_secret, provider_by_id, provider_for_email, provider_of
 from hangar.sso.services import (
@@ -77,17 +78,46 @@ class ProviderIn(serializers.Serializer):
     enabled = serializers.BooleanField(default=True)
 
 
+class DomainClaimOut(serializers.Serializer):
+    """An email domain the provider claims (sso.domain_services.claim_view): it routes sign-ins once
+    verified, by the DNS TXT record named here or by the operator."""
+
+    domain = serializers.CharField()
+    verified = serializers.BooleanField()
+    verified_by = serializers.ChoiceField(choices=DomainProof.choices, allow_null=True)
+    verified_at = serializers.DateTimeField(allow_null=True)
+    txt_name = serializers.CharField(help_text="the DNS TXT record to publish")
+    txt_value = serializers.CharField(help_text="the value it must hold")
+
+
+class ProviderOut(serializers.Serializer):
+    """sso.services.provider_view: never the secret, only whether one is set."""
+
+    issuer = serializers.CharField()
+    client_id = serializers.CharField()
+    has_client_secret = serializers.BooleanField()
+    domains = serializers.ListField(child=serializers.CharField())
+    domain_claims = DomainClaimOut(many=True)
+    default_role = serializers.ChoiceField(choices=[str(r) for r in DEFAULT_ROLES])
+    enabled = serializers.BooleanField()
+
+
+class OrgSsoOut(serializers.Serializer):
+    provider = ProviderOut(allow_null=True, help_text="null: the org has no provider")
+    redirect_uri = serializers.CharField(help_text="the callback to register with the provider")
+
+
 class OrgSsoView(APIView):
     """The org's provider: admins, owners and auditors read it (never the secret); admins set and remove."""
 
-    @extend_schema(operation_id="sso_provider_get", responses=dict)
+    @extend_schema(operation_id="sso_provider_get", responses=OrgSsoOut)
     def get(self, request, org):
         scope = reader_scope(request, org)
         return Response(
             {"provider": provider_view(provider_of(org=scope.org)), "redirect_uri": redirect_uri()}
         )
 
-    @extend_schema(operation_id="sso_provider_set", request=ProviderIn, responses=dict)
+    @extend_schema(operation_id="sso_provider_set", request=ProviderIn, responses=OrgSsoOut)
     def put(self, request, org):
         scope = scope_for(request, org, Role.ADMIN)
         body = ProviderIn(data=request.data)
@@ -109,7 +139,7 @@ class SsoDomainVerifyView(APIView):
     """Prove the org's claim to an email domain by its DNS TXT record (admins); until then, and unless the
     operator approves it, the domain routes no sign-in."""
 
-    @extend_schema(operation_id="sso_domain_verify", request=None, responses=dict)
+    @extend_schema(operation_id="sso_domain_verify", request=None, responses=DomainClaimOut)
     def post(self, request, org, domain):
         scope = scope_for(request, org, Role.ADMIN)
         return Response(claim_view(sso_domain_verify(actor=scope.actor, org=scope.org, domain=domain)))

@@ -20,6 +20,7 @@ from hangar.accounts.models import Role
 from hangar.accounts.selectors import check_reader
 from hangar.api import csv_cells
 from hangar.api.scoping import OrgScope, scope_for
+from hangar.usage.models import BudgetPeriod, BudgetScope
 from hangar.usage.selectors import (
     GROUPS,
     LABELS,
@@ -79,8 +80,54 @@ USAGE_PARAMS = [
 ]
 
 
+class UsageRowOut(serializers.Serializer):
+    """One key of the grouping: its label columns (selectors.LABELS, only the group's own), then the sums."""
+
+    day = serializers.DateField(required=False, help_text="group_by day")
+    user_id = serializers.IntegerField(
+        required=False, allow_null=True, help_text="group_by member; null: no person (an integration's run)"
+    )
+    member = serializers.CharField(required=False, allow_blank=True, help_text="group_by member: email")
+    project_id = serializers.IntegerField(required=False, allow_null=True, help_text="group_by project")
+    project = serializers.CharField(required=False, allow_blank=True, help_text="group_by project: slug")
+    provider = serializers.CharField(required=False, allow_blank=True, help_text="group_by model")
+    model = serializers.CharField(required=False, allow_blank=True, help_text="group_by model")
+    calls = serializers.IntegerField()
+    # DRF's metaclass moves declared fields off the class, so it never shadows Serializer.errors at run
+    # time; the stubs see the class attribute.
+    errors = serializers.IntegerField()  # type: ignore[assignment]
+    cost = serializers.FloatField(help_text="US dollars")
+    input_tokens = serializers.IntegerField()
+    output_tokens = serializers.IntegerField()
+    reasoning_tokens = serializers.IntegerField()
+    cache_read_tokens = serializers.IntegerField()
+    cache_write_tokens = serializers.IntegerField()
+    estimated_calls = serializers.IntegerField(help_text="calls whose tokens Hangar estimated")
+
+
+class UsageTotalsOut(serializers.Serializer):
+    calls = serializers.IntegerField()
+    errors = serializers.IntegerField()  # type: ignore[assignment]  # as UsageRowOut.errors
+    cost = serializers.FloatField(help_text="US dollars")
+    input_tokens = serializers.IntegerField()
+    output_tokens = serializers.IntegerField()
+    reasoning_tokens = serializers.IntegerField()
+    cache_read_tokens = serializers.IntegerField()
+    cache_write_tokens = serializers.IntegerField()
+    estimated_calls = serializers.IntegerField()
+
+
+class UsageReportOut(serializers.Serializer):
+    # `from` is a Python keyword: declared through the class namespace (DRF collects it the same way).
+    locals()["from"] = serializers.DateField(help_text="first UTC day")
+    to = serializers.DateField(help_text="last UTC day, included")
+    group_by = serializers.ChoiceField(choices=list(GROUPS))
+    rows = UsageRowOut(many=True)
+    totals = UsageTotalsOut()
+
+
 class UsageView(APIView):
-    @extend_schema(operation_id="usage_report", parameters=USAGE_PARAMS, responses=dict)
+    @extend_schema(operation_id="usage_report", parameters=USAGE_PARAMS, responses=UsageReportOut)
     def get(self, request, org):
         return Response(_report(request, org))
 
@@ -129,17 +176,36 @@ class BudgetLimitsIn(serializers.Serializer):
     )
 
 
+class BudgetOverrideOut(serializers.Serializer):
+    amount = serializers.FloatField(help_text="US dollars more than the hard limit, this period only")
+    period_start = serializers.DateField(help_text="the period it was granted for")
+
+
+class BudgetOut(serializers.Serializer):
+    """A budget as usage.services.budget_view shows it, with when it last changed."""
+
+    id = serializers.IntegerField()
+    scope = serializers.ChoiceField(choices=BudgetScope.choices)
+    project = serializers.IntegerField(allow_null=True, help_text="a project budget's project id")
+    member = serializers.IntegerField(allow_null=True, help_text="a member budget's user id")
+    period = serializers.ChoiceField(choices=BudgetPeriod.choices)
+    hard_limit = serializers.FloatField(allow_null=True)
+    soft_limit = serializers.FloatField(allow_null=True)
+    override = BudgetOverrideOut(allow_null=True, help_text="null: no override this period")
+    updated_at = serializers.DateTimeField()
+
+
 def budget_out(budget) -> dict:
     return {**(budget_view(budget) or {}), "updated_at": budget.updated_at}
 
 
 class BudgetListSetView(APIView):
-    @extend_schema(operation_id="budgets_list", responses=dict)
+    @extend_schema(operation_id="budgets_list", responses=BudgetOut(many=True))
     def get(self, request, org):
         scope = reader_scope(request, org)
         return Response([budget_out(b) for b in budget_list(org=scope.org)])
 
-    @extend_schema(operation_id="budgets_set", request=BudgetIn, responses={200: dict})
+    @extend_schema(operation_id="budgets_set", request=BudgetIn, responses=BudgetOut)
     def post(self, request, org):
         scope = scope_for(request, org, Role.ADMIN)
         body = BudgetIn(data=request.data)
@@ -159,12 +225,12 @@ class BudgetListSetView(APIView):
 
 
 class BudgetDetailView(APIView):
-    @extend_schema(operation_id="budgets_get", responses=dict)
+    @extend_schema(operation_id="budgets_get", responses=BudgetOut)
     def get(self, request, org, budget_id):
         scope = reader_scope(request, org)
         return Response(budget_out(budget_get(org=scope.org, budget_id=budget_id)))
 
-    @extend_schema(operation_id="budgets_update", request=BudgetLimitsIn, responses={200: dict})
+    @extend_schema(operation_id="budgets_update", request=BudgetLimitsIn, responses=BudgetOut)
     def patch(self, request, org, budget_id):
         scope = scope_for(request, org, Role.ADMIN)
         budget = budget_get(org=scope.org, budget_id=budget_id)
@@ -184,13 +250,19 @@ class AllowListIn(serializers.Serializer):
     models = serializers.ListField(child=serializers.CharField(max_length=300), allow_empty=True)
 
 
+class AllowListOut(serializers.Serializer):
+    models = serializers.ListField(
+        child=serializers.CharField(), help_text='"model" or "provider/model"; empty: every model is allowed'
+    )
+
+
 class ModelAllowListView(APIView):
-    @extend_schema(operation_id="model_allowlist_get", responses=dict)
+    @extend_schema(operation_id="model_allowlist_get", responses=AllowListOut)
     def get(self, request, org):
         scope = reader_scope(request, org)
         return Response({"models": model_allowlist(org=scope.org)})
 
-    @extend_schema(operation_id="model_allowlist_set", request=AllowListIn, responses=dict)
+    @extend_schema(operation_id="model_allowlist_set", request=AllowListIn, responses=AllowListOut)
     def put(self, request, org):
         scope = scope_for(request, org, Role.ADMIN)
         body = AllowListIn(data=request.data)

@@ -165,11 +165,27 @@ class WorkspacePullView(ProjectScopedView):
         return _accepted(request, op)
 
 
+class DiffFileOut(serializers.Serializer):
+    path = serializers.CharField()
+    status = serializers.ChoiceField(choices=["added", "deleted", "modified"])
+    additions = serializers.IntegerField(help_text="0 for a binary file")
+    deletions = serializers.IntegerField(help_text="0 for a binary file")
+    binary = serializers.BooleanField()
+
+
+class WorkspaceDiffOut(serializers.Serializer):
+    base_commit = serializers.CharField()
+    branch = serializers.CharField()
+    files = DiffFileOut(many=True)
+    patch = serializers.CharField(allow_blank=True, help_text="unified diff, cut at the cap")
+    truncated = serializers.BooleanField()
+
+
 class WorkspaceDiffView(ProjectScopedView):
     @extend_schema(
         tags=TAG,
         operation_id="workspace_diff",
-        responses=dict,
+        responses=WorkspaceDiffOut,
         summary="The repository changes against the base commit",
         description="Per-file additions/deletions and the unified patch (cut at a cap: `truncated`), of "
         "the workspace as it is now against the commit the session was cloned at.",
@@ -309,10 +325,16 @@ class WorkspaceArchiveView(ProjectScopedView):
         return response
 
 
+class UploadOut(serializers.Serializer):
+    written = serializers.ListField(
+        child=serializers.CharField(), help_text="paths, relative to the workspace"
+    )
+
+
 class WorkspaceUploadView(ProjectScopedView):
     parser_classes = [MultiPartParser]
 
-    @extend_schema(tags=TAG, operation_id="workspace_upload", request=None, responses=dict)
+    @extend_schema(tags=TAG, operation_id="workspace_upload", request=None, responses=UploadOut)
     def post(self, request, org, project_id, session_id):
         scope, session = self.session(request, Role.MEMBER)
         cap = settings.HANGAR_WORKSPACE_UPLOAD_MAX_BYTES
