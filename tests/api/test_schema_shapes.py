@@ -1,10 +1,20 @@
 """Every /api answer has a declared shape, and the web app's types are that shape: no operation answers a
-free-form object (a new endpoint without an output serializer fails here), and the conformance check
-(tests.api.schema_check) refuses what a serializer does not declare."""
+free-form object (a new endpoint without an output serializer fails here), the conformance check
+(tests.api.schema_check) refuses what a serializer does not declare, and the committed
+frontend/src/api/schema.d.ts is exactly what openapi-typescript makes of the schema today."""
+
+import subprocess
+import sys
+from pathlib import Path
 
 import jsonschema
+import pytest
 
 from tests.api.schema_check import free_form, openapi_schema, response_schema, to_json_schema
+
+ROOT = Path(__file__).resolve().parents[2]
+TYPES = ROOT / "frontend" / "src" / "api" / "schema.d.ts"
+OPENAPI_TS = ROOT / "frontend" / "node_modules" / ".bin" / "openapi-typescript"
 
 
 def test_no_api_operation_answers_a_free_form_object():
@@ -62,3 +72,30 @@ def test_nullable_becomes_a_union_with_null_and_refs_are_inlined():
     assert translated["anyOf"][1] == {"type": "null"}
     assert translated["anyOf"][0]["allOf"][0]["properties"]["amount"]["type"] == "number"
     assert translated["anyOf"][0]["allOf"][0]["additionalProperties"] is False
+
+
+@pytest.mark.timeout(120)
+def test_the_web_apps_api_types_are_generated_from_the_current_schema(tmp_path):
+    """What `make schema` writes is what is committed: an endpoint changed without regenerating the types
+    fails here (the web app would otherwise type-check against a stale API)."""
+    assert OPENAPI_TS.exists(), "frontend/node_modules is missing: run deploy/setup.sh (or frontend/build.sh)"
+    spec, types = tmp_path / "openapi.yaml", tmp_path / "schema.d.ts"
+    # The same commands as `make schema`, into a temporary directory.
+    subprocess.run(
+        [sys.executable, "manage.py", "spectacular", "--file", str(spec)],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        timeout=90,
+    )
+    subprocess.run(
+        [str(OPENAPI_TS), str(spec), "-o", str(types)],
+        cwd=ROOT / "frontend",
+        check=True,
+        capture_output=True,
+        timeout=90,
+    )
+    committed = TYPES.read_text() if TYPES.exists() else ""
+    assert types.read_text() == committed, (
+        "frontend/src/api/schema.d.ts is not what the API's schema generates: run `make schema` and commit it"
+    )
