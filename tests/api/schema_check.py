@@ -87,8 +87,8 @@ def assert_conforms(response, operation_id: str) -> Any:
 
 
 def free_form(schema: dict[str, Any]) -> bool:
-    """A schema that says nothing of its shape: an object without declared properties (a bare `dict`), or
-    a list of such objects."""
+    """A schema that says nothing of its shape: an object without declared properties or a declared value
+    schema (a bare `dict`; a map of name to a declared shape is fine), or a list of such objects."""
     schema = to_json_schema(schema)
     if "anyOf" in schema:
         return any(free_form(branch) for branch in schema["anyOf"] if branch != {"type": "null"})
@@ -98,4 +98,7 @@ def free_form(schema: dict[str, Any]) -> bool:
         return free_form(schema.get("items", {}))
     if schema.get("type") in ("string", "integer", "number", "boolean"):
         return False
+    values = schema.get("additionalProperties")
+    if isinstance(values, dict) and values and not free_form(values):
+        return False  # a map: each value has a declared shape
     return not schema.get("properties") and not schema.get("oneOf") and not schema.get("anyOf")

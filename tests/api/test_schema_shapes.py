@@ -37,6 +37,10 @@ def test_free_form_spots_a_bare_dict_and_a_list_of_them_but_not_a_declared_shape
     assert free_form({"type": "array", "items": {"type": "object"}})
     assert not free_form({"type": "array", "items": {"type": "string"}})
     assert not free_form({"$ref": "#/components/schemas/BudgetOut"})
+    assert not free_form(
+        {"type": "object", "additionalProperties": {"$ref": "#/components/schemas/BudgetOut"}}
+    )
+    assert free_form({"type": "object", "additionalProperties": {"type": "object"}})
 
 
 def _valid(schema, body) -> bool:

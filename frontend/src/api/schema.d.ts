@@ -157,6 +157,22 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/mcp/oauth/callback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["mcp_oauth_callback"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/me": {
         parameters: {
             query?: never;
@@ -676,6 +692,38 @@ export interface paths {
         put?: never;
         post?: never;
         delete: operations["project_environment_delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/orgs/{org}/projects/{project_id}/mcp/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["project_mcp_status"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/orgs/{org}/projects/{project_id}/mcp/{name}/auth": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: operations["project_mcp_auth_start"];
+        delete: operations["project_mcp_auth_forget"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1732,6 +1780,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /**
+         * @description The resources of the project's MCP servers as its runs last listed them (hangar.engine.mcp.listings:
+         *     the web process calls no server), keyed `<server>:<name>` like OpenCode's.
+         */
         get: operations["oc_experimental_resource"];
         put?: never;
         post?: never;
@@ -2004,9 +2056,15 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description /mcp/{name}/auth (POST start, DELETE remove), /auth/callback, /auth/authenticate: not served yet. */
+        /**
+         * @description POST starts the member's flow: `{authorizationUrl, oauthState}`; the browser comes back to Hangar's
+         *     callback (/api/mcp/oauth/callback). DELETE forgets the member's tokens and revokes them.
+         */
         post: operations["oc_mcp_auth"];
-        /** @description /mcp/{name}/auth (POST start, DELETE remove), /auth/callback, /auth/authenticate: not served yet. */
+        /**
+         * @description POST starts the member's flow: `{authorizationUrl, oauthState}`; the browser comes back to Hangar's
+         *     callback (/api/mcp/oauth/callback). DELETE forgets the member's tokens and revokes them.
+         */
         delete: operations["oc_mcp_auth_remove"];
         options?: never;
         head?: never;
@@ -2022,10 +2080,15 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description /mcp/{name}/auth (POST start, DELETE remove), /auth/callback, /auth/authenticate: not served yet. */
+        /**
+         * @description POST answers the member's MCPStatus of the server. OpenCode's CLI starts the flow, opens a browser on
+         *     its own machine and waits on a local port for the redirect; a hosted Hangar has no browser to open and
+         *     no port the member's browser could reach, so this does not authorize anything: the member opens the
+         *     `authorizationUrl` that POST /mcp/{name}/auth gave, the authorization server sends the browser to
+         *     Hangar's callback, and this then says `connected`.
+         */
         post: operations["oc_mcp_auth_authenticate"];
-        /** @description /mcp/{name}/auth (POST start, DELETE remove), /auth/callback, /auth/authenticate: not served yet. */
-        delete: operations["oc_mcp_auth_authenticate_remove"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -2040,10 +2103,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description /mcp/{name}/auth (POST start, DELETE remove), /auth/callback, /auth/authenticate: not served yet. */
+        /**
+         * @description POST `{code}`: the member's pending flow for the server finished with that code (a client that read
+         *     the code off the authorization server's redirect itself); answers the member's MCPStatus.
+         */
         post: operations["oc_mcp_auth_callback"];
-        /** @description /mcp/{name}/auth (POST start, DELETE remove), /auth/callback, /auth/authenticate: not served yet. */
-        delete: operations["oc_mcp_auth_callback_remove"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -2809,6 +2874,14 @@ export interface components {
             type: string;
             id: string;
         };
+        AuthForgetOut: {
+            /** @description always true: the member's tokens are gone (OpenCode's shape) */
+            success: boolean;
+        };
+        AuthStartOut: {
+            authorizationUrl: string;
+            oauthState: string;
+        };
         BudgetIn: {
             scope: string;
             period: string;
@@ -2860,6 +2933,9 @@ export interface components {
              * @description the period it was granted for
              */
             period_start: string;
+        };
+        CallbackIn: {
+            code: string;
         };
         CapsIO: {
             /** @description {"sandbox_cpus": max, "sandbox_memory_mb": max, "sandbox_disk_mb": max, "network_policies": ["none", "allowlist"]}; a missing key: no cap */
@@ -4472,6 +4548,37 @@ export interface operations {
             };
         };
     };
+    mcp_oauth_callback: {
+        parameters: {
+            query?: {
+                code?: string;
+                state?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            302: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
     me: {
         parameters: {
             query?: never;
@@ -5780,6 +5887,80 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+        };
+    };
+    project_mcp_status: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org: string;
+                project_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: {
+                            /** @enum {string} */
+                            status: "connected" | "disabled" | "failed" | "needs_auth" | "needs_client_registration";
+                            error?: string;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    project_mcp_auth_start: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+                org: string;
+                project_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthStartOut"];
+                };
+            };
+        };
+    };
+    project_mcp_auth_forget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+                org: string;
+                project_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthForgetOut"];
+                };
             };
         };
     };
@@ -7938,6 +8119,16 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7962,7 +8153,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            400: {
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7986,31 +8177,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-        };
-    };
-    oc_mcp_auth_authenticate_remove: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                name: string;
-                project_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            400: {
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8032,33 +8199,15 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
-        responses: {
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
-                };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CallbackIn"];
+                "application/x-www-form-urlencoded": components["schemas"]["CallbackIn"];
+                "multipart/form-data": components["schemas"]["CallbackIn"];
             };
         };
-    };
-    oc_mcp_auth_callback_remove: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                name: string;
-                project_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
         responses: {
-            400: {
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };

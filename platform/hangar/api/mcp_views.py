@@ -14,6 +14,7 @@ Any member (viewer and up) reads and authorizes for themselves; a foreign org's 
 from __future__ import annotations
 
 from html import escape
+from typing import Literal, TypedDict
 from urllib.parse import quote, urlencode
 
 from django.http import HttpResponse, HttpResponseRedirect, JsonResponse
@@ -31,11 +32,20 @@ from hangar.engine.mcp.services import ServerNotFound
 from hangar.projects.selectors import project_get
 
 
-class McpStatusOut(serializers.Serializer):
-    status = serializers.ChoiceField(
-        choices=["connected", "disabled", "failed", "needs_auth", "needs_client_registration"]
+class _McpState(TypedDict):
+    status: Literal["connected", "disabled", "failed", "needs_auth", "needs_client_registration"]
+
+
+class McpStatus(_McpState, total=False):  # `total`, not NotRequired: this module's annotations are strings
+    """OpenCode's MCPStatus of one server, for the asking member."""
+
+    error: str
+
+
+class AuthForgetOut(serializers.Serializer):
+    success = serializers.BooleanField(
+        help_text="always true: the member's tokens are gone (OpenCode's shape)"
     )
-    error = serializers.CharField(required=False)
 
 
 class AuthStartOut(serializers.Serializer):
@@ -48,7 +58,12 @@ def _refused(exc: Exception, status: int = 400) -> Response:
 
 
 class McpMemberStatusView(APIView):
-    @extend_schema(operation_id="project_mcp_status", responses={200: dict})
+    @extend_schema(
+        operation_id="project_mcp_status",
+        responses={
+            200: dict[str, McpStatus]
+        },  # a map: server name -> its status (a serializer cannot say it)
+    )
     def get(self, request, org, project_id):
         scope = scope_for(request, org)
         project = project_get(org=scope.org, project_id=project_id)
@@ -67,7 +82,7 @@ class McpAuthView(APIView):
         except (oauth.OAuthUnsupported, McpError) as exc:
             return _refused(exc)
 
-    @extend_schema(operation_id="project_mcp_auth_forget", request=None, responses={200: dict})
+    @extend_schema(operation_id="project_mcp_auth_forget", request=None, responses={200: AuthForgetOut})
     def delete(self, request, org, project_id, name):
         scope = scope_for(request, org)
         project = project_get(org=scope.org, project_id=project_id)
