@@ -6,7 +6,8 @@ A tool call that makes a server add a tool (and send tools/list_changed) is foll
 calling the new tool; a run's catalog does not list again without a change. The servers' prompts are
 OpenCode commands named `<server>:<prompt>`, and running one sends the prompt's text to the model; their
 resources are listed by /experimental/resource, and a prompt's file part whose source is a resource gives
-the model its text. Another org's member gets a 404 from each of those routes."""
+the model its text, a project secret in it masked; a resource of a server the session does not have is
+said, not asked for. Another org's member gets a 404 from each of those routes."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from hangar.engine.command_services import session_command
 from hangar.engine.mcp.tools import McpCatalog
 from hangar.engine.services import PromptRejected, session_prompt
 from hangar.engine.workspace.sandboxes import sandbox_for
-from hangar.projects.services import project_update
+from hangar.projects.services import env_var_set, project_update
 from tests.engine.conftest import text_prompt, tool_parts, wait_idle
 from tests.engine.test_mcp_tools import STDIO_SERVER, TOKEN, McpServer, call, configure, offered
 from tests.opencode.conftest import assert_response, base_url
@@ -223,3 +224,30 @@ def test_a_local_server_adds_a_tool_and_its_prompt_and_resource_reach_the_model(
     session = wait_idle(session)
     sent = sent_with(script, script_id, "Say hello to Ada.")
     assert "MEMO-RESOURCE-CONTENT: buy milk" in sent
+
+
+def test_a_resources_secret_is_masked_and_an_unknown_server_is_said_not_asked(
+    alice, script, make_session, worker, mcp_server
+):
+    configure(alice, mcp_server)
+    env_var_set(actor=alice.actor, project=alice.project, name="NOTES_KEY", value="README-RESOURCE-CONTENT")
+    script_id = script.load([[{"text": "read"}]])
+    session = make_session(alice, script_id)
+    with pytest.raises(PromptRejected):  # a source that names no server is a 400, stored nowhere
+        bad = {**resource_part("tools", "readme", "notes://readme")}
+        bad["source"] = {**bad["source"], "clientName": "../tools"}
+        session_prompt(actor=alice.actor, session=session, parts=[*text_prompt("read"), bad])
+    parts = [
+        *text_prompt("read these"),
+        resource_part("tools", "readme", "notes://readme"),
+        resource_part("ghost", "plans", "ghost://plans"),
+    ]
+    session_prompt(actor=alice.actor, session=session, parts=parts)
+    wait_idle(session)
+
+    sent = sent_with(script, script_id, "Reading MCP resource: readme (notes://readme)")
+    assert "***: the notes say hello" in sent and "README-RESOURCE-CONTENT" not in sent
+    assert "Failed to read MCP resource plans: the MCP server ghost is not available to this session." in sent
+    stored = json.dumps([p.data for p in Part.objects.filter(session=session)])
+    assert "README-RESOURCE-CONTENT" not in stored
+    assert [a.data["server"] for a in AuditEvent.objects.filter(action="mcp.call")] == ["tools"]
