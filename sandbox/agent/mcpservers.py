@@ -10,8 +10,8 @@ hibernate) ends them all. Requests to one server go one at a time: most stdio se
 What the server writes on stdout is read line by line (MAX_LINE bytes at most; a longer line fails the
 request and restarts the server); a request it sends us (roots/list, sampling) gets a "method not found"
 error, a notification is dropped, but for `notifications/tools/list_changed`: it gives the server a new tools
-version, which every answer carries (`toolsVersion`), so the worker lists its tools again at the run's next
-step. Versions come from one counter of the agent's, so a restarted server (version 0) differs from a
+version, which every answer carries (`toolsVersion`, beside the server's `capabilities` from its
+initialize), so the worker lists its tools again at the run's next step. Versions come from one counter of the agent's, so a restarted server (version 0) differs from a
 changed one. stderr goes to a bounded log file for a person to read."""
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ class Server:
         finally:
             log.close()
         threading.Thread(target=self._read, daemon=True, name=f"mcp-{name}").start()
-        self.request(
+        started = self.request(
             {
                 "method": "initialize",
                 "params": {
@@ -75,6 +75,9 @@ class Server:
             },
             START_S,
         )
+        # What it offers (tools, prompts, resources): the worker asks a list only of a server that has it.
+        capabilities = (started.get("result") or {}).get("capabilities")
+        self.capabilities = capabilities if isinstance(capabilities, dict) else {}
         self._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     def _read(self) -> None:
@@ -192,7 +195,7 @@ class McpServers:
             reply = server.request(
                 {"method": message["method"], "params": message.get("params") or {}}, timeout_s
             )
-            return {**reply, "toolsVersion": server.tools_version}
+            return {**reply, "toolsVersion": server.tools_version, "capabilities": server.capabilities}
 
     def stop_all(self, args: dict | None = None) -> dict:
         with self.lock:

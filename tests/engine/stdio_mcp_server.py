@@ -6,7 +6,8 @@ resources/read.
 
 Tools: `whoami` (its pid, and whether the env var SCOPED_SECRET reached it), `crash` (exits mid-call),
 `sleep` (seconds), `grow` (adds the tool `grown` and sends notifications/tools/list_changed before its
-answer). Prompt: `greet` (argument `name`). Resource: `memo://today` (text)."""
+answer). Prompt: `greet` (argument `name`). Resource: `memo://today` (text). With ONLY_TOOLS=1 in its env it
+advertises tools only; every method it is asked is appended to /tmp/stdio-mcp-methods (a test reads it)."""
 
 import json
 import os
@@ -90,9 +91,13 @@ def call(name, arguments):
     return {"content": [{"type": "text", "text": f"unknown tool {name}"}], "isError": True}
 
 
+ONLY_TOOLS = os.environ.get("ONLY_TOOLS") == "1"
+
 for line in sys.stdin:
     message = json.loads(line)
     method, rid = message.get("method"), message.get("id")
+    with open("/tmp/stdio-mcp-methods", "a") as asked:
+        asked.write(f"{method}\n")
     if rid is None:
         continue  # a notification
     if method == "initialize":
@@ -100,7 +105,9 @@ for line in sys.stdin:
             rid,
             {
                 "protocolVersion": "2025-06-18",
-                "capabilities": {"tools": {"listChanged": True}, "prompts": {}, "resources": {}},
+                "capabilities": {"tools": {"listChanged": True}}
+                if ONLY_TOOLS
+                else {"tools": {"listChanged": True}, "prompts": {}, "resources": {}},
                 "serverInfo": {"name": "stdio-test", "version": "1"},
             },
         )

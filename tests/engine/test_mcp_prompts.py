@@ -251,3 +251,22 @@ def test_a_resources_secret_is_masked_and_an_unknown_server_is_said_not_asked(
     stored = json.dumps([p.data for p in Part.objects.filter(session=session)])
     assert "README-RESOURCE-CONTENT" not in stored
     assert [a.data["server"] for a in AuditEvent.objects.filter(action="mcp.call")] == ["tools"]
+
+
+def test_a_local_server_without_prompts_or_resources_is_not_asked_for_them(
+    alice, script, make_session, worker
+):
+    command = ["python3", "/workspace/.mcp/server.py"]
+    org_mcp_policy_set(actor=alice.actor, org=alice.org, policy={"local": ["python3 /workspace/.mcp/*"]})
+    server = {"type": "local", "command": command, "environment": {"ONLY_TOOLS": "1"}}
+    project_update(actor=alice.actor, project=alice.project, mcp={"stdio": server})
+    script_id = script.load([[{"text": "nothing to do"}]])
+    session = make_session(alice, script_id)
+    box = sandbox_for(session)
+    box.write("/workspace/.mcp/server.py", STDIO_SERVER.read_text())
+    session_prompt(actor=alice.actor, session=session, parts=text_prompt("hello"))
+    wait_idle(session)
+
+    assert "stdio_whoami" in offered(script, script_id)
+    asked = box.read_bytes("/tmp/stdio-mcp-methods").decode().split()
+    assert asked == ["initialize", "notifications/initialized", "tools/list"], asked

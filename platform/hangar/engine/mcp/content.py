@@ -39,9 +39,11 @@ def _on_remote(client: Any, work: Callable[[Any], T]) -> T:
 
 
 def _listed(client: Any, kind: str) -> list[dict[str, Any]]:
-    """A server's prompts or resources as it sent them: [] when it has none (a local server that does not
-    know the method answers an error)."""
+    """A server's prompts or resources as it sent them: [] when it has none (it did not advertise them at
+    initialize, or, a local server, answers the method with an error)."""
     if isinstance(client, LocalServer):
+        if client.capabilities is not None and kind not in client.capabilities:
+            return []  # it said at initialize it has none: no round trip through the sandbox
         try:
             page = client.request(f"{kind}/list", {}, LIST_TIMEOUT_S)
         except McpError:

@@ -31,6 +31,8 @@ class LocalServer:
     sandbox: Callable[[], Sandbox]
     # The agent's tools version of this server as its last answer gave it (the catalog compares it).
     tools_version: int = 0
+    # What the server said it offers at initialize (None until an answer told): prompts, resources...
+    capabilities: dict[str, Any] | None = None
 
     def request(self, method: str, params: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         """One request's result (McpError when it failed or the server answered an error)."""
@@ -45,6 +47,8 @@ class LocalServer:
         version = reply.get("toolsVersion")
         if isinstance(version, int):
             self.tools_version = version
+        if isinstance(reply.get("capabilities"), dict):
+            self.capabilities = reply["capabilities"]
         error = reply.get("error")
         if error is not None:
             message_text = error.get("message") if isinstance(error, dict) else str(error)
