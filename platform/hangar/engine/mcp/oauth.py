@@ -31,7 +31,7 @@ from hangar.audit.models import ActorType
 from hangar.engine.mcp import oauth_client
 from hangar.engine.mcp.errors import McpError
 from hangar.engine.mcp.servers import session_servers
-from hangar.engine.mcp.services import ServerNotFound, mcp_status
+from hangar.engine.mcp.services import ServerNotFound, mcp_status, server_check
 from hangar.projects import crypto
 from hangar.projects.mcp_env import env_for_mcp_headers
 from hangar.projects.mcp_oauth_services import mcp_grant_exists, mcp_grant_forget, mcp_grant_store
@@ -223,7 +223,7 @@ def oauth_finish(*, actor: Actor, project: Project, pending: Pending, code: str)
         url=document["url"],
         grant=grant,
     )
-    return member_check(project, pending.user_id, pending.server, server)
+    return server_check(project, pending.server, server, member=pending.user_id)
 
 
 def oauth_finish_for_member(*, actor: Actor, project: Project, name: str, code: str) -> dict[str, Any]:
@@ -232,22 +232,6 @@ def oauth_finish_for_member(*, actor: Actor, project: Project, name: str, code: 
     state = cache.get(_member_key(project.pk, actor.user_id or 0, name))
     pending = pending_take(state if isinstance(state, str) else "", actor.user_id)
     return oauth_finish(actor=actor, project=project, pending=pending, code=code)
-
-
-def member_check(project: Project, user_id: int, name: str, server: dict[str, Any]) -> dict[str, Any]:
-    """List the server's tools with the member's tokens now (this process, through the guard)."""
-    from hangar.engine.mcp.tools import remote_client
-
-    client = remote_client(project, name, server, member=user_id)
-    try:
-        client.list_tools()
-        found: dict[str, Any] = {"status": "connected"}
-    except oauth_client.NeedsAuth:
-        found = dict(oauth_client.NEEDS_AUTH)
-    except McpError as exc:
-        found = oauth_client.failure_status(server, exc)
-    oauth_client.record(project, user_id, {name: found})
-    return found
 
 
 def oauth_forget(*, actor: Actor, project: Project, name: str) -> bool:

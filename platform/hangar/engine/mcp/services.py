@@ -62,7 +62,15 @@ def mcp_server_connect(*, actor: Actor, project: Project, name: str) -> bool:
         return False
     if server["type"] != "remote":
         return False
-    client = remote_client(project, name, server, member=actor.user_id)  # an OAuth server: with their tokens
+    return server_check(project, name, server, member=actor.user_id) == {"status": "connected"}
+
+
+def server_check(
+    project: Project, name: str, server: dict[str, Any], *, member: int | None
+) -> dict[str, Any]:
+    """List a remote server's tools now (this process, through the guard; an OAuth server with the member's
+    tokens) and record what was found: the member's own status for an OAuth server, else the project's."""
+    client = remote_client(project, name, server, member=member)
     try:
         client.list_tools()
         found: dict[str, Any] = {"status": "connected"}
@@ -70,11 +78,11 @@ def mcp_server_connect(*, actor: Actor, project: Project, name: str) -> bool:
         found = dict(oauth_client.NEEDS_AUTH)
     except McpError as exc:
         found = oauth_client.failure_status(server, exc)
-    if isinstance(client, oauth_client.OAuthRemoteServer):  # the member's own status
-        oauth_client.record(project, actor.user_id, {name: found})
+    if isinstance(client, oauth_client.OAuthRemoteServer):
+        oauth_client.record(project, member, {name: found})
     else:
         status.record(project, {name: found})
-    return found == {"status": "connected"}
+    return found
 
 
 def mcp_server_disconnect(*, actor: Actor, project: Project, name: str) -> bool:
