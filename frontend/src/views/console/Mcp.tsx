@@ -23,7 +23,7 @@ const KINDS = [
     item: "Remote URL",
     add: "Add remote URL",
     placeholder: "https://mcp.example.com/*",
-    help: "A remote server's URL must match one of these. The worker calls it, never to a private, loopback or metadata address.",
+    help: "A remote server's URL must match one of these. Hangar's worker calls it; private, loopback and metadata addresses are refused unless the operator allows their network (HANGAR_MCP_ALLOWED_NETWORKS).",
   },
 ] as const;
 
