@@ -25,6 +25,12 @@ def ops():
     return repo_ops
 
 
+def transfer():
+    from hangar.engine import workspace_transfer  # late, as ops()
+
+    return workspace_transfer
+
+
 def _error(exc) -> Response:
     return Response({"error": {"code": exc.kind, "message": str(exc)}}, status=exc.status)
 
@@ -316,7 +322,7 @@ class WorkspaceArchiveView(ProjectScopedView):
         scope, session = self.session(request, Role.MEMBER)
         fmt = request.query_params.get("type", "tar.gz")
         try:
-            stream = ops().workspace_archive(actor=scope.actor, session=session, fmt=fmt)
+            stream = transfer().workspace_archive(actor=scope.actor, session=session, fmt=fmt)
         except ops().RepoOpError as exc:
             return _error(exc)
         content_type = "application/zip" if fmt == "zip" else "application/gzip"
@@ -356,7 +362,7 @@ class WorkspaceUploadView(ProjectScopedView):
             return too_large
         files = [(f.name, f.read()) for f in uploads]
         try:
-            written = ops().workspace_upload(
+            written = transfer().workspace_upload(
                 actor=scope.actor, session=session, files=files, directory=request.data.get("path", "")
             )
         except ops().RepoOpError as exc:
