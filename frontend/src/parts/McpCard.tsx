@@ -17,7 +17,7 @@ const SHOWN = 20000; // characters of arguments or result a card shows, as the o
 const toolPrefix = (server: string) => `${server.replace(/[^A-Za-z0-9_-]/g, "_")}_`;
 
 /** Which server and tool a tool part calls, when it is an MCP call: from what the engine stored in its
- * metadata (`mcp: {server, tool, bytes}`), else from the longest known server name its tool starts with. */
+ * metadata (`mcp: {server, tool, bytes, ms}`), else from the longest known server name its tool starts with. */
 export function mcpCall(part: Part, servers: readonly string[]): McpCall | null {
   const meta = part.state?.metadata?.mcp as { server?: unknown; tool?: unknown } | undefined;
   if (meta && typeof meta.server === "string" && typeof meta.tool === "string") return { server: meta.server, tool: meta.tool };
@@ -26,9 +26,11 @@ export function mcpCall(part: Part, servers: readonly string[]): McpCall | null 
   return server ? { server, tool: tool.slice(toolPrefix(server).length) } : null;
 }
 
-function latency(start?: number, end?: number): string {
-  if (typeof start !== "number" || typeof end !== "number" || end < start) return "";
-  const ms = end - start;
+// The server's own time when the engine measured it (metadata `mcp.ms`), else the part's start to end
+// (which also counts a permission ask's wait).
+function latency(measured: unknown, start?: number, end?: number): string {
+  const ms = typeof measured === "number" ? measured : typeof start === "number" && typeof end === "number" && end >= start ? end - start : null;
+  if (ms === null) return "";
   return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(ms < 10000 ? 2 : 1)} s`;
 }
 
@@ -44,7 +46,7 @@ export function McpCard({ part, call, waiting }: { part: Part; call: McpCall; wa
   const input = state.input ?? {};
   const meta = state.metadata ?? {};
   const output = String(state.output ?? "");
-  const took = latency(state.time?.start, state.time?.end);
+  const took = latency((meta.mcp as { ms?: unknown } | undefined)?.ms, state.time?.start, state.time?.end);
   const size = bytes((meta.mcp as { bytes?: unknown } | undefined)?.bytes);
   const args = Object.keys(input).length ? JSON.stringify(input, null, 2) : "";
   return (

@@ -126,13 +126,14 @@ class McpTool:
             raise ToolError(f"MCP server {self.server.name}: {exc}") from None
         output = render(result)
         size = len(output.encode())
-        self._audit(started, size, ok=not result.get("isError"))
+        ms = self._audit(started, size, ok=not result.get("isError"))
         if result.get("isError"):
             raise ToolError(output or f"The {self.name} tool failed.")
-        metadata = {"mcp": {"server": self.server.name, "tool": self.remote_name, "bytes": size}}
+        metadata = {"mcp": {"server": self.server.name, "tool": self.remote_name, "bytes": size, "ms": ms}}
         return ToolResult(title="", output=output, metadata=metadata)
 
-    def _audit(self, started: float, size: int, *, ok: bool) -> None:
+    def _audit(self, started: float, size: int, *, ok: bool) -> int:
+        """Audit the call (server, tool, who; never its arguments); its latency in ms, for the part too."""
         ms = round((time.monotonic() - started) * 1000)
         store.mcp_call_audit(
             session=self.session,
@@ -140,6 +141,7 @@ class McpTool:
             tool=self.remote_name,
             data={"ms": ms, "bytes": size, "ok": ok},
         )
+        return ms
 
 
 def remote_client(
