@@ -190,11 +190,14 @@ def test_a_local_server_adds_a_tool_and_its_prompt_and_resource_reach_the_model(
             [call("c1", "stdio_grow")],
             [call("c2", "stdio_grown")],
             [{"text": "grew"}],
+            [call("c3", "stdio_whoami")],
+            [{"text": "again"}],
             [{"text": "greeted"}],
         ]
     )
     session = make_session(alice, script_id)
-    sandbox_for(session).write("/workspace/.mcp/server.py", STDIO_SERVER.read_text())
+    box = sandbox_for(session)
+    box.write("/workspace/.mcp/server.py", STDIO_SERVER.read_text())
     session_prompt(actor=alice.actor, session=session, parts=text_prompt("grow a tool"))
     session = wait_idle(session)
 
@@ -203,6 +206,13 @@ def test_a_local_server_adds_a_tool_and_its_prompt_and_resource_reach_the_model(
     _, grown = tool_parts(session)
     assert grown["state"]["status"] == "completed", grown["state"]
     assert grown["state"]["output"] == "the local grown tool answered"
+
+    session_prompt(actor=alice.actor, session=session, parts=text_prompt("who are you"))
+    session = wait_idle(session)
+    # Listed at each run's first step and once after the change: the second run's client, which starts
+    # knowing no version, takes the one its first answer carries and does not list again at its next step.
+    asked = box.read_bytes("/tmp/stdio-mcp-methods").decode().split()
+    assert asked.count("tools/list") == 3, asked
 
     url = base_url(alice)
     mcp_commands = [c for c in oc(alice).get(f"{url}/command").json() if c.get("source") == "mcp"]

@@ -257,11 +257,10 @@ class McpCatalog:
             if not moved:
                 return self._tools
             for name in moved:
-                version = tools_version(clients[name])
                 try:
-                    self._listed[name] = (version, clients[name].list_tools())
+                    self._listed[name] = _listing(clients[name])
                 except McpError:  # the old list stays, and is not asked for again until the next change
-                    self._listed[name] = (version, self._listed[name][1])
+                    self._listed[name] = (tools_version(clients[name]), self._listed[name][1])
         tools: dict[str, McpTool] = {}
         for name, (_, listed) in self._listed.items():
             tools.update(_tools_of(session, clients[name], listed, builtin | set(tools)))
@@ -291,9 +290,8 @@ class McpCatalog:
         for name, client in clients.items():
             oauth = isinstance(client, oauth_client.OAuthRemoteServer)
             found = member_statuses if oauth else statuses
-            version = tools_version(client)
             try:
-                self._listed[name] = (version, client.list_tools())
+                self._listed[name] = _listing(client)
             except oauth_client.NeedsAuth:
                 found[name] = oauth_client.NEEDS_AUTH
                 continue
@@ -308,6 +306,15 @@ class McpCatalog:
         oauth_client.record(session.project, person, member_statuses)
         if statuses or member_statuses:  # a project with no MCP server at all pays no cache write
             listings.record(session.project, contents, member=person, member_listings=member_contents)
+
+
+def _listing(client: Client) -> tuple[int, list[dict[str, Any]]]:
+    """The server's tools and the tools version they are as of: a remote server's as the list began (a
+    change told meanwhile lists again), a local one's as its answer carries it (the agent reads what the
+    server said before answering, and a new run's client knows no version before its first answer)."""
+    before = tools_version(client)
+    listed = client.list_tools()
+    return (client.tools_version if isinstance(client, LocalServer) else before), listed
 
 
 def _contents(client: Client) -> dict[str, Any]:
