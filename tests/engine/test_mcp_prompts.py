@@ -29,7 +29,7 @@ from hangar.engine.workspace.sandboxes import sandbox_for
 from hangar.projects.services import env_var_set, project_update
 from tests.engine.conftest import text_prompt, tool_parts, wait_idle
 from tests.engine.test_mcp_tools import STDIO_SERVER, TOKEN, McpServer, call, configure, offered
-from tests.opencode.conftest import assert_response, base_url
+from tests.opencode.conftest import assert_matches, assert_response, base_url, schema_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -247,11 +247,9 @@ def test_a_resources_secret_is_masked_and_an_unknown_server_is_said_not_asked(
         bad = {**resource_part("tools", "readme", "notes://readme")}
         bad["source"] = {**bad["source"], "clientName": "../tools"}
         session_prompt(actor=alice.actor, session=session, parts=[*text_prompt("read"), bad])
-    parts = [
-        *text_prompt("read these"),
-        resource_part("tools", "readme", "notes://readme"),
-        resource_part("ghost", "plans", "ghost://plans"),
-    ]
+    ghost = resource_part("ghost", "plans", "ghost://plans")
+    del ghost["source"]["text"]  # OpenCode's shape requires it: stored empty
+    parts = [*text_prompt("read these"), resource_part("tools", "readme", "notes://readme"), ghost]
     session_prompt(actor=alice.actor, session=session, parts=parts)
     wait_idle(session)
 
@@ -260,6 +258,10 @@ def test_a_resources_secret_is_masked_and_an_unknown_server_is_said_not_asked(
     assert "Failed to read MCP resource plans: the MCP server ghost is not available to this session." in sent
     stored = json.dumps([p.data for p in Part.objects.filter(session=session)])
     assert "README-RESOURCE-CONTENT" not in stored
+    files = [p.data for p in Part.objects.filter(session=session, type="file").order_by("id")]
+    assert files[1]["source"]["text"] == {"value": "", "start": 0, "end": 0}
+    for stored_part in files + [p.data for p in Part.objects.filter(session=session, type="text")]:
+        assert_matches(stored_part, schema_of("FilePart" if stored_part["type"] == "file" else "TextPart"))
     assert [a.data["server"] for a in AuditEvent.objects.filter(action="mcp.call")] == ["tools"]
 
 

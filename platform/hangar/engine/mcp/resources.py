@@ -26,7 +26,13 @@ def resource_source(part: dict[str, Any]) -> dict[str, Any] | None:
         raise ValueError("a resource source needs clientName: an MCP server's name")
     if not isinstance(uri, str) or not uri or len(uri) > MAX_URI:
         raise ValueError(f"a resource source needs uri: at most {MAX_URI} characters")
-    cleaned: dict[str, Any] = {"type": "resource", "clientName": client, "uri": uri}
+    # `text` (where the reference sits in the prompt) is required by OpenCode's shape: an empty one if absent.
+    cleaned: dict[str, Any] = {
+        "type": "resource",
+        "clientName": client,
+        "uri": uri,
+        "text": {"value": "", "start": 0, "end": 0},
+    }
     text = source.get("text")
     if isinstance(text, dict):
         value, start, end = text.get("value"), text.get("start"), text.get("end")
