@@ -37,6 +37,19 @@ def session_lease_acquire(*, session_id: str, owner: str, ttl_s: int) -> str | N
     return None if row is None else row[0]
 
 
+def session_lease_take(*, session_id: str, owner: str, ttl_s: int) -> bool:
+    """Take a busy session's lease whoever holds it (its sandbox host was lost: hangar.engine.run.host_loss).
+    A runner still holding it loses it: its keeper's next renewal misses, and its writes are fenced."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE conversations_session SET lease_owner = %s, run_requested = false,"
+            " lease_expires_at = now() + make_interval(secs => %s) WHERE id = %s AND status = 'busy'"
+            " RETURNING id",
+            [owner, ttl_s, session_id],
+        )
+        return cursor.fetchone() is not None
+
+
 def session_takeover_count(*, session_id: str, owner: str) -> int:
     """`owner` took the session over from a runner whose lease expired: count it; returns how many runs
     in a row have now ended without releasing the lease (their worker died or stalled)."""

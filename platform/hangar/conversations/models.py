@@ -18,6 +18,40 @@ class SessionStatus(models.TextChoices):
     ERROR = "error"
 
 
+class HostState(models.TextChoices):
+    ACTIVE = "active"  # takes new sessions
+    DRAINING = "draining"  # takes none; its idle sandboxes are hibernated, busy ones finish first
+    DRAINED = "drained"  # draining, and nothing of it is live any more
+    LOST = "lost"  # its heartbeat stopped: its busy sessions were ended
+
+
+class SandboxHost(models.Model):
+    """A machine whose Docker engine and sandbox root hold sessions' sandboxes (docs/scale-out.md, "The
+    host registry"). Its host service registers it and heart-beats every few seconds with what placement
+    reads (hangar.engine.workspace.hosts); beat marks it lost when the heartbeat stops. The operator's, not
+    an org's: no tenant sees or changes it (manage.py sandbox_host, the superuser admin)."""
+
+    name = models.CharField(primary_key=True, max_length=100)
+    labels = models.JSONField(default=list, blank=True, help_text="what projects may require, e.g. gpu")
+    cpus = models.FloatField(default=0.0)
+    memory_mb = models.PositiveIntegerField(default=0)
+    disk_mb = models.PositiveIntegerField(default=0)
+    free_disk_mb = models.PositiveIntegerField(default=0)
+    free_memory_mb = models.PositiveIntegerField(default=0)
+    live_sandboxes = models.PositiveIntegerField(default=0)
+    # {org id: live sandboxes of that org on this host}: placement spreads each org's sessions.
+    org_live = models.JSONField(default=dict, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    state = models.CharField(max_length=8, choices=HostState.choices, default=HostState.ACTIVE)
+    state_changed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
 class Session(models.Model):
     id = models.CharField(primary_key=True, max_length=40, default=new_session_id, editable=False)
     org = models.ForeignKey("accounts.Org", on_delete=models.CASCADE, related_name="sessions")
@@ -63,6 +97,16 @@ class Session(models.Model):
     # Runs taken over from a runner whose lease expired (it died or stalled), since a run last released
     # the lease: a run that keeps taking its worker down is ended at the crash budget (engine.crash_budget).
     run_takeovers = models.PositiveSmallIntegerField(default=0)
+    # The sandbox host holding the session's sandbox and workspace (SandboxHost; docs/scale-out.md), set
+    # when the engine creates or claims it (hangar.engine.workspace.hosts). Null: none yet.
+    sandbox_host = models.ForeignKey(
+        "SandboxHost",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="sessions",
+        db_index=False,
+    )
 
     class Meta:
         ordering = ["id"]  # descending ids: newest first
@@ -76,6 +120,8 @@ class Session(models.Model):
             ),
             # The runs an org holds now (hangar.engine.run.fairness counts them as a run starts).
             models.Index(fields=["org"], condition=~models.Q(lease_owner=""), name="session_leased_idx"),
+            # The sessions of a host (a lost host's busy ones, a draining host's idle ones): a plain btree.
+            models.Index(fields=["sandbox_host"], name="session_host_idx"),
         ]
 
 

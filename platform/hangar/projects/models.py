@@ -5,6 +5,7 @@ from django.conf import settings
 from django.db import models
 
 from hangar.accounts.models import Org
+from hangar.projects.labels import validate_sandbox_labels
 
 
 class NetworkPolicy(models.TextChoices):
@@ -28,6 +29,8 @@ class Project(models.Model):
     sandbox_memory_mb = models.PositiveIntegerField(default=1024)
     sandbox_pids = models.PositiveIntegerField(default=256)
     sandbox_disk_mb = models.PositiveIntegerField(default=2048)
+    # Labels a sandbox host must all carry to hold this project's sandboxes (e.g. ["gpu"]): placement's.
+    sandbox_labels = models.JSONField(default=list, blank=True, validators=[validate_sandbox_labels])
     command_timeout_s = models.PositiveIntegerField(default=600)
     network_policy = models.CharField(
         max_length=16, choices=NetworkPolicy.choices, default=NetworkPolicy.NONE

@@ -1,0 +1,47 @@
+"""Reads of the sandbox host registry (SandboxHost): for placement, the operator's list, the host loss
+sweep and a draining host. Not actor-scoped: no tenant reads hosts; the engine and the operator do."""
+
+from __future__ import annotations
+
+from django.db import connection
+
+from hangar.conversations.models import HostState, SandboxHost, Session
+
+
+def hosts_all() -> list[SandboxHost]:
+    return list(SandboxHost.objects.order_by("name"))
+
+
+def host_named(name: str) -> SandboxHost | None:
+    return SandboxHost.objects.filter(name=name).first()
+
+
+# The busy sessions whose sandbox is on a lost host, and the busy tasks under them (a task's child works in
+# its root's sandbox), roots first. Served by session_host_idx; runs only while a host is lost.
+_BUSY_ON_LOST = (
+    "WITH RECURSIVE tree(id, depth) AS ("
+    " SELECT s.id, 0 FROM conversations_session s JOIN conversations_sandboxhost h"
+    "  ON h.name = s.sandbox_host_id AND h.state = 'lost'"
+    " UNION SELECT c.id, t.depth + 1 FROM conversations_session c JOIN tree t ON c.parent_id = t.id"
+    "  WHERE t.depth < 8)"
+    " SELECT s.id, s.sandbox_host_id FROM conversations_session s JOIN tree t ON t.id = s.id"
+    " WHERE s.status = 'busy' ORDER BY t.depth, s.id"
+)
+
+
+def busy_sessions_on_lost_hosts() -> list[str]:
+    """Busy sessions working in a sandbox on a lost host (roots before their tasks)."""
+    if not SandboxHost.objects.filter(state=HostState.LOST).exists():
+        return []  # the usual case: one cheap read per sweep
+    with connection.cursor() as cursor:
+        cursor.execute(_BUSY_ON_LOST)
+        return [row[0] for row in cursor.fetchall()]
+
+
+def sessions_not_busy(among: list[str]) -> list[str]:
+    """Which of `among` (sessions with a live sandbox on a draining host) are neither busy nor running."""
+    return list(
+        Session.objects.filter(pk__in=among, lease_owner="")
+        .exclude(status="busy")
+        .values_list("pk", flat=True)
+    )

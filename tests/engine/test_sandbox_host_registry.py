@@ -1,0 +1,189 @@
+"""The host registry's statements and the operator's tools, against the real Postgres (no worker here:
+tests/engine/test_sandbox_hosts.py drives real workers): the heartbeat upsert, beat's lost marking,
+drain and activate (manage.py sandbox_host, the superuser admin), placement of a new session on this
+host, and a project's labels."""
+
+from datetime import timedelta
+from io import StringIO
+
+import pytest
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.management import CommandError, call_command
+from django.test import Client
+from django.utils import timezone
+
+from hangar.accounts.models import User
+from hangar.audit.models import AuditEvent
+from hangar.conversations.host_services import HostReport, host_heartbeat, hosts_mark_lost
+from hangar.conversations.models import SandboxHost
+from hangar.conversations.services import session_create
+from hangar.engine.workspace import hosts
+from sandbox.protocol import SandboxUnavailable
+
+pytestmark = pytest.mark.django_db
+
+
+def report(name: str, **overrides) -> HostReport:
+    values = {
+        "name": name,
+        "labels": ["ssd"],
+        "cpus": 2.0,
+        "memory_mb": 24000,
+        "disk_mb": 250000,
+        "free_disk_mb": 70000,
+        "free_memory_mb": 20000,
+        "live_sandboxes": 2,
+        "org_live": {"1": 2},
+    }
+    return HostReport(**{**values, **overrides})
+
+
+def age(name: str, seconds: float) -> None:
+    SandboxHost.objects.filter(name=name).update(heartbeat_at=timezone.now() - timedelta(seconds=seconds))
+
+
+def test_the_first_heartbeat_registers_the_host_and_the_next_updates_it():
+    assert host_heartbeat(report("h1")) == ("active", None)
+    row = SandboxHost.objects.get(name="h1")
+    assert (row.labels, row.free_memory_mb, row.live_sandboxes, row.org_live) == (["ssd"], 20000, 2, {"1": 2})
+    first = row.heartbeat_at
+    assert host_heartbeat(report("h1", free_memory_mb=123, live_sandboxes=0, org_live={})) == (
+        "active",
+        "active",
+    )
+    row.refresh_from_db()
+    assert (row.free_memory_mb, row.live_sandboxes, row.org_live) == (123, 0, {})
+    assert row.heartbeat_at >= first
+
+
+def test_beat_marks_silent_hosts_lost_and_a_lost_host_that_beats_is_active_again():
+    for name in ("fresh", "silent", "silent-draining", "silent-drained"):
+        host_heartbeat(report(name))
+    SandboxHost.objects.filter(name="silent-draining").update(state="draining")
+    SandboxHost.objects.filter(name="silent-drained").update(state="drained")
+    for name in ("silent", "silent-draining", "silent-drained"):
+        age(name, 31)
+    age("fresh", 29)
+
+    assert sorted(hosts_mark_lost(silent_for_s=30)) == ["silent", "silent-draining"]
+    states = dict(SandboxHost.objects.values_list("name", "state"))
+    assert states == {
+        "fresh": "active",
+        "silent": "lost",
+        "silent-draining": "lost",
+        "silent-drained": "drained",
+    }
+    assert set(AuditEvent.objects.filter(action="sandbox_host.lost").values_list("target_id", flat=True)) == {
+        "silent",
+        "silent-draining",
+    }
+    assert hosts_mark_lost(silent_for_s=30) == []  # marked once
+
+    assert host_heartbeat(report("silent")) == ("active", "lost")
+    assert host_heartbeat(report("silent-drained")) == ("drained", "drained")  # only the operator activates
+
+
+def test_the_manage_command_lists_drains_and_activates():
+    host_heartbeat(report("box-1"))
+    out = StringIO()
+    call_command("sandbox_host", "list", stdout=out)
+    assert "box-1\tactive\t" in out.getvalue() and "\tssd" in out.getvalue()
+
+    out = StringIO()
+    call_command("sandbox_host", "drain", "box-1", stdout=out)
+    assert out.getvalue().strip() == "box-1: draining"
+    assert SandboxHost.objects.get(name="box-1").state == "draining"
+    audit = AuditEvent.objects.get(action="sandbox_host.drain")
+    assert (audit.target_id, audit.data["from"], audit.data["to"]) == ("box-1", "active", "draining")
+
+    call_command("sandbox_host", "activate", "box-1", stdout=StringIO())
+    assert SandboxHost.objects.get(name="box-1").state == "active"
+    assert AuditEvent.objects.filter(action="sandbox_host.activate").count() == 1
+
+    with pytest.raises(CommandError, match="no sandbox host 'nope'"):
+        call_command("sandbox_host", "drain", "nope")
+
+
+def test_the_command_says_when_no_host_is_registered():
+    out = StringIO()
+    call_command("sandbox_host", "list", stdout=out)
+    assert out.getvalue().strip() == "no sandbox host registered"
+
+
+def test_only_a_superuser_sees_or_drains_hosts_in_the_admin(alice):
+    host_heartbeat(report("box-2"))
+    staff = alice.user  # alice owns her org: its staff in the tenant admin, never the operator
+    staff.is_staff = True
+    staff.save()
+    client = Client()
+    client.force_login(staff)
+    assert client.get("/admin/conversations/sandboxhost/").status_code in (302, 403)
+
+    root = User.objects.create_superuser("root@ops.test", password="pw-root")
+    client.force_login(root)
+    assert b"box-2" in client.get("/admin/conversations/sandboxhost/").content
+    response = client.post(
+        "/admin/conversations/sandboxhost/", {"action": "drain", "_selected_action": ["box-2"]}
+    )
+    assert response.status_code == 302
+    assert SandboxHost.objects.get(name="box-2").state == "draining"
+    assert AuditEvent.objects.get(action="sandbox_host.drain").actor_label == "root@ops.test"
+
+
+@pytest.fixture
+def here(settings):
+    settings.HANGAR_SANDBOX_HOST = "here-host"
+    host_heartbeat(report("here-host"))
+    return "here-host"
+
+
+def test_a_new_session_is_placed_on_this_host_only_when_it_may_take_it(alice, here):
+    session = session_create(actor=alice.actor, project=alice.project, model={})
+    hosts.place_here(session, sandboxes=None)  # an active host with room: placed
+
+    SandboxHost.objects.filter(name=here).update(state="draining")
+    with pytest.raises(SandboxUnavailable, match="here-host is draining"):
+        hosts.place_here(session, sandboxes=None)
+
+    SandboxHost.objects.filter(name=here).update(state="active", free_memory_mb=100)
+    with pytest.raises(SandboxUnavailable, match="100 MB of memory free, the sandbox asks 1024 MB"):
+        hosts.place_here(session, sandboxes=None)
+
+
+def test_a_project_that_requires_a_label_the_host_lacks_is_refused(alice, here):
+    alice.project.sandbox_labels = ["gpu"]
+    alice.project.save()
+    session = session_create(actor=alice.actor, project=alice.project, model={})
+    with pytest.raises(SandboxUnavailable, match="here-host lacks the project's required label gpu"):
+        hosts.place_here(session, sandboxes=None)
+    alice.project.sandbox_labels = ["ssd"]
+    alice.project.save()
+    session.project.refresh_from_db()
+    hosts.place_here(session, sandboxes=None)
+
+
+def test_a_session_placed_already_stays_on_its_host_whatever_its_state(alice, here):
+    session = session_create(actor=alice.actor, project=alice.project, model={})
+    hosts.record_placed(session)
+    assert SandboxHost.objects.get(name=here).sessions.get().pk == session.pk
+    SandboxHost.objects.filter(name=here).update(state="draining")
+    hosts.place_here(session, sandboxes=None)  # its busy run finishes there
+
+    host_heartbeat(report("elsewhere"))
+    session.sandbox_host_id = "elsewhere"
+    with pytest.raises(SandboxUnavailable, match="on sandbox host elsewhere, which this worker"):
+        hosts.place_here(session, sandboxes=None)
+
+
+@pytest.mark.parametrize(
+    "labels", [["GPU"], "gpu", ["gpu", "gpu"], [""], [1], [f"l{i}" for i in range(9)], ["a" * 33]]
+)
+def test_a_projects_sandbox_labels_are_validated(alice, labels):
+    alice.project.sandbox_labels = labels
+    with pytest.raises(DjangoValidationError):
+        alice.project.full_clean()
+
+
+def test_good_sandbox_labels_pass(alice):
+    alice.project.sandbox_labels = ["gpu", "large", "zone-eu.1"]
+    alice.project.full_clean()
