@@ -6,6 +6,8 @@ BEAT_SCHEDULE = {
     # Asks the headless policy gave an expiry (hangar.engine.agents.headless): each has an eta task; this catches
     # one a broker restart lost, within the sweep's period.
     "engine-expire-asks": {"task": "hangar.engine.permission_expire_due", "schedule": 30.0},
+    # Hosts whose heartbeat stopped are lost, and their busy sessions end their turn (engine.run.host_loss).
+    "sandbox-hosts-sweep": {"task": "hangar.engine.sandbox_hosts_sweep", "schedule": 5.0},
     "sandbox-reap": {"task": "hangar.engine.reap_sandboxes", "schedule": 60.0},
     # Workspaces are thin provisioned: the writer behind a crossed disk line is paused within seconds.
     "sandbox-watermark": {"task": "hangar.engine.sandbox_watermark", "schedule": 5.0},

@@ -2,6 +2,7 @@
 development, tests and production: there is no production-only setting."""
 
 import os
+import socket
 
 import dj_database_url
 
@@ -321,6 +322,13 @@ HANGAR_WEBHOOK_MAX_ENDPOINTS_PER_ORG = int(os.environ.get("HANGAR_WEBHOOK_MAX_EN
 HANGAR_LEASE_TTL_S = int(os.environ.get("HANGAR_LEASE_TTL_S", "15"))
 HANGAR_MAX_RETRIES = int(os.environ.get("HANGAR_MAX_RETRIES", "5"))
 HANGAR_RUN_CRASH_BUDGET = int(os.environ.get("HANGAR_RUN_CRASH_BUDGET", "3"))
+# The sandbox host registry (hangar.engine.workspace.hosts, docs/scale-out.md): this host's name and labels,
+# how often its worker heart-beats, and how long a silent host lives before beat marks it lost (its busy
+# sessions' turns are ended then).
+HANGAR_SANDBOX_HOST = (os.environ.get("HANGAR_SANDBOX_HOST", "") or socket.gethostname())[:100]
+HANGAR_SANDBOX_HOST_LABELS = csv("HANGAR_SANDBOX_HOST_LABELS")
+HANGAR_HOST_HEARTBEAT_S = float(os.environ.get("HANGAR_HOST_HEARTBEAT_S", "10"))
+HANGAR_HOST_LOST_AFTER_S = float(os.environ.get("HANGAR_HOST_LOST_AFTER_S", "30"))
 # Workspace downloads and diffs (hangar.engine.repo_ops): an archive's and a diff's cap, archives at once.
 HANGAR_WORKSPACE_ARCHIVE_MAX_BYTES = int(
     os.environ.get("HANGAR_WORKSPACE_ARCHIVE_MAX_BYTES", str(512 * 2**20))

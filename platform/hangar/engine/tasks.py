@@ -7,7 +7,7 @@ from typing import Any
 
 import structlog
 from celery import current_app, shared_task
-from celery.signals import worker_init
+from celery.signals import worker_init, worker_ready
 from django.db import close_old_connections, connection
 
 from hangar.engine.session.enqueue import PERMISSION_EXPIRE, RUN_SESSION, engine_queue
@@ -41,6 +41,25 @@ def warm_up_worker(**_kwargs: object) -> None:
     warm_up()
     tool_schemas(ALL)
     freeze_start_up_heap()  # last: what was loaded above is never walked by a full collection again
+
+
+@worker_ready.connect
+def register_sandbox_host(**_kwargs: object) -> None:
+    """The worker owns this host's sandbox root: it registers the host and heart-beats for it
+    (hangar.engine.workspace.host_service)."""
+    from hangar.engine.workspace.host_service import start_heartbeat
+    from hangar.engine.workspace.sandboxes import manager
+
+    start_heartbeat(manager)
+
+
+@shared_task(name="hangar.engine.sandbox_hosts_sweep", ignore_result=True)
+def sandbox_hosts_sweep() -> dict[str, Any]:
+    """Hosts whose heartbeat stopped are lost; the busy sessions on them end their turn (host_loss)."""
+    from hangar.engine.run.host_loss import sweep
+
+    close_old_connections()
+    return sweep()
 
 
 @shared_task(name=RUN_SESSION, ignore_result=True)

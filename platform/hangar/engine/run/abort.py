@@ -5,6 +5,7 @@ abort flag is cleared, and the session's running children (its tasks) are asked 
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from django.db import transaction
 
@@ -23,7 +24,12 @@ def _no_sandbox() -> Sandbox:
     raise SandboxUnavailable("an aborted turn runs no tool")
 
 
-def finish_aborted_turn(session: Session, abort: threading.Event) -> None:
+ABORTED = {"name": "MessageAbortedError", "data": {"message": "Aborted"}}
+
+
+def finish_aborted_turn(session: Session, abort: threading.Event, error: dict[str, Any] = ABORTED) -> None:
+    """`error` (OpenCode's shape) is what each open message ends with: aborted, unless the caller ended
+    the turn for another reason (its sandbox host was lost: hangar.engine.run.host_loss)."""
     # With the abort set, the calls only record their end: no tool, rule or sandbox is needed.
     scope = CallScope(
         session=session,
@@ -45,7 +51,7 @@ def finish_aborted_turn(session: Session, abort: threading.Event) -> None:
                 message=message,
                 data={
                     **data,
-                    "error": {"name": "MessageAbortedError", "data": {"message": "Aborted"}},
+                    "error": error,
                     "time": {**data["time"], "completed": now_ms()},
                 },
             )

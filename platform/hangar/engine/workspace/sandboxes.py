@@ -102,10 +102,14 @@ def spec_for(session: Session) -> SandboxSpec:
 
 
 def _docker_sandbox(session: Session, sandboxes: DockerSandboxes | None = None) -> Sandbox:
+    from hangar.engine.workspace.hosts import place_here, record_placed
     from hangar.engine.workspace.prepare import mirror_prefetch, workspace_ensure
     from hangar.engine.workspace.sandbox_share import make_room
 
     sandboxes = sandboxes or manager()
+    place_here(
+        session, sandboxes
+    )  # a new session only on a host that may take it (hangar.engine.workspace.placement)
     prefetch = mirror_prefetch(session)  # the mirror's fetch overlaps the sandbox's creation or claim
     make_room(session, sandboxes)  # the org's cap on live sandboxes
     spec = spec_for(session)
@@ -113,6 +117,7 @@ def _docker_sandbox(session: Session, sandboxes: DockerSandboxes | None = None) 
     # the reads above took (caps, owners, env) is not held idle meanwhile, where other runs wait for it.
     release_connection()
     box = sandboxes.get_or_create(spec)
+    record_placed(session)  # Session.sandbox_host: where its workspace lives now
     _bring_to(box, spec)  # a policy changed since the container was made (or last brought up to date)
     # The repository and setup script, once, before the first tool call.
     workspace_ensure(session, box, prefetch, setup_phase=_setup_phase(box, spec, session))

@@ -1,0 +1,73 @@
+"""Where a session's sandbox goes, and the record of where it went (Session.sandbox_host).
+
+Today a worker reaches only its own host's Docker engine (docs/scale-out.md: the agent channel and the
+host queues that would let it create a sandbox elsewhere are not built), so a new session is placed among
+the hosts this worker can reach: its own. Placement's rules (hangar.engine.workspace.placement) still
+decide whether this host may take it: a draining, drained or lost host, a host without the project's
+labels or without room refuses, and the person is told why. A session whose workspace is on a host
+already stays there (its files are there); one on another host cannot be served by this worker.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from hangar.conversations.host_selectors import host_named
+from hangar.conversations.host_services import session_sandbox_host_set
+from hangar.engine.workspace.host_service import HostSandboxes, beat_once, host_name
+from hangar.engine.workspace.placement import Asks, HostView, NoHost, place
+from sandbox import registry, volumes
+from sandbox.protocol import SandboxUnavailable
+
+if TYPE_CHECKING:
+    from hangar.conversations.models import SandboxHost, Session
+
+
+def view_of(host: SandboxHost) -> HostView:
+    return HostView(
+        name=host.name,
+        state=host.state,
+        labels=frozenset(str(label) for label in host.labels or []),
+        free_memory_mb=host.free_memory_mb,
+        free_disk_mb=host.free_disk_mb,
+        org_live={str(k): int(v) for k, v in (host.org_live or {}).items()},
+    )
+
+
+def asks_of(session: Session) -> Asks:
+    project = session.project
+    return Asks(
+        org_id=str(session.org_id),
+        memory_mb=project.sandbox_memory_mb,
+        disk_mb=project.sandbox_disk_mb,
+        labels=frozenset(project.sandbox_labels or []),
+    )
+
+
+def place_here(session: Session, sandboxes: HostSandboxes) -> None:
+    """Raise SandboxUnavailable (the turn's error) unless this host may hold `session`'s sandbox."""
+    here = host_name()
+    if session.sandbox_host_id:
+        if session.sandbox_host_id != here:
+            raise SandboxUnavailable(
+                f"this session's workspace is on sandbox host {session.sandbox_host_id}, which this worker"
+                f" ({here}) cannot reach"
+            )
+        return  # its files are here: it stays, whatever the host's state (a busy run finishes first)
+    if registry.lookup(volumes.session_key(session.pk)) is not None:
+        return  # a workspace made here before the registry recorded hosts
+    host = host_named(here)
+    if host is None:  # this process's first use, before its heartbeat registered the host
+        beat_once(sandboxes)
+        host = host_named(here)
+    if host is None:
+        raise SandboxUnavailable(f"sandbox host {here} could not be registered")
+    try:
+        place([view_of(host)], asks_of(session))
+    except NoHost as exc:
+        raise SandboxUnavailable(str(exc)) from None
+
+
+def record_placed(session: Session) -> None:
+    """The session's sandbox was created or claimed on this host."""
+    session_sandbox_host_set(session=session, host_name=host_name())
