@@ -1,7 +1,7 @@
 """The host registry with real workers, Docker and the scripted model: a worker registers its host and
 heart-beats; a host whose worker stops answering is marked lost by beat's sweep and the session busy on
 it ends its turn with "sandbox host lost" within the bound, and runs again when prompted; draining a host
-hibernates its idle sandbox and refuses new sessions, activating it takes them again."""
+lets a busy run finish, then hibernates its sandbox and refuses new sessions; activating it takes them again."""
 
 import os
 import signal
@@ -108,15 +108,24 @@ def test_a_session_busy_on_a_lost_host_ends_its_turn_and_runs_again(host, alice,
     assert Event.objects.filter(session=session, type="session.error").count() == 1
 
 
-def test_drain_hibernates_the_idle_sandbox_and_refuses_new_sessions(host, alice, script, make_session):
+def test_drain_lets_a_busy_run_finish_hibernates_its_sandbox_and_refuses_new_sessions(
+    host, alice, script, make_session
+):
     name, _ = host
-    session = make_session(alice, script.load([[{"text": "first"}]]))
+    session = make_session(alice, script.load([[bash("c1", "sleep 5; echo slept")], [{"text": "first"}]]))
     session_prompt(actor=alice.actor, session=session, parts=text_prompt("hi"))
-    wait_idle(session)
-    assert session.pk in _live()
+    wait_for(
+        lambda: any(p["state"]["status"] == "running" for p in tool_parts(session)), 120, what="bash running"
+    )
 
     call_command("sandbox_host", "drain", name, stdout=StringIO())
-    wait_for(lambda: session.pk not in _live(), 60, what="the idle sandbox hibernated")
+    time.sleep(2.5)  # two heartbeats of the draining host: the busy run is left alone
+    assert SandboxHost.objects.get(name=name).state == "draining"
+    assert session.pk in _live()
+    assert text_of(wait_idle(session)) == "first"  # it finished its turn
+    assert "slept" in tool_parts(session)[0]["state"]["output"]
+
+    wait_for(lambda: session.pk not in _live(), 60, what="the now idle sandbox hibernated")
     wait_for(lambda: SandboxHost.objects.get(name=name).state == "drained", 30, what="the host drained")
 
     newcomer = make_session(alice, script.load([[{"text": "placed"}]]))

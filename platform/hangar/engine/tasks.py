@@ -48,9 +48,9 @@ def register_sandbox_host(**_kwargs: object) -> None:
     """The worker owns this host's sandbox root: it registers the host and heart-beats for it
     (hangar.engine.workspace.host_service)."""
     from hangar.engine.workspace.host_service import start_heartbeat
-    from hangar.engine.workspace.sandboxes import manager
+    from hangar.engine.workspace.sandboxes import manager_without_pool
 
-    start_heartbeat(manager)
+    start_heartbeat(manager_without_pool)
 
 
 @shared_task(name="hangar.engine.sandbox_hosts_sweep", ignore_result=True)

@@ -198,6 +198,12 @@ def _plain() -> DockerSandboxes:
     return _plain_manager
 
 
+def manager_without_pool() -> DockerSandboxes:
+    """This host's sandboxes for work beside the runs (the host service's heartbeat and drain): getting it
+    never starts the process's warm pool, which a worker would otherwise start as soon as it is ready."""
+    return _plain()
+
+
 def sandbox_without_pool(spec: SandboxSpec) -> DockerSandbox:
     """The session's sandbox for a process that must not keep a warm pool of its own (the web process,
     for a terminal): reconnects to the session's container, or creates it cold. Blocking (Docker)."""
