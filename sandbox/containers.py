@@ -7,7 +7,7 @@ from typing import Any
 import docker
 from docker.types import LogConfig, Mount
 
-from sandbox import egress, volumes
+from sandbox import channel, egress, volumes
 from sandbox.protocol import WORKSPACE, SandboxSpec
 
 MANAGED = "hangar.managed"
@@ -33,10 +33,16 @@ def create_kwargs(
             egress.sandbox_env(),
         )
     elif spec.network == "none":
-        network_mode, environment = "none", {}  # nothing of the worker's env
+        # With the TCP agent channel, "none" is the channel network alone: internal, no neighbour
+        # reachable, the host's address closed (sandbox/channel.py); its only use is the host's
+        # connections to the agent.
+        network_mode = channel.network_name() if channel.enabled() else "none"
+        environment = {}  # nothing of the worker's env
     else:
         raise ValueError(f"unknown network policy {spec.network!r}")  # fail closed
     mnt = volumes.mount_point(volume_id)
+    # The channel's secret: a root-only file only the agent reads (before it drops to uid 1000).
+    secret = [channel.secret_mount(volume_id)] if channel.enabled() else []
     memory = f"{spec.memory_mb}m"
     return dict(
         image=image,
@@ -75,6 +81,7 @@ def create_kwargs(
             # rslave: an overlay the host mounts on workspace/ later (a warm-pool claim) shows here.
             Mount(WORKSPACE, str(mnt / "workspace"), type="bind", propagation="rslave"),
             Mount(STATE_MOUNT, str(mnt / "state"), type="bind"),
+            *secret,
         ],
         # Replies carry file contents and command output: never copy them into docker's logs
         # (a flood would fill the host disk). Attach still works with the `none` driver.

@@ -16,7 +16,8 @@ from typing import Any, Protocol
 import docker
 import docker.errors
 
-from sandbox import budget, containers, egress, gitops, registry, volumes
+from sandbox import budget, channel, containers, egress, gitops, registry, volumes
+from sandbox.channel_client import TcpAgentConnection, open_session_connection
 from sandbox.connection import AgentConnection
 from sandbox.docker_backend import DockerSandbox
 from sandbox.image import ensure_image
@@ -249,8 +250,11 @@ class DockerSandboxes:
         if spec.network == "allowlist":
             return None  # the full path also makes sure the session's egress proxy is up
         try:
-            conn = AgentConnection.open(self.api, container_id, str(volumes.lock_path(container_id)))
-        except docker.errors.APIError:
+            if channel.enabled():
+                conn: AgentConnection = open_session_connection(session_id)
+            else:
+                conn = AgentConnection.open(self.api, container_id, str(volumes.lock_path(container_id)))
+        except (docker.errors.APIError, SandboxUnavailable):
             return None
         return self._attach(spec, name, container_id, conn)
 
@@ -269,6 +273,7 @@ class DockerSandboxes:
         self, spec: SandboxSpec, name: str, volume_id: str, labels: dict[str, str]
     ) -> str | None:
         """Create and start; returns the id, or None if another process took the name first."""
+        channel.prepare(self.api)
         kwargs = containers.create_kwargs(
             spec, spec.image or self.image, name, volume_id, self.extra_labels | labels
         )
@@ -278,6 +283,7 @@ class DockerSandboxes:
             if exc.status_code == 409:
                 return None
             raise
+        channel.after_create(self.api, container.id, spec.network)
         container.start()
         container_id: str = container.id
         return container_id
@@ -320,12 +326,32 @@ class DockerSandboxes:
         Binding on every attach, not only at creation, means a bind that failed once (or an env a
         project admin changed) is put right by the next connection instead of leaving the session
         without its env for good. One round trip."""
+        if channel.enabled():
+            # Where its agent listens now (an address can change with a restart), for every worker;
+            # this process talks to it the same way unless it holds the pool's warm connection.
+            endpoint = self._note_channel(spec.session_id, container_id)
+            if conn is None:
+                conn = TcpAgentConnection.connect(*endpoint, wait_s=10)
         if conn is None:
             conn = AgentConnection.open(self.api, container_id, str(volumes.lock_path(container_id)))
         box = DockerSandbox(self, spec, name, conn)
         if spec.env:
             box._call("bind", {"env": spec.env})
         return box
+
+    def _note_channel(self, session_id: str, container_id: str) -> tuple[str, int, bytes]:
+        """Record the agent's TCP endpoint for the session (registry.note_channel); its address, port
+        and secret."""
+        info = self.api.inspect_container(container_id)
+        endpoint = channel.endpoint_of(info)
+        volume_id = info["Config"]["Labels"].get("hangar.volume", "")
+        secret = channel.read_secret(volume_id)
+        if endpoint is None or secret is None:
+            raise SandboxUnavailable(
+                f"sandbox {container_id[:12]} has no agent channel (created before {channel.SETTING}=tcp?)"
+            )
+        registry.note_channel(volumes.session_key(session_id), *endpoint, volume_id)
+        return (*endpoint, secret)
 
     @staticmethod
     def _record(spec: SandboxSpec, volume_id: str) -> dict[str, Any]:

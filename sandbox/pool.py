@@ -38,7 +38,7 @@ from pathlib import Path
 import docker
 import docker.errors
 
-from sandbox import budget, containers, pool_demand, registry, volumes
+from sandbox import budget, channel, containers, pool_demand, registry, volumes
 from sandbox.connection import AgentConnection
 from sandbox.docker_backend import DockerSandbox
 from sandbox.image import ensure_image
@@ -194,8 +194,10 @@ class WarmPool:
             volumes.create_volume(volume_id, shape.disk_mb)
         name = containers.POOL_PREFIX + volume_id
         labels = {POOL_LABEL: "1", IMAGE_LABEL: image, DISK_LABEL: str(shape.disk_mb)}
+        channel.prepare(self.api)
         kwargs = containers.create_kwargs(spec, image, name, volume_id, self.extra_labels | labels)
         container = self.client.containers.create(**kwargs)
+        channel.after_create(self.api, container.id, spec.network)
         container.start()
         # Warm the agent (python imports, first fork, the snapshot repo) and keep the connection for
         # a claimer in this process, without the lock: a claimer elsewhere attaches itself.

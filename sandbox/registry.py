@@ -75,6 +75,7 @@ def unregister(key: str) -> None:
     _record_path(key).unlink(missing_ok=True)
     _hint_path(key).unlink(missing_ok=True)
     paused_path(key).unlink(missing_ok=True)
+    _channel_path(key).unlink(missing_ok=True)
 
 
 # --- a sandbox paused at the disk's watermark (sandbox.watermark) -----------------------------
@@ -196,3 +197,28 @@ def note_container(key: str, container_id: str, pid: int) -> None:
     tmp = sessions / f".{key}.{uuid.uuid4().hex}.cid.tmp"
     tmp.write_text(f"{container_id} {pid} {start}")
     os.replace(tmp, _hint_path(key))
+
+
+# --- where a session's agent listens (the TCP agent channel, sandbox/channel.py) ---------------
+
+
+def _channel_path(key: str) -> Path:
+    return _sessions() / f"{key}.channel"
+
+
+def note_channel(key: str, address: str, port: int, volume_id: str) -> None:
+    """Record the agent's address for workers without Docker; written when the host sees it start."""
+    sessions = _sessions()
+    sessions.mkdir(parents=True, exist_ok=True)
+    tmp = sessions / f".{key}.{uuid.uuid4().hex}.channel.tmp"
+    tmp.write_text(json.dumps({"address": address, "port": port, "volume": volume_id}))
+    os.replace(tmp, _channel_path(key))
+
+
+def channel_endpoint(key: str) -> tuple[str, int, str] | None:
+    """(address, port, volume id) of the session's agent as last recorded; None if never."""
+    try:
+        data = json.loads(_channel_path(key).read_text())
+        return str(data["address"]), int(data["port"]), str(data["volume"])
+    except (FileNotFoundError, ValueError, KeyError, TypeError):
+        return None

@@ -215,6 +215,14 @@ def destroy_volume(volume_id: str) -> None:
     detach_lower(volume_id)
     (images / f"{volume_id}.img").unlink(missing_ok=True)
     claim_marker(volume_id).unlink(missing_ok=True)
+    channel_secret_path(volume_id).unlink(missing_ok=True)
+
+
+def channel_secret_path(volume_id: str) -> Path:
+    """The agent channel's secret of the volume's container (sandbox/channel.py): root's, in a 0700 dir."""
+    secrets_dir = ROOT / "channel"
+    secrets_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return secrets_dir / f"{volume_id}.key"
 
 
 def list_volumes() -> list[str]:

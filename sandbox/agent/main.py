@@ -6,7 +6,9 @@ they cannot open its /proc/<pid>/fd, mem or ptrace it, and cannot replace the so
 kinds of connection:
   * its own stdin/stdout, reached by the host through `docker attach` (the fast path), and
   * a unix socket (SOCKET_PATH), reached through `docker exec main.py --relay`, which pipes the
-    exec's stdio to that socket.
+    exec's stdio to that socket, and
+  * TCP port 7070, only when the host mounted a session secret (channel.py: HMAC handshake first),
+    for workers that hold no Docker socket.
 Why two: every attacher writes into the same stdin pipe, and dockerd copies each attacher's
 bytes in 4 KB reads, so two processes attached at once could interleave inside a line. The host
 therefore lets only the holder of a per-sandbox lock attach; any other process gets its own
@@ -28,6 +30,7 @@ import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+import channel
 import execs
 import fileops
 import lsp
@@ -200,10 +203,14 @@ def main() -> None:
         relay()
         return
     server = bind_socket()
+    tcp = channel.open_channel()  # as root: the secret file is root's
     drop_privileges()
     os.makedirs(STATE_DIR, exist_ok=True)
     agent = Agent()
     threading.Thread(target=agent.listen, args=(server,), daemon=True).start()
+    if tcp is not None:
+        tcp_channel = channel.Channel(*tcp, lambda lines, out: agent.serve(lines, Writer(out)))
+        threading.Thread(target=tcp_channel.run, daemon=True).start()
     # The snapshot repo is made while the container is new (or warming in the pool), not in a
     # session's first step; a track that comes first waits on the repo's lock.
     agent.pool.submit(agent.snapshots.init)
