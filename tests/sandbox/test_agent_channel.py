@@ -7,6 +7,7 @@ host); a worker without any Docker socket drives a session from the registry's f
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
@@ -74,6 +75,36 @@ def _closed(sock: socket.socket, within: float) -> bool:
         return False
 
 
+def _gateway(sandboxes) -> str:
+    """The host's address on the channel bridge."""
+    return sandboxes.api.inspect_network(channel.network_name())["IPAM"]["Config"][0]["Gateway"]
+
+
+@contextlib.contextmanager
+def _host_listener():
+    """A host service listening on every interface (as Postgres or Redis might); yields its port."""
+    listener = socket.create_server(("0.0.0.0", 0))
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        listener.close()
+
+
+def _connect_probe(box, targets: list[tuple[str, int]]) -> str:
+    """From inside the sandbox (uid 1000): try a TCP connection to each target; one line each."""
+    script = textwrap.dedent(f"""\
+        import socket
+        for target in {targets!r}:
+            try:
+                socket.create_connection(tuple(target), timeout=3).close()
+                print("OPEN", target)
+            except OSError as exc:
+                print("closed", target, type(exc).__name__)
+        """)
+    box.write("/tmp/probe.py", script)
+    return box.exec("python3 /tmp/probe.py", timeout_s=30).output
+
+
 def test_the_sandbox_protocol_works_over_tcp(tcp_box):
     assert tcp_box.connection.mode == "tcp"
     chunks: list[str] = []
@@ -131,7 +162,10 @@ def test_only_the_secret_opens_the_channel(tcp_box):
             sock.sendall(json.dumps({"hmac": wrong}).encode() + b"\n")
             assert _closed(sock, 3)
         # A replay: the right answer to another connection's nonce.
-        with socket.create_connection((address, port)) as first, socket.create_connection((address, port)) as second:
+        with (
+            socket.create_connection((address, port)) as first,
+            socket.create_connection((address, port)) as second,
+        ):
             old = hmac.new(secret, _hello(first).encode(), hashlib.sha256).hexdigest()
             _hello(second)
             second.sendall(json.dumps({"hmac": old}).encode() + b"\n")
@@ -168,7 +202,7 @@ def test_only_the_secret_opens_the_channel(tcp_box):
 
 
 def test_the_sandbox_cannot_read_its_secret(tcp_box):
-    address, port, secret = _endpoint(tcp_box)
+    _address, _port, secret = _endpoint(tcp_box)
     agent_pid = tcp_box.ping()["pid"]
     probe = tcp_box.exec(
         f"""id -u
@@ -181,7 +215,7 @@ def test_the_sandbox_cannot_read_its_secret(tcp_box):
     )
     lines = probe.output.splitlines()
     assert lines[0] == "1000"
-    assert f"denied /etc/hangar/agent.key" in lines
+    assert "denied /etc/hangar/agent.key" in lines
     assert "denied /proc/1/environ" in lines
     assert f"denied /proc/{agent_pid}/environ" in lines
     assert not [line for line in lines if line.startswith("READABLE")]
@@ -193,26 +227,11 @@ def test_the_sandbox_cannot_read_its_secret(tcp_box):
 def test_no_sandbox_reaches_another_agent_or_the_host(sandboxes, new_session_id, tcp_box):
     address, port, _secret = _endpoint(tcp_box)
     neighbour = sandboxes.get_or_create(_spec(new_session_id()))
-    gateway = sandboxes.api.inspect_network(channel.network_name())["IPAM"]["Config"][0]["Gateway"]
-    listener = socket.create_server(("0.0.0.0", 0))  # a host service on every interface
-    host_port = listener.getsockname()[1]
-    try:
-        probe = neighbour.exec(
-            textwrap.dedent(f"""\
-            python3 - <<'EOF'
-            import socket
-            for target in [("{address}", {port}), ("{gateway}", {host_port}), ("1.1.1.1", 53)]:
-                try:
-                    socket.create_connection(target, timeout=3).close()
-                    print("OPEN", target)
-                except OSError as exc:
-                    print("closed", target, type(exc).__name__)
-            EOF"""),
-            timeout_s=30,
+    with _host_listener() as host_port:
+        probe = _connect_probe(
+            neighbour, [(address, port), (_gateway(sandboxes), host_port), ("1.1.1.1", 53)]
         )
-    finally:
-        listener.close()
-    assert probe.output.count("closed") == 3, probe.output
+    assert probe.count("closed") == 3, probe
     # ...while the host reaches both agents.
     assert tcp_box.exec("echo ok").output.strip() == "ok"
     assert neighbour.exec("echo ok").output.strip() == "ok"
@@ -262,3 +281,16 @@ def test_a_worker_without_docker_drives_a_session(tcp_box):
     assert "written by the host" in seen["read"]
     assert seen["diff"] == [["from_worker.txt", "added"]]
     assert tcp_box.read_bytes("/workspace/from_worker.txt") == b"written by a worker without docker\n"
+
+
+def test_an_allowlist_sandbox_has_the_channel_and_still_no_way_out(sandboxes, new_session_id, tcp_box):
+    address, port, _secret = _endpoint(tcp_box)
+    box = sandboxes.get_or_create(_spec(new_session_id(), network="allowlist", allowlist=["example.test:80"]))
+    assert box.connection.mode == "tcp"
+    networks = sandboxes.api.inspect_container(box.container_name)["NetworkSettings"]["Networks"]
+    assert channel.network_name() in networks and len(networks) == 2
+    with _host_listener() as host_port:
+        probe = _connect_probe(box, [(address, port), (_gateway(sandboxes), host_port), ("1.1.1.1", 53)])
+    # The channel bridge is the default route's gateway, but Docker forwards nothing off an internal
+    # network and the host drops what the sandbox opens to it: every target times out.
+    assert probe.count("closed") == 3, probe
