@@ -326,9 +326,10 @@ class DockerSandboxes:
         Binding on every attach, not only at creation, means a bind that failed once (or an env a
         project admin changed) is put right by the next connection instead of leaving the session
         without its env for good. One round trip."""
-        if channel.enabled():
+        if channel.enabled() and (conn is None or conn.mode != "tcp"):
             # Where its agent listens now (an address can change with a restart), for every worker;
-            # this process talks to it the same way unless it holds the pool's warm connection.
+            # this process talks to it the same way unless it holds the pool's warm connection. A
+            # connection made from the registry's endpoint (_attach_running) needs no inspect.
             endpoint = self._note_channel(spec.session_id, container_id)
             if conn is None:
                 conn = TcpAgentConnection.connect(*endpoint, wait_s=10)
