@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 
 from sandbox import channel, registry, volumes
-from sandbox.channel_client import TcpAgentConnection
-from sandbox.protocol import SandboxSpec
+from sandbox.channel_client import TcpAgentConnection, connect_session
+from sandbox.protocol import SandboxSpec, SandboxUnavailable
 
 REPO = Path(__file__).resolve().parents[2]
 HANDSHAKE_TIMEOUT_S = 5.0  # agent/channel.py
@@ -294,3 +294,17 @@ def test_an_allowlist_sandbox_has_the_channel_and_still_no_way_out(sandboxes, ne
     # The channel bridge is the default route's gateway, but Docker forwards nothing off an internal
     # network and the host drops what the sandbox opens to it: every target times out.
     assert probe.count("closed") == 3, probe
+
+
+def test_a_resumed_sandbox_is_reached_at_its_new_address(sandboxes, tcp_box):
+    tcp_box.write("/workspace/kept.txt", "kept\n")
+    sandboxes.hibernate(tcp_box.session_id)
+    with pytest.raises(SandboxUnavailable):
+        connect_session(tcp_box.session_id)  # stopped: a worker without Docker cannot bring it back
+    resumed = sandboxes.get_or_create(_spec(tcp_box.session_id))
+    assert resumed.connection.mode == "tcp"
+    info = sandboxes.api.inspect_container(resumed.container_name)
+    assert registry.channel_endpoint(volumes.session_key(tcp_box.session_id))[:2] == channel.endpoint_of(info)
+    again = connect_session(tcp_box.session_id)  # from the registry, as a worker without Docker would
+    assert again.read_bytes("/workspace/kept.txt") == b"kept\n"
+    again.close()
