@@ -331,7 +331,7 @@ class DockerSandboxes:
             # this process talks to it the same way unless it holds the pool's warm connection. A
             # connection made from the registry's endpoint (_attach_running) needs no inspect.
             endpoint = self._note_channel(spec.session_id, container_id)
-            if conn is None:
+            if conn is None and endpoint is not None:
                 conn = TcpAgentConnection.connect(*endpoint, wait_s=10)
         if conn is None:
             conn = AgentConnection.open(self.api, container_id, str(volumes.lock_path(container_id)))
@@ -340,17 +340,16 @@ class DockerSandboxes:
             box._call("bind", {"env": spec.env})
         return box
 
-    def _note_channel(self, session_id: str, container_id: str) -> tuple[str, int, bytes]:
+    def _note_channel(self, session_id: str, container_id: str) -> tuple[str, int, bytes] | None:
         """Record the agent's TCP endpoint for the session (registry.note_channel); its address, port
-        and secret."""
+        and secret. None for a container made before the channel was on (no secret, not on its network):
+        this process attaches to it as before, and it gets the channel when it is next recreated."""
         info = self.api.inspect_container(container_id)
         endpoint = channel.endpoint_of(info)
         volume_id = info["Config"]["Labels"].get("hangar.volume", "")
         secret = channel.read_secret(volume_id)
         if endpoint is None or secret is None:
-            raise SandboxUnavailable(
-                f"sandbox {container_id[:12]} has no agent channel (created before {channel.SETTING}=tcp?)"
-            )
+            return None
         registry.note_channel(volumes.session_key(session_id), *endpoint, volume_id)
         return (*endpoint, secret)
 

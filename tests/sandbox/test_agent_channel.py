@@ -308,3 +308,17 @@ def test_a_resumed_sandbox_is_reached_at_its_new_address(sandboxes, tcp_box):
     again = connect_session(tcp_box.session_id)  # from the registry, as a worker without Docker would
     assert again.read_bytes("/workspace/kept.txt") == b"kept\n"
     again.close()
+
+
+def test_a_sandbox_made_before_the_channel_was_on_is_still_attached(sandboxes, new_session_id, monkeypatch):
+    monkeypatch.setenv(channel.SETTING, "attach")
+    sid = new_session_id()
+    sandboxes.get_or_create(_spec(sid)).write("/workspace/old.txt", "old\n")
+    sandboxes._forget(sid)
+    monkeypatch.setenv(channel.SETTING, "tcp")
+    again = sandboxes.get_or_create(_spec(sid))
+    assert again.connection.mode == "attach"
+    assert again.read_bytes("/workspace/old.txt") == b"old\n"
+    assert registry.channel_endpoint(volumes.session_key(sid)) is None
+    with pytest.raises(SandboxUnavailable):
+        connect_session(sid)  # no channel: only a process with Docker reaches it
