@@ -15,7 +15,7 @@ from django.utils import timezone
 from hangar.accounts.models import User
 from hangar.audit.models import AuditEvent
 from hangar.conversations.host_services import HostReport, host_heartbeat, hosts_mark_lost
-from hangar.conversations.models import SandboxHost
+from hangar.conversations.models import Event, Message, SandboxHost, Session
 from hangar.conversations.services import session_create
 from hangar.engine.workspace import hosts
 from sandbox.protocol import SandboxUnavailable
@@ -187,3 +187,55 @@ def test_a_projects_sandbox_labels_are_validated(alice, labels):
 def test_good_sandbox_labels_pass(alice):
     alice.project.sandbox_labels = ["gpu", "large", "zone-eu.1"]
     alice.project.full_clean()
+
+
+MODEL = {"providerID": "scripted", "modelID": "fast"}
+
+
+def _busy_with_prompt(session, owner: str = "") -> None:
+    from hangar.conversations.services import message_create, now_ms
+
+    message_create(
+        session=session,
+        data={"role": "user", "time": {"created": now_ms()}, "agent": "build", "model": MODEL},
+    )
+    Session.objects.filter(pk=session.pk).update(status="busy", lease_owner=owner)
+
+
+def test_the_sweep_ends_the_busy_sessions_and_tasks_on_a_lost_host_only(alice):
+    from hangar.engine.run.host_loss import sweep
+
+    host_heartbeat(report("gone"))
+    host_heartbeat(report("alive"))
+    age("gone", 120)
+    make = lambda **kw: session_create(actor=alice.actor, project=alice.project, model={}, **kw)  # noqa: E731
+    root = make()
+    Session.objects.filter(pk=root.pk).update(sandbox_host_id="gone")
+    child = make(parent=root)
+    grandchild = make(parent=child)
+    elsewhere = make()
+    Session.objects.filter(pk=elsewhere.pk).update(sandbox_host_id="alive")
+    idle_on_gone = make()
+    Session.objects.filter(pk=idle_on_gone.pk).update(sandbox_host_id="gone")
+    _busy_with_prompt(root, owner="dead-worker:1:abc")  # a runner that will never renew
+    _busy_with_prompt(grandchild)  # its parent idle, itself still busy: ended too
+    _busy_with_prompt(elsewhere, owner="live-worker:2:def")
+
+    report_ = sweep()
+    assert report_["lost"] == ["gone"]
+    assert report_["ended"] == [root.pk, grandchild.pk]  # roots first
+    for session in (root, grandchild):
+        row = Session.objects.get(pk=session.pk)
+        assert (row.status, row.lease_owner) == ("idle", "")
+        (error,) = [e.payload["error"] for e in Event.objects.filter(session=session, type="session.error")]
+        assert error["name"] == "SandboxHostLostError"
+        answer = Message.objects.filter(session=session, role="assistant").get()
+        assert answer.data["error"]["name"] == "UnknownError"
+        assert answer.data["error"]["data"]["message"].startswith("sandbox host lost")
+    assert (
+        "(gone)" in Event.objects.get(session=root, type="session.error").payload["error"]["data"]["message"]
+    )
+    untouched = Session.objects.get(pk=elsewhere.pk)
+    assert (untouched.status, untouched.lease_owner) == ("busy", "live-worker:2:def")
+    assert Session.objects.get(pk=idle_on_gone.pk).status == "idle"
+    assert sweep() == {"lost": [], "ended": []}  # nothing is ended twice
