@@ -327,11 +327,14 @@ class DockerSandboxes:
         project admin changed) is put right by the next connection instead of leaving the session
         without its env for good. One round trip."""
         if channel.enabled() and (conn is None or conn.mode != "tcp"):
-            # Where its agent listens now (an address can change with a restart), for every worker;
-            # this process talks to it the same way unless it holds the pool's warm connection. A
-            # connection made from the registry's endpoint (_attach_running) needs no inspect.
+            # Where its agent listens now (an address can change with a restart), for every worker, and
+            # this process talks to it the same way: a warm pool's attach connection is let go (its
+            # attach lock with it). A connection made from the registry's endpoint (_attach_running)
+            # needs no inspect.
             endpoint = self._note_channel(spec.session_id, container_id)
-            if conn is None and endpoint is not None:
+            if endpoint is not None:
+                if conn is not None:
+                    conn.close()
                 conn = TcpAgentConnection.connect(*endpoint, wait_s=10)
         if conn is None:
             conn = AgentConnection.open(self.api, container_id, str(volumes.lock_path(container_id)))
