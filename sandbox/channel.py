@@ -35,6 +35,7 @@ TRANSPORTS = ("attach", "tcp")
 AGENT_PORT = 7070
 SECRET_MOUNT = "/etc/hangar/agent.key"  # agent/channel.py SECRET_PATH
 NETWORK_PREFIX = "hangar-agent-"
+LABEL = "hangar.channel"  # on a container made with the channel: a tcp host's pool hands out only those
 
 
 def transport() -> str:

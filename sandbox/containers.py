@@ -48,7 +48,12 @@ def create_kwargs(
         image=image,
         name=name,
         detach=True,
-        labels={MANAGED: "1", "hangar.volume": volume_id, **labels},
+        labels={
+            MANAGED: "1",
+            "hangar.volume": volume_id,
+            **labels,
+            **({channel.LABEL: "1"} if secret else {}),
+        },
         # The agent speaks JSON on stdin/stdout; stdin stays open across attaches.
         stdin_open=True,
         tty=False,

@@ -111,7 +111,10 @@ class WarmPool:
         return pool_demand.directory(self.extra_labels)
 
     def _container_shape(self, labels: dict[str, str]) -> Shape | None:
-        """A pooled container's shape from its labels; None for one made before shapes were labelled."""
+        """A pooled container's shape from its labels; None for one made before shapes were labelled, or
+        without the agent channel a tcp host needs (sandbox/channel.py): neither is wanted, both retire."""
+        if channel.enabled() and labels.get(channel.LABEL) != "1":
+            return None
         try:
             disk_mb = int(labels[DISK_LABEL])
         except (KeyError, ValueError):
@@ -123,6 +126,8 @@ class WarmPool:
         # With a shape: only containers of the image it runs now: after an upgrade, a container started from
         # the old image (an older in-container agent) must never be handed to a session.
         only = [f"{IMAGE_LABEL}={self._image_of(shape)}", f"{DISK_LABEL}={shape.disk_mb}"] if shape else []
+        if shape and channel.enabled():
+            only.append(f"{channel.LABEL}=1")
         return [f"{POOL_LABEL}=1", *only] + [f"{k}={v}" for k, v in self.extra_labels.items()]
 
     # --- filling ----------------------------------------------------------------------------

@@ -24,7 +24,9 @@ import pytest
 
 from sandbox import channel, registry, volumes
 from sandbox.channel_client import TcpAgentConnection, connect_session
+from sandbox.pool import WarmPool
 from sandbox.protocol import SandboxSpec, SandboxUnavailable
+from tests.sandbox.conftest import TEST_LABEL
 
 REPO = Path(__file__).resolve().parents[2]
 HANDSHAKE_TIMEOUT_S = 5.0  # agent/channel.py
@@ -322,3 +324,29 @@ def test_a_sandbox_made_before_the_channel_was_on_is_still_attached(sandboxes, n
     assert registry.channel_endpoint(volumes.session_key(sid)) is None
     with pytest.raises(SandboxUnavailable):
         connect_session(sid)  # no channel: only a process with Docker reaches it
+
+
+def test_a_tcp_host_never_claims_a_pooled_container_without_the_channel(
+    docker_client, image, sandboxes, new_session_id, monkeypatch
+):
+    labels = TEST_LABEL | {"hangar.test.pool": new_session_id()}  # this test's pools see only their own
+
+    def pool() -> WarmPool:
+        return WarmPool(1, template=_spec("pool"), client=docker_client, image=image, extra_labels=labels)
+
+    monkeypatch.setenv(channel.SETTING, "attach")
+    before = pool()
+    before.fill()  # left by a process of the attach days
+    assert len(before.available()) == 1
+    monkeypatch.setenv(channel.SETTING, "tcp")
+    after = pool()  # a process started since
+    try:
+        assert after.available() == []
+        assert after.claim(sandboxes, _spec(new_session_id())) is None
+        assert after.retire_stale() == 1
+        after.fill()
+        box = after.claim(sandboxes, _spec(new_session_id()))
+        assert box is not None and box.connection.mode == "tcp"
+        assert box.exec("echo claimed").output.strip() == "claimed"
+    finally:
+        after.drain()
