@@ -50,6 +50,7 @@ class TcpAgentConnection(AgentConnection):
                 raise SandboxUnavailable(f"sandbox agent at {address}:{port} is unreachable: {exc}") from exc
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            _keepalive(sock)
             hello = json.loads(_read_line(sock))
             nonce = hello.get("nonce") if isinstance(hello, dict) else None
             if not isinstance(nonce, str) or len(nonce) > 128:
@@ -85,6 +86,16 @@ class TcpAgentConnection(AgentConnection):
             pass
         finally:
             self._die()
+
+
+def _keepalive(sock: socket.socket) -> None:
+    """A peer that vanished (its host lost, a network cut) is noticed within about a minute: the reader
+    sees the error, pending calls fail with SandboxUnavailable and the next call reconnects, instead of
+    each call waiting out its own timeout on a connection nothing will ever answer."""
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    for option, value in (("TCP_KEEPIDLE", 30), ("TCP_KEEPINTVL", 10), ("TCP_KEEPCNT", 3)):
+        if hasattr(socket, option):  # Linux names; elsewhere the system's defaults stand
+            sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, option), value)
 
 
 def _read_line(sock: socket.socket) -> bytes:

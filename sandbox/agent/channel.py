@@ -76,6 +76,7 @@ class Channel:
             try:
                 conn, _ = self.server.accept()
             except OSError:
+                time.sleep(0.05)  # out of descriptors, say: wait rather than spin
                 continue
             if not self.slots.acquire(blocking=False):
                 conn.close()
