@@ -5,6 +5,11 @@ does, asked by the read), the work is bounded per org across processes and per p
 every request ends by a total deadline, and no database connection is held across the sandbox call. A
 real Docker sandbox, real Redis, real Postgres, a real worker for the start."""
 
+import contextlib
+import fcntl
+import os
+
+import docker
 import pytest
 from django.db import connection
 
@@ -13,6 +18,7 @@ from hangar.engine.workspace import web_sandbox, workspace_files
 from hangar.engine.workspace.sandboxes import manager, sandbox_for
 from hangar.engine.workspace.web_sandbox import Slot
 from sandbox import registry, volumes
+from sandbox.containers import session_container_name
 from tests.engine.conftest import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
@@ -47,6 +53,30 @@ def test_a_members_read_never_starts_a_sandbox_in_the_web_process(
     sandbox_for(session).write("/workspace/notes.txt", "hello\n")
     read = api(bob).get(_url(alice, session, "file/"), {"path": "notes.txt"})
     assert read.status_code == 200 and read.json()["content"] == "hello\n"
+
+
+def test_a_read_while_the_agent_is_not_answering_yet_is_a_409_to_try_again(
+    api, alice, bob, sessions_made, start_worker
+):
+    """A resume: Docker says the container runs a moment before its agent binds the relay socket a web
+    process reads through. Seen in the first-week test as a 500 under load; now the 409 a reader retries."""
+    session = _new_session(api, alice, sessions_made)
+    assert api(bob).get(_url(alice, session, "files/"), {"path": ""}).status_code == 409  # asks a start
+    start_worker()
+    wait_for(lambda: manager().is_running(session.pk), 120, what="the sandbox started by a worker")
+    container = docker.from_env().containers.get(session_container_name(session.pk))
+    # Another holder of the attach lock (the worker that started it, or this one): the read relays.
+    lock = os.open(volumes.lock_path(container.id), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        with contextlib.suppress(BlockingIOError):
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        # The agent before it bound its socket: the relay finds none (root's directory: root removes it).
+        assert container.exec_run(["rm", "/run/hangar/agent.sock"], user="root").exit_code == 0
+        read = api(bob).get(_url(alice, session, "file/"), {"path": "notes.txt"})
+        assert read.status_code == 409, read.content
+        assert "starting" in read.json()["error"]["message"]
+    finally:
+        os.close(lock)
 
 
 def test_reads_are_bounded_per_org_across_processes_and_per_process(

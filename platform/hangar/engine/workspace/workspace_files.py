@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from hangar.accounts.actors import Actor
 from hangar.conversations.models import Session
 from hangar.engine.workspace.web_sandbox import SandboxNotRunning, Slot, WebSandboxBusy, running_box, web_slot
-from sandbox.protocol import WORKSPACE, Sandbox, SandboxError
+from sandbox.protocol import WORKSPACE, Sandbox, SandboxError, SandboxUnavailable
 
 MAX_ENTRIES = 500
 MAX_FILE_BYTES = 1 << 20
@@ -75,6 +75,10 @@ def reading(session: Session, actor: Actor | None) -> Iterator[tuple[Sandbox, Sl
         raise FileError(str(exc), 429) from None
     except SandboxNotRunning as exc:
         raise FileError(str(exc), 409) from None
+    except SandboxUnavailable:
+        # The container runs but its agent does not answer yet (a start or resume a moment ago: it binds its
+        # relay socket after Docker says "running") or no more: try again, as while it starts.
+        raise FileError("The session's sandbox is starting: try again in a moment.", 409) from None
     except TimeoutError as exc:
         raise FileError(str(exc), 504) from None
 
