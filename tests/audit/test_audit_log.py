@@ -16,15 +16,9 @@ from hangar.accounts.services import (
 from hangar.audit.models import AuditEvent, AuditImmutable
 from hangar.audit.services import audit_record
 from hangar.errors import PermissionDenied
-from hangar.projects.services import (
-    credential_delete,
-    credential_set,
-    env_var_delete,
-    env_var_set,
-    project_create,
-    project_delete,
-    project_update,
-)
+from hangar.projects.credential_services import credential_delete, credential_set
+from hangar.projects.env_var_services import env_var_delete, env_var_set
+from hangar.projects.services import project_create, project_delete, project_update
 
 
 def last(action: str) -> AuditEvent:

@@ -8,8 +8,9 @@ import pytest
 from hangar.accounts.services import org_permission_policy_set
 from hangar.audit.models import AuditEvent
 from hangar.engine.services import session_prompt
+from hangar.projects.env_var_services import env_var_set
 from hangar.projects.models import Project
-from hangar.projects.services import env_var_set, project_update
+from hangar.projects.services import project_update
 from tests.engine.conftest import text_prompt, tool_parts, wait_for, wait_idle
 
 pytestmark = pytest.mark.django_db(transaction=True)

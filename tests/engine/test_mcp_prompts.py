@@ -26,7 +26,8 @@ from hangar.engine.command_services import session_command
 from hangar.engine.mcp.tools import McpCatalog
 from hangar.engine.services import PromptRejected, session_prompt
 from hangar.engine.workspace.sandboxes import sandbox_for
-from hangar.projects.services import env_var_set, project_update
+from hangar.projects.env_var_services import env_var_set
+from hangar.projects.services import project_update
 from tests.engine.conftest import text_prompt, tool_parts, wait_idle
 from tests.engine.test_mcp_tools import STDIO_SERVER, TOKEN, McpServer, call, configure, offered
 from tests.opencode.conftest import assert_matches, assert_response, base_url, schema_of

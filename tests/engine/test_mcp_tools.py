@@ -28,8 +28,9 @@ from hangar.engine.mcp import status
 from hangar.engine.mcp.tools import McpCatalog
 from hangar.engine.services import permission_reply, session_prompt
 from hangar.engine.workspace.sandboxes import sandbox_for
+from hangar.projects.env_var_services import env_var_set
 from hangar.projects.models import Project
-from hangar.projects.services import env_var_set, project_update
+from hangar.projects.services import project_update
 from tests.engine.conftest import assistant_messages, text_prompt, tool_parts, wait_for, wait_idle
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -10,7 +10,7 @@ import pytest
 
 from hangar.conversations.models import Event, Part
 from hangar.engine.services import session_prompt
-from hangar.projects.services import env_var_set
+from hangar.projects.env_var_services import env_var_set
 from hangar.repos.models import SessionWorkspace
 from sandbox import containers, registry, volumes
 from tests.engine.conftest import text_prompt, tool_parts, wait_idle

@@ -23,9 +23,10 @@ from rest_framework.test import APIClient
 from hangar.accounts.services import member_remove, org_mcp_policy_set
 from hangar.engine.mcp import oauth, oauth_client
 from hangar.engine.mcp.tools import remote_client
+from hangar.projects.env_var_services import env_var_set
 from hangar.projects.mcp_oauth_services import mcp_grant_get, mcp_grant_refresh
 from hangar.projects.models import McpOAuthGrant
-from hangar.projects.services import env_var_set, project_update
+from hangar.projects.services import project_update
 from tests.engine.conftest import wait_for
 from tests.opencode.conftest import assert_response, base_url
 

@@ -83,7 +83,7 @@ def test_another_orgs_session_is_a_404(oc, alice, charlie, script, make_session)
 def test_a_shell_command_gets_only_its_scoped_secret_and_its_output_is_masked(
     oc, alice, script, make_session
 ):
-    from hangar.projects.services import env_var_set
+    from hangar.projects.env_var_services import env_var_set
 
     value = "shell-secret-Qm4nB7vX2"
     scope = {"commands": ["printenv SHELL_TOKEN"]}

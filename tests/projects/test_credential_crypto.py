@@ -10,11 +10,12 @@ from django.db import connection
 
 from hangar.audit.models import AuditEvent
 from hangar.projects import crypto
+from hangar.projects.credential_services import credential_set
 from hangar.projects.credentials import CredentialNotFound, credential_resolve
 from hangar.projects.env import env_for_sandbox
+from hangar.projects.env_var_services import env_var_set
 from hangar.projects.mcp_oauth_services import mcp_grant_get, mcp_grant_store
 from hangar.projects.models import ProjectEnvVar, ProviderCredential
-from hangar.projects.services import credential_set, env_var_set
 
 KEY = "sk-org-key-0123456789-abcd"
 PERSONAL = "sk-bobs-own-key-5555-wxyz"

@@ -88,7 +88,7 @@ def test_members_cannot_set_a_repository_and_other_orgs_get_404(
 def test_rotating_encryption_keys_re_encrypts_repository_tokens(alice, settings):
     from cryptography.fernet import Fernet
 
-    from hangar.projects.services import encryption_keys_rotate
+    from hangar.projects.key_rotation import encryption_keys_rotate
 
     project = alice.project
     project.repo_token_encrypted = crypto.encrypt(TOKEN)

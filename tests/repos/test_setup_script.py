@@ -7,7 +7,7 @@ from hangar.conversations.models import Event
 from hangar.conversations.services import session_create
 from hangar.engine.workspace.prepare import WorkspaceError
 from hangar.engine.workspace.sandboxes import sandbox_for
-from hangar.projects.services import env_var_set
+from hangar.projects.env_var_services import env_var_set
 from hangar.repos.models import SessionWorkspace
 
 # Transactional: the setup output is published from a thread of its own, on its own connection.

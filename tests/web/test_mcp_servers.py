@@ -9,8 +9,8 @@ from playwright.sync_api import expect
 from rest_framework.test import APIClient
 
 from hangar.accounts.services import org_mcp_policy_set
+from hangar.projects.env_var_services import env_var_set
 from hangar.projects.models import Project
-from hangar.projects.services import env_var_set
 from tests.web.conftest import DESKTOP, PHONE, SHOTS
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]

@@ -9,8 +9,8 @@ from playwright.sync_api import expect
 from hangar.conversations.services import session_create
 from hangar.engine.workspace.env_cache import environments_of
 from hangar.engine.workspace.sandboxes import sandbox_for
+from hangar.projects.env_var_services import env_var_set
 from hangar.projects.models import ProjectEnvVar
-from hangar.projects.services import env_var_set
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
 

@@ -9,8 +9,8 @@ from rest_framework.views import APIView
 from hangar.accounts.models import Role
 from hangar.api.scoping import scope_for
 from hangar.netguard import clean_api_base
+from hangar.projects.credential_services import credential_delete, credential_set
 from hangar.projects.selectors import credential_get, credential_list
-from hangar.projects.services import credential_delete, credential_set
 
 
 class ApiBaseField(serializers.CharField):

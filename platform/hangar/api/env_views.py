@@ -10,8 +10,8 @@ from rest_framework.views import APIView
 from hangar.accounts.models import Role
 from hangar.api.scoping import scope_for
 from hangar.projects import crypto
+from hangar.projects.env_var_services import env_var_delete, env_var_scope_set, env_var_set
 from hangar.projects.selectors import env_get, env_list, project_get
-from hangar.projects.services import env_var_delete, env_var_scope_set, env_var_set
 
 
 class SecretScope(serializers.Serializer):

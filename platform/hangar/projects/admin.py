@@ -40,7 +40,7 @@ class ProviderCredentialAdmin(TenantScopedAdmin):
         "created_at",
         "updated_at",
     ]
-    # api_base too: a new base must come with its key (projects.services.credential_set), which only the API takes.
+    # api_base too: a new base must come with its key (projects.credential_services.credential_set), which only the API takes.
     readonly_fields = ["provider", "org", "user", "api_base", "api_key_hint", "created_at", "updated_at"]
 
     def has_add_permission(self, request):

@@ -45,7 +45,8 @@ _cache_lock = threading.Lock()
 
 def project_secrets(project: Project) -> tuple[Secret, ...]:
     """The project's secret vars, decrypted, with their scopes. Read once per policy stamp (every env var
-    write moves the project's `updated_at`, hangar.projects.services), so a tool call pays no statement."""
+    write moves the project's `updated_at`, hangar.projects.env_var_services), so a tool call pays no
+    statement."""
     key = (project.pk, project.updated_at)
     with _cache_lock:
         found = _cache.get(key)

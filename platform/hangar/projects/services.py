@@ -1,25 +1,24 @@
-"""Writes for projects, their env vars and provider credentials. Admins and owners manage projects and org
-credentials; any member may keep a personal credential. Audit rows never carry secret values or keys."""
+"""Writes for projects: create, update (settings, repository URL, token, SSH key and host key, MCP servers,
+approvers, caps) and delete. Admins and owners manage projects. Env vars are env_var_services', provider
+credentials credential_services', re-encryption key_rotation's. Audit rows never carry secret values."""
 
 import subprocess
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
-from django.utils import timezone
+from django.db import transaction
 from django.utils.text import slugify
 
-from hangar import mcp_config, netguard
+from hangar import mcp_config
 from hangar.accounts.actors import Actor
-from hangar.accounts.models import Membership, Org, Role, User
+from hangar.accounts.models import Membership, Org, Role
 from hangar.accounts.selectors import require_role
 from hangar.audit.services import audit_record
-from hangar.errors import PermissionDenied, ValidationError
+from hangar.errors import ValidationError
 from hangar.projects import crypto
 from hangar.projects.caps_services import check_caps, within_caps_defaults
 from hangar.projects.headless import approvers_named
-from hangar.projects.mcp_oauth_services import mcp_grants_rotate
-from hangar.projects.models import Project, ProjectEnvVar, ProviderCredential
-from hangar.projects.validation import clean_env_name, clean_project_fields, clean_secret_scope
+from hangar.projects.models import Project
+from hangar.projects.validation import clean_project_fields
 from sandbox import gitops, gitssh
 
 PROJECT_FIELDS = (
@@ -259,221 +258,3 @@ def project_delete(*, actor: Actor, project: Project) -> None:
     require_role(actor, project.org_id, Role.ADMIN)
     audit_record(actor=actor, action="project.delete", target=project, data={"slug": project.slug})
     project.delete()
-
-
-def _policy_changed(project: Project) -> None:
-    """Move the project's stamp: a running session compares it at its next tool call and re-reads the
-    sandbox's env and limits (hangar.engine.turn.live_policy)."""
-    Project.objects.filter(pk=project.pk).update(updated_at=timezone.now())
-
-
-@transaction.atomic
-def env_var_set(
-    *, actor: Actor, project: Project, name: str, value: str, secret: bool = True, scope: dict | None = None
-) -> ProjectEnvVar:
-    """Create or replace one env var. Others reach the sandbox's env; a `secret` one only the processes
-    its scope names (kept as it was when `scope` is None)."""
-    require_role(actor, project.org_id, Role.ADMIN)
-    clean_env_name(name)
-    if not isinstance(value, str) or len(value) > 32768:
-        raise ValidationError({"value": ["Must be a string of at most 32768 characters."]})
-    current = ProjectEnvVar.objects.select_for_update().filter(project=project, name=name).first()
-    if scope is None:
-        scope = _scope_of(current) if current is not None and secret else {}
-    cleaned = _clean_scope(scope, secret=bool(secret), value=value)
-    var, created = ProjectEnvVar.objects.update_or_create(
-        project=project,
-        name=name,
-        defaults={
-            "value_encrypted": crypto.encrypt(value),
-            "secret": bool(secret),
-            "scope_setup": cleaned["setup"],
-            "scope_commands": cleaned["commands"],
-            "scope_mcp": cleaned["mcp"],
-        },
-    )
-    _policy_changed(project)
-    audit_record(
-        actor=actor,
-        action="project.env_set",
-        target=var,
-        org_id=project.org_id,
-        data={
-            "project": project.pk,
-            "name": name,
-            "secret": var.secret,
-            "created": created,
-            "scope": cleaned,
-        },
-    )
-    return var
-
-
-def _scope_of(var: ProjectEnvVar) -> dict:
-    return {"setup": var.scope_setup, "commands": list(var.scope_commands), "mcp": list(var.scope_mcp)}
-
-
-def _clean_scope(scope: dict, *, secret: bool, value: str) -> dict:
-    cleaned = clean_secret_scope(scope, value=value)
-    if not secret and (cleaned["setup"] or cleaned["commands"] or cleaned["mcp"]):
-        raise ValidationError(
-            {"scope": ["Only a secret var has a scope: the others are in every command's env."]}
-        )
-    return cleaned
-
-
-@transaction.atomic
-def env_var_scope_set(*, actor: Actor, var: ProjectEnvVar, scope: dict) -> ProjectEnvVar:
-    """Change where a secret may go without sending its value again."""
-    project = var.project
-    require_role(actor, project.org_id, Role.ADMIN)
-    var = ProjectEnvVar.objects.select_for_update().get(pk=var.pk)
-    cleaned = _clean_scope(scope, secret=var.secret, value=crypto.decrypt(var.value_encrypted))
-    var.scope_setup, var.scope_commands, var.scope_mcp = cleaned["setup"], cleaned["commands"], cleaned["mcp"]
-    var.save(update_fields=["scope_setup", "scope_commands", "scope_mcp"])
-    _policy_changed(project)
-    audit_record(
-        actor=actor,
-        action="project.env_scope_set",
-        target=var,
-        org_id=project.org_id,
-        data={"project": project.pk, "name": var.name, "scope": cleaned},
-    )
-    return var
-
-
-@transaction.atomic
-def env_var_delete(*, actor: Actor, var: ProjectEnvVar) -> None:
-    project = var.project
-    require_role(actor, project.org_id, Role.ADMIN)
-    audit_record(
-        actor=actor,
-        action="project.env_delete",
-        target=var,
-        org_id=project.org_id,
-        data={"project": project.pk, "name": var.name},
-    )
-    var.delete()
-    _policy_changed(project)
-
-
-def _credential_role(actor: Actor, org_id: int, user_id: int | None, *, edit: bool = False) -> None:
-    """Org credentials need admin. A personal credential is its owner's alone to edit (an admin editing it
-    could send its key anywhere); an admin may still delete (revoke) it."""
-    own = user_id is not None and actor.user_id == user_id
-    if edit and user_id is not None and not own:
-        raise PermissionDenied("Only its owner edits a personal credential.")
-    require_role(actor, org_id, Role.MEMBER if own else Role.ADMIN)
-
-
-def _clean_credential(provider: str | None, models: list | None) -> None:
-    if provider is not None and (not isinstance(provider, str) or not provider.strip() or "/" in provider):
-        raise ValidationError({"provider": ["Must be a non-empty provider id without '/'."]})
-    if models is not None and (
-        not isinstance(models, list) or not all(isinstance(m, str) and m for m in models)
-    ):
-        raise ValidationError({"models": ["Must be a list of model ids."]})
-
-
-@transaction.atomic
-def credential_set(
-    *,
-    actor: Actor,
-    org: Org,
-    provider: str,
-    api_key: str | None = None,
-    api_base: str = "",
-    models: list[str] | None = None,
-    user: User | None = None,
-) -> ProviderCredential:
-    """Create or update the (org, user-or-none, provider) credential. `api_key=None` keeps the stored key,
-    but only where it already goes: a new api_base needs the key in the same call, or whoever may edit the
-    credential could point its key at a server of their choosing."""
-    _credential_role(actor, org.pk, user.pk if user else None, edit=True)
-    _clean_credential(provider, models)
-    try:
-        api_base = netguard.clean_api_base(api_base or "")
-    except ValueError as exc:
-        raise ValidationError({"api_base": [str(exc)]}) from None
-    if user is not None and not user.memberships.filter(org=org).exists():
-        raise PermissionDenied("A personal credential belongs to a member of this org.")
-    credential = (
-        ProviderCredential.objects.select_for_update().filter(org=org, user=user, provider=provider).first()
-    )
-    created = credential is None
-    if (
-        credential is not None
-        and api_key is None
-        and api_base != credential.api_base
-        and credential.api_key_encrypted
-    ):
-        raise ValidationError({"api_key": ["Changing api_base needs the key in the same request."]})
-    credential = credential or ProviderCredential(org=org, user=user, provider=provider)
-    credential.api_base = api_base
-    if models is not None:
-        credential.models_list = models
-    if api_key is not None:
-        credential.api_key_encrypted = crypto.encrypt(api_key) if api_key else ""
-        credential.api_key_hint = crypto.mask(api_key) if api_key else ""
-    try:
-        with transaction.atomic():
-            credential.save()
-    except IntegrityError as exc:
-        raise ValidationError({"provider": ["A credential for this provider already exists."]}) from exc
-    audit_record(
-        actor=actor,
-        action="credential.set",
-        target=credential,
-        org_id=org.pk,
-        data={
-            "provider": provider,
-            "user": user.email if user else None,
-            "created": created,
-            "api_base": credential.api_base,
-            "key_changed": api_key is not None,
-        },
-    )
-    return credential
-
-
-@transaction.atomic
-def credential_delete(*, actor: Actor, credential: ProviderCredential) -> None:
-    _credential_role(actor, credential.org_id, credential.user_id)
-    audit_record(
-        actor=actor,
-        action="credential.delete",
-        target=credential,
-        data={"provider": credential.provider, "user_id": credential.user_id},
-    )
-    credential.delete()
-
-
-@transaction.atomic
-def encryption_keys_rotate(*, actor: Actor) -> dict:
-    """Re-encrypt every stored secret under the first key, so older keys can then be retired."""
-    counts = {"credentials": 0, "env_vars": 0, "repo_tokens": 0, "repo_ssh_keys": 0}
-    for credential in ProviderCredential.objects.select_for_update().exclude(api_key_encrypted=""):
-        credential.api_key_encrypted = crypto.rotate(credential.api_key_encrypted)
-        credential.save(update_fields=["api_key_encrypted"])
-        counts["credentials"] += 1
-    for var in ProjectEnvVar.objects.select_for_update():
-        var.value_encrypted = crypto.rotate(var.value_encrypted)
-        var.save(update_fields=["value_encrypted"])
-        counts["env_vars"] += 1
-    for project in Project.objects.select_for_update().exclude(repo_token_encrypted=""):
-        project.repo_token_encrypted = crypto.rotate(project.repo_token_encrypted)
-        project.save(update_fields=["repo_token_encrypted"])
-        counts["repo_tokens"] += 1
-    for project in Project.objects.select_for_update().exclude(repo_ssh_key_encrypted=""):
-        project.repo_ssh_key_encrypted = crypto.rotate(project.repo_ssh_key_encrypted)
-        project.save(update_fields=["repo_ssh_key_encrypted"])
-        counts["repo_ssh_keys"] += 1
-    counts["mcp_oauth_grants"] = mcp_grants_rotate()
-    audit_record(actor=actor, action="encryption_keys.rotate", data=counts, org_id=None)
-    return counts
-
-
-def credentials_revoke_for_leaving_member(*, org_id: int, user_id: int, **_signal) -> int:
-    """A member leaving an org takes their personal provider keys for it with them (called inside
-    member_remove's transaction through accounts.signals.member_leaving). Returns how many went."""
-    return ProviderCredential.objects.filter(org_id=org_id, user_id=user_id).delete()[0]

@@ -16,8 +16,9 @@ from hangar.accounts.models import Role
 from hangar.accounts.selectors import org_by_slug
 from hangar.accounts.services import member_ensure, org_create, token_create, user_ensure_staff
 from hangar.audit.models import ActorType
+from hangar.projects.credential_services import credential_set
 from hangar.projects.selectors import project_by_slug
-from hangar.projects.services import credential_set, project_create, project_update
+from hangar.projects.services import project_create, project_update
 
 LOCAL_PROVIDER = "local"  # the provider id an --api-base endpoint is stored under
 

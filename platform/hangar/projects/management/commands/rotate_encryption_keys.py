@@ -4,7 +4,7 @@ run this, then remove the old key from the environment."""
 from django.core.management.base import BaseCommand
 
 from hangar.accounts.actors import system_actor
-from hangar.projects.services import encryption_keys_rotate
+from hangar.projects.key_rotation import encryption_keys_rotate
 
 
 class Command(BaseCommand):
