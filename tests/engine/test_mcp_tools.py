@@ -26,7 +26,8 @@ from hangar.conversations.loop_selectors import session_for_run
 from hangar.conversations.models import Event, Part, PermissionRequest
 from hangar.engine.mcp import status
 from hangar.engine.mcp.tools import McpCatalog
-from hangar.engine.services import permission_reply, session_prompt
+from hangar.engine.reply_services import permission_reply
+from hangar.engine.services import session_prompt
 from hangar.engine.workspace.sandboxes import sandbox_for
 from hangar.projects.env_var_services import env_var_set
 from hangar.projects.models import Project

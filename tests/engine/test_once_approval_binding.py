@@ -4,7 +4,8 @@
 import pytest
 
 from hangar.conversations.models import PermissionRequest
-from hangar.engine.services import permission_reply, session_prompt
+from hangar.engine.reply_services import permission_reply
+from hangar.engine.services import session_prompt
 from tests.engine.conftest import text_prompt, tool_parts, wait_for, wait_idle
 from tests.engine.test_permissions_flow import ask_for_bash, bash
 

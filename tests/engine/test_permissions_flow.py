@@ -5,8 +5,9 @@ import pytest
 from hangar.accounts.services import org_permission_policy_set
 from hangar.audit.models import ActorType, AuditEvent
 from hangar.conversations.models import PermissionGrant, PermissionRequest, Session
+from hangar.engine.reply_services import permission_reply
 from hangar.engine.run.worker import run_session_once
-from hangar.engine.services import permission_reply, session_abort, session_prompt
+from hangar.engine.services import session_abort, session_prompt
 from hangar.projects.models import Project
 from tests.engine.conftest import assistant_messages, text_of, text_prompt, tool_parts, wait_for, wait_idle
 

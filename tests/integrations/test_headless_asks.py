@@ -12,7 +12,7 @@ from hangar.accounts.actors import Actor
 from hangar.accounts.models import Membership, Role, User
 from hangar.audit.models import ActorType, AuditEvent
 from hangar.conversations.models import PermissionRequest, Session
-from hangar.engine.services import permission_reply
+from hangar.engine.reply_services import permission_reply
 from hangar.integrations.slack.models import SlackThread, SlackUserLink
 from hangar.projects.models import Project
 from tests.engine.conftest import tool_parts, wait_for, wait_idle

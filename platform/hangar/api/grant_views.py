@@ -9,7 +9,7 @@ from rest_framework.views import APIView
 from hangar.accounts.models import Role
 from hangar.api.scoping import scope_for
 from hangar.conversations.selectors import permission_grant_get
-from hangar.engine.services import permission_grant_list, permission_grant_revoke
+from hangar.engine.reply_services import permission_grant_list, permission_grant_revoke
 from hangar.projects.selectors import project_get
 
 

@@ -8,7 +8,7 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 
 from hangar.accounts.models import Role
-from hangar.api.session_steer_views import engine
+from hangar.api.session_steer_views import replies
 from hangar.api.sessions_views import ProjectScopedView
 from hangar.conversations import selectors
 from hangar.conversations.models import QuestionRequest, Session
@@ -75,7 +75,7 @@ class SessionQuestionReplyView(ProjectScopedView):
         scope, session = self.session(request, Role.MEMBER)
         body = AnswersInput(data=request.data)
         body.is_valid(raise_exception=True)
-        services = engine()
+        services = replies()
         try:
             settled = services.question_reply(
                 actor=scope.actor,
@@ -97,5 +97,5 @@ class SessionQuestionRejectView(ProjectScopedView):
     )
     def post(self, request, org, project_id, session_id, request_id):
         scope, session = self.session(request, Role.MEMBER)
-        settled = engine().question_reject(actor=scope.actor, request=_question(scope, session, request_id))
+        settled = replies().question_reject(actor=scope.actor, request=_question(scope, session, request_id))
         return Response({"id": settled.pk, "status": settled.status})

@@ -32,6 +32,13 @@ def engine():
     return services
 
 
+def replies():
+    # Late for the same reason: the services that settle what a run waits on (permissions, questions).
+    from hangar.engine import reply_services
+
+    return reply_services
+
+
 class PromptPartInput(serializers.Serializer):
     type = serializers.ChoiceField(choices=["text", "file"])
     text = serializers.CharField(required=False, allow_blank=False, max_length=200_000)
@@ -273,7 +280,7 @@ class SessionPermissionReplyView(ProjectScopedView):
         )
         if permission_request is None:
             raise NotFound()
-        replied = engine().permission_reply(
+        replied = replies().permission_reply(
             actor=scope.actor,
             request=permission_request,
             reply=data["reply"],

@@ -1,7 +1,7 @@
 """The `question` tool's requests: asked by the loop, answered or rejected by a person (or rejected by an
 abort). Each change is one transaction with its event (OpenCode's `question.asked`, `question.replied`,
 `question.rejected`) and, for a person's or the system's answer, its audit row. Starting the run again is
-the engine's (hangar.engine.question_reply)."""
+the engine's (hangar.engine.reply_services.question_reply)."""
 
 from __future__ import annotations
 

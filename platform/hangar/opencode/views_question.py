@@ -1,5 +1,5 @@
 """The `question` tool's routes: the pending list, reply and reject (OpenCode's shapes). The work is the
-engine's (hangar.engine.services.question_reply / question_reject); these views translate."""
+engine's (hangar.engine.reply_services.question_reply / question_reject); these views translate."""
 
 from drf_spectacular.utils import extend_schema
 from rest_framework.exceptions import ValidationError
@@ -11,7 +11,7 @@ from hangar.conversations.selectors import question_requests
 from hangar.opencode import serializers as s
 from hangar.opencode.base import OpenCodeView
 from hangar.opencode.errors import QuestionNotFound
-from hangar.opencode.views_steer import engine
+from hangar.opencode.views_steer import replies
 
 OC = ["opencode"]
 
@@ -39,7 +39,7 @@ class QuestionReply(OpenCodeView):
     def post(self, request, project_id, request_id):
         body = s.QuestionReplyIn(data=request.data or {})
         body.is_valid(raise_exception=True)
-        services = engine()
+        services = replies()
         try:
             services.question_reply(
                 actor=self.scope.actor,
@@ -54,5 +54,5 @@ class QuestionReply(OpenCodeView):
 class QuestionReject(OpenCodeView):
     @extend_schema(tags=OC, operation_id="oc_question_reject", request=None, responses={200: bool})
     def post(self, request, project_id, request_id):
-        engine().question_reject(actor=self.scope.actor, request=_pending_request(self, request_id))
+        replies().question_reject(actor=self.scope.actor, request=_pending_request(self, request_id))
         return Response(True)

@@ -23,6 +23,13 @@ def engine():
     return services
 
 
+def replies():
+    # Late for the same reason: the services that settle what a run waits on (permissions, questions).
+    from hangar.engine import reply_services
+
+    return reply_services
+
+
 def prompt_kwargs(data: dict) -> dict:
     """OpenCode prompt body → engine.session_prompt keyword arguments."""
     kwargs: dict = {"parts": [dict(part) for part in data["parts"]]}
@@ -123,7 +130,7 @@ def _reply(
     if reply == "always":
         # OpenCode's "always" lasts for the session; project-wide grants are made in Hangar's own API.
         kwargs["scope"] = GrantScope.SESSION
-    engine().permission_reply(actor=view.scope.actor, request=permission_request, reply=reply, **kwargs)
+    replies().permission_reply(actor=view.scope.actor, request=permission_request, reply=reply, **kwargs)
     return Response(True)
 
 

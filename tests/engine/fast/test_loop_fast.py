@@ -10,7 +10,8 @@ from hangar.audit.models import AuditEvent
 from hangar.conversations.models import Event, PermissionRequest
 from hangar.engine.agents.builtin import AGENTS
 from hangar.engine.providers.base import ProviderError
-from hangar.engine.services import permission_reply, session_prompt
+from hangar.engine.reply_services import permission_reply
+from hangar.engine.services import session_prompt
 from hangar.engine.session.system import prompt_text
 from hangar.projects.models import Project
 from tests.engine.fast.scripted_model import ScriptedModel, call

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from hangar.conversations.models import Event, Message, Part, QuestionRequest, Session
-from hangar.engine.services import question_reject, question_reply, session_abort
+from hangar.engine.reply_services import question_reject, question_reply
+from hangar.engine.services import session_abort
 from tests.engine.fast.scripted_model import ScriptedModel, call
 
 pytestmark = [pytest.mark.fast, pytest.mark.django_db]
@@ -83,7 +84,7 @@ def test_a_rejected_question_fails_the_call_and_stops_the_turn(rig, alice):
 
 
 def test_answers_that_do_not_fit_the_questions_are_refused_and_change_nothing(rig, alice):
-    from hangar.engine.services import AnswersRejected
+    from hangar.engine.reply_services import AnswersRejected
 
     _, request = asked_turn(rig)
     for bad in ([], [["a"], ["b"]], [["Postgres", "SQLite"]], [[""]], "Postgres"):

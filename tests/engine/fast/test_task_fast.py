@@ -255,7 +255,7 @@ def test_the_parents_abort_aborts_its_running_children(rig, alice):
 
 def test_an_ask_rule_for_task_asks_the_person_before_the_child_is_made(rig, alice):
     from hangar.conversations.models import PermissionRequest
-    from hangar.engine.services import permission_reply
+    from hangar.engine.reply_services import permission_reply
 
     Project.objects.filter(pk=rig.session.project_id).update(permission_rules={"task": "ask"})
     rig.prompt("delegate")

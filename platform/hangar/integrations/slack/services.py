@@ -16,6 +16,7 @@ from hangar.audit.models import ActorType
 from hangar.audit.services import audit_record
 from hangar.conversations.models import PermissionRequest, QuestionRequest, Session
 from hangar.conversations.services import session_create
+from hangar.engine import reply_services
 from hangar.engine import services as engine
 from hangar.integrations.slack import selectors
 from hangar.integrations.slack.models import (
@@ -256,7 +257,7 @@ def permission_answer(
     *, install: SlackInstall, slack_user_id: str, request_id: str, reply: str
 ) -> PermissionRequest:
     """A button press: only a linked member of the session's org with at least the member role may answer
-    (engine.permission_reply checks the role and audits; the actor's label says it came from Slack)."""
+    (reply_services.permission_reply checks the role and audits; the actor's label says it came from Slack)."""
     actor = member_actor(install, slack_user_id)
     request = (
         PermissionRequest.objects.filter(pk=request_id, session__org_id=install.org_id)
@@ -265,14 +266,14 @@ def permission_answer(
     )
     if request is None:
         raise NotFound()
-    return engine.permission_reply(actor=actor, request=request, reply=reply)
+    return reply_services.permission_reply(actor=actor, request=request, reply=reply)
 
 
 def question_answer(
     *, install: SlackInstall, slack_user_id: str, request_id: str, option: int | None
 ) -> QuestionRequest:
     """A question button: `option` is the chosen option's index (the question's only question), None
-    dismisses. Only a linked member may answer (engine.question_reply checks the role and audits)."""
+    dismisses. Only a linked member may answer (reply_services.question_reply checks the role and audits)."""
     actor = member_actor(install, slack_user_id)
     request = (
         QuestionRequest.objects.filter(pk=request_id, session__org_id=install.org_id)
@@ -282,11 +283,11 @@ def question_answer(
     if request is None:
         raise NotFound()
     if option is None:
-        return engine.question_reject(actor=actor, request=request)
+        return reply_services.question_reject(actor=actor, request=request)
     options = request.questions[0]["options"] if len(request.questions) == 1 else []
     if not 0 <= option < len(options):
         raise NotFound()
-    return engine.question_reply(actor=actor, request=request, answers=[[options[option]["label"]]])
+    return reply_services.question_reply(actor=actor, request=request, answers=[[options[option]["label"]]])
 
 
 # --- what the tasks post (tasks.py): the messages later edits and button presses refer to -----------
