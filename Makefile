@@ -2,14 +2,19 @@
 #   make lint       ruff check, ruff format --check, import contracts, migrations
 #   make typecheck  mypy (django-stubs; the files listed in pyproject.toml [tool.mypy])
 #   make check      all static gates
-#   make test-fast  static gates, then the tests that need neither Docker nor a model server
-#   make test       the whole suite, exactly as CI runs it
+#   make test-fast  the fast tier: in-process tests (the loop tier included), in seconds, Docker out of reach
+#   make test-db    the db tier: tests against the real Postgres/Redis or a process of their own, no Docker
+#   make test       the whole suite, exactly as CI runs it (static gates first)
+#   Tiers are pytest markers set on every test from what it uses (tests/tiers.py); the other two are
+#   `-m docker` (sandboxes, workers) and `-m browser` (Chromium): .venv/bin/pytest -m docker tests/engine
 #   make schema     regenerate var/openapi.yaml and the web app's API types (frontend/src/api/schema.d.ts);
 #                   run it after changing any endpoint, and commit schema.d.ts (tests/api/test_schema_shapes.py)
-.PHONY: lint typecheck check test-fast test format schema
+.PHONY: lint typecheck check test-fast test-db test format schema
 
-# Tests against Postgres and Redis only (no sandbox container, no scripted model server).
-FAST_TESTS ?= tests/accounts tests/audit tests/projects tests/conversations tests/api tests/test_layering.py
+# Where the fast and db tiers look for Docker: nowhere, so a test that reaches for it fails instead of
+# passing on a machine that happens to run it (tests/conftest.py does the same around each fast test).
+NO_DOCKER = DOCKER_HOST=unix:///nonexistent/docker.sock
+PYTEST = .venv/bin/python -m pytest
 
 lint:
 	./deploy/check.sh lint format imports migrations
@@ -23,8 +28,11 @@ check:
 format:
 	.venv/bin/ruff check --fix . && .venv/bin/ruff format .
 
-test-fast: check
-	HANGAR_CHECK=0 ./deploy/test.sh $(FAST_TESTS) -q
+test-fast:
+	$(NO_DOCKER) $(PYTEST) -q -m fast
+
+test-db:
+	$(NO_DOCKER) $(PYTEST) -q -m "db and not docker and not browser"
 
 test:
 	./deploy/test.sh

@@ -11,6 +11,7 @@ from hangar.accounts.actors import Actor
 from hangar.accounts.models import ApiToken, Membership, Org, Role, User
 from hangar.audit.models import ActorType
 from hangar.projects.models import Project
+from tests import tiers
 
 
 @dataclass
@@ -70,3 +71,16 @@ def api():
         return client
 
     return client_for
+
+
+def pytest_collection_modifyitems(items):
+    """Each test's tier (fast, db, docker, browser) from what it uses: tests/tiers.py."""
+    tiers.classify(items)
+
+
+@pytest.fixture(autouse=True)
+def _fast_tier_guard(request, monkeypatch):
+    """A fast test runs with the Docker engine out of reach, in every run, not only `make test-fast`: one that
+    reaches for a sandbox fails here instead of passing on a machine that happens to have Docker."""
+    if request.node.get_closest_marker("fast") is not None:
+        monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")

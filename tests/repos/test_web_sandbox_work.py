@@ -32,6 +32,7 @@ def test_a_viewer_reading_the_workspace_never_starts_a_sandbox(api, alice, dave,
     assert api(dave).get(url + "files/").status_code == 200  # now it runs: a viewer reads it
 
 
+@pytest.mark.docker  # the manager it builds opens a Docker client, through no fixture (tests/tiers.py)
 def test_the_web_process_never_starts_a_warm_pool(settings, monkeypatch):
     settings.SANDBOX_POOL_SIZE = 1
     monkeypatch.setenv("HANGAR_SANDBOX_POOL", "1")
