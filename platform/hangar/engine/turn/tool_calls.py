@@ -3,11 +3,11 @@
 The loop hands the runner a `CallScope`: what the calls need from the run (the session, the step's tools
 and rules, the sandbox, the abort event), nothing more.
 
-The permission flow is resumable: `ctx.ask` either allows, raises `PermissionRejected`, or records a
-PermissionRequest and raises `PermissionAsked`; the running part is marked `awaiting` that request and
-the loop releases the worker. When the reply re-enqueues the run, the same call is executed again and
-`ask` finds the reply for (call id, permission). Doom loop: the third identical call in a row asks
-`doom_loop` (seed 000 §6.5).
+The permission flow is resumable: `ctx.ask` (hangar.engine.turn.call_permissions) either allows, raises
+`PermissionRejected`, or records a PermissionRequest and raises `PermissionAsked`; the running part is
+marked `awaiting` that request and the loop releases the worker. When the reply re-enqueues the run, the
+same call is executed again and `ask` finds the reply for (call id, permission). Doom loop: the third
+identical call in a row asks `doom_loop` (seed 000 §6.5).
 """
 
 from __future__ import annotations
@@ -22,10 +22,8 @@ from typing import Any
 from hangar.conversations import loop_selectors as reads
 from hangar.conversations import services as store
 from hangar.conversations.events import publish_ephemeral
-from hangar.conversations.models import Message, PermissionRequest, Session
+from hangar.conversations.models import Message, Session
 from hangar.conversations.services import now_ms
-from hangar.engine.agents import headless
-from hangar.engine.agents import permissions as perm
 from hangar.engine.agents.builtin import Agent
 from hangar.engine.agents.masking import Masker
 from hangar.engine.agents.secret_env import masker_for
@@ -41,7 +39,6 @@ from hangar.engine.tools.base import (
     EXTRA_RUN_SUBCALL,
     EXTRA_SESSION,
     EXTRA_TOOLS,
-    Ask,
     ChildRunning,
     Metadata,
     PermissionAsked,
@@ -53,16 +50,12 @@ from hangar.engine.tools.base import (
     ToolResult,
 )
 from hangar.engine.turn.batch_calls import subcall_runner
+from hangar.engine.turn.call_permissions import REJECTED, CallPermissions, PermissionDenied
 from sandbox.protocol import Sandbox
 
 ABORTED = "Tool execution aborted"
 DOOM_LOOP_THRESHOLD = 3
-REJECTED = "The user rejected permission to use this specific tool call."
 METADATA_EVERY_S = 0.1
-
-
-class PermissionDenied(PermissionRejected):
-    """A rule (not a person) denied the call: the model sees the error and the turn continues."""
 
 
 @dataclass(frozen=True)
@@ -104,9 +97,7 @@ class ToolCalls:
         for the caller's next write (the loop's step closing: one statement fewer per tool step)."""
         self.scope = scope
         self.message = message
-        # Replaced when a policy changes between two calls of the step (hangar.engine.turn.live_policy).
-        self.base_ruleset, self.org_policy = scope.ruleset, scope.org_policy
-        self._ruleset: list[dict[str, Any]] | None = None
+        self.permissions = CallPermissions(scope.session, message, scope.ruleset, scope.org_policy)
         self._parts = parts
         self._prior = prior_tools
         # This message's tool parts as last saved (by id): the in-memory view the doom-loop check and the
@@ -117,77 +108,6 @@ class ToolCalls:
         self._by_user = by_user  # the calls of a subtask step: the person chose them, not the model
         self._deferred_id: str | None = None  # the last call's part (not a batch's sub-calls)
         self._masker: Masker | None = None
-
-    # --- permission ------------------------------------------------------------------------------
-
-    def ruleset(self) -> list[dict[str, Any]]:
-        if self._ruleset is None:  # once per step: grants made by a reply start a new run anyway
-            self._ruleset = self._load_ruleset()
-        return self._ruleset
-
-    def _load_ruleset(self) -> list[dict[str, Any]]:
-        grants = reads.grants_in_force(self.scope.session)
-        return self.base_ruleset + [
-            {"permission": p, "pattern": pat, "action": perm.ALLOW, perm.LAYER: "grant"} for p, pat in grants
-        ]
-
-    def ask_for(self, call_id: str) -> Ask:
-        def ask(permission: str, patterns: list[str], always: list[str], metadata: dict[str, Any]) -> None:
-            # Grants only append allow rules (last match wins), so a request the base rules already allow
-            # stays allowed with them: read the grants only when the answer could change.
-            action = perm.decide(permission, patterns, ruleset=self.base_ruleset, org_policy=self.org_policy)
-            if action != perm.ALLOW:
-                action = perm.decide(permission, patterns, ruleset=self.ruleset(), org_policy=self.org_policy)
-            if action == perm.ALLOW:
-                return
-            if action == perm.DENY:
-                store.tool_denied_audit(session=self.scope.session, permission=permission, patterns=patterns)
-                raise PermissionDenied(
-                    f"The user has specified a rule which prevents you from using this specific tool call "
-                    f"({permission} {', '.join(patterns)}). Do not retry it; try another approach."
-                )
-            asked = reads.permission_request_for_call(  # the exact request: call ids repeat across messages
-                self.scope.session.pk,
-                message_id=self.message.pk,
-                call_id=call_id,
-                permission=permission,
-                patterns=patterns,
-            )
-            if asked is not None and asked.status in ("once", "always"):
-                return
-            if asked is not None and asked.status == "reject":
-                raise PermissionRejected(REJECTED, feedback=asked.reply_message)
-            if asked is None:
-                asked = self._ask_headless(call_id, permission, patterns, always, metadata)
-                if asked is None:
-                    return  # the policy's allow-list approved it
-            raise PermissionAsked(asked.pk)
-
-        return ask
-
-    def _ask_headless(
-        self, call_id: str, permission: str, patterns: list[str], always: list[str], metadata: dict[str, Any]
-    ) -> PermissionRequest | None:
-        """A new ask, as the project's headless ask policy for the run's trigger makes it: approved (None)
-        or rejected at once (raises), or a pending request with its approvers and expiry."""
-        outcome = headless.on_ask(self.scope.session, permission, patterns)
-        if outcome.kind == headless.APPROVE:
-            return None
-        if outcome.kind == headless.REJECT:
-            raise PermissionRejected(REJECTED, feedback=outcome.reason)
-        asked = store.permission_request_create(
-            session=self.scope.session,
-            permission=permission,
-            patterns=patterns,
-            always=always or patterns,
-            metadata=metadata,
-            message_id=self.message.pk,
-            call_id=call_id,
-            approvers=list(outcome.approvers),
-            expires_at=outcome.expires_at,
-        )
-        headless.expiry_scheduled(asked.pk, outcome.expires_at)
-        return asked
 
     # --- parts -------------------------------------------------------------------------------------
 
@@ -272,7 +192,7 @@ class ToolCalls:
             agent=self.scope.agent,
             sandbox=self.scope.sandbox(),
             abort=self.scope.abort,
-            ask=self.ask_for(call_id),
+            ask=self.permissions.ask_for(call_id),
             update_metadata=update_metadata,
             was_read=lambda p: readmarks.was_read(session_id, p),
             mark_read=lambda p: readmarks.mark_read(session_id, p),
@@ -330,7 +250,7 @@ class ToolCalls:
         state, call_id = part["state"], part["callID"]
         fresh = self.scope.refresh_policy()
         if fresh is not None:
-            (self.base_ruleset, self.org_policy), self._ruleset = fresh, None
+            self.permissions.policy_changed(*fresh)
         start = state.get("time", {}).get("start") or now_ms()
         marks = part.get("metadata") or {}
         awaiting, child = marks.get("awaiting"), bool(marks.get("child"))
@@ -341,7 +261,7 @@ class ToolCalls:
             running = self.save(part, status="running", input=state["input"], time={"start": start})
         try:
             if not awaiting and self._doom_loop(running):
-                self.ask_for(call_id)(
+                self.permissions.ask_for(call_id)(
                     "doom_loop",
                     [part["tool"]],
                     [part["tool"]],
