@@ -72,7 +72,7 @@ class PrivateRedis:
 
     def restart(self, down_s: float = 0.5) -> None:
         self.stop()
-        time.sleep(down_s)
+        time.sleep(down_s)  # the outage itself: the fault under test
         self.start()
 
     def pause(self) -> None:
@@ -170,7 +170,7 @@ class PrivatePostgres:
 
     def restart(self, down_s: float = 0.5) -> None:
         self.stop("immediate")
-        time.sleep(down_s)
+        time.sleep(down_s)  # the outage itself: the fault under test
         self.start()
 
     def destroy(self) -> None:

@@ -30,7 +30,12 @@ params.pop("prepare_threshold", None)
 params.pop("options", None)
 with psycopg.connect(**params, autocommit=True) as killer:
     killer.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) AS pid", [pids])
-time.sleep(0.3)
+    # Until the killed backends have exited (their server ends closed), not a guessed pause.
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and killer.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(%s)", [pids]
+    ).fetchone()[0]:
+        time.sleep(0.02)
 outcomes = []
 for _ in range(3):
     try:

@@ -86,7 +86,7 @@ def call(name, arguments):
     if name == "grown":
         return text("the local grown tool answered")
     if name == "sleep":
-        time.sleep(float(arguments.get("seconds", 0)))
+        time.sleep(float(arguments.get("seconds", 0)))  # a slow tool, on purpose
         return text("slept")
     return {"content": [{"type": "text", "text": f"unknown tool {name}"}], "isError": True}
 

@@ -26,6 +26,7 @@ class RawServer:
         self.answer = lambda n: [ok_body(b"data: hi\n\n")]
         self.close_after = False
         self.held: list[socket.socket] = []
+        self.closed = threading.Event()  # set once the server has closed a connection (close_after)
         threading.Thread(target=self._accept, daemon=True).start()
 
     @property
@@ -70,6 +71,7 @@ class RawServer:
                 time.sleep(0.01)
             if self.close_after:
                 conn.close()
+                self.closed.set()
                 return
 
     def stop(self):
@@ -117,7 +119,7 @@ def test_a_thread_keeps_its_connection_alive_and_another_thread_has_its_own(serv
 def test_a_kept_alive_connection_the_server_dropped_is_retried_once_on_a_new_one(server):
     server.close_after = True
     assert call(server.url) == ["data: hi", ""]
-    time.sleep(0.05)  # the server has closed it; this thread still holds it as kept-alive
+    assert server.closed.wait(10)  # the server has closed it; this thread still holds it as kept-alive
     assert call(server.url) == ["data: hi", ""]
     assert len(server.peers) == 2 and server.peers[0] != server.peers[1]
 

@@ -119,7 +119,17 @@ def test_drain_lets_a_busy_run_finish_hibernates_its_sandbox_and_refuses_new_ses
     )
 
     call_command("sandbox_host", "drain", name, stdout=StringIO())
-    time.sleep(2.5)  # two heartbeats of the draining host: the busy run is left alone
+    # Two heartbeats of the draining host (each a new heartbeat_at after the one first seen): the busy run
+    # is left alone through them.
+    beats: list = []
+
+    def two_more_beats() -> bool:
+        at = SandboxHost.objects.get(name=name).heartbeat_at
+        if not beats or at != beats[-1]:
+            beats.append(at)
+        return len(beats) >= 3
+
+    wait_for(two_more_beats, 30, what="two heartbeats of the draining host")
     assert SandboxHost.objects.get(name=name).state == "draining"
     assert session.pk in _live()
     assert text_of(wait_idle(session)) == "first"  # it finished its turn

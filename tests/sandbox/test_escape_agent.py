@@ -80,8 +80,10 @@ threading.Event().wait(60)
     box.write("fake_agent.py", fake)
     paths = "/home/hangar/.hangar-agent.sock /run/hangar/agent.sock"
     box.exec(f"nohup python3 fake_agent.py {paths} > fake.log 2>&1 &")
-    time.sleep(1)
-    log = box.exec("cat fake.log").output
+    # Until the fake has tried both paths (one line each: bound, or could not bind).
+    deadline = time.monotonic() + 30
+    while len((log := box.exec("cat fake.log").output).splitlines()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
     # A second connection from this process finds the attach lock taken: it goes through the relay.
     before = _rss()
     conn = AgentConnection.open(box._manager.api, _container_id(box), str(_lock(box)))

@@ -65,7 +65,7 @@ def test_list_is_a_tree_that_skips_ignored_dirs_and_caps_at_100(box):
 
 def test_glob_finds_newest_first(box):
     box.write("a/old.py", "x")
-    time.sleep(0.02)
+    time.sleep(0.02)  # a later modification time: the order under test, not a wait
     box.write("b/new.py", "x")
     box.write("c/other.txt", "x")
     paths, truncated = box.glob("**/*.py")

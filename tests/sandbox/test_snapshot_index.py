@@ -409,7 +409,7 @@ for i in range(12):  # same size, same second, a track in between: the stat look
     with open("/w/ws/r.txt", "w") as f:
         f.write("%04d" % i)
     coarse = coarse and os.stat("/w/ws/r.txt").st_ctime_ns % 1_000_000_000 == 0
-    time.sleep(0.07)
+    time.sleep(0.07)  # rewrites a tick apart within one second: the case under test
     result = repo.track_changed({"base": base})
     seen.append(result["paths"] == ["r.txt"])
     base = result["hash"]
