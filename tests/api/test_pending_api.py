@@ -7,7 +7,8 @@ import pytest
 from hangar.accounts.models import Role
 from hangar.conversations import events
 from hangar.conversations.models import Event
-from hangar.conversations.services import permission_request_create, session_create
+from hangar.conversations.permission_services import permission_request_create
+from hangar.conversations.services import session_create
 from hangar.projects.models import Project
 from tests.conftest import make_persona
 

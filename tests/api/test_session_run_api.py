@@ -7,7 +7,8 @@ import pytest
 
 from hangar.audit.models import AuditEvent
 from hangar.conversations.models import Message, PermissionGrant, PermissionRequest, Session
-from hangar.conversations.services import permission_request_create, session_create
+from hangar.conversations.permission_services import permission_request_create
+from hangar.conversations.services import session_create
 
 pytestmark = pytest.mark.django_db
 BODY = {"parts": [{"type": "text", "text": "hi"}]}

@@ -12,8 +12,8 @@ from hangar.api.question_views import QuestionOutput
 from hangar.api.session_steer_views import PermissionRequestOutput
 from hangar.conversations import selectors
 from hangar.conversations.models import PermissionRequest, Session
+from hangar.conversations.permission_services import permission_request_payload
 from hangar.conversations.question_services import question_payload
-from hangar.conversations.services import permission_request_payload
 
 LIMIT = 50
 

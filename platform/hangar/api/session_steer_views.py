@@ -14,7 +14,7 @@ from hangar.api.sessions_serializers import ModelField
 from hangar.api.sessions_views import ProjectScopedView
 from hangar.conversations import selectors
 from hangar.conversations.models import GrantScope
-from hangar.conversations.services import permission_request_payload
+from hangar.conversations.permission_services import permission_request_payload
 
 TAG = ["sessions"]
 

@@ -2,22 +2,22 @@
 pydantic schemas, and publishes the matching OpenCode event (hangar.conversations.events) in the same
 transaction. Session lifecycle services that people call (create, rename, archive, delete) audit too;
 the engine's per-step writes (parts, messages) are not audited row by row: the prompt that caused them is.
+Permission requests are permission_services', a run's own audit rows run_audit_services'.
 """
 
 import json
 import time
-from collections.abc import Callable, Sequence
-from datetime import datetime
+from collections.abc import Sequence
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
-from hangar.accounts.actors import Actor, system_actor
+from hangar.accounts.actors import Actor
 from hangar.audit.services import audit_record
 from hangar.conversations import jsonsafe, schemas
 from hangar.conversations.events import publish, publish_many
-from hangar.conversations.models import Message, Part, PermissionRequest, Session, Todo
+from hangar.conversations.models import Message, Part, Session, Todo
 from hangar.ids import new_part_id
 
 # A session keeps this prefix until the hidden title agent (hangar.engine.run.titles) or a person names it.
@@ -146,183 +146,6 @@ def todos_replace(*, session: Session, todos: list[dict]) -> list[Todo]:
         )
         publish(session, "todo.updated", {"sessionID": session.pk, "todos": [i.model_dump() for i in items]})
     return rows
-
-
-# --- permission requests (engine-facing) --------------------------------------------------------
-
-
-def permission_request_create(
-    *,
-    session: Session,
-    permission: str,
-    patterns: list[str],
-    always: list[str],
-    metadata: dict,
-    message_id: str = "",
-    call_id: str = "",
-    approvers: list[int] | None = None,
-    expires_at: datetime | None = None,
-) -> PermissionRequest:
-    """A pending ask. `approvers` and `expires_at` come from the project's headless ask policy (who may
-    answer it; when it turns into a reject)."""
-    with transaction.atomic():
-        request = PermissionRequest.objects.create(
-            session=session,
-            permission=permission,
-            patterns=patterns,
-            always=always,
-            metadata=metadata,
-            message_id=message_id,
-            call_id=call_id,
-            approvers=approvers or [],
-            expires_at=expires_at,
-        )
-        publish(session, "permission.asked", permission_request_payload(request))
-        _agent_audit(session, "permission.ask", request, permission, patterns)
-    return request
-
-
-def headless_ask_audit(
-    *, session: Session, outcome: str, permission: str, patterns: list[str], trigger: str, mode: str
-) -> None:
-    """The headless ask policy answered an ask no one was asked about: `permission.auto_approved` (an
-    admin's allow-list matched) or `permission.auto_rejected` (refused, the reason fed to the model)."""
-    with transaction.atomic():
-        audit_record(
-            actor=system_actor(session.org_id, label="agent"),
-            action=f"permission.auto_{outcome}",
-            target=session,
-            data={
-                "session": session.pk,
-                "project": session.project_id,
-                "permission": permission,
-                "patterns": patterns,
-                "trigger": trigger,
-                "mode": mode,
-            },
-        )
-
-
-def permission_request_expire(
-    *, request_id: str, now: datetime, message_for: Callable[[float], str]
-) -> PermissionRequest | None:
-    """Turn a pending request whose time is up into a reject carrying `message_for(seconds waited)` (fed
-    to the model), with its event and an audit row (`permission.expired`), and flag its session for a run;
-    None when it was answered (or expired) already or its time is not up. The caller enqueues the run."""
-    with transaction.atomic():
-        request = (
-            PermissionRequest.objects.select_for_update()
-            .select_related("session")
-            .filter(pk=request_id, status="pending", expires_at__lte=now)
-            .first()
-        )
-        if request is None:
-            return None
-        waited = (now - request.created_at).total_seconds()
-        message = message_for(waited)
-        request.status, request.reply_message, request.replied_at = "reject", message, now
-        request.save(update_fields=["status", "reply_message", "replied_at"])
-        session = request.session
-        Session.objects.filter(pk=session.pk).update(run_requested=True)
-        publish(
-            session,
-            "permission.replied",
-            {"sessionID": session.pk, "requestID": request.pk, "reply": "reject", "message": message},
-        )
-        audit_record(
-            actor=system_actor(session.org_id, label="agent"),
-            action="permission.expired",
-            target=request,
-            data={
-                "session": session.pk,
-                "project": session.project_id,
-                "permission": request.permission,
-                "patterns": request.patterns,
-                "approvers": request.approvers,
-                "waited_s": round(waited),
-            },
-        )
-    return request
-
-
-def tool_denied_audit(*, session: Session, permission: str, patterns: list[str]) -> None:
-    """A rule (the org's policy, the project's, the agent's or the session's) refused a tool call: the
-    model is told, and the audit log keeps it."""
-    with transaction.atomic():
-        _agent_audit(session, "tool.denied", session, permission, patterns)
-
-
-def mcp_call_audit(*, session: Session, server: str, tool: str, data: dict[str, Any]) -> None:
-    """An MCP tool call (hangar.engine.mcp): which server and tool, for whom, how long and how much came back.
-    `data` holds figures only (ms, bytes, ok): a call's arguments may carry secrets and are never kept here."""
-    with transaction.atomic():
-        audit_record(
-            actor=system_actor(session.org_id, label="agent"),
-            action="mcp.call",
-            target=session,
-            data={
-                "session": session.pk,
-                "project": session.project_id,
-                "user": session.prompter_id,
-                "server": server,
-                "tool": tool,
-                **data,
-            },
-        )
-
-
-def session_turn_audit(*, session: Session, outcome: str, steps: int) -> None:
-    """A turn has ended (after the session went idle): how (finished, stopped, aborted, max_steps,
-    error, blocked, refused) and after how many model steps of this run."""
-    with transaction.atomic():
-        audit_record(
-            actor=system_actor(session.org_id, label="agent"),
-            action="session.finished",
-            target=session,
-            data={"session": session.pk, "project": session.project_id, "outcome": outcome, "steps": steps},
-        )
-
-
-def egress_blocked_audit(*, session: Session, targets: list[str]) -> None:
-    """The sandbox's egress proxy refused these destinations ("METHOD host:port") during a turn."""
-    with transaction.atomic():
-        audit_record(
-            actor=system_actor(session.org_id, label="agent"),
-            action="egress.blocked",
-            target=session,
-            data={"session": session.pk, "project": session.project_id, "targets": targets},
-        )
-
-
-def _agent_audit(session: Session, action: str, target, permission: str, patterns: list[str]) -> None:
-    """An audit row the agent's own request caused (the system acts for it), found by the audit log's
-    session and project filters."""
-    audit_record(
-        actor=system_actor(session.org_id, label="agent"),
-        action=action,
-        target=target,
-        data={
-            "session": session.pk,
-            "project": session.project_id,
-            "permission": permission,
-            "patterns": patterns,
-        },
-    )
-
-
-def permission_request_payload(request: PermissionRequest) -> dict:
-    """OpenCode's PermissionRequest JSON shape."""
-    payload = {
-        "id": request.pk,
-        "sessionID": request.session_id,
-        "permission": request.permission,
-        "patterns": request.patterns,
-        "metadata": request.metadata,
-        "always": request.always,
-    }
-    if request.message_id and request.call_id:
-        payload["tool"] = {"messageID": request.message_id, "callID": request.call_id}
-    return payload
 
 
 # --- session lifecycle (people-facing, audited) -------------------------------------------------

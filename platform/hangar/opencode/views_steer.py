@@ -6,8 +6,8 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from hangar.conversations.models import GrantScope
+from hangar.conversations.permission_services import permission_request_payload
 from hangar.conversations.selectors import permission_requests
-from hangar.conversations.services import permission_request_payload
 from hangar.opencode import serializers as s
 from hangar.opencode.base import OpenCodeView
 from hangar.opencode.errors import PermissionNotFound

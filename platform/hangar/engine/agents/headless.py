@@ -19,8 +19,8 @@ from datetime import datetime, timedelta
 from django.utils import timezone
 
 from hangar.conversations import loop_selectors as reads
-from hangar.conversations import services as store
 from hangar.conversations.models import Session
+from hangar.conversations.permission_services import headless_ask_audit, permission_request_expire
 from hangar.engine.agents import permissions as perm
 from hangar.engine.session.enqueue import enqueue_expiry, enqueue_run
 from hangar.projects import headless as policy
@@ -65,7 +65,7 @@ def on_ask(session: Session, permission: str, patterns: list[str]) -> Outcome:
 def _audit(
     session: Session, outcome: str, permission: str, patterns: list[str], trigger: str, mode: str
 ) -> None:
-    store.headless_ask_audit(
+    headless_ask_audit(
         session=session, outcome=outcome, permission=permission, patterns=patterns, trigger=trigger, mode=mode
     )
 
@@ -90,7 +90,7 @@ def expired_message(waited_s: float) -> str:
 
 def permission_expire(request_id: str, now: datetime | None = None) -> bool:
     """Reject the request if it is still pending and due, audited, and resume its run."""
-    expired = store.permission_request_expire(
+    expired = permission_request_expire(
         request_id=request_id, now=now or timezone.now(), message_for=expired_message
     )
     if expired is None:

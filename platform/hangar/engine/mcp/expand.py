@@ -19,6 +19,7 @@ from typing import Any
 from hangar.conversations import services as store
 from hangar.conversations.loop_selectors import StepState
 from hangar.conversations.models import Message, Session
+from hangar.conversations.run_audit_services import mcp_call_audit
 from hangar.engine.agents.secret_env import masker_for
 from hangar.engine.mcp import content, prompts, resources
 from hangar.engine.mcp.errors import McpError
@@ -86,7 +87,7 @@ def _fetch(session: Session, clients: dict[str, Any], kind: str, entry: dict[str
         ok = True
     except McpError as exc:
         text = f"Failed to read {what}: {exc}"
-    store.mcp_call_audit(
+    mcp_call_audit(
         session=session,
         server=server,
         tool="prompts/get" if prompt else "resources/read",

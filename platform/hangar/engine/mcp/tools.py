@@ -21,8 +21,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from hangar import mcp_config
-from hangar.conversations import services as store
 from hangar.conversations.models import Session
+from hangar.conversations.run_audit_services import mcp_call_audit
 from hangar.engine.mcp import changes, content, listings, oauth_client, status
 from hangar.engine.mcp.errors import McpError
 from hangar.engine.mcp.local import LocalServer
@@ -135,7 +135,7 @@ class McpTool:
     def _audit(self, started: float, size: int, *, ok: bool) -> int:
         """Audit the call (server, tool, who; never its arguments); its latency in ms, for the part too."""
         ms = round((time.monotonic() - started) * 1000)
-        store.mcp_call_audit(
+        mcp_call_audit(
             session=self.session,
             server=self.server.name,
             tool=self.remote_name,

@@ -4,7 +4,7 @@ turn ended and what its sandbox's egress proxy refused during the run."""
 
 from __future__ import annotations
 
-from hangar.conversations import services as store
+from hangar.conversations.run_audit_services import egress_blocked_audit, session_turn_audit
 from hangar.engine.run.desk import Desk
 from hangar.engine.run.titles import title_maybe
 from hangar.engine.session.diffs import summarize as summarize_diffs
@@ -23,8 +23,8 @@ def after_turn(desk: Desk, ended: TurnEnded, *, aborted: bool, blocked: bool, st
         title_maybe(session, desk.planner.model, desk.reader, steps, max_output)
     if not isinstance(ended, NothingToAnswer):  # a run that found no prompt was no turn
         outcome = "aborted" if aborted else ended.outcome
-        store.session_turn_audit(session=session, outcome=outcome, steps=steps)
+        session_turn_audit(session=session, outcome=outcome, steps=steps)
     if box is not None and session.project.network_policy == NetworkPolicy.ALLOWLIST:
         refused = egress_refused(box, desk.started)  # what its proxy refused during this run
         if refused:
-            store.egress_blocked_audit(session=session, targets=refused)
+            egress_blocked_audit(session=session, targets=refused)

@@ -20,6 +20,7 @@ from hangar.conversations import services as store
 from hangar.conversations.events import publish
 from hangar.conversations.loop_selectors import session_for_run
 from hangar.conversations.loop_services import session_takeover_count
+from hangar.conversations.run_audit_services import session_turn_audit
 from hangar.engine.run.abort import finish_aborted_turn
 from hangar.engine.session.subtasks import wake_parent
 from hangar.logging import get_logger
@@ -56,7 +57,7 @@ def end_crash_looping(session_id: str, takeovers: int) -> None:
     with transaction.atomic():
         store.session_status_set(session=session, status="idle")
         wake_parent(session)  # a task's child: its parent reads the failure
-    store.session_turn_audit(session=session, outcome="crashed", steps=0)
+    session_turn_audit(session=session, outcome="crashed", steps=0)
 
 
 def _set() -> threading.Event:

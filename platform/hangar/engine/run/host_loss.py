@@ -25,6 +25,7 @@ from hangar.conversations.host_selectors import busy_sessions_on_lost_hosts
 from hangar.conversations.host_services import hosts_mark_lost
 from hangar.conversations.loop_selectors import session_for_run
 from hangar.conversations.loop_services import session_lease_take
+from hangar.conversations.run_audit_services import session_turn_audit
 from hangar.engine.run.abort import finish_aborted_turn
 from hangar.engine.run.failures import turn_failed
 from hangar.engine.run.leases import LEASE_TTL_S, lease_release, new_owner
@@ -73,7 +74,7 @@ def end_turn(session_id: str) -> bool:
             with transaction.atomic():
                 store.session_status_set(session=session, status="idle")
                 wake_parent(session)  # a task's child: its parent reads the failure
-            store.session_turn_audit(session=session, outcome="host_lost", steps=0)
+            session_turn_audit(session=session, outcome="host_lost", steps=0)
     finally:
         lease_release(session_id, owner)
     return True

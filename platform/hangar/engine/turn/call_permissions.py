@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from hangar.conversations import loop_selectors as reads
-from hangar.conversations import services as store
 from hangar.conversations.models import Message, PermissionRequest, Session
+from hangar.conversations.permission_services import permission_request_create, tool_denied_audit
 from hangar.engine.agents import headless
 from hangar.engine.agents import permissions as perm
 from hangar.engine.tools.base import Ask, PermissionAsked, PermissionRejected
@@ -67,7 +67,7 @@ class CallPermissions:
             if action == perm.ALLOW:
                 return
             if action == perm.DENY:
-                store.tool_denied_audit(session=self.session, permission=permission, patterns=patterns)
+                tool_denied_audit(session=self.session, permission=permission, patterns=patterns)
                 raise PermissionDenied(
                     f"The user has specified a rule which prevents you from using this specific tool call "
                     f"({permission} {', '.join(patterns)}). Do not retry it; try another approach."
@@ -101,7 +101,7 @@ class CallPermissions:
             return None
         if outcome.kind == headless.REJECT:
             raise PermissionRejected(REJECTED, feedback=outcome.reason)
-        asked = store.permission_request_create(
+        asked = permission_request_create(
             session=self.session,
             permission=permission,
             patterns=patterns,
