@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from hangar.accounts import tokens
 from hangar.accounts.models import ApiToken
-from hangar.accounts.services import token_create
+from hangar.accounts.token_services import token_create
 
 
 def basic(token: str, username: str = "opencode") -> str:

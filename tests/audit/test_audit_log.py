@@ -5,14 +5,8 @@ import pytest
 from django.db import DatabaseError, connection, transaction
 
 from hangar.accounts.models import Membership, Role
-from hangar.accounts.services import (
-    member_add,
-    member_remove,
-    member_role_change,
-    org_create,
-    token_create,
-    token_revoke,
-)
+from hangar.accounts.services import member_add, member_remove, member_role_change, org_create
+from hangar.accounts.token_services import token_create, token_revoke
 from hangar.audit.models import AuditEvent, AuditImmutable
 from hangar.audit.services import audit_record
 from hangar.errors import PermissionDenied

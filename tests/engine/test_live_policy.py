@@ -5,7 +5,7 @@ real sandbox; each policy is changed through its service while a command of the 
 
 import pytest
 
-from hangar.accounts.services import org_permission_policy_set
+from hangar.accounts.org_policy_services import org_permission_policy_set
 from hangar.audit.models import AuditEvent
 from hangar.engine.services import session_prompt
 from hangar.projects.env_var_services import env_var_set

@@ -18,7 +18,7 @@ import threading
 import pytest
 from rest_framework.test import APIClient
 
-from hangar.accounts.services import org_mcp_policy_set
+from hangar.accounts.org_policy_services import org_mcp_policy_set
 from hangar.audit.models import AuditEvent
 from hangar.conversations.loop_selectors import session_for_run
 from hangar.conversations.models import Part

@@ -20,7 +20,7 @@ import httpx
 import pytest
 from docker import from_env
 
-from hangar.accounts.services import org_mcp_policy_set, org_permission_policy_set
+from hangar.accounts.org_policy_services import org_mcp_policy_set, org_permission_policy_set
 from hangar.audit.models import AuditEvent
 from hangar.conversations.loop_selectors import session_for_run
 from hangar.conversations.models import Event, Part, PermissionRequest

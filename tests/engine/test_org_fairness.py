@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from hangar.accounts.actors import system_actor
 from hangar.accounts.models import Org
-from hangar.accounts.services import org_limits_set
+from hangar.accounts.org_policy_services import org_limits_set
 from hangar.conversations.models import Part, Session
 from hangar.engine.run.fairness import recoverable
 from hangar.engine.run.worker import run_session_once

@@ -5,7 +5,8 @@ the API, bounded, and another org's are out of reach."""
 
 import pytest
 
-from hangar.accounts.services import member_permission_rules_set, org_permission_policy_set
+from hangar.accounts.org_policy_services import org_permission_policy_set
+from hangar.accounts.services import member_permission_rules_set
 from hangar.conversations.models import PermissionRequest
 from hangar.engine.services import session_prompt
 from hangar.projects.models import Project

@@ -2,7 +2,7 @@
 
 import pytest
 
-from hangar.accounts.services import org_permission_policy_set
+from hangar.accounts.org_policy_services import org_permission_policy_set
 from hangar.audit.models import ActorType, AuditEvent
 from hangar.conversations.models import PermissionGrant, PermissionRequest, Session
 from hangar.engine.reply_services import permission_reply

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from hangar.accounts.services import org_mcp_policy_set
+from hangar.accounts.org_policy_services import org_mcp_policy_set
 from hangar.engine.services import session_prompt
 from hangar.engine.workspace.sandboxes import sandbox_for
 from hangar.projects.services import project_update

@@ -20,7 +20,8 @@ import pytest
 from django.conf import settings
 from rest_framework.test import APIClient
 
-from hangar.accounts.services import member_remove, org_mcp_policy_set
+from hangar.accounts.org_policy_services import org_mcp_policy_set
+from hangar.accounts.services import member_remove
 from hangar.engine.mcp import oauth, oauth_client
 from hangar.engine.mcp.tools import remote_client
 from hangar.projects.env_var_services import env_var_set

@@ -6,7 +6,7 @@ server and for another org."""
 
 import pytest
 
-from hangar.accounts.services import org_mcp_policy_set
+from hangar.accounts.org_policy_services import org_mcp_policy_set
 from hangar.projects.env_var_services import env_var_set
 from tests.engine.test_mcp_tools import TOKEN, McpServer
 from tests.opencode.conftest import assert_response, base_url

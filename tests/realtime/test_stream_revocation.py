@@ -14,7 +14,8 @@ from django.test import AsyncClient
 from django.utils import timezone
 
 from hangar.accounts.models import ApiToken
-from hangar.accounts.services import member_remove, token_revoke
+from hangar.accounts.services import member_remove
+from hangar.accounts.token_services import token_revoke
 from hangar.conversations.services import session_create
 from tests.realtime.helpers import communicator
 from tests.realtime.test_stream_access import cookie_for

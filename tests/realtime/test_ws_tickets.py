@@ -12,7 +12,7 @@ from django.conf import settings
 from django.test import Client
 from rest_framework.test import APIClient
 
-from hangar.accounts.services import token_revoke
+from hangar.accounts.token_services import token_revoke
 from tests.realtime.helpers import ORIGIN, communicator
 from tests.realtime.test_stream_access import assert_refused, first_frame, new_session
 

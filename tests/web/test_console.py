@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 
 from hangar.accounts.invitation_services import invitation_create
 from hangar.accounts.models import Invitation, Membership, Role, User
-from hangar.accounts.services import org_permission_policy_set
+from hangar.accounts.org_policy_services import org_permission_policy_set
 from hangar.usage.models import UsageRollup
 from tests.conftest import make_persona
 from tests.usage.conftest import record

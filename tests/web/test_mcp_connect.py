@@ -12,7 +12,7 @@ from django.conf import settings
 from playwright.sync_api import expect
 from rest_framework.test import APIClient
 
-from hangar.accounts.services import org_mcp_policy_set
+from hangar.accounts.org_policy_services import org_mcp_policy_set
 from hangar.projects.models import McpOAuthGrant, Project
 from tests.opencode.live import Daphne
 from tests.opencode.test_mcp_oauth import OAuthMcpServer

@@ -6,7 +6,7 @@ import pytest
 from playwright.sync_api import expect
 
 from hangar.accounts.models import Org, Role
-from hangar.accounts.services import org_mcp_policy_set
+from hangar.accounts.org_policy_services import org_mcp_policy_set
 from tests.conftest import make_persona
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]

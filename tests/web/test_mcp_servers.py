@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 from rest_framework.test import APIClient
 
-from hangar.accounts.services import org_mcp_policy_set
+from hangar.accounts.org_policy_services import org_mcp_policy_set
 from hangar.projects.env_var_services import env_var_set
 from hangar.projects.models import Project
 from tests.web.conftest import DESKTOP, PHONE, SHOTS

@@ -7,7 +7,7 @@ from django.db import transaction
 
 from hangar.accounts.invitation_services import invitation_create
 from hangar.accounts.models import Role
-from hangar.accounts.services import org_mcp_policy_set, org_permission_policy_set
+from hangar.accounts.org_policy_services import org_mcp_policy_set, org_permission_policy_set
 from hangar.integrations.webhooks.services import delivery_create, endpoint_create
 from hangar.projects.services import project_update
 from hangar.usage.services import budget_set

@@ -6,8 +6,8 @@ from django.utils import timezone
 
 from hangar.accounts import tokens
 from hangar.accounts.models import ApiToken
-from hangar.accounts.services import token_record_use
 from hangar.accounts.token_rows import Join, token_find
+from hangar.accounts.token_services import token_record_use
 from hangar.errors import AuthenticationFailed
 
 

@@ -1,16 +1,14 @@
-"""Writes about identity and tenancy. Each service is atomic and records an audit event in the same
-transaction. Role rules: admins and owners manage members and others' tokens; only an owner grants,
-changes or removes the owner role; an org never loses its last owner."""
+"""Writes about identity and tenancy: orgs, members and their roles, a member's own permission rules, staff
+users. Each service is atomic and records an audit event in the same transaction. Role rules: admins and
+owners manage members; only an owner grants, changes or removes the owner role; an org never loses its
+last owner. API tokens are token_services', an org's policies org_policy_services'."""
 
-from datetime import datetime
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
-from hangar import mcp_config
-from hangar.accounts import tokens
 from hangar.accounts.actors import Actor
 from hangar.accounts.invitation_services import invitation_create
 from hangar.accounts.models import ApiToken, Invitation, Membership, Org, Role, User
@@ -18,7 +16,6 @@ from hangar.accounts.ownership_services import require_owned_orgs_below_cap
 from hangar.accounts.permission_rules import clean_permission_rules
 from hangar.accounts.selectors import require_role
 from hangar.accounts.signals import announce_access_changed, member_leaving
-from hangar.audit.models import ActorType
 from hangar.audit.services import audit_record
 from hangar.errors import PermissionDenied, ValidationError
 
@@ -172,103 +169,6 @@ def member_remove(*, actor: Actor, membership: Membership) -> None:
 
 
 @transaction.atomic
-def token_create(
-    *, actor: Actor, org: Org, user: User, name: str, expires_at: datetime | None = None
-) -> tuple[ApiToken, str]:
-    """Create a token bound to (user, org). Returns (row, raw token): the raw token is shown once."""
-    require_role(Actor(type=actor.type, org_id=org.pk, user=user), org.pk, Role.VIEWER)
-    if expires_at is not None and expires_at <= timezone.now():
-        raise ValidationError({"expires_at": ["Must be in the future."]})
-    parent = None
-    if actor.token is not None:
-        # Locked against a concurrent revocation: a child is either minted before it (and revoked with its
-        # parent) or refused.
-        parent = ApiToken.objects.select_for_update().get(pk=actor.token.pk)
-        if parent.revoked_at is not None:
-            raise PermissionDenied("The calling token has been revoked.")
-    parent_expiry = getattr(parent, "expires_at", None)
-    if parent_expiry is not None and (expires_at is None or expires_at > parent_expiry):
-        # A token cannot mint a token that outlives it (a leaked expiring token must not become permanent).
-        raise ValidationError(
-            {
-                "expires_at": [
-                    f"Must not be later than the calling token's expiry ({parent_expiry.isoformat()})."
-                ]
-            }
-        )
-    raw, prefix = tokens.generate()
-    token = ApiToken.objects.create(
-        org=org,
-        user=user,
-        parent=parent,
-        name=name,
-        prefix=prefix,
-        digest=tokens.digest(raw, 0),
-        pepper_index=0,
-        expires_at=expires_at,
-    )
-    audit_record(
-        actor=actor,
-        action="token.create",
-        target=token,
-        org_id=org.pk,
-        data={
-            "name": name,
-            "prefix": prefix,
-            "user": user.email,
-            "expires_at": expires_at.isoformat() if expires_at else None,
-        },
-    )
-    return token, raw
-
-
-@transaction.atomic
-def token_revoke(*, actor: Actor, token: ApiToken) -> ApiToken:
-    """Owners of a token revoke it; admins revoke anyone's. Revoking twice is a no-op (no second row)."""
-    own = actor.user is not None and actor.user.pk == token.user_id
-    require_role(actor, token.org_id, Role.VIEWER if own else Role.ADMIN)
-    token = ApiToken.objects.select_for_update().get(pk=token.pk)
-    if token.revoked_at is None:
-        token.revoked_at = timezone.now()
-        token.save(update_fields=["revoked_at"])
-        descendants = _revoke_descendants(token)
-        audit_record(
-            actor=actor,
-            action="token.revoke",
-            target=token,
-            data={"prefix": token.prefix, "user": token.user.email, "descendants_revoked": descendants},
-        )
-        announce_access_changed(org_id=token.org_id, user_id=token.user_id)
-    return token
-
-
-def _revoke_descendants(token: ApiToken) -> int:
-    """Revoke every token minted through `token`, level by level; how many were still live. Children
-    minted while the parent was live are committed before its row lock was granted, so none escapes."""
-    level, revoked = [token.pk], 0
-    while level:
-        children = list(ApiToken.objects.filter(parent_id__in=level).values_list("pk", flat=True))
-        revoked += ApiToken.objects.filter(pk__in=children, revoked_at__isnull=True).update(
-            revoked_at=token.revoked_at
-        )
-        level = children
-    return revoked
-
-
-def token_record_use(*, token: ApiToken, raw: str, signed_with_current: bool) -> None:
-    """Authentication's own bookkeeping on a token just used (not an action anyone takes, so not audited):
-    one signed with an older pepper is re-signed under the current one (the raw token is at hand only
-    now), so retiring old peppers later cuts off only tokens unused since the rotation; and a coarse
-    last-used stamp, written at most once a minute per token."""
-    if not signed_with_current:
-        token.digest, token.pepper_index = tokens.digest(raw, 0), 0
-        ApiToken.objects.filter(pk=token.pk).update(digest=token.digest, pepper_index=0)
-    now = timezone.now()
-    if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
-        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
-
-
-@transaction.atomic
 def user_ensure_staff(
     *, actor: Actor, email: str, password: str, reset_password: bool = False
 ) -> tuple[User, bool]:
@@ -293,55 +193,6 @@ def user_ensure_staff(
     return user, False
 
 
-@transaction.atomic
-def org_permission_policy_set(*, actor: Actor, org: Org, rules: list) -> Org:
-    """Replace the org-wide permission policy (admins and owners). Its denies beat every project, member,
-    session and "always" allow, its asks cannot be loosened below it, its allows are defaults the layers
-    below may narrow; running sessions apply it at their next tool call (hangar.engine.turn.live_policy)."""
-    require_role(actor, org.pk, Role.ADMIN)
-    cleaned = clean_permission_rules(rules, field="rules")
-    org = Org.objects.select_for_update().get(pk=org.pk)
-    before, org.permission_policy = org.permission_policy, cleaned
-    org.save(update_fields=["permission_policy", "updated_at"])  # the stamp running sessions compare
-    audit_record(
-        actor=actor, action="org.permission_policy.set", target=org, data={"from": before, "to": cleaned}
-    )
-    return org
-
-
-SHARE_POLICIES = ("off", "members", "link")
-
-
-@transaction.atomic
-def org_share_policy_set(*, actor: Actor, org: Org, policy: str) -> Org:
-    """Who may open the org's session share links (admins and owners): nobody, members, or anyone with the
-    link. Links already given are judged by the policy in force when they are opened."""
-    require_role(actor, org.pk, Role.ADMIN)
-    if policy not in SHARE_POLICIES:
-        raise ValidationError({"policy": [f"Must be one of {', '.join(SHARE_POLICIES)}."]})
-    org = Org.objects.select_for_update().get(pk=org.pk)
-    before, org.share_policy = org.share_policy, policy
-    org.save(update_fields=["share_policy", "updated_at"])
-    audit_record(actor=actor, action="org.share_policy.set", target=org, data={"from": before, "to": policy})
-    return org
-
-
-@transaction.atomic
-def org_mcp_policy_set(*, actor: Actor, org: Org, policy: object) -> Org:
-    """Replace the org's MCP allow-list (admins and owners): which local commands and remote URLs its
-    projects and workspaces may name. Running sessions read it again at their next step."""
-    require_role(actor, org.pk, Role.ADMIN)
-    try:
-        cleaned = mcp_config.clean_policy(policy, field="policy")
-    except mcp_config.McpConfigError as exc:
-        raise ValidationError({exc.field: [exc.message]}) from None
-    org = Org.objects.select_for_update().get(pk=org.pk)
-    before, org.mcp_policy = org.mcp_policy, cleaned
-    org.save(update_fields=["mcp_policy", "updated_at"])
-    audit_record(actor=actor, action="org.mcp_policy.set", target=org, data={"from": before, "to": cleaned})
-    return org
-
-
 MAX_MEMBER_RULES = 200  # a person's own rules: enough for any taste, bounded for every tool call
 
 
@@ -364,47 +215,3 @@ def member_permission_rules_set(*, actor: Actor, org: Org, rules: list) -> Membe
         data={"from": before, "to": cleaned},
     )
     return membership
-
-
-MAX_INSTRUCTIONS = 20_000  # characters: about 5,000 tokens sent with every session's system context
-
-
-@transaction.atomic
-def org_instructions_set(*, actor: Actor, org: Org, text: str) -> Org:
-    """Replace the org's instructions to the agent (admins and owners). Sessions tell the model of the
-    change at their next run (hangar.engine.turn.system_context)."""
-    require_role(actor, org.pk, Role.ADMIN)
-    if not isinstance(text, str) or len(text) > MAX_INSTRUCTIONS:
-        raise ValidationError({"text": [f"Must be text of at most {MAX_INSTRUCTIONS} characters."]})
-    if "\x00" in text:
-        raise ValidationError({"text": ["Must not contain NUL characters."]})
-    text = text.strip()
-    org = Org.objects.select_for_update().get(pk=org.pk)
-    before, org.instructions = org.instructions, text
-    org.save(update_fields=["instructions", "updated_at"])
-    audit_record(actor=actor, action="org.instructions.set", target=org, data={"from": before, "to": text})
-    return org
-
-
-@transaction.atomic
-def org_limits_set(
-    *, actor: Actor, org: Org, max_concurrent_runs: int | None, max_live_sandboxes: int | None
-) -> Org:
-    """Set the org's fair shares of the shared workers and hosts (hangar.engine.run.fairness); None: the
-    platform's default. An org's own owners and admins may not: the caps protect the other tenants."""
-    operator = actor.type == ActorType.SYSTEM or bool(actor.user is not None and actor.user.is_superuser)
-    if not operator:
-        raise PermissionDenied("only the platform operator sets an organisation's limits")
-    for field, value in (
-        ("max_concurrent_runs", max_concurrent_runs),
-        ("max_live_sandboxes", max_live_sandboxes),
-    ):
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-            raise ValidationError({field: ["Must be a positive integer, or null for the platform default."]})
-    org = Org.objects.select_for_update().get(pk=org.pk)
-    before = {"max_concurrent_runs": org.max_concurrent_runs, "max_live_sandboxes": org.max_live_sandboxes}
-    org.max_concurrent_runs, org.max_live_sandboxes = max_concurrent_runs, max_live_sandboxes
-    org.save(update_fields=["max_concurrent_runs", "max_live_sandboxes", "updated_at"])
-    after = {"max_concurrent_runs": max_concurrent_runs, "max_live_sandboxes": max_live_sandboxes}
-    audit_record(actor=actor, action="org.limits.set", target=org, data={"from": before, "to": after})
-    return org

@@ -8,15 +8,14 @@ from rest_framework.views import APIView
 
 from hangar.accounts.actors import actor_from_request
 from hangar.accounts.models import ApiToken, Role
-from hangar.accounts.selectors import memberships_for_user
-from hangar.accounts.services import (
-    member_permission_rules_set,
-    org_create,
+from hangar.accounts.org_policy_services import (
     org_instructions_set,
     org_mcp_policy_set,
     org_permission_policy_set,
     org_share_policy_set,
 )
+from hangar.accounts.selectors import memberships_for_user
+from hangar.accounts.services import member_permission_rules_set, org_create
 from hangar.api.scoping import scope_for
 
 

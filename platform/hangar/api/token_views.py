@@ -8,7 +8,7 @@ from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 from hangar.accounts.selectors import token_get, token_list
-from hangar.accounts.services import token_create, token_revoke
+from hangar.accounts.token_services import token_create, token_revoke
 from hangar.api.scoping import scope_for
 
 

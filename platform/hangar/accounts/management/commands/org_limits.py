@@ -6,8 +6,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from hangar.accounts.actors import system_actor
+from hangar.accounts.org_policy_services import org_limits_set
 from hangar.accounts.selectors import org_by_slug
-from hangar.accounts.services import org_limits_set
 
 
 def _limit(value: str) -> int | None:

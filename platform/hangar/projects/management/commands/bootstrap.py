@@ -14,7 +14,8 @@ from django.utils import timezone
 from hangar.accounts.actors import Actor
 from hangar.accounts.models import Role
 from hangar.accounts.selectors import org_by_slug
-from hangar.accounts.services import member_ensure, org_create, token_create, user_ensure_staff
+from hangar.accounts.services import member_ensure, org_create, user_ensure_staff
+from hangar.accounts.token_services import token_create
 from hangar.audit.models import ActorType
 from hangar.projects.credential_services import credential_set
 from hangar.projects.selectors import project_by_slug
