@@ -1,7 +1,8 @@
 """A warm pool of generic, started sandboxes that a session can claim in a few milliseconds.
 
 Pooled containers (`hangar-pool-<volume>`, label hangar.pool=1) carry no tenant data: no env,
-an empty fresh workspace volume of their own. Claiming one binds it to a session:
+an empty fresh workspace volume of their own. Claiming one binds it to a session (the binding steps
+are `pool_claim.py`'s; this module keeps the inventory, picks the candidates and refills):
   1. an atomic claim marker (O_EXCL file next to its volume) so two processes, or two pools,
      can never hand the same container to two sessions (docker rename alone is not enough:
      concurrent renames of one container both succeed, one after the other);
@@ -43,6 +44,7 @@ from sandbox.connection import AgentConnection
 from sandbox.docker_backend import DockerSandbox
 from sandbox.image import ensure_image
 from sandbox.manager import DockerSandboxes, local_api
+from sandbox.pool_claim import claim_marker_take, claim_register, limits_differ, size_to, sized_back
 from sandbox.pool_demand import DEMAND_WINDOW_S, Shape
 from sandbox.protocol import SandboxSpec
 
@@ -51,8 +53,6 @@ POOL_LABEL = "hangar.pool"
 IMAGE_LABEL = "hangar.image"
 ROOT_LABEL = "hangar.root"
 DISK_LABEL = "hangar.disk_mb"
-# Set at claim time when a spec asks other values than the template's (`docker update`).
-CLAIM_LIMITS = ("cpus", "memory_mb", "pids")
 
 __all__ = ["DEMAND_WINDOW_S", "WarmPool"]
 
@@ -264,7 +264,7 @@ class WarmPool:
 
     def _remove_unclaimed(self, name: str) -> None:
         volume_id = name[len(containers.POOL_PREFIX) :]
-        if self._take(volume_id):  # a claimer that got there first keeps it
+        if claim_marker_take(volume_id):  # a claimer that got there first keeps it
             self._remove_taken(name, volume_id)
 
     def _remove_taken(self, name_or_id: str, volume_id: str) -> None:
@@ -282,15 +282,6 @@ class WarmPool:
         """The pool may hold a container for `spec`: any image, quota and limits, but no network at all
         (never hand one to an allowlist spec)."""
         return spec.network == "none"
-
-    @staticmethod
-    def _take(volume_id: str) -> bool:
-        """Atomically mark a pooled volume as claimed; False if someone else got it first."""
-        try:
-            os.close(os.open(volumes.claim_marker(volume_id), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-            return True
-        except FileExistsError:
-            return False
 
     def _candidates(self, shape: Shape) -> Iterator[tuple[str, str, AgentConnection | None]]:
         """(id, name, warm connection or None) of `shape`: this pool's own first, then any other, oldest
@@ -323,19 +314,6 @@ class WarmPool:
                 self._warm[container_id] = (name, conn, shape)
                 self._warm.move_to_end(container_id, last=False)
 
-    def _differs(self, spec: SandboxSpec) -> bool:
-        return any(getattr(spec, f) != getattr(self.template, f) for f in CLAIM_LIMITS)
-
-    def _size_to(self, container_id: str, spec: SandboxSpec) -> bool:
-        """Give a taken container `spec`'s memory, CPUs and pids; False if Docker refused (the caller
-        removes it: it is no longer the template's, nor the spec's)."""
-        try:
-            containers.update_limits(self.api, container_id, spec)
-        except docker.errors.APIError:
-            log.warning("could not size pooled container %s for a claim", container_id, exc_info=True)
-            return False
-        return True
-
     def claim(self, manager: DockerSandboxes, spec: SandboxSpec) -> DockerSandbox | None:
         """Bind a pooled container to `spec.session_id`, or None (no fit, none left, or the session
         got a sandbox meanwhile: the caller then reconnects to it). Every claim is demand for its shape."""
@@ -348,11 +326,11 @@ class WarmPool:
         key = volumes.session_key(spec.session_id)
         for container_id, pooled, conn in self._candidates(shape):
             volume_id = pooled[len(containers.POOL_PREFIX) :]
-            if not self._take(volume_id):
+            if not claim_marker_take(volume_id):
                 if conn is not None:
                     conn.close()  # claimed (or being drained) by another process
                 continue
-            if self._differs(spec) and not self._size_to(container_id, spec):
+            if limits_differ(spec, self.template) and not size_to(self.api, container_id, spec):
                 if conn is not None:
                     conn.close()
                 self._remove_taken(container_id, volume_id)
@@ -367,7 +345,7 @@ class WarmPool:
                     conn.close()
                 continue  # removed meanwhile
             except docker.errors.APIError as exc:
-                if exc.status_code == 409 and self._sized_back(container_id, spec):
+                if exc.status_code == 409 and sized_back(self.api, container_id, spec, self.template):
                     os.unlink(volumes.claim_marker(volume_id))  # still pooled: leave it claimable
                     self._give_back(container_id, pooled, conn, shape)
                     return None  # the session already has a container
@@ -377,7 +355,7 @@ class WarmPool:
                 if exc.status_code == 409:
                     return None
                 raise
-            self._register(key, spec, volume_id)
+            claim_register(key, spec, volume_id)
             self._wake.set()
             with self._warm_lock:
                 pid = self._pids.pop(container_id, 0)
@@ -387,26 +365,3 @@ class WarmPool:
             return manager._attach(spec, name, container_id, conn)
         self._wake.set()
         return None
-
-    @staticmethod
-    def _register(key: str, spec: SandboxSpec, volume_id: str) -> None:
-        record = {
-            "session_id": spec.session_id,
-            "volume": volume_id,
-            "org_id": spec.org_id,
-            "project_id": spec.project_id,
-            "spec": dataclasses.asdict(spec),
-            "pooled": True,
-        }
-        if not registry.register(key, record):
-            # Registered by a racing cold create whose container lost the name to us: the
-            # record names its volume; drop that orphan volume, keep ours.
-            stale = registry.lookup(key) or {}
-            registry.unregister(key)
-            if stale.get("volume") and stale["volume"] != volume_id:
-                volumes.destroy_volume(stale["volume"])
-            registry.register(key, record)
-
-    def _sized_back(self, container_id: str, spec: SandboxSpec) -> bool:
-        """Return a container sized for a claim that did not happen to the template's limits."""
-        return not self._differs(spec) or self._size_to(container_id, self.template)
