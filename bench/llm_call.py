@@ -14,7 +14,8 @@ Variants, run in interleaved rounds so that load on the machine falls on all of 
 - adapter, LiteLLM HTTP handler: the same, with LiteLLM's own env flag
   EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER=True set for those calls only (LiteLLM reads it per call);
 - direct: the opt-in OpenAICompatModel (no LiteLLM), for reference;
-- baseline (with --baseline REF): litellm_model.py as it is at git REF, loaded beside the current one.
+- baseline (with --baseline REF): litellm_model.py as it is at git REF, loaded beside the current one
+  (from a REF that has litellm_transport.py, that transport is the current one).
 
 Median (and p90) of --calls calls per variant. The last line printed is one JSON object.
 """
@@ -165,7 +166,7 @@ def main() -> None:
     django.setup()
     import httpx
 
-    from hangar.engine.providers.litellm_model import litellm_module
+    from hangar.engine.providers.litellm_transport import litellm_module
     from hangar.engine.session.system import prompt_text
     from hangar.engine.tools.registry import get_tools, tool_schemas
 

@@ -52,7 +52,7 @@ def _positive(value: Any) -> int | None:
 
 @lru_cache(maxsize=512)
 def _from_litellm(provider_id: str, model_id: str) -> ModelLimits | None:
-    from hangar.engine.providers.litellm_model import litellm_module
+    from hangar.engine.providers.litellm_transport import litellm_module
 
     table = litellm_module().model_cost
     for key in _keys(provider_id, model_id):

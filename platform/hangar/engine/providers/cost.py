@@ -25,7 +25,7 @@ def _price(provider_id: str, model_id: str) -> tuple[float, float, float]:
                 float(p.get("output", 0)),
                 float(p.get("cache_read", p.get("input", 0))),
             )
-    from hangar.engine.providers.litellm_model import litellm_module
+    from hangar.engine.providers.litellm_transport import litellm_module
 
     table = litellm_module().model_cost
     for key in (f"{provider_id}/{model_id}", model_id):

@@ -19,7 +19,8 @@ What this adapter does around LiteLLM, each for a cost bench/llm_call.py shows p
     Anthropic-only keys, only function tools (LiteLLM routes MCP tools itself). That skips the SDK's
     `maybe_transform` walk of every schema. We never pass `tool_choice` (LiteLLM drops it when it sees
     no tools); prior tool calls in the history are messages, which LiteLLM still sees and transforms;
-  * a pre-built client as `client=` (LiteLLM documents it): no per-call client-cache lookup;
+  * a pre-built client as `client=` (LiteLLM documents it; litellm_transport.py keeps it): no per-call
+    client-cache lookup;
   * `disable_streaming_logging`, retries ours (max_retries=0), cost from the price map ourselves (cost.py).
 On the OpenAI route the SDK's `maybe_transform` of the messages costs time that grows with every message
 of a session; LiteLLM's own env flag EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER=True (read per call) sends
@@ -31,53 +32,23 @@ transport LiteLLM picks (tests run both).
 
 from __future__ import annotations
 
-import os
 import threading
-from collections import OrderedDict
 from collections.abc import Iterator
-from types import ModuleType
 from typing import Any
 
 from hangar import netguard
-from hangar.engine.providers import ambient
 from hangar.engine.providers.assemble import StreamAssembler, openai_sse_events
 from hangar.engine.providers.base import ProviderError, StreamEvent, Usage, is_retryable
 from hangar.engine.providers.guard import guarded
 from hangar.engine.providers.limits import bounded_lines, cap
+from hangar.engine.providers.litellm_transport import client_for, last_http, litellm_module
 from hangar.engine.providers.local import still_starting
 from hangar.engine.providers.overflow import is_overflow, overflow_error
 from hangar.engine.providers.redact import redact
 from hangar.engine.providers.wire import usage_of, wire_messages
 
-_litellm = None
-_lock = threading.Lock()
-_client_lock = threading.Lock()
-_handler = None  # LiteLLM's HTTPHandler around our httpx client (see _transport)
-_sdk_clients: OrderedDict[tuple[str, str], Any] = OrderedDict()  # (api_base, api_key) → openai.OpenAI, LRU
-_SDK_CLIENTS_MAX = 256
-_last = threading.local()  # the last HTTP response this thread's client received (event hook)
 _plain_seen: dict[int, tuple[Any, bool]] = {}  # id(tool dict) → (the dict, _plain_tool verdict)
-BASE_HANDLER_FLAG = "EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER"
 KEYLESS = "no-key"
-
-
-def litellm_module() -> ModuleType:
-    global _litellm
-    if _litellm is None:
-        with _lock:
-            if _litellm is None:
-                os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-                # LiteLLM's own HTTP handler for the OpenAI route (module doc). Set the variable to
-                # False to go back to the OpenAI SDK.
-                os.environ.setdefault(BASE_HANDLER_FLAG, "True")
-                ambient.scrub()
-                import litellm
-
-                litellm.suppress_debug_info = True
-                litellm.disable_streaming_logging = True
-                litellm.telemetry = False
-                _litellm = litellm
-    return _litellm
 
 
 def warm_up() -> None:
@@ -97,55 +68,6 @@ def warm_up() -> None:
         )
     except ProviderError:
         pass  # connection refused: expected
-
-
-def _remember(response: Any) -> None:
-    _last.response = response
-
-
-def _http_handler() -> Any:  # litellm's HTTPHandler (litellm ships no types)
-    """One LiteLLM HTTPHandler per process: its httpx client is built by LiteLLM (SSL, proxy and
-    User-Agent settings), pooled across calls, and carries our response hook."""
-    global _handler
-    if _handler is None:
-        with _client_lock:
-            if _handler is None:
-                from litellm.llms.custom_httpx.http_handler import HTTPHandler
-
-                _handler = HTTPHandler(timeout=600.0)
-    client = _handler.client  # LiteLLM rebuilds it if it was closed: (re)attach the hook and guards
-    from hangar.engine.providers import httpx_guard
-
-    httpx_guard.install(client)
-    if _remember not in client.event_hooks["response"]:
-        client.event_hooks = {**client.event_hooks, "response": [*client.event_hooks["response"], _remember]}
-    return _handler
-
-
-def _transport(api_base: str, api_key: str | None) -> Any:
-    """The `client=` for LiteLLM's OpenAI route: its own HTTPHandler when LiteLLM's base-handler flag is
-    on, else an OpenAI SDK client on the same httpx client (cached per api_base and key)."""
-    from litellm.secret_managers.main import get_secret_bool
-
-    handler = _http_handler()
-    if get_secret_bool(BASE_HANDLER_FLAG):  # the exact test LiteLLM applies to pick its transport
-        return handler
-    if api_key is None:
-        return None  # LiteLLM resolves a default key (litellm.api_key, OPENAI_API_KEY): let it
-    key = (api_base, api_key)
-    with _client_lock:
-        client = _sdk_clients.get(key)
-        if client is not None:
-            _sdk_clients.move_to_end(key)
-            return client
-    import openai
-
-    client = openai.OpenAI(api_key=api_key, base_url=api_base, max_retries=0, http_client=handler.client)
-    with _client_lock:
-        _sdk_clients[key] = client
-        while len(_sdk_clients) > _SDK_CLIENTS_MAX:
-            _sdk_clients.popitem(last=False)  # the shared httpx client stays open
-    return client
 
 
 def _plain_tools(tools: list[dict[str, Any]]) -> bool:
@@ -246,7 +168,7 @@ class LiteLLMModel:
             "timeout": self._timeout,
             "max_retries": 0,
         }  # retries are the loop's (seed 000 §12)
-        client = _transport(self._api_base, self._api_key) if self._api_base is not None else None
+        client = client_for(self._api_base, self._api_key) if self._api_base is not None else None
         if client is not None:
             kwargs["client"] = client
         if temperature is not None:
@@ -273,7 +195,7 @@ class LiteLLMModel:
         except Exception as exc:
             raise self._error(exc) from exc
         finally:
-            _last.response = None
+            last_http.response = None
         self.last_usage = usage_of(getattr(response, "usage", None))
         return response.choices[0].message.content or ""
 
@@ -292,7 +214,7 @@ class LiteLLMModel:
             kwargs["extra_body"] = {"tools": tools}
         elif tools:
             kwargs["tools"] = tools
-        _last.response = None
+        last_http.response = None
         try:
             response = litellm.completion(
                 messages=wire_messages(system, messages, provider_id=self.provider_id),
@@ -301,10 +223,10 @@ class LiteLLMModel:
                 **kwargs,
             )
         except Exception as exc:
-            _close(_last.response)  # an error response LiteLLM raised on: give its connection back
+            _close(last_http.response)  # an error response LiteLLM raised on: give its connection back
             raise self._error(exc) from exc
         finally:
-            http, _last.response = _last.response, None
+            http, last_http.response = last_http.response, None
         if http is None:  # not sent on our client: the OpenAI SDK's Stream still holds its response
             http = getattr(getattr(response, "completion_stream", None), "response", None)
         if self._api_base is not None and _is_stream_of(http):
