@@ -5,6 +5,7 @@ import pytest
 from hangar.projects.models import Project
 
 
+@pytest.mark.docker  # the detail asks the Docker engine how it is (tests/tiers.py)
 def test_health_detail_needs_a_signed_in_user_and_reports_each_dependency_and_sandbox_disk(api, alice):
     response = api(alice).get("/api/health")
     assert response.status_code == 200

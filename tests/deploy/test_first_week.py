@@ -50,7 +50,8 @@ from tests.repos.gitserver import GitServer
 from tests.web.chromium import CHROMIUM, FLAGS
 from tests.web.test_phone_width import OVERFLOW
 
-pytestmark = [pytest.mark.django_db, pytest.mark.timeout(900)]
+# browser: two people in Chromium, through no fixture; up.sh, sandboxes and the TUI besides (tests/tiers.py).
+pytestmark = [pytest.mark.django_db, pytest.mark.timeout(900), pytest.mark.browser]
 
 DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}

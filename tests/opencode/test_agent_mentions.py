@@ -40,6 +40,7 @@ def test_an_agent_mention_becomes_the_agent_part_and_opencodes_task_instruction(
     assert [p["type"] for p in messages[0]["parts"]] == ["text", "agent", "text"]
 
 
+@pytest.mark.docker  # the agents a mention may name are read from the workspace, in the sandbox (tests/tiers.py)
 def test_a_primary_unknown_or_denied_agent_is_a_400(oc, alice, alices_session):
     url = f"{base_url(alice)}/session/{alices_session.pk}/prompt_async"
     for name, words in (("build", "unknown subagent 'build'"), ("wizard", "unknown subagent 'wizard'")):

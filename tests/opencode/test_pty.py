@@ -88,6 +88,7 @@ def test_a_pty_is_its_creators_and_another_org_cannot_reach_it(oc, alice, bob, c
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.asyncio
+@pytest.mark.docker  # the socket runs a shell in the sandbox (tests/tiers.py)
 async def test_a_client_types_into_the_pty_socket_and_another_cannot_connect(oc, alice, charlie, session):
     pty = (await sync_to_async(create)(oc, alice, session)).json()
     url = f"{base_url(alice)}/pty/{pty['id']}"

@@ -33,6 +33,7 @@ def test_a_subtask_part_is_stored_in_opencodes_shape(oc, alice, alices_session):
     }
 
 
+@pytest.mark.docker  # the agents a subtask may name are read from the workspace, in the sandbox (tests/tiers.py)
 def test_a_subtask_for_a_primary_or_unknown_agent_is_a_400(oc, alice, alices_session):
     url = f"{base_url(alice)}/session/{alices_session.pk}/prompt_async"
     for agent in ("build", "wizard"):

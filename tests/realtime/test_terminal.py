@@ -43,6 +43,7 @@ async def test_a_viewer_cannot_open_a_terminal(dave, alices_session):  # noqa: F
     assert await refused(f"/ws/sessions/{alices_session.pk}/terminal/", token=dave.token) == 4403
 
 
+@pytest.mark.docker  # the terminal is a shell in the sandbox (tests/tiers.py)
 async def test_alice_types_in_the_sandbox_shell_and_sees_the_output(alice, alices_session):
     comm = communicator(f"/ws/sessions/{alices_session.pk}/terminal/?cols=100&rows=30", token=alice.token)
     connected, _ = await comm.connect(timeout=60)
@@ -58,6 +59,7 @@ async def test_alice_types_in_the_sandbox_shell_and_sees_the_output(alice, alice
     ).aexists()
 
 
+@pytest.mark.docker  # the terminal is a shell in the sandbox (tests/tiers.py)
 async def test_removing_a_member_closes_their_terminal_within_the_recheck(
     alice, bob, alices_session, monkeypatch
 ):
