@@ -239,3 +239,16 @@ def test_the_sweep_ends_the_busy_sessions_and_tasks_on_a_lost_host_only(alice):
     assert (untouched.status, untouched.lease_owner) == ("busy", "live-worker:2:def")
     assert Session.objects.get(pk=idle_on_gone.pk).status == "idle"
     assert sweep() == {"lost": [], "ended": []}  # nothing is ended twice
+
+
+def test_a_draining_host_hibernates_idle_and_orphaned_sandboxes_never_busy_ones(alice):
+    """A live sandbox whose session is gone (deleted, or another database's) is no one's work: it must not
+    hold a draining host from `drained` for ever (seen in CI: an earlier test's sandbox on the same root)."""
+    from hangar.conversations.host_selectors import sessions_not_busy
+
+    make = lambda: session_create(actor=alice.actor, project=alice.project, model={})  # noqa: E731
+    idle, busy, leased = make(), make(), make()
+    Session.objects.filter(pk=busy.pk).update(status="busy")
+    Session.objects.filter(pk=leased.pk).update(lease_owner="worker:1:abc")
+    orphan = "ses_gone_from_this_database"
+    assert sessions_not_busy([idle.pk, busy.pk, leased.pk, orphan]) == [idle.pk, orphan]

@@ -66,6 +66,20 @@ class Tui:
             time.sleep(0.25)
         raise AssertionError(f"the TUI never showed {texts}:\n{self.screen()}")
 
+    def settle(self, quiet_s: float = 1.0, timeout: float = 15) -> str:
+        """The screen once it stopped changing for `quiet_s` (a list still filtering, say): what a person
+        sees before they press a key. Bounded: a screen that keeps changing (a spinner) is returned as is."""
+        deadline = time.monotonic() + timeout
+        screen, since = self.screen(), time.monotonic()
+        while time.monotonic() < deadline:
+            time.sleep(0.25)
+            now = self.screen()
+            if now != screen:
+                screen, since = now, time.monotonic()
+            elif time.monotonic() - since >= quiet_s:
+                break
+        return screen
+
     def type(self, text: str) -> None:
         subprocess.run([*self.tmux, "send-keys", "-t", self.name, text, "Enter"], check=True)
 

@@ -4,6 +4,7 @@ sweep and a draining host. Not actor-scoped: no tenant reads hosts; the engine a
 from __future__ import annotations
 
 from django.db import connection
+from django.db.models import Q
 
 from hangar.conversations.models import HostState, SandboxHost, Session
 
@@ -39,9 +40,12 @@ def busy_sessions_on_lost_hosts() -> list[str]:
 
 
 def sessions_not_busy(among: list[str]) -> list[str]:
-    """Which of `among` (sessions with a live sandbox on a draining host) are neither busy nor running."""
-    return list(
-        Session.objects.filter(pk__in=among, lease_owner="")
-        .exclude(status="busy")
+    """Which of `among` (sessions with a live sandbox on a draining host) are neither busy nor running. A
+    sandbox whose session is gone (deleted, or never this database's) is no one's work: not busy either,
+    or it would hold the host from `drained` for ever."""
+    busy = set(
+        Session.objects.filter(pk__in=among)
+        .filter(Q(status="busy") | ~Q(lease_owner=""))
         .values_list("pk", flat=True)
     )
+    return [session_id for session_id in among if session_id not in busy]
