@@ -3,6 +3,7 @@ on a queue of their own, pointed at pytest's test database, the real Docker sand
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -119,12 +120,18 @@ class Worker:
             cmd += ["-B", "--schedule", f"/tmp/{QUEUE}-{uuid.uuid4().hex[:4]}-beat"]
         # Held open for the worker's life (its stdout), closed in kill().
         self.log = open(f"/tmp/{QUEUE}-worker-{uuid.uuid4().hex[:4]}.log", "w")  # noqa: SIM115
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+        # A process group of its own: a kill reaches the embedded beat's child too (-B), as a supervisor's
+        # kill of the worker's container would. Killed alone, that child lived on after the test.
+        self.proc = subprocess.Popen(
+            cmd, cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True
+        )
 
     def kill(self, sig=signal.SIGKILL) -> None:
         if self.proc.poll() is None:
-            self.proc.send_signal(sig)
+            os.killpg(self.proc.pid, sig)
             self.proc.wait(timeout=30)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)  # whatever of the group outlived the worker
 
     def stop(self) -> None:
         self.kill(signal.SIGTERM if self.proc.poll() is None else signal.SIGKILL)
