@@ -13,8 +13,6 @@ from hangar.conversations.services import message_create, session_create
 from hangar.conversations.share_services import session_share
 from tests.api.schema_check import assert_conforms
 from tests.console import idp as idp_mod
-from tests.console.dns_server import LocalDns
-from tests.oidc_idp.hostile import HostileIdp, discovery_with
 
 pytestmark = pytest.mark.django_db
 
@@ -45,21 +43,6 @@ def test_audit_retention_conforms(api, alice):
     days = assert_conforms(client.get(f"{ORG}/audit/retention"), "audit_retention_get")["days"]
     changed = client.put(f"{ORG}/audit/retention", {"days": days + 1}, format="json")
     assert assert_conforms(changed, "audit_retention_set") == {"days": days + 1}
-
-
-@pytest.fixture
-def provider_server():
-    server = HostileIdp(discovery_with())
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def dns(settings):
-    server = LocalDns()
-    settings.HANGAR_SSO_DNS_NAMESERVERS = [server.address]
-    yield server
-    server.stop()
 
 
 def test_sso_conforms_without_a_provider_then_with_unproven_and_proven_domains(

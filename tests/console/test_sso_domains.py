@@ -10,28 +10,11 @@ from django.core.management import call_command
 from hangar.accounts.models import Invitation, Membership
 from hangar.audit.models import AuditEvent
 from tests.console import idp as idp_mod
-from tests.console.dns_server import LocalDns
-from tests.oidc_idp.hostile import HostileIdp, discovery_with
 
 pytestmark = pytest.mark.django_db
 
 SSO = "/api/orgs/{org}/sso"
 START = "/api/auth/sso/start"
-
-
-@pytest.fixture
-def provider_server():
-    server = HostileIdp(discovery_with())
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def dns(settings):
-    server = LocalDns()
-    settings.HANGAR_SSO_DNS_NAMESERVERS = [server.address]
-    yield server
-    server.stop()
 
 
 def claim(api, persona, issuer, domains, org):

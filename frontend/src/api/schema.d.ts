@@ -4253,8 +4253,22 @@ export interface components {
             rows: components["schemas"]["UsageRowOut"][];
             totals: components["schemas"]["UsageTotalsOut"];
         };
-        /** @description One key of the grouping: its label columns (selectors.LABELS, only the group's own), then the sums. */
+        /** @description One key of the grouping: its label columns (selectors.LABELS, only the group's own), and its sums. */
         UsageRowOut: {
+            calls: number;
+            errors: number;
+            /**
+             * Format: double
+             * @description US dollars
+             */
+            cost: number;
+            input_tokens: number;
+            output_tokens: number;
+            reasoning_tokens: number;
+            cache_read_tokens: number;
+            cache_write_tokens: number;
+            /** @description calls whose tokens Hangar estimated */
+            estimated_calls: number;
             /**
              * Format: date
              * @description group_by day
@@ -4272,20 +4286,6 @@ export interface components {
             provider?: string;
             /** @description group_by model */
             model?: string;
-            calls: number;
-            errors: number;
-            /**
-             * Format: double
-             * @description US dollars
-             */
-            cost: number;
-            input_tokens: number;
-            output_tokens: number;
-            reasoning_tokens: number;
-            cache_read_tokens: number;
-            cache_write_tokens: number;
-            /** @description calls whose tokens Hangar estimated */
-            estimated_calls: number;
         };
         UsageTotalsOut: {
             calls: number;
@@ -4300,6 +4300,7 @@ export interface components {
             reasoning_tokens: number;
             cache_read_tokens: number;
             cache_write_tokens: number;
+            /** @description calls whose tokens Hangar estimated */
             estimated_calls: number;
         };
         /**

@@ -80,18 +80,7 @@ USAGE_PARAMS = [
 ]
 
 
-class UsageRowOut(serializers.Serializer):
-    """One key of the grouping: its label columns (selectors.LABELS, only the group's own), then the sums."""
-
-    day = serializers.DateField(required=False, help_text="group_by day")
-    user_id = serializers.IntegerField(
-        required=False, allow_null=True, help_text="group_by member; null: no person (an integration's run)"
-    )
-    member = serializers.CharField(required=False, allow_blank=True, help_text="group_by member: email")
-    project_id = serializers.IntegerField(required=False, allow_null=True, help_text="group_by project")
-    project = serializers.CharField(required=False, allow_blank=True, help_text="group_by project: slug")
-    provider = serializers.CharField(required=False, allow_blank=True, help_text="group_by model")
-    model = serializers.CharField(required=False, allow_blank=True, help_text="group_by model")
+class UsageTotalsOut(serializers.Serializer):
     calls = serializers.IntegerField()
     # DRF's metaclass moves declared fields off the class, so it never shadows Serializer.errors at run
     # time; the stubs see the class attribute.
@@ -105,16 +94,18 @@ class UsageRowOut(serializers.Serializer):
     estimated_calls = serializers.IntegerField(help_text="calls whose tokens Hangar estimated")
 
 
-class UsageTotalsOut(serializers.Serializer):
-    calls = serializers.IntegerField()
-    errors = serializers.IntegerField()  # type: ignore[assignment]  # as UsageRowOut.errors
-    cost = serializers.FloatField(help_text="US dollars")
-    input_tokens = serializers.IntegerField()
-    output_tokens = serializers.IntegerField()
-    reasoning_tokens = serializers.IntegerField()
-    cache_read_tokens = serializers.IntegerField()
-    cache_write_tokens = serializers.IntegerField()
-    estimated_calls = serializers.IntegerField()
+class UsageRowOut(UsageTotalsOut):
+    """One key of the grouping: its label columns (selectors.LABELS, only the group's own), and its sums."""
+
+    day = serializers.DateField(required=False, help_text="group_by day")
+    user_id = serializers.IntegerField(
+        required=False, allow_null=True, help_text="group_by member; null: no person (an integration's run)"
+    )
+    member = serializers.CharField(required=False, allow_blank=True, help_text="group_by member: email")
+    project_id = serializers.IntegerField(required=False, allow_null=True, help_text="group_by project")
+    project = serializers.CharField(required=False, allow_blank=True, help_text="group_by project: slug")
+    provider = serializers.CharField(required=False, allow_blank=True, help_text="group_by model")
+    model = serializers.CharField(required=False, allow_blank=True, help_text="group_by model")
 
 
 class UsageReportOut(serializers.Serializer):
