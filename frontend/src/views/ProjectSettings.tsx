@@ -7,17 +7,16 @@ import {
   api,
   get,
   projectPath,
-  type CachedEnvironment,
   type Credential,
-  type EnvVar,
   type Me,
   type Member,
   type Project,
-  type SecretScope,
 } from "../api/client";
 import { Link, navigate } from "../router";
 import { RepositoryForm } from "./console/Repositories";
 import { McpServers } from "./McpServers";
+import { Environments } from "./ProjectEnvironments";
+import { EnvVars } from "./ProjectEnvVars";
 import { AgentsEditor, HostsEditor, RulesEditor, type AgentFields, type Rule } from "./editors";
 
 export function ProjectSettings({ org, project, me }: { org: string; project: number; me: Me }) {
@@ -323,188 +322,6 @@ function Agents({ org, project, onSaved }: { org: string; project: Project; onSa
       <p className="muted small">Agents a prompt can name and the task tool can start (OpenCode's <code>agent</code> config).</p>
       <AgentsEditor label="Project agents" agents={agents} onChange={setAgents} onInvalid={setInvalid} />
     </Section>
-  );
-}
-
-function EnvVars({ org, project, admin }: { org: string; project: Project; admin: boolean }) {
-  const base = `${projectPath(org, project.id)}env/`;
-  const [vars, setVars] = useState<EnvVar[] | null>(null);
-  const [form, setForm] = useState({ name: "", value: "", secret: true });
-  const [editing, setEditing] = useState("");
-  const [error, setError] = useState("");
-  const load = () => get<EnvVar[]>(base).then(setVars).catch((e) => setError((e as Error).message));
-  useEffect(() => {
-    void load();
-  }, [base]);
-  const set = async (e: React.FormEvent) => {
-    e.preventDefault();
-    setError("");
-    try {
-      await api("PUT", `${base}${encodeURIComponent(form.name)}`, { value: form.value, secret: form.secret });
-      setForm({ name: "", value: "", secret: true });
-      void load();
-    } catch (err) {
-      setError((err as Error).message);
-    }
-  };
-  const remove = (name: string) =>
-    api("DELETE", `${base}${encodeURIComponent(name)}`).then(load).catch((e) => setError((e as Error).message));
-  return (
-    <section className="card" aria-labelledby="env-h">
-      <h2 id="env-h">Environment variables</h2>
-      <p className="muted small">
-        A plain variable is set in the sandbox's env, for every command. A secret is write-only and reaches only the processes its scope names, in
-        their own env: the setup script, commands matching a pattern (every command of the line must match, e.g.{" "}
-        <code>npm publish *</code>), or an MCP server. Its value is masked (***) in all output.
-      </p>
-      {vars?.length === 0 && <p className="muted">No variables.</p>}
-      {!!vars?.length && (
-        <div className="tablewrap" tabIndex={0}>
-          <table aria-label="Environment variables">
-            <thead><tr><th>Name</th><th>Value</th><th>Scope</th>{admin && <th><span className="sr-only">Actions</span></th>}</tr></thead>
-            <tbody>
-              {vars.map((v) => (
-                <tr key={v.name}>
-                  <td className="mono">{v.name}</td>
-                  <td className="mono small">{v.secret ? <span className="badge">secret</span> : v.value}</td>
-                  <td className="small">{v.secret ? scopeText(v.scope) : <span className="muted">every command</span>}</td>
-                  {admin && (
-                    <td className="actions">
-                      {v.secret && <button type="button" className="ghost" onClick={() => setEditing(v.name)}>Scope</button>}
-                      <button type="button" className="ghost danger" onClick={() => remove(v.name)}>Delete</button>
-                    </td>
-                  )}
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
-      {admin && editing && vars?.some((v) => v.name === editing) && (
-        <ScopeForm
-          key={editing}
-          url={`${base}${encodeURIComponent(editing)}/scope`}
-          name={editing}
-          scope={vars.find((v) => v.name === editing)!.scope}
-          onDone={() => {
-            setEditing("");
-            void load();
-          }}
-        />
-      )}
-      {admin && (
-        <form className="inline" onSubmit={set} aria-label="Set a variable">
-          <label>Name<input value={form.name} onChange={(e) => setForm({ ...form, name: e.target.value })} required className="mono" spellCheck={false} /></label>
-          <label className="grow">Value<input value={form.value} onChange={(e) => setForm({ ...form, value: e.target.value })} type={form.secret ? "password" : "text"} autoComplete="off" /></label>
-          <label className="check"><input type="checkbox" checked={form.secret} onChange={(e) => setForm({ ...form, secret: e.target.checked })} /> Secret</label>
-          <button type="submit">Set variable</button>
-        </form>
-      )}
-      {error && <p className="error" role="alert">{error}</p>}
-    </section>
-  );
-}
-
-function scopeText(scope: SecretScope): string {
-  const parts = [
-    ...(scope.setup ? ["setup script"] : []),
-    ...scope.commands.map((c) => `\`${c}\``),
-    ...scope.mcp.map((m) => `MCP ${m}`),
-  ];
-  return parts.length ? parts.join(", ") : "nothing (unused)";
-}
-
-// A secret's scope: the setup script, command patterns (one a line), MCP servers (comma-separated).
-function ScopeForm(props: { url: string; name: string; scope: SecretScope; onDone: () => void }) {
-  const [setup, setSetup] = useState(props.scope.setup);
-  const [commands, setCommands] = useState(props.scope.commands.join("\n"));
-  const [mcp, setMcp] = useState(props.scope.mcp.join(", "));
-  const [error, setError] = useState("");
-  const save = async (e: React.FormEvent) => {
-    e.preventDefault();
-    setError("");
-    const scope = {
-      setup,
-      commands: commands.split("\n").map((c) => c.trim()).filter(Boolean),
-      mcp: mcp.split(",").map((m) => m.trim()).filter(Boolean),
-    };
-    try {
-      await api("PUT", props.url, { scope });
-      props.onDone();
-    } catch (err) {
-      setError((err as Error).message);
-    }
-  };
-  return (
-    <form className="form scopeform" onSubmit={save} aria-label={`Scope of ${props.name}`}>
-      <h3>Scope of <span className="mono">{props.name}</span></h3>
-      <label className="check"><input type="checkbox" checked={setup} onChange={(e) => setSetup(e.target.checked)} /> The setup script</label>
-      <label>Commands (one bash pattern a line)
-        <textarea value={commands} onChange={(e) => setCommands(e.target.value)} rows={3} className="mono" spellCheck={false} />
-      </label>
-      <label>MCP servers (comma-separated)
-        <input value={mcp} onChange={(e) => setMcp(e.target.value)} className="mono" spellCheck={false} />
-      </label>
-      <div className="row">
-        <button type="submit">Save scope</button>
-        <button type="button" className="ghost" onClick={props.onDone}>Cancel</button>
-      </div>
-      {error && <p className="error" role="alert">{error}</p>}
-    </form>
-  );
-}
-
-function size(bytes: number): string {
-  if (bytes >= 1024 * 1024 * 1024) return `${(bytes / 1024 ** 3).toFixed(1)} GB`;
-  if (bytes >= 1024 * 1024) return `${(bytes / 1024 ** 2).toFixed(1)} MB`;
-  return `${Math.max(1, Math.round(bytes / 1024))} KB`;
-}
-
-// What the setup script left, kept per commit, script, image and env; the next session starts from it.
-function Environments({ org, project, admin }: { org: string; project: Project; admin: boolean }) {
-  const base = `${projectPath(org, project.id)}environments/`;
-  const [envs, setEnvs] = useState<CachedEnvironment[] | null>(null);
-  const [error, setError] = useState("");
-  const load = () => get<CachedEnvironment[]>(base).then(setEnvs).catch((e) => setError((e as Error).message));
-  useEffect(() => {
-    void load();
-  }, [base]);
-  const remove = (key: string) =>
-    api("DELETE", `${base}${key}`).then(load).catch((e) => setError((e as Error).message));
-  const total = (envs ?? []).reduce((sum, e) => sum + e.bytes, 0);
-  return (
-    <section className="card" aria-labelledby="envs-h">
-      <h2 id="envs-h">Cached environments</h2>
-      <p className="muted small">
-        What the setup script left in the workspace, kept per repository commit, script, image and env: the next session
-        on the same commit starts from it without running the script. Unused ones are pruned, least recently used first.
-      </p>
-      {envs?.length === 0 && <p className="muted">None yet: the next session that runs the setup script keeps one.</p>}
-      {!!envs?.length && (
-        <div className="tablewrap" tabIndex={0}>
-          <table aria-label="Cached environments">
-            <thead>
-              <tr><th>Commit</th><th>Script</th><th>Image</th><th>Size</th><th>Files</th><th>Last used</th>{admin && <th><span className="sr-only">Actions</span></th>}</tr>
-            </thead>
-            <tbody>
-              {envs.map((e) => (
-                <tr key={e.key}>
-                  <td className="mono small">{e.commit ? e.commit.slice(0, 10) : "no repository"}</td>
-                  <td className="mono small">{e.script}</td>
-                  <td className="mono small">{e.image}</td>
-                  <td>{size(e.bytes)}</td>
-                  <td>{e.files}</td>
-                  <td className="small">{new Date(e.last_used * 1000).toLocaleString()}</td>
-                  {admin && <td><button type="button" className="ghost danger" onClick={() => remove(e.key)} aria-label={`Remove the environment of ${e.commit.slice(0, 10) || "the setup script"}`}>Remove</button></td>}
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
-      {!!envs?.length && <p className="small" role="status">{envs.length} kept, {size(total)} in all.</p>}
-      {error && <p className="error" role="alert">{error}</p>}
-    </section>
   );
 }
 
