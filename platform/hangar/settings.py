@@ -220,7 +220,10 @@ SPECTACULAR_SETTINGS = {
 # Celery. Long agent runs are owned by a Postgres lease + heartbeat (see hangar.engine.run.leases), not by
 # acks_late: with the Redis broker a task outliving visibility_timeout is re-delivered concurrently.
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", REDIS_URL)
-CELERY_RESULT_BACKEND = None
+# Results are ignored, but for the host queues' tasks an engine worker awaits (hangar.engine.workspace.remote):
+# they come back through Redis, are read once and deleted (forget), and expire regardless.
+CELERY_RESULT_BACKEND = REDIS_URL
+CELERY_RESULT_EXPIRES = 3600
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = False
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
@@ -229,7 +232,8 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # 100 burst sessions started ~10 s late). A worker takes a task only when it has a free thread.
 CELERY_WORKER_DISABLE_PREFETCH = True
 CELERY_TASK_ALWAYS_EAGER = flag("CELERY_TASK_ALWAYS_EAGER")
-CELERY_IMPORTS = ("hangar.engine.workspace_tasks",)  # not a tasks.py: autodiscovery would not find it
+# Not tasks.py modules: autodiscovery would not find them.
+CELERY_IMPORTS = ("hangar.engine.workspace_tasks", "hangar.engine.workspace.host_tasks")
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
@@ -329,6 +333,11 @@ HANGAR_SANDBOX_HOST = (os.environ.get("HANGAR_SANDBOX_HOST", "") or socket.getho
 HANGAR_SANDBOX_HOST_LABELS = csv("HANGAR_SANDBOX_HOST_LABELS")
 HANGAR_HOST_HEARTBEAT_S = float(os.environ.get("HANGAR_HOST_HEARTBEAT_S", "10"))
 HANGAR_HOST_LOST_AFTER_S = float(os.environ.get("HANGAR_HOST_LOST_AFTER_S", "30"))
+# An engine worker that holds no Docker socket (hangar.engine.workspace.remote, docs/scale-out.md): its
+# sandboxes are made, claimed, resumed and prepared by the host services (Celery queue host.<name>) and
+# reached over the agent channel; how long it waits on a host's answer before the turn fails.
+HANGAR_SANDBOX_REMOTE = flag("HANGAR_SANDBOX_REMOTE")
+HANGAR_HOST_TASK_TIMEOUT_S = float(os.environ.get("HANGAR_HOST_TASK_TIMEOUT_S", "900"))
 # Workspace downloads and diffs (hangar.engine.repo_ops): an archive's and a diff's cap, archives at once.
 HANGAR_WORKSPACE_ARCHIVE_MAX_BYTES = int(
     os.environ.get("HANGAR_WORKSPACE_ARCHIVE_MAX_BYTES", str(512 * 2**20))

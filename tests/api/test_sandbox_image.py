@@ -3,7 +3,7 @@
 list existed is never used."""
 
 from hangar.conversations.models import Session
-from hangar.engine.workspace.sandboxes import spec_for
+from hangar.engine.workspace.specs import spec_for
 from hangar.projects.models import Project
 
 

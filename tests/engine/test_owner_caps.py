@@ -88,7 +88,7 @@ def test_one_owners_orgs_share_one_live_sandbox_cap(
 
 
 def spec_of(session):
-    from hangar.engine.workspace.sandboxes import spec_for
+    from hangar.engine.workspace.specs import spec_for
 
     return spec_for(Session.objects.select_related("org", "project").get(pk=session.pk))
 

@@ -49,3 +49,9 @@ def sessions_not_busy(among: list[str]) -> list[str]:
         .values_list("pk", flat=True)
     )
     return [session_id for session_id in among if session_id not in busy]
+
+
+def session_host_name(session_id: str) -> str | None:
+    """The host holding the session's workspace, as the database says now (None: none yet)."""
+    name: str | None = Session.objects.filter(pk=session_id).values_list("sandbox_host_id", flat=True).first()
+    return name

@@ -45,12 +45,16 @@ def warm_up_worker(**_kwargs: object) -> None:
 
 @worker_ready.connect
 def register_sandbox_host(**_kwargs: object) -> None:
-    """The worker owns this host's sandbox root: it registers the host and heart-beats for it
-    (hangar.engine.workspace.host_service)."""
+    """A worker with Docker owns this host's sandbox root: it registers the host and heart-beats for it
+    (hangar.engine.workspace.host_service). An engine worker without Docker (HANGAR_SANDBOX_REMOTE) is no
+    host: the host services it sends sandbox work to register themselves."""
+    from django.conf import settings
+
     from hangar.engine.workspace.host_service import start_heartbeat
     from hangar.engine.workspace.sandboxes import manager_without_pool
 
-    start_heartbeat(manager_without_pool)
+    if not settings.HANGAR_SANDBOX_REMOTE:
+        start_heartbeat(manager_without_pool)
 
 
 @shared_task(name="hangar.engine.sandbox_hosts_sweep", ignore_result=True)
@@ -92,16 +96,32 @@ def recover_expired_runs() -> int:
 
 @shared_task(name="hangar.engine.reap_sandboxes", ignore_result=True)
 def reap_sandboxes() -> dict[str, Any]:
+    from django.conf import settings
+
     from hangar.engine.workspace.reaping import reap
 
+    if settings.HANGAR_SANDBOX_REMOTE:  # no Docker here: each host sweeps its own (host_tasks.py)
+        from hangar.engine.workspace.host_names import REAP
+        from hangar.engine.workspace.remote import send_to_hosts
+
+        close_old_connections()
+        return {"sent_to": send_to_hosts(REAP)}
     return reap()
 
 
 @shared_task(name="hangar.engine.sandbox_watermark", ignore_result=True)
 def sandbox_watermark() -> dict[str, Any]:
     """Pause the heaviest writer behind a crossed disk line, unpause when there is room (sandbox.watermark)."""
+    from django.conf import settings
+
     from hangar.engine.workspace.reaping import watermark
 
+    if settings.HANGAR_SANDBOX_REMOTE:
+        from hangar.engine.workspace.host_names import WATERMARK
+        from hangar.engine.workspace.remote import send_to_hosts
+
+        close_old_connections()
+        return {"sent_to": send_to_hosts(WATERMARK)}
     return watermark()
 
 

@@ -57,7 +57,7 @@ def _may_drive(user, token, session) -> bool:
 
 @database_sync_to_async
 def _spec_and_audit(user, token, session):
-    from hangar.engine.workspace.sandboxes import spec_for
+    from hangar.engine.workspace.specs import spec_for
 
     with transaction.atomic():
         audit_record(

@@ -1,7 +1,10 @@
 """The session's sandbox, from the sandbox library's Docker driver: get-or-create by session id with
 the project's limits and only the project's sandbox-safe env vars (secrets never enter a sandbox).
 
-`sandbox_factory` is the seam for tests that run the loop without Docker."""
+A worker with Docker does it itself (`docker_sandbox`); an engine worker without Docker
+(HANGAR_SANDBOX_REMOTE=1) asks the session's sandbox host to, over its Celery queue, and talks to the agent
+over the TCP channel (hangar.engine.workspace.remote). `sandbox_factory` is the seam for tests that run the
+loop without Docker."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from typing import TYPE_CHECKING
 from django.conf import settings
 
 from hangar.engine.session.dbconn import release_connection
+from hangar.engine.workspace.specs import spec_for
 from hangar.logging import get_logger
 from sandbox.protocol import Sandbox, SandboxSpec
 
@@ -75,33 +79,9 @@ def manager() -> DockerSandboxes:
     return _manager
 
 
-def spec_for(session: Session) -> SandboxSpec:
-    from hangar.accounts.selectors import owners_orgs
-    from hangar.projects.env import env_for_sandbox
-    from hangar.projects.models import NetworkPolicy
-    from hangar.projects.validation import sandbox_image_allowed
-
-    project = session.project
-    # An image saved before the operator's list (or taken off it since) is not run: the platform's is.
-    image = project.sandbox_image if sandbox_image_allowed(project.sandbox_image) else ""
-    return SandboxSpec(
-        session_id=session.pk,
-        org_id=str(session.org_id),
-        project_id=str(project.pk),
-        image=image or None,
-        cpus=project.sandbox_cpus,
-        memory_mb=project.sandbox_memory_mb,
-        pids=project.sandbox_pids,
-        disk_mb=project.sandbox_disk_mb,
-        command_timeout_s=project.command_timeout_s,
-        network="allowlist" if project.network_policy == NetworkPolicy.ALLOWLIST else "none",
-        allowlist=list(project.network_allowlist or []),
-        env=env_for_sandbox(project),
-        disk_groups=[[str(o) for o in orgs] for orgs in owners_orgs(session.org_id).values()],
-    )
-
-
-def _docker_sandbox(session: Session, sandboxes: DockerSandboxes | None = None) -> Sandbox:
+def docker_sandbox(session: Session, sandboxes: DockerSandboxes | None = None) -> DockerSandbox:
+    """The session's sandbox made ready by this process, which holds the host's Docker socket: a worker on
+    one host, or a host service acquiring it for a worker without Docker (engine/workspace/host_tasks.py)."""
     from hangar.engine.workspace.hosts import place_here, record_placed
     from hangar.engine.workspace.prepare import mirror_prefetch, workspace_ensure
     from hangar.engine.workspace.sandbox_share import make_room
@@ -168,15 +148,26 @@ def sandbox_refresh(session: Session, box: Sandbox) -> None:
         _bring_to(box, spec_for(session))
 
 
-sandbox_factory: Callable[[Session], Sandbox] = _docker_sandbox
+def _remote_sandbox(session: Session) -> Sandbox:
+    from hangar.engine.workspace.remote import remote_sandbox
+
+    return remote_sandbox(session)
+
+
+_docker_sandbox: Callable[[Session], Sandbox] = docker_sandbox
+sandbox_factory: Callable[[Session], Sandbox] = (
+    _remote_sandbox if settings.HANGAR_SANDBOX_REMOTE else _docker_sandbox
+)
 
 
 def egress_refused(box: Sandbox, since: float) -> list[str]:
     """The destinations the sandbox's egress proxy refused since `since` (unix seconds); [] for a
     sandbox that has none (network "none", or not a Docker sandbox)."""
     from sandbox.docker_backend import DockerSandbox
+    from sandbox.manager import DockerSandboxes
 
-    if not isinstance(box, DockerSandbox):
+    # Asked of this process's Docker engine only for a box it made (a remote box's proxy is on its host).
+    if not isinstance(box, DockerSandbox) or not isinstance(box.manager, DockerSandboxes):
         return []
     return manager().egress_denials(box.session_id, since)
 
@@ -214,7 +205,7 @@ def sandbox_for_request(session: Session) -> Sandbox:
     """`sandbox_for` for work a web request does itself (revert, fork): the same sandbox, prepared the same
     way and within the org's cap, but never a warm pool started in the web process."""
     if sandbox_factory is _docker_sandbox:
-        return _docker_sandbox(session, _plain())
+        return docker_sandbox(session, _plain())
     return sandbox_factory(session)
 
 

@@ -1,0 +1,13 @@
+"""The host queues' names and their tasks' names (host_tasks.py), for whoever sends them without importing
+the tasks (hangar.engine.workspace.remote, beat's sweeps in hangar.engine.tasks)."""
+
+ACQUIRE = "hangar.host.sandbox_acquire"
+HIBERNATE = "hangar.host.sandbox_hibernate"
+DESTROY = "hangar.host.sandbox_destroy"
+REAP = "hangar.host.reap_sandboxes"
+WATERMARK = "hangar.host.sandbox_watermark"
+
+
+def host_queue(name: str) -> str:
+    """The Celery queue of sandbox host `name`'s service."""
+    return f"host.{name}"

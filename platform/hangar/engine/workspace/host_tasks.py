@@ -1,0 +1,127 @@
+"""The host service's Celery tasks: what only the machine holding a sandbox's Docker engine and sandbox root
+can do, sent by engine workers that hold neither (hangar.engine.workspace.remote) to that host's queue,
+`host.<name>` (name: HANGAR_SANDBOX_HOST). A host service is a worker consuming it:
+
+    celery -A hangar worker --pool threads -Q host.$HANGAR_SANDBOX_HOST   (deploy/run-host.sh)
+
+with the Docker socket, the sandbox root and HANGAR_AGENT_TRANSPORT=tcp. It registers and heart-beats for
+its host as every worker with Docker does (hangar.engine.workspace.host_service).
+
+- acquire: the session's sandbox made ready, as a worker with Docker makes it (placement's check on this
+  host, the org's cap on live sandboxes, create / claim from the warm pool / resume, the live policy, the
+  repository and setup script: hangar.engine.workspace.sandboxes.docker_sandbox); answers where the
+  agent listens and its channel secret, sealed to the asking process (hangar.engine.workspace.sealing);
+- hibernate, destroy: as DockerSandboxes does them;
+- reap, watermark: beat's periodic sweeps, sent to every host by an engine worker without Docker.
+
+A failure is an answer ({"error", "kind"}), not a raised exception: the engine re-raises it as the error
+the turn shows, of the same kind it would have been on one host.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery import shared_task
+from django.db import connection
+
+from hangar.engine.workspace.host_names import ACQUIRE, DESTROY, HIBERNATE, REAP, WATERMARK
+from hangar.logging import get_logger
+
+log = get_logger(__name__)
+
+
+def _failure(exc: BaseException) -> dict[str, Any]:
+    from hangar.engine.workspace.host_service import host_name
+    from hangar.engine.workspace.prepare import WorkspaceError
+    from sandbox.protocol import SandboxError, SandboxUnavailable
+
+    if isinstance(exc, WorkspaceError):
+        return {"error": str(exc), "kind": "workspace"}
+    if isinstance(exc, SandboxUnavailable):
+        return {"error": str(exc), "kind": "unavailable"}
+    if isinstance(exc, SandboxError):
+        return {"error": str(exc), "kind": "error"}
+    log.exception("host_task_failed", host=host_name())
+    return {"error": f"sandbox host {host_name()} failed: {type(exc).__name__}: {exc}", "kind": "unavailable"}
+
+
+@shared_task(name=ACQUIRE, ignore_result=False)
+def sandbox_acquire(session_id: str, reply_key: str) -> dict[str, Any]:
+    """The session's sandbox, ready for its next tool call: {host, address, port, secret (sealed)}."""
+    from hangar.conversations.loop_selectors import session_for_run
+    from hangar.conversations.models import Session
+    from hangar.engine.workspace.host_service import host_name
+    from hangar.engine.workspace.sandboxes import docker_sandbox
+    from hangar.engine.workspace.sealing import seal
+    from sandbox import channel, registry, volumes
+
+    try:
+        if not channel.enabled():
+            return {
+                "error": f"sandbox host {host_name()} does not serve the agent channel"
+                f" ({channel.SETTING}=tcp), so no worker without Docker can reach its sandboxes",
+                "kind": "unavailable",
+            }
+        try:
+            session = session_for_run(session_id)
+        except Session.DoesNotExist:
+            return {"error": f"session {session_id} does not exist", "kind": "error"}
+        docker_sandbox(session)
+        endpoint = registry.channel_endpoint(volumes.session_key(session_id))
+        secret = channel.read_secret(endpoint[2]) if endpoint else None
+        if endpoint is None or secret is None:
+            return {
+                "error": f"the sandbox of session {session_id} on host {host_name()} was made before the"
+                " agent channel was on: it is reachable by attach only until it is recreated",
+                "kind": "unavailable",
+            }
+        return {
+            "host": host_name(),
+            "address": endpoint[0],
+            "port": endpoint[1],
+            "secret": seal(secret, reply_key, session_id),
+        }
+    except Exception as exc:
+        return _failure(exc)
+    finally:
+        connection.close()
+
+
+@shared_task(name=HIBERNATE, ignore_result=False)
+def sandbox_hibernate(session_id: str) -> dict[str, Any]:
+    from hangar.engine.workspace.sandboxes import manager
+
+    try:
+        manager().hibernate(session_id)
+        return {"ok": True}
+    except Exception as exc:
+        return _failure(exc)
+
+
+@shared_task(name=DESTROY, ignore_result=False)
+def sandbox_destroy(session_id: str) -> dict[str, Any]:
+    from hangar.engine.workspace.sandboxes import manager
+
+    try:
+        manager().destroy(session_id)
+        return {"ok": True}
+    except Exception as exc:
+        return _failure(exc)
+
+
+@shared_task(name=REAP, ignore_result=True)
+def reap_sandboxes() -> dict[str, Any]:
+    from hangar.engine.workspace.reaping import reap
+
+    try:
+        return reap()
+    finally:
+        connection.close()
+
+
+@shared_task(name=WATERMARK, ignore_result=True)
+def sandbox_watermark() -> dict[str, Any]:
+    from hangar.engine.workspace.reaping import watermark
+
+    return watermark()

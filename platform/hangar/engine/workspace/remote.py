@@ -1,0 +1,178 @@
+"""An engine worker that holds no Docker socket (HANGAR_SANDBOX_REMOTE=1): its sessions' sandboxes live on
+sandbox hosts, whose services do everything that needs Docker or the sandbox root (host_tasks.py), and the
+worker reaches each sandbox's agent over the TCP channel (sandbox/channel_client.py).
+
+Acquiring a session's sandbox (its run's first tool call, or a dropped connection) is one host task:
+- the host: the one holding the session's workspace (`Session.sandbox_host`), else placement's choice
+  among every registered host (hangar.engine.workspace.placement: active, the project's labels, room, the
+  org spread over hosts); a lost host fails at once;
+- the task `hangar.host.sandbox_acquire` on `host.<name>`, awaited at most HANGAR_HOST_TASK_TIMEOUT_S
+  (sent with that expiry, so a host that comes back later does not work for a caller long gone); a host
+  that does not answer is a SandboxUnavailable naming it, and the host's own refusals come back as the
+  same errors a worker with Docker would have raised;
+- its answer: the agent's address and port, and the channel secret sealed to this process
+  (hangar.engine.workspace.sealing), read once and deleted from the result backend.
+The connection is then kept per session in this process, as DockerSandboxes keeps its own: the next run
+of the session in this process pays no host task, and every request to the agent (exec, read, write,
+grep, snapshots) is one round trip on it. When it drops (the host hibernated the sandbox, the agent
+died), the next call acquires again through the host, which resumes or recreates the container.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+
+from hangar.conversations.host_selectors import host_named, hosts_all, session_host_name
+from hangar.conversations.models import HostState
+from hangar.engine.session.dbconn import release_connection
+from hangar.engine.workspace.host_names import ACQUIRE, DESTROY, HIBERNATE, host_queue
+from hangar.engine.workspace.placement import NoHost, place
+from hangar.engine.workspace.sealing import opener
+from hangar.engine.workspace.specs import spec_for
+from hangar.logging import get_logger
+from sandbox import containers
+from sandbox.channel_client import TcpAgentConnection
+from sandbox.connection import AgentConnection
+from sandbox.docker_backend import DockerSandbox
+from sandbox.protocol import SandboxError, SandboxUnavailable
+
+if TYPE_CHECKING:
+    from hangar.conversations.models import Session
+
+log = get_logger(__name__)
+
+_open: dict[str, DockerSandbox] = {}
+_lock = threading.Lock()
+CONNECT_WAIT_S = 10.0  # a container just (re)started: its agent binds in ~0.1 s
+
+
+def remote_sandbox(session: Session) -> DockerSandbox:
+    """The session's sandbox over the agent channel; a host task only when this process has no live
+    connection to it."""
+    with _lock:
+        cached = _open.get(session.pk)
+    if cached is not None and cached._conn is not None and not cached._conn.dead:
+        return cached
+    spec = spec_for(session)  # the limits the calls are bounded by (the host bound the env already)
+    box = DockerSandbox(_REOPENER, spec, containers.session_container_name(session.pk), _acquire(session))
+    with _lock:
+        _open[session.pk] = box
+    return box
+
+
+def _acquire(session: Session) -> AgentConnection:
+    host = host_for(session)
+    answer = call_host(host, ACQUIRE, [session.pk, opener().public_hex])
+    secret = opener().open(answer["secret"], session.pk)
+    conn = TcpAgentConnection.connect(
+        str(answer["address"]), int(answer["port"]), secret, wait_s=CONNECT_WAIT_S
+    )
+    log.info("sandbox_acquired_remote", session=session.pk, host=host)
+    return conn
+
+
+def host_for(session: Session) -> str:
+    """Where the session's sandbox is, or goes: its workspace's host, else placement's choice."""
+    current = session_host_name(session.pk)  # read now: another process may have placed it since
+    if current:
+        host = host_named(current)
+        if host is not None and host.state == HostState.LOST:
+            raise SandboxUnavailable(f"sandbox host {current}, which holds this session's workspace, is lost")
+        return current
+    from hangar.engine.workspace.hosts import asks_of, view_of
+
+    try:
+        return place([view_of(h) for h in hosts_all()], asks_of(session)).name
+    except NoHost as exc:
+        raise SandboxUnavailable(str(exc)) from None
+
+
+def call_host(host: str, task: str, args: list[Any], timeout: float | None = None) -> dict[str, Any]:
+    """Send `task` to `host`'s queue and await its answer; SandboxUnavailable if the host does not answer
+    in time, and a host's refusal as the error it would have been on one host."""
+    from celery.exceptions import TimeoutError as CeleryTimeout
+
+    from hangar.celery import app
+
+    timeout = float(settings.HANGAR_HOST_TASK_TIMEOUT_S if timeout is None else timeout)
+    release_connection()  # minutes of a cold start or a clone hold no pooled DB connection idle
+    result = app.send_task(task, args=args, queue=host_queue(host), expires=timeout, ignore_result=False)
+    try:
+        answer: dict[str, Any] = result.get(timeout=timeout, disable_sync_subtasks=False, propagate=True)
+    except CeleryTimeout:
+        raise SandboxUnavailable(
+            f"sandbox host {host} did not answer within {timeout:g} s (is its host service running?)"
+        ) from None
+    finally:
+        result.forget()
+    if "error" in answer:
+        raise _error_of(answer)
+    return answer
+
+
+def _error_of(answer: dict[str, Any]) -> SandboxError:
+    from hangar.engine.workspace.prepare import WorkspaceError
+
+    message = str(answer["error"])
+    kind = answer.get("kind")
+    if kind == "workspace":
+        return WorkspaceError(message)
+    if kind == "unavailable":
+        return SandboxUnavailable(message)
+    return SandboxError(message)
+
+
+class RemoteReopener:
+    """Reopens a dropped channel through the session's host (which resumes or recreates the sandbox)."""
+
+    def reopen(self, box: DockerSandbox) -> AgentConnection:
+        from hangar.conversations.loop_selectors import session_for_run
+        from hangar.conversations.models import Session
+
+        try:
+            session = session_for_run(box.session_id)
+        except Session.DoesNotExist:
+            raise SandboxUnavailable(f"session {box.session_id} is gone") from None
+        return _acquire(session)
+
+
+_REOPENER = RemoteReopener()
+
+
+def forget(session_id: str) -> None:
+    """Drop this process's connection to the session's sandbox (the sandbox is untouched)."""
+    with _lock:
+        box = _open.pop(session_id, None)
+    if box is not None:
+        box.close()
+
+
+def remote_hibernate(session_id: str) -> None:
+    """Hibernate the session's sandbox on its host (the workspace stays; the next acquire resumes it)."""
+    forget(session_id)
+    host = session_host_name(session_id)
+    if host:
+        call_host(host, HIBERNATE, [session_id])
+
+
+def remote_destroy(session_id: str) -> None:
+    """Destroy the session's sandbox and workspace on its host."""
+    forget(session_id)
+    host = session_host_name(session_id)
+    if host:
+        call_host(host, DESTROY, [session_id])
+
+
+def send_to_hosts(task: str) -> list[str]:
+    """Send a periodic sweep (reap, watermark) to every host that is not lost; the hosts it went to."""
+    from hangar.celery import app
+
+    sent = []
+    for host in hosts_all():
+        if host.state != HostState.LOST:
+            app.send_task(task, queue=host_queue(host.name), ignore_result=True, expires=60)
+            sent.append(host.name)
+    return sent

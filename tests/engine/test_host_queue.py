@@ -1,0 +1,144 @@
+"""An engine worker that holds no Docker socket drives a session whose sandbox a host service made (issue 29,
+docs/scale-out.md "The seam: three roles"): real parts, two Celery workers.
+
+- the host service `h1`: a worker consuming only `host.h1`, with the Docker socket, this run's sandbox root
+  and the TCP agent channel; it registers h1 in the host registry;
+- the engine worker: the engine's queues, HANGAR_SANDBOX_REMOTE=1, DOCKER_HOST pointing at no socket and a
+  sandbox root of its own (empty): whatever it did with Docker or the host's files would fail.
+
+A prompt runs bash then write in the sandbox on h1 (placed there by the engine, acquired through h1's
+queue, every tool call over the channel), the session's diff is served, another org still gets a 404;
+the sandbox is hibernated and destroyed through h1's queue, and a prompt after the hibernate finds its
+files (h1 resumed it when the engine asked again).
+"""
+
+from __future__ import annotations
+
+import docker
+import docker.errors
+import pytest
+
+from hangar.conversations.host_selectors import host_named
+from hangar.conversations.models import Session
+from hangar.engine.services import session_prompt
+from hangar.engine.workspace.host_names import host_queue
+from hangar.engine.workspace.remote import remote_destroy, remote_hibernate
+from sandbox import channel, containers, registry, volumes
+from tests.engine.conftest import text_of, text_prompt, tool_parts, wait_for, wait_idle
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+HOST = "h1"
+NO_DOCKER = "unix:///nonexistent/docker.sock"
+
+
+def call(name, call_id, **arguments):
+    return {"tool_calls": [{"name": name, "id": call_id, "arguments": arguments}]}
+
+
+def _container(session_id: str) -> dict | None:
+    try:
+        return docker.from_env().api.inspect_container(containers.session_container_name(session_id))
+    except docker.errors.NotFound:
+        return None
+
+
+def _environ(pid: int) -> dict[str, str]:
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        pairs = [item.split(b"=", 1) for item in f.read().split(b"\0") if b"=" in item]
+    return {k.decode(): v.decode(errors="replace") for k, v in pairs}
+
+
+def test_an_engine_worker_without_docker_runs_a_session_on_a_host(
+    alice, charlie, api, script, make_session, start_worker, monkeypatch, tmp_path
+):
+    monkeypatch.setenv(channel.SETTING, "tcp")
+    start_worker(
+        env={channel.SETTING: "tcp", "HANGAR_SANDBOX_HOST": HOST, "HANGAR_SANDBOX_POOL": "0"},
+        queues=[host_queue(HOST)],
+        concurrency=4,
+    )
+    engine_root = tmp_path / "engine-root"
+    engine = start_worker(
+        env={
+            channel.SETTING: "tcp",
+            "HANGAR_SANDBOX_REMOTE": "1",
+            "DOCKER_HOST": NO_DOCKER,
+            "HANGAR_SANDBOX_ROOT": str(engine_root),
+            "HANGAR_SANDBOX_HOST": "engine-no-docker",
+        }
+    )
+    wait_for(lambda: host_named(HOST), 120, what="the host service registering h1")
+
+    script_id = script.load(
+        [
+            [call("bash", "c1", command="echo hello from h1 | tee notes.txt", description="notes")],
+            [call("write", "c2", filePath="/workspace/app.py", content="print('remote')\n")],
+            [{"text": "Wrote them."}],
+        ],
+        title="Through the host queue",
+    )
+    session = make_session(alice, script_id)
+    session_prompt(actor=alice.actor, session=session, parts=text_prompt("take notes, write app.py"))
+    session = wait_idle(session, timeout=180)
+
+    tools = tool_parts(session)
+    assert [(t["tool"], t["state"]["status"]) for t in tools] == [
+        ("bash", "completed"),
+        ("write", "completed"),
+    ]
+    assert tools[0]["state"]["output"].strip() == "hello from h1"
+    assert text_of(session).endswith("Wrote them.")
+    # Placed on h1 (the only host: the engine worker registered none), and its workspace is there.
+    assert Session.objects.get(pk=session.pk).sandbox_host_id == HOST
+    assert host_named("engine-no-docker") is None
+    info = _container(session.pk)
+    assert info is not None and info["State"]["Running"]
+    assert registry.channel_endpoint(volumes.session_key(session.pk))[:2] == channel.endpoint_of(info)
+
+    # The run's diff, served from what the engine stored; another org cannot see it.
+    url = f"/api/orgs/{alice.org.slug}/projects/{alice.project.pk}/sessions/{session.pk}/diff/"
+    response = api(alice).get(url)
+    assert response.status_code == 200, response.content
+    diffs = {d["file"]: d for d in response.json()}
+    assert set(diffs) == {"notes.txt", "app.py"}
+    assert "+print('remote')" in diffs["app.py"]["patch"] and diffs["app.py"]["status"] == "added"
+    assert api(charlie).get(url).status_code == 404
+    theirs = f"/api/orgs/{charlie.org.slug}/projects/{charlie.project.pk}/sessions/{session.pk}/diff/"
+    assert api(charlie).get(theirs).status_code == 404
+
+    # The engine worker ran with no Docker socket and no host files: it never tried either.
+    environ = _environ(engine.proc.pid)
+    assert environ["DOCKER_HOST"] == NO_DOCKER and environ["HANGAR_SANDBOX_REMOTE"] == "1"
+    assert not (engine_root / "sessions").exists() and not (engine_root / "channel").exists()
+    engine.log.flush()
+    with open(engine.log.name) as f:
+        engine_log = f.read()
+    for sign in ("nonexistent/docker.sock", "DockerException", "Traceback"):
+        assert sign not in engine_log, engine_log[-3000:]
+
+    # Hibernated through h1's queue; the next prompt asks h1 again, which resumes it with its files.
+    remote_hibernate(session.pk)
+    assert not _container(session.pk)["State"]["Running"]
+    script.load(
+        [
+            [call("read", "c3", filePath="/workspace/app.py")],
+            [call("bash", "c4", command="python3 app.py && cat notes.txt", description="run")],
+            [{"text": "Still there."}],
+        ],
+        script_id=script_id,
+    )
+    session_prompt(actor=alice.actor, session=session, parts=text_prompt("is it still there?"))
+    session = wait_idle(session, timeout=180)
+    tools = tool_parts(session)[2:]
+    assert [(t["tool"], t["state"]["status"]) for t in tools] == [
+        ("read", "completed"),
+        ("bash", "completed"),
+    ]
+    assert "print('remote')" in tools[0]["state"]["output"]
+    assert tools[1]["state"]["output"].split() == ["remote", "hello", "from", "h1"]
+    assert _container(session.pk)["State"]["Running"]
+
+    remote_destroy(session.pk)
+    assert _container(session.pk) is None
+    assert registry.lookup(volumes.session_key(session.pk)) is None
