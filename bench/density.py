@@ -29,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import agent_load
+import density_probe
 import httpx
 from common import (
     ROOT,
@@ -168,24 +169,33 @@ def provision_all(sessions: list) -> tuple[int, float]:
     return failures, time.monotonic() - started
 
 
-def sample_sandboxes(sessions: list) -> list[float]:
+def container_ids(sessions: list) -> dict[str, str]:
+    """Session id -> its container's id (one Docker call)."""
     from hangar.engine.workspace.sandboxes import manager
     from sandbox import containers
 
-    api = manager().api
-    out = []
+    by_name = {
+        c["Names"][0].lstrip("/"): c["Id"]
+        for c in manager().api.containers(all=True, filters={"name": containers.SESSION_PREFIX})
+    }
+    out = {}
     for session in sessions:
-        try:
-            container_id = api.inspect_container(containers.session_container_name(session.pk))["Id"]
-        except Exception:
-            continue
+        cid = by_name.get(containers.session_container_name(session.pk))
+        if cid:
+            out[session.pk] = cid
+    return out
+
+
+def sample_sandboxes(ids: dict[str, str]) -> list[float]:
+    out = []
+    for container_id in ids.values():
         memory = container_memory_mb(container_id)
         if memory is not None:
             out.append(memory)
     return out
 
 
-def run_step(n: int, args, actor, project, model: dict, bystander_url: str, token: str) -> dict:
+def run_step(n: int, args, actor, project, model: dict, bystander_url: str, token: str, workers) -> dict:
     from hangar.conversations.services import session_create
     from hangar.engine.services import session_prompt
 
@@ -194,6 +204,11 @@ def run_step(n: int, args, actor, project, model: dict, bystander_url: str, toke
     log(f"step {n}: {n - provision_failures} sandboxes ready in {provision_s:.1f}s")
     log(f"step {n}: machine quiet after {wait_quiet(limit_s=30):.1f}s")
     peak = {"memory_low_mb": host_memory_available_mb(), "disk_low_mb": disk_free_mb()}
+    worker_pids = [w.pid for w in workers]
+    ids = container_ids(sessions)
+    idle = density_probe.snapshot(worker_pids, set(ids.values()))
+    sweeps_idle = density_probe.sweep_times()
+    load_start = density_probe.load_average()
     sandbox_memory: list[float] = []
     done = threading.Event()
 
@@ -210,7 +225,9 @@ def run_step(n: int, args, actor, project, model: dict, bystander_url: str, toke
             text = f"density {n}-{i} {uuid.uuid4().hex[:8]}"
             session_prompt(actor=actor, session=session, parts=[{"type": "text", "text": text}])
         time.sleep(min(args.delay / 2, 10))  # every session is waiting on its model now
-        sandbox_memory = sample_sandboxes(sessions)
+        sandbox_memory = sample_sandboxes(ids)
+        waiting = density_probe.snapshot(worker_pids, set(ids.values()))
+        sweeps_waiting = density_probe.sweep_times()
         agent_load._wait([s.pk for s in sessions], timeout=args.turns * args.delay * 10 + 300)
     wall = time.monotonic() - begin
     ticks_after = machine_ticks()
@@ -236,6 +253,13 @@ def run_step(n: int, args, actor, project, model: dict, bystander_url: str, toke
         "memory_per_sandbox_mb": round(statistics.mean(sandbox_memory), 1) if sandbox_memory else None,
         "host_memory_available_low_mb": round(peak["memory_low_mb"]),
         "disk_free_low_mb": round(peak["disk_low_mb"]),
+        "load_average_start": load_start,
+        "load_average_end": density_probe.load_average(),
+        "idle": {k: round(v, 1) for k, v in idle.items()},
+        "waiting": {k: round(v, 1) for k, v in waiting.items()},
+        **density_probe.per_session(idle, waiting, n),
+        "sweeps_idle": sweeps_idle,
+        "sweeps_waiting": sweeps_waiting,
     }
     from hangar.conversations.models import Session
     from hangar.engine.workspace.sandboxes import manager
@@ -292,7 +316,7 @@ def main() -> None:
     first_limit = ""
     try:
         for n in [int(x) for x in args.steps.split(",") if x.strip()]:
-            step = run_step(n, args, actor, project, model, bystander_url, token)
+            step = run_step(n, args, actor, project, model, bystander_url, token, workers)
             step["limit"] = limit_hit(step)
             steps.append(step)
             log(f"step {n}: {step}")
