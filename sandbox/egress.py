@@ -273,13 +273,6 @@ def denials(api: docker.APIClient, key: str, since: float) -> list[str]:
     return found
 
 
-def stop(api: docker.APIClient, key: str) -> None:
-    try:
-        api.stop(proxy_name(key), timeout=1)
-    except docker.errors.NotFound:
-        pass
-
-
 def _remove_container(api: docker.APIClient, name: str) -> None:
     try:
         api.remove_container(name, force=True)

@@ -115,17 +115,27 @@ class DockerSandboxes:
         return self._remember(box)
 
     def hibernate(self, session_id: str) -> None:
-        """Stop the container (and its egress proxy), compact the workspace volume (its free blocks go
-        back to the host) and unmount it (its loop device goes with it); the volume's image (and
-        snapshots) stay, and resume mounts it again."""
+        """Stop and remove the container (and its egress proxy and networks), compact the workspace volume
+        (its free blocks go back to the host) and unmount it (its loop device goes with it); the volume's
+        image (and snapshots) and the registry record stay, and resume makes the container again on them.
+        The container holds nothing of its own (a read-only root, tmpfs /tmp and home, lost on a stop
+        anyway), so a hibernated session costs its compacted image and its record, not a stopped container
+        in Docker's every listing and the reaper's every sweep (bench/hibernated.py)."""
         self._forget(session_id)
         key = volumes.session_key(session_id)
         self._unpause(session_id)
+        name = containers.session_container_name(session_id)
         try:
-            self.api.stop(containers.session_container_name(session_id), timeout=STOP_TIMEOUT_S)
+            self.api.stop(name, timeout=STOP_TIMEOUT_S)  # the agent's processes end on SIGTERM first
+            container_id = self.api.inspect_container(name)["Id"]
+            self.api.remove_container(name, force=True)
+            volumes.lock_path(container_id).unlink(missing_ok=True)
         except docker.errors.NotFound:
             pass
-        egress.stop(self.api, key)
+        except docker.errors.APIError as exc:
+            if "already in progress" not in str(exc):
+                raise
+        egress.remove(self.api, key)  # ensured again (made) on resume, like the container
         record = registry.lookup(key)
         if record and record.get("volume"):
             volumes.compact(record["volume"])
@@ -230,7 +240,7 @@ class DockerSandboxes:
             self._ensure_egress(spec)  # before (re)starting: the proxy must be there to reach
         if info is None:
             # The container is gone (crash, host cleanup) but the workspace is not: recreate it.
-            if not self._create_container(spec, name, record["volume"], {"hangar.session_key": key}):
+            if not self._create_container(spec, name, record["volume"], self._labels(spec, key)):
                 return None
             info = self.api.inspect_container(name)
         elif not info["State"]["Running"]:
@@ -303,13 +313,7 @@ class DockerSandboxes:
             return None
         if spec.network == "allowlist":
             self._ensure_egress(spec)
-        labels = {
-            "hangar.session": spec.session_id[:200],
-            "hangar.org": spec.org_id,
-            "hangar.project": spec.project_id,
-            "hangar.session_key": key,
-        }
-        container_id = self._create_container(spec, name, volume_id, labels)
+        container_id = self._create_container(spec, name, volume_id, self._labels(spec, key))
         if container_id is None:
             return None
         # For the next first contact (this session's next run, any process): attach without an inspect.
@@ -355,6 +359,12 @@ class DockerSandboxes:
             return None
         registry.note_channel(volumes.session_key(session_id), *endpoint, volume_id)
         return (*endpoint, secret)
+
+    @staticmethod
+    def _labels(spec: SandboxSpec, key: str) -> dict[str, str]:
+        """A session container's labels, when it is made and when resume makes it again."""
+        labels = {"hangar.session": spec.session_id[:200], "hangar.org": spec.org_id}
+        return labels | {"hangar.project": spec.project_id, "hangar.session_key": key}
 
     @staticmethod
     def _record(spec: SandboxSpec, volume_id: str) -> dict[str, Any]:

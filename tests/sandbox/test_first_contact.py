@@ -58,7 +58,7 @@ def test_a_stale_hint_falls_back_to_starting_or_recreating_the_container(
     key = volumes.session_key(spec.session_id)
     assert registry.container_hint(key) is not None
 
-    sandboxes.hibernate(spec.session_id)  # stopped: dockerd would accept an attach and send nothing
+    sandboxes.hibernate(spec.session_id)  # removed: the hint names a container that is gone
     manager, calls = fresh_process_manager(image)
     assert manager.get_or_create(spec).read("kept.txt").content == "workspace survives"
     assert calls["inspect_container"] >= 1

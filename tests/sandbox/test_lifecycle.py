@@ -45,14 +45,18 @@ def test_a_second_process_reconnects_by_session_id_while_the_first_stays_attache
     assert box.exec("echo parent still fine").exit_code == 0
 
 
-def test_hibernate_then_resume_keeps_the_workspace_and_snapshots(sandboxes, box):
+def test_hibernate_then_resume_keeps_the_workspace_and_snapshots(sandboxes, box, docker_client):
     box.write("persist/me.txt", "still here")
     tree = box.snapshot_track()
     sandboxes.hibernate(box.session_id)
     assert not sandboxes.is_running(box.session_id)
+    # Nothing of a hibernated session stays in Docker: its image and record are all it costs.
+    assert not docker_client.api.containers(all=True, filters={"name": box.container_name})
     resumed = sandboxes.resume(box.session_id)
     assert resumed.read("persist/me.txt").content == "still here"
     assert resumed.snapshot_diff(tree) == []
+    labels = docker_client.api.inspect_container(box.container_name)["Config"]["Labels"]
+    assert labels["hangar.session"] == box.session_id  # made again as it was first made
 
 
 def test_when_the_container_dies_mid_call_the_caller_gets_unavailable_and_the_next_call_recovers(
