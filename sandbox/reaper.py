@@ -13,12 +13,17 @@ success. Decisions per session sandbox (container `hangar-s-*` and/or registry r
   max_lifetime_s by BUSY_GRACE_S (a command's longest timeout): a stop mid-command loses the work.
   * an egress proxy/network whose session has neither record nor container -> removed
 Idle time is the registry record's mtime, which every sandbox call refreshes (throttled).
+
+A sweep over a thousand live and ten thousand hibernated sessions must stay cheap: one listing of the
+containers (its state and creation time say which may be due; only those are inspected), and whether the
+sessions still exist or are archived asked once for all of them when the caller can (`alive_of`,
+`archived_of`), not once per session.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -64,12 +69,16 @@ class Reaper:
         max_lifetime_s: float = 24 * 3600,
         only_labels: dict[str, str] | None = None,
         orphan_min_age_s: float = 120,
+        alive_of: Callable[[Collection[str]], set[str]] | None = None,
+        archived_of: Callable[[Collection[str]], set[str]] | None = None,
     ) -> None:
         """only_labels: restrict the sweep to containers carrying these labels (e.g. one test
-        run's); records without a container are then left alone."""
+        run's); records without a container are then left alone. alive_of / archived_of: which of many
+        sessions are alive / archived, in one question (else the per-session callbacks are asked)."""
         self.manager = manager
         self.is_session_alive = is_session_alive
         self.is_session_archived = is_session_archived or (lambda session_id: False)
+        self.alive_of, self.archived_of = alive_of, archived_of
         self.gone_grace_s = gone_grace_s
         self.archived_idle_s = archived_idle_s
         self.idle_ttl_s = idle_ttl_s
@@ -77,9 +86,9 @@ class Reaper:
         self.only_labels = dict(only_labels or {})
         self.orphan_min_age_s = orphan_min_age_s  # younger egress leftovers may be mid-create
 
-    def _candidates(self) -> dict[str, str | None]:
-        """session key -> container name (None: a record whose container is gone)."""
-        found: dict[str, str | None] = (
+    def _candidates(self) -> dict[str, dict[str, Any] | None]:
+        """session key -> its container as listed (None: a record whose container is gone)."""
+        found: dict[str, dict[str, Any] | None] = (
             {} if self.only_labels else {k: None for k in registry.registered_keys()}
         )
         labels = [f"{containers.MANAGED}=1"] + [f"{k}={v}" for k, v in self.only_labels.items()]
@@ -87,32 +96,52 @@ class Reaper:
         for c in listed:
             name = c["Names"][0].lstrip("/")
             if name.startswith(containers.SESSION_PREFIX):
-                found[name[len(containers.SESSION_PREFIX) :]] = name
+                found[name[len(containers.SESSION_PREFIX) :]] = c | {"name": name}
         return found
+
+    def _sessions(self, candidates: dict[str, dict[str, Any] | None]) -> dict[str, dict[str, Any]]:
+        """session key -> registry record, of the candidates that have one."""
+        records = {key: registry.lookup(key) for key in candidates}
+        return {key: record for key, record in records.items() if record is not None}
 
     def run_once(self) -> ReapReport:
         report = ReapReport()
         now = time.time()
-        for key, name in self._candidates().items():
-            record = registry.lookup(key)
-            if record is None:
-                continue  # unbound (mid-claim) or already destroyed by another reaper
-            session_id = record["session_id"]
+        candidates = self._candidates()
+        records = self._sessions(candidates)  # no record: unbound (mid-claim) or destroyed by another reaper
+        ids = [record["session_id"] for record in records.values()]
+        alive = self.alive_of(ids) if self.alive_of else {i for i in ids if self.is_session_alive(i)}
+        idle_ids = [
+            r["session_id"] for r in records.values() if now - r["last_active"] > self.archived_idle_s
+        ]
+        archived = self.archived_of(idle_ids) if self.archived_of else None
+        for key, record in records.items():
+            listed, session_id = candidates[key], record["session_id"]
             try:
                 idle = now - record["last_active"]
-                gone = not self.is_session_alive(session_id)
+                gone = session_id not in alive
                 if gone and idle > self.gone_grace_s:
                     self.manager.destroy(session_id)
                     report.destroyed.append(session_id)
                     continue
-                if name is None:
+                if listed is None or listed.get("State") not in ("running", "paused"):
+                    continue  # hibernated: nothing runs
+                is_archived = archived is not None and session_id in archived
+                if archived is None and idle > self.archived_idle_s:
+                    is_archived = self.is_session_archived(session_id)
+                # Started no earlier than created: a young, active, wanted sandbox needs no inspect.
+                if not (
+                    gone
+                    or is_archived
+                    or idle > self.idle_ttl_s
+                    or now - listed["Created"] > self.max_lifetime_s
+                ):
                     continue
-                info = self.manager.api.inspect_container(name)
+                info = self.manager.api.inspect_container(listed["name"])
                 if not info["State"]["Running"]:
                     continue
                 age = now - _started_at(info)
-                archived = idle > self.archived_idle_s and self.is_session_archived(session_id)
-                if gone or archived or idle > self.idle_ttl_s or age > self.max_lifetime_s:
+                if gone or is_archived or idle > self.idle_ttl_s or age > self.max_lifetime_s:
                     if not gone and age <= self.max_lifetime_s + BUSY_GRACE_S and self._busy(info["Id"]):
                         continue
                     self.manager.hibernate(session_id)

@@ -98,3 +98,48 @@ def test_a_hint_naming_a_process_outside_the_container_is_not_trusted(sandboxes,
     manager, calls = fresh_process_manager(image)
     assert manager.get_or_create(spec).exec("echo ok").output.strip() == "ok"
     assert calls["inspect_container"] == 1
+
+
+def test_a_reaper_sweep_inspects_no_young_active_sandbox_and_asks_once_which_sessions_live(
+    sandboxes, image, new_session_id
+):
+    """A sweep over a thousand live sandboxes was a thousand inspects and as many session queries: the
+    listing's state and creation time leave out every container that cannot be due, and whether the
+    sessions live and are archived is asked once for all of them."""
+    from sandbox.reaper import Reaper
+
+    live = [sandboxes.get_or_create(SandboxSpec(session_id=new_session_id(), **LIMITS)) for _ in range(2)]
+    hibernated = sandboxes.get_or_create(SandboxSpec(session_id=new_session_id(), **LIMITS))
+    sandboxes.hibernate(hibernated.session_id)
+    client, calls = counting_client()
+    asked: list[set[str]] = []
+
+    def alive_of(ids):
+        asked.append(set(ids))
+        return set(ids)
+
+    def one_by_one(session_id):
+        raise AssertionError("asked one session at a time")
+
+    report = Reaper(
+        DockerSandboxes(client, image=image, extra_labels=TEST_LABEL),
+        one_by_one,
+        is_session_archived=one_by_one,
+        alive_of=alive_of,
+        archived_of=lambda ids: set(),
+        idle_ttl_s=600,
+        only_labels=TEST_LABEL,
+    ).run_once()
+    assert not report.errors and not report.hibernated and not report.destroyed, report
+    assert len(asked) == 1 and {box.session_id for box in live} <= asked[0]
+    assert calls["inspect_container"] == 0
+    assert all(sandboxes.is_running(box.session_id) for box in live)
+    # Past their maximum lifetime (the listing's creation time says so), they are inspected and hibernated.
+    due = Reaper(
+        DockerSandboxes(image=image, extra_labels=TEST_LABEL),
+        lambda s: True,
+        idle_ttl_s=600,
+        max_lifetime_s=0,
+        only_labels=TEST_LABEL,
+    ).run_once()
+    assert {box.session_id for box in live} <= set(due.hibernated)

@@ -11,7 +11,7 @@ the ORM.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -319,6 +319,18 @@ def session_exists(session_id: str) -> bool:
 def session_is_archived(session_id: str) -> bool:
     """The session is archived (the reaper hibernates its sandbox and keeps the workspace)."""
     return Session.objects.filter(pk=session_id, archived_at__isnull=False).exists()
+
+
+def sessions_existing(session_ids: Collection[str], *, archived: bool = False) -> set[str]:
+    """Which of these sessions exist (`archived`: exist and are archived): the reaper's sweep asks once for
+    every sandbox on the host, not once per sandbox (ten thousand hibernated ones were as many queries)."""
+    ids, found = list(session_ids), set()
+    for start in range(0, len(ids), 5000):
+        rows = Session.objects.filter(pk__in=ids[start : start + 5000])
+        found |= set(
+            (rows.filter(archived_at__isnull=False) if archived else rows).values_list("pk", flat=True)
+        )
+    return found
 
 
 _BOUND = (

@@ -11,7 +11,7 @@ from django.conf import settings
 
 
 def reap() -> dict[str, Any]:
-    from hangar.conversations.loop_selectors import session_exists, session_is_archived
+    from hangar.conversations.loop_selectors import session_exists, session_is_archived, sessions_existing
     from hangar.engine.workspace.sandboxes import manager
     from sandbox.reaper import Reaper
 
@@ -21,6 +21,8 @@ def reap() -> dict[str, Any]:
         is_session_archived=session_is_archived,
         gone_grace_s=settings.HANGAR_SANDBOX_DELETE_GRACE_S,
         archived_idle_s=settings.HANGAR_SANDBOX_ARCHIVED_IDLE_S,
+        alive_of=sessions_existing,
+        archived_of=lambda ids: sessions_existing(ids, archived=True),
     ).run_once()
     return {**getattr(report, "__dict__", {}), **prune_repositories()}
 
