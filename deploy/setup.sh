@@ -30,6 +30,10 @@ command -v npm >/dev/null || need+=(nodejs npm)
 [ -x /usr/bin/chromium ] || [ "${HANGAR_NO_CHROMIUM:-0}" = 1 ] || need+=(chromium)
 command -v ssh-keyscan >/dev/null || need+=(openssh-client)  # SSH repositories: deploy and host keys
 command -v tmux >/dev/null || need+=(tmux)  # the OpenCode TUI test drives `opencode attach` in tmux
+# Host B of the two-host tests (deploy/hosts/hostb.sh): a network namespace, a veth link, its iptables.
+command -v ip >/dev/null || need+=(iproute2)
+command -v iptables >/dev/null || need+=(iptables)
+command -v nsenter >/dev/null || need+=(util-linux)
 [ ${#need[@]} -eq 0 ] || apt_install "${need[@]}"
 # The tests' SSH git server. Its package would start a system sshd on port 22: policy-rc.d says no.
 if [ ! -x /usr/sbin/sshd ] && [ "$(id -u)" = 0 ]; then

@@ -13,10 +13,20 @@ on TCP. With `tcp`, every sandbox created from then on gets
   * its endpoint, the container's address on that network, written to the session registry
     (registry.note_channel) whenever the host sees the container start.
 A worker then needs only the registry's files: no Docker socket (sandbox/channel_client.py).
+
+Between hosts (docs/scale-out.md, "The agent channel between hosts"): a host whose engine is reached from
+other machines gives its channel network a subnet of its own (HANGAR_AGENT_SUBNET), which the private
+network routes to the host's private address, and names its private interface
+(HANGAR_AGENT_PRIVATE_IFACE): connections from that interface to port 7070 on the channel network are
+forwarded (DOCKER-USER rules, `open_private`), nothing else is. HANGAR_SANDBOX_NETNS names the network
+namespace of the host's Docker engine when it is not this process's own (a second engine on one machine,
+deploy/hosts/hostb.sh): its iptables rules are made there.
 """
 
 from __future__ import annotations
 
+import hashlib
+import ipaddress
 import os
 import secrets
 import subprocess
@@ -26,7 +36,7 @@ from typing import Any
 
 import docker
 import docker.errors
-from docker.types import Mount
+from docker.types import IPAMConfig, IPAMPool, Mount
 
 from sandbox import volumes
 
@@ -94,6 +104,8 @@ def ensure_network(api: docker.APIClient) -> str:
     try:
         info = api.inspect_network(name)
     except docker.errors.NotFound:
+        subnet = agent_subnet()
+        ipam = IPAMConfig(pool_configs=[IPAMPool(subnet=subnet)]) if subnet else None
         try:
             api.create_network(
                 name,
@@ -101,22 +113,75 @@ def ensure_network(api: docker.APIClient) -> str:
                 internal=True,
                 options={"com.docker.network.bridge.enable_icc": "false"},
                 labels={"hangar.managed": "1", "hangar.root": volumes.root_tag()},
+                ipam=ipam,
             )
         except docker.errors.APIError as exc:
             if exc.status_code != 409:
                 raise
         info = api.inspect_network(name)
-    guard_host(f"br-{info['Id'][:12]}")
+    bridge = f"br-{info['Id'][:12]}"
+    guard_host(bridge)
+    if iface := os.environ.get("HANGAR_AGENT_PRIVATE_IFACE", "").strip():
+        open_private(bridge, iface)
     return name
+
+
+def agent_subnet() -> str | None:
+    """The channel network's subnet (HANGAR_AGENT_SUBNET; unset: Docker's pick). A value ending in
+    `.x.0/24` (e.g. 10.213.x.0/24) takes its third octet from this sandbox root's tag, so test processes
+    sharing one engine get distinct subnets of the one routed range."""
+    value = os.environ.get("HANGAR_AGENT_SUBNET", "").strip()
+    if not value:
+        return None
+    if ".x." in value:
+        value = value.replace(
+            ".x.", f".{int(hashlib.sha256(volumes.root_tag().encode()).hexdigest(), 16) % 256}."
+        )
+    return str(ipaddress.ip_network(value))
+
+
+def _iptables(*args: str) -> subprocess.CompletedProcess[bytes]:
+    """iptables in the engine's network namespace (HANGAR_SANDBOX_NETNS, or this process's)."""
+    netns = os.environ.get("HANGAR_SANDBOX_NETNS", "").strip()
+    prefix = ["nsenter", f"--net=/run/netns/{netns}"] if netns else []
+    return subprocess.run([*prefix, "iptables", *args], capture_output=True)
+
+
+def _ensure_rule(chain: str, *rule: str) -> None:
+    if _iptables("-C", chain, *rule).returncode != 0:
+        proc = _iptables("-I", chain, *rule)
+        if proc.returncode != 0:
+            raise RuntimeError(f"iptables -I {chain} {' '.join(rule)}: {proc.stderr.decode().strip()}")
+
+
+def open_private(bridge: str, iface: str) -> None:
+    """Forward connections from the private interface to the agents' port on the channel bridge, and their
+    replies; nothing else crosses (Docker drops the rest: the network is internal). In DOCKER-USER, which
+    Docker's own FORWARD rules come after. A sandbox cannot use this: its connections enter from the
+    bridge, not the private interface, and the reply rule passes only established flows."""
+    _ensure_rule(
+        "DOCKER-USER", "-i", iface, "-o", bridge, "-p", "tcp", "--dport", str(AGENT_PORT), "-j", "ACCEPT"
+    )
+    _ensure_rule(
+        "DOCKER-USER",
+        "-i",
+        bridge,
+        "-o",
+        iface,
+        "-m",
+        "conntrack",
+        "--ctstate",
+        "ESTABLISHED,RELATED",
+        "-j",
+        "ACCEPT",
+    )
 
 
 def guard_host(bridge: str) -> None:
     """Drop connections a sandbox opens to the host's address on the channel bridge (Postgres, Redis or
     anything else listening on all interfaces). Connections the host opens (to the agents) are not NEW
     when their replies come in, so they pass. Idempotent: checked before it is inserted."""
-    rule = ["INPUT", "-i", bridge, "-m", "conntrack", "--ctstate", "NEW", "-j", "DROP"]
-    if subprocess.run(["iptables", "-C", *rule], capture_output=True).returncode != 0:
-        subprocess.run(["iptables", "-I", *rule], check=True, capture_output=True)
+    _ensure_rule("INPUT", "-i", bridge, "-m", "conntrack", "--ctstate", "NEW", "-j", "DROP")
 
 
 def secret_mount(volume_id: str) -> Mount:

@@ -46,6 +46,7 @@ DOCKER_FIXTURES = frozenset(
         "slack_worker",
         "sessions_made",
         "make_session",
+        "host_b",
     }
 )
 # pytest-django's database fixtures (its autouse `django_db_blocker` is in every test and grants nothing),

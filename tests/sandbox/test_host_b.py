@@ -1,0 +1,125 @@
+"""A second Docker engine as sandbox host B (deploy/hosts/hostb.sh: its own network namespace, data root,
+socket and bridge), its sandboxes' agents reached from this namespace over the private link.
+
+B's host service (this process, inside `host_b.active()`) creates a sandbox with B's engine and sandbox
+root; the engine's side (`connect_session`: the registry's files, no Docker) drives it over the TCP
+channel through the route to B's channel subnet and B's forward from its private interface. A sandbox
+on B reaches neither another sandbox's agent nor either host; host A's sandboxes are as before.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+import textwrap
+
+import docker.errors
+import pytest
+
+from sandbox import channel, containers, registry, volumes
+from sandbox.channel_client import connect_session
+from sandbox.protocol import SandboxSpec
+from tests.sandbox.conftest import TEST_LABEL
+from tests.sandbox.hostb import PRIVATE_A, PRIVATE_B, host_b  # noqa: F401 (fixture)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def tcp_transport():
+    before = os.environ.get(channel.SETTING)
+    os.environ[channel.SETTING] = "tcp"
+    yield
+    if before is None:
+        os.environ.pop(channel.SETTING, None)
+    else:
+        os.environ[channel.SETTING] = before
+
+
+def _spec(session_id: str) -> SandboxSpec:
+    return SandboxSpec(session_id=session_id, memory_mb=256, pids=128, disk_mb=64)
+
+
+@pytest.fixture(scope="module")
+def b_sandboxes(host_b):  # noqa: F811
+    return host_b.sandboxes(TEST_LABEL)
+
+
+def _endpoint(session_id: str) -> tuple[str, int]:
+    address, port, _ = registry.channel_endpoint(volumes.session_key(session_id))
+    return address, port
+
+
+def _probe(box, targets: list[tuple[str, int]]) -> dict[tuple[str, int], str]:
+    """From inside the sandbox (uid 1000): a TCP connection to each target; OPEN or the error's name."""
+    script = textwrap.dedent(f"""\
+        import socket
+        for host, port in {targets!r}:
+            try:
+                socket.create_connection((host, port), timeout=3).close()
+                print(host, port, "OPEN")
+            except OSError as exc:
+                print(host, port, type(exc).__name__)
+        """)
+    box.write("/tmp/probe.py", script)
+    lines = box.exec("python3 /tmp/probe.py", timeout_s=60).output.split("\n")
+    return {(h, int(p)): r for h, p, r in (line.split() for line in lines if line.strip())}
+
+
+def test_a_sandbox_on_b_is_driven_from_this_namespace(host_b, b_sandboxes, new_session_id, docker_client):  # noqa: F811
+    sid = new_session_id()
+    with host_b.active():
+        b_sandboxes.get_or_create(_spec(sid))
+        address, _ = _endpoint(sid)
+        assert ipaddress.ip_address(address) in ipaddress.ip_network("10.213.0.0/16"), address
+        # The engine's side: the registry's files and the channel; no Docker socket is asked.
+        box = connect_session(sid)
+        assert box.connection.mode == "tcp"
+        assert box.connection.sock.getpeername()[0] == address
+        before = box.snapshot_track()
+        box.write("/workspace/hello.py", "print('from host b')\n")
+        result = box.exec("python3 hello.py && hostname", cwd="/workspace", timeout_s=30)
+        assert result.exit_code == 0 and result.output.startswith("from host b\n"), result.output
+        assert box.read("/workspace/hello.py").content.endswith("print('from host b')")
+        after = box.snapshot_track()
+        [diff] = box.snapshot_diff(before, after)
+        assert (diff.path, diff.status, diff.additions) == ("hello.py", "added", 1)
+        box.close()
+    # It is B's container: host A's engine does not know it.
+    name = containers.session_container_name(sid)
+    assert host_b.client.api.inspect_container(name)["State"]["Running"]
+    with pytest.raises(docker.errors.NotFound):
+        docker_client.api.inspect_container(name)
+
+
+def test_no_sandbox_on_b_reaches_another_agent_or_a_host(host_b, b_sandboxes, new_session_id):  # noqa: F811
+    listener = socket.create_server(("0.0.0.0", 0))  # a service of host A on every interface
+    a_port = listener.getsockname()[1]
+    try:
+        with host_b.active():
+            one = b_sandboxes.get_or_create(_spec(new_session_id()))
+            two = b_sandboxes.get_or_create(_spec(new_session_id()))
+            two_agent = _endpoint(two.session_id)
+            subnet = host_b.client.api.inspect_network(channel.network_name())["IPAM"]["Config"][0]["Subnet"]
+            gateway = str(ipaddress.ip_network(subnet)[1])  # B's own address on the channel bridge
+            seen = _probe(one, [two_agent, (gateway, 7070), (PRIVATE_B, 7070), (PRIVATE_A, a_port)])
+            assert "OPEN" not in seen.values(), seen
+            # ...while this namespace reaches both agents.
+            assert connect_session(one.session_id).ping() and connect_session(two.session_id).ping()
+    finally:
+        listener.close()
+
+
+def test_host_a_is_unaffected(host_b, b_sandboxes, sandboxes, new_session_id):  # noqa: F811
+    with host_b.active():
+        on_b = b_sandboxes.get_or_create(_spec(new_session_id()))
+        b_agent = _endpoint(on_b.session_id)
+    on_a = sandboxes.get_or_create(_spec(new_session_id()))  # this machine's engine and sandbox root
+    assert on_a.connection.mode == "tcp"
+    a_address, _ = _endpoint(on_a.session_id)
+    assert ipaddress.ip_address(a_address) not in ipaddress.ip_network("10.213.0.0/16")
+    assert on_a.exec("echo on a", timeout_s=30).output == "on a\n"
+    assert connect_session(on_a.session_id).ping()
+    # A's sandboxes do not reach B's agents (the private link forwards nothing from this namespace's
+    # containers), nor B's private address.
+    seen = _probe(on_a, [b_agent, (PRIVATE_B, 7070)])
+    assert "OPEN" not in seen.values(), seen
