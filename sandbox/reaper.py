@@ -63,6 +63,7 @@ class Reaper:
         is_session_alive: Callable[[str], bool],
         *,
         is_session_archived: Callable[[str], bool] | None = None,
+        is_session_running: Callable[[str], bool] | None = None,
         gone_grace_s: float = 0,
         archived_idle_s: float = 60,
         idle_ttl_s: float = 1800,
@@ -74,10 +75,14 @@ class Reaper:
     ) -> None:
         """only_labels: restrict the sweep to containers carrying these labels (e.g. one test
         run's); records without a container are then left alone. alive_of / archived_of: which of many
-        sessions are alive / archived, in one question (else the per-session callbacks are asked)."""
+        sessions are alive / archived, in one question (else the per-session callbacks are asked).
+        is_session_running: the session has a run under way, so its sandbox is not idle whatever its
+        record's clock says (a worker on another machine talks to the agent over TCP and never touches
+        this host's record); asked only of a sandbox past a limit."""
         self.manager = manager
         self.is_session_alive = is_session_alive
         self.is_session_archived = is_session_archived or (lambda session_id: False)
+        self.is_session_running = is_session_running or (lambda session_id: False)
         self.alive_of, self.archived_of = alive_of, archived_of
         self.gone_grace_s = gone_grace_s
         self.archived_idle_s = archived_idle_s
@@ -142,7 +147,8 @@ class Reaper:
                     continue
                 age = now - _started_at(info)
                 if gone or is_archived or idle > self.idle_ttl_s or age > self.max_lifetime_s:
-                    if not gone and age <= self.max_lifetime_s + BUSY_GRACE_S and self._busy(info["Id"]):
+                    in_use = not gone and age <= self.max_lifetime_s + BUSY_GRACE_S
+                    if in_use and (self.is_session_running(session_id) or self._busy(info["Id"])):
                         continue
                     self.manager.hibernate(session_id)
                     report.hibernated.append(session_id)

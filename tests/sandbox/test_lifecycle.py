@@ -226,3 +226,20 @@ def test_the_reaper_never_hibernates_a_sandbox_mid_command(sandboxes, box):
     assert box.session_id not in report.hibernated and sandboxes.is_running(box.session_id), report
     assert done.wait(30) and result["exec"].output == "finished\n"
     assert box.session_id in reaper.run_once().hibernated  # idle now: hibernated as before
+
+
+def test_the_reaper_never_hibernates_a_sandbox_whose_session_is_running(sandboxes, box):
+    """A worker on another machine reaches the agent over TCP and never touches this host's idle clock
+    (hangar.engine.workspace.remote): the session's run under way is what says the sandbox is in use."""
+    running = {box.session_id}
+    reaper = Reaper(
+        sandboxes,
+        lambda s: True,
+        is_session_running=lambda s: s in running,
+        idle_ttl_s=0,
+        only_labels=TEST_LABEL,
+    )
+    report = reaper.run_once()
+    assert box.session_id not in report.hibernated and sandboxes.is_running(box.session_id), report
+    running.clear()  # the run ended: idle, hibernated as before
+    assert box.session_id in reaper.run_once().hibernated

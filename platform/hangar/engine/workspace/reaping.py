@@ -12,6 +12,7 @@ from django.conf import settings
 
 def reap() -> dict[str, Any]:
     from hangar.conversations.loop_selectors import session_exists, session_is_archived, sessions_existing
+    from hangar.conversations.slot_selectors import sessions_running
     from hangar.engine.workspace.sandboxes import manager
     from sandbox.reaper import Reaper
 
@@ -19,6 +20,9 @@ def reap() -> dict[str, Any]:
         manager(),
         session_exists,
         is_session_archived=session_is_archived,
+        # A worker without Docker (HANGAR_SANDBOX_REMOTE) never touches this host's idle clock: a session
+        # with a run under way is not idle.
+        is_session_running=lambda session_id: bool(sessions_running([session_id])),
         gone_grace_s=settings.HANGAR_SANDBOX_DELETE_GRACE_S,
         archived_idle_s=settings.HANGAR_SANDBOX_ARCHIVED_IDLE_S,
         alive_of=sessions_existing,
