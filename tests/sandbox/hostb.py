@@ -59,9 +59,15 @@ class HostB:
     def sandboxes(self, labels: dict[str, str]) -> DockerSandboxes:
         return DockerSandboxes(self.client, image=ensure_image(), extra_labels=labels)
 
-    def remove_labelled(self, label: str) -> None:
-        """Remove B's containers (and their volumes and records) labelled `label` (key=value)."""
+    def remove_labelled(self, label: str, key_prefix: str) -> None:
+        """Remove B's containers labelled `label` (key=value) and the sessions whose keys start with
+        `key_prefix` (volumes and records: a hibernated one has no container)."""
         with self.active():
+            for key in registry.registered_keys():
+                if key.startswith(key_prefix):
+                    if (record := registry.lookup(key)) and record.get("volume"):
+                        volumes.destroy_volume(record["volume"])
+                    registry.unregister(key)
             for c in self.client.api.containers(all=True, filters={"label": label}):
                 with contextlib.suppress(docker.errors.NotFound):
                     self.client.api.remove_container(c["Id"], force=True)
@@ -88,4 +94,4 @@ def host_b() -> Iterator[HostB]:
 
     host = start()
     yield host
-    host.remove_labelled(f"hangar.test={RUN_ID}")
+    host.remove_labelled(f"hangar.test={RUN_ID}", f"t{RUN_ID}")

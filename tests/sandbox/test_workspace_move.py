@@ -1,0 +1,121 @@
+"""A hibernated session's workspace moves between sandbox hosts (sandbox/workspace_archive.py): exported on
+host B (deploy/hosts/hostb.sh's second engine) into the archive directory both reach, imported on host A
+(this machine's engine), resumed there with its files, modes, owners, its own git history and its
+snapshot history intact; B keeps nothing of it.
+"""
+
+from __future__ import annotations
+
+import os
+
+import docker.errors
+import pytest
+
+from sandbox import channel, containers, registry, volumes
+from sandbox.protocol import SandboxSpec
+from sandbox.workspace_archive import SETTING, NotMovable, export, exported, import_
+from tests.sandbox.conftest import TEST_LABEL
+from tests.sandbox.hostb import host_b  # noqa: F401 (fixture)
+
+# What the workspace holds, as the sandbox sees it: every path with its type, mode, owner and content hash.
+FINGERPRINT = (
+    "cd /workspace && find . -path ./proj/.git -prune -o -printf '%y %m %U:%G %p\\n' | sort"
+    " && find . -type f -not -path './proj/.git/*' -print0 | sort -z | xargs -0 sha256sum"
+)
+GIT_LOG = (
+    "git -C /workspace/proj log --format='%H %an %ae %at %s' && git -C /workspace/proj status --porcelain"
+)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def tcp_transport():
+    before = os.environ.get(channel.SETTING)
+    os.environ[channel.SETTING] = "tcp"
+    yield
+    if before is None:
+        os.environ.pop(channel.SETTING, None)
+    else:
+        os.environ[channel.SETTING] = before
+
+
+@pytest.fixture
+def archive(tmp_path, monkeypatch):
+    where = tmp_path / "archive"  # on one machine both hosts reach it; between machines a shared volume
+    monkeypatch.setenv(SETTING, str(where))
+    return where
+
+
+def _spec(session_id: str) -> SandboxSpec:
+    return SandboxSpec(session_id=session_id, memory_mb=256, pids=128, disk_mb=64, org_id="org-move")
+
+
+def test_a_workspace_moves_from_b_to_a(host_b, sandboxes, new_session_id, archive):  # noqa: F811
+    sid, key = new_session_id(), None
+    b_sandboxes = host_b.sandboxes(TEST_LABEL)
+    with host_b.active():
+        key = volumes.session_key(sid)
+        box = b_sandboxes.get_or_create(_spec(sid))
+        first = box.snapshot_track()
+        box.write("/workspace/notes.md", "# on host b\n")
+        box.write("/workspace/data/blob.bin", bytes(range(256)) * 64)
+        box.write("/workspace/run.sh", "#!/bin/sh\necho ran\n")
+        made = box.exec(
+            "chmod 755 run.sh && mkdir -p proj && cd proj && git init -q -b main && git config user.name B"
+            " && git config user.email b@example.com && echo one > f && git add f && git commit -qm one"
+            " && echo two >> f && git commit -qam two && ln -s ../notes.md link",
+            cwd="/workspace",
+            timeout_s=60,
+        )
+        assert made.exit_code == 0, made.output
+        second = box.snapshot_track()
+        fingerprint, log = box.exec(FINGERPRINT).output, box.exec(GIT_LOG).output
+        diff_on_b = [(d.path, d.status, d.after) for d in box.snapshot_diff(first, second)]
+        assert {"notes.md", "data/blob.bin", "run.sh"} <= {path for path, _, _ in diff_on_b}
+        assert "run.sh" in fingerprint and log.splitlines()[-1] == "?? link" and len(log.splitlines()) == 3
+        b_sandboxes.hibernate(sid)
+        volume_on_b = registry.lookup(key)["volume"]
+        moved = export(host_b.client.api, sid)
+        assert moved["bytes"] > 0
+        # B keeps nothing of it: no record, no volume image, no container.
+        assert registry.lookup(key) is None and volume_on_b not in volumes.list_volumes()
+    with pytest.raises(docker.errors.NotFound):
+        host_b.client.api.inspect_container(containers.session_container_name(sid))
+    assert exported(sid)
+
+    imported = import_(sid)  # this process's sandbox root: host A
+    assert imported is not None and imported["volume"] != volume_on_b
+    assert not exported(sid) and not list(archive.iterdir()), "the archive gives the workspace up once taken"
+    on_a = sandboxes.get_or_create(_spec(sid))
+    assert registry.lookup(key)["org_id"] == "org-move"
+    assert on_a.exec(FINGERPRINT).output == fingerprint
+    assert on_a.exec(GIT_LOG).output == log
+    assert on_a.exec("./run.sh && cat proj/link", cwd="/workspace").output == "ran\n# on host b\n"
+    # The snapshot history came along: B's snapshots still diff on A, and nothing changed since.
+    assert on_a.snapshot_track() == second
+    assert [(d.path, d.status, d.after) for d in on_a.snapshot_diff(first, second)] == diff_on_b
+
+
+def test_only_a_hibernated_workspace_is_exported_and_an_export_is_taken_once(
+    host_b,  # noqa: F811
+    sandboxes,
+    new_session_id,
+    archive,
+):
+    sid = new_session_id()
+    box = sandboxes.get_or_create(_spec(sid))
+    box.write("/workspace/keep.txt", "kept")
+    with pytest.raises(NotMovable, match="not hibernated"):
+        export(sandboxes.api, sid)
+    assert registry.lookup(volumes.session_key(sid)) is not None, "a refused export releases nothing"
+    assert import_(new_session_id()) is None  # no export: nothing to take
+
+    sandboxes.hibernate(sid)
+    export(sandboxes.api, sid)
+    with host_b.active():
+        assert import_(sid) is not None  # host B takes it...
+        try:
+            assert import_(sid) is None  # ...and no one else can
+        finally:
+            record = registry.lookup(volumes.session_key(sid))
+            volumes.destroy_volume(record["volume"])
+            registry.unregister(volumes.session_key(sid))
