@@ -222,10 +222,14 @@ def open_bench_db(env: dict[str, str]) -> None:
     django.setup()
 
 
-def bench_tenant(api_base: str, project_slug: str, disk_mb: int | None = 256) -> tuple[Any, Any]:
+def bench_tenant(
+    api_base: str | None, project_slug: str, disk_mb: int | None = 256, org_slug: str = "bench"
+) -> tuple[Any, Any]:
     """The bench org, its owner and a project whose "scripted" provider is `api_base`: (actor, project).
     Set up directly, not through the services: a fixture of the benchmark, found again on the next run.
-    `disk_mb`: the project's workspace quota (None: the default sandbox settings)."""
+    `disk_mb`: the project's workspace quota (None: the default sandbox settings). `api_base` None leaves
+    the org's provider alone, and a bench that calls no model takes an org of its own (`org_slug`): the
+    provider is the org's, and another bench running at the same time points it at its own server."""
     from hangar.accounts.actors import Actor
     from hangar.accounts.models import Membership, Org, Role, User
     from hangar.audit.models import ActorType
@@ -234,8 +238,8 @@ def bench_tenant(api_base: str, project_slug: str, disk_mb: int | None = 256) ->
 
     # The bench is the only tenant: its fair shares (hangar.engine.run.fairness) must not cap what it measures.
     org, _ = Org.objects.update_or_create(
-        slug="bench",
-        defaults={"name": "Bench", "max_concurrent_runs": 100_000, "max_live_sandboxes": 100_000},
+        slug=org_slug,
+        defaults={"name": org_slug.title(), "max_concurrent_runs": 100_000, "max_live_sandboxes": 100_000},
     )
     user = User.objects.filter(email="bench@bench.test").first() or User.objects.create_user(
         "bench@bench.test"
@@ -247,6 +251,8 @@ def bench_tenant(api_base: str, project_slug: str, disk_mb: int | None = 256) ->
     project, _ = Project.objects.update_or_create(
         org=org, slug=project_slug, defaults={"name": project_slug, "sandbox_disk_mb": disk}
     )
+    if api_base is None:
+        return Actor(type=ActorType.USER, org_id=org.pk, user=user, label=user.email), project
     ProviderCredential.objects.update_or_create(
         org=org,
         user=None,
