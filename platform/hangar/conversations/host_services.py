@@ -138,3 +138,9 @@ def session_sandbox_host_set(*, session: Session, host_name: str) -> None:
     if session.sandbox_host_id != host_name:
         Session.objects.filter(pk=session.pk).update(sandbox_host_id=host_name)
         session.sandbox_host_id = host_name
+
+
+def session_sandbox_host_release(*, session_id: str, host_name: str) -> bool:
+    """The session's workspace left `host_name` (exported: docs/scale-out.md, "Drain"): it has no host
+    until it is placed again. Only if it is still recorded there (False otherwise)."""
+    return bool(Session.objects.filter(pk=session_id, sandbox_host_id=host_name).update(sandbox_host_id=None))

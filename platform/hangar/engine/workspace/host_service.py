@@ -2,7 +2,9 @@
 registers the host in the registry (SandboxHost) when the worker is ready and heart-beats every
 HANGAR_HOST_HEARTBEAT_S with its free disk and memory and its live sandboxes (one upsert: no more is
 worth its cost every few seconds), and, while the operator drains the host, hibernates its idle sandboxes
-(busy ones when their run has ended) until none is live, then marks it `drained`.
+(busy ones when their run has ended) until none is live, then marks it `drained`. With an archive every
+host reaches (HANGAR_WORKSPACE_ARCHIVE), each hibernated workspace is exported there and the session
+released from the host: its next use places it anew, and that host imports it (`move_out`).
 
 Beat marks a host whose heartbeat stopped `lost` (hangar.engine.run.host_loss); its next heartbeat
 makes it active again.
@@ -22,10 +24,15 @@ from django.conf import settings
 from django.db import connection
 
 from hangar.conversations.host_selectors import sessions_not_busy
-from hangar.conversations.host_services import HostReport, host_heartbeat, host_mark_drained
+from hangar.conversations.host_services import (
+    HostReport,
+    host_heartbeat,
+    host_mark_drained,
+    session_sandbox_host_release,
+)
 from hangar.conversations.models import HostState
 from hangar.logging import get_logger
-from sandbox import host_stats, volumes
+from sandbox import host_stats, volumes, workspace_archive
 
 log = get_logger(__name__)
 
@@ -85,9 +92,31 @@ def drain_pass(sandboxes: HostSandboxes, name: str, live: list[str]) -> int:
                 log.info("sandbox_hibernated_for_drain", session=session_id, host=name)
             except Exception:
                 log.warning("drain_hibernate_failed", session=session_id, exc_info=True)
+                continue
+            move_out(sandboxes, session_id, name)
         if hibernated == len(live) and host_mark_drained(host_name=name):
             log.warning("sandbox_host_drained", host=name)
         return hibernated
+
+
+def move_out(sandboxes: HostSandboxes, session_id: str, name: str) -> bool:
+    """Export a hibernated session's workspace to the archive every host reaches (HANGAR_WORKSPACE_ARCHIVE)
+    and release the session from this host, so its next use places it anew and that host imports it
+    (hangar.engine.workspace.hosts.place_here). False, the workspace staying here, when there is no
+    archive or it cannot move (a repository clone: sandbox/workspace_archive.py)."""
+    if workspace_archive.archive_dir() is None:
+        return False
+    try:
+        moved = workspace_archive.export(sandboxes.api, session_id)
+    except workspace_archive.NotMovable as exc:
+        log.info("workspace_stays", session=session_id, host=name, reason=str(exc))
+        return False
+    except Exception:
+        log.warning("workspace_export_failed", session=session_id, host=name, exc_info=True)
+        return False
+    session_sandbox_host_release(session_id=session_id, host_name=name)
+    log.info("workspace_exported", session=session_id, host=name, **moved)
+    return True
 
 
 @contextmanager

@@ -5,7 +5,9 @@ host queues that would let it create a sandbox elsewhere are not built), so a ne
 the hosts this worker can reach: its own. Placement's rules (hangar.engine.workspace.placement) still
 decide whether this host may take it: a draining, drained or lost host, a host without the project's
 labels or without room refuses, and the person is told why. A session whose workspace is on a host
-already stays there (its files are there); one on another host cannot be served by this worker.
+already stays there (its files are there); one on another host cannot be served by this worker. A
+session a drained host released (its workspace exported to HANGAR_WORKSPACE_ARCHIVE) is placed anew and
+its workspace imported on the host it lands on (`move_in`).
 """
 
 from __future__ import annotations
@@ -16,11 +18,14 @@ from hangar.conversations.host_selectors import host_named
 from hangar.conversations.host_services import session_sandbox_host_set
 from hangar.engine.workspace.host_service import HostSandboxes, beat_once, host_name
 from hangar.engine.workspace.placement import Asks, HostView, NoHost, place
-from sandbox import registry, volumes
+from hangar.logging import get_logger
+from sandbox import registry, volumes, workspace_archive
 from sandbox.protocol import SandboxUnavailable
 
 if TYPE_CHECKING:
     from hangar.conversations.models import SandboxHost, Session
+
+log = get_logger(__name__)
 
 
 def view_of(host: SandboxHost) -> HostView:
@@ -47,14 +52,17 @@ def asks_of(session: Session) -> Asks:
 def place_here(session: Session, sandboxes: HostSandboxes) -> None:
     """Raise SandboxUnavailable (the turn's error) unless this host may hold `session`'s sandbox."""
     here = host_name()
+    local = registry.lookup(volumes.session_key(session.pk)) is not None
     if session.sandbox_host_id:
         if session.sandbox_host_id != here:
             raise SandboxUnavailable(
                 f"this session's workspace is on sandbox host {session.sandbox_host_id}, which this worker"
                 f" ({here}) cannot reach"
             )
+        if not local:
+            move_in(session)  # exported from here, its release not recorded (a crash between the two)
         return  # its files are here: it stays, whatever the host's state (a busy run finishes first)
-    if registry.lookup(volumes.session_key(session.pk)) is not None:
+    if local:
         return  # a workspace made here before the registry recorded hosts
     host = host_named(here)
     if host is None:  # this process's first use, before its heartbeat registered the host
@@ -66,6 +74,17 @@ def place_here(session: Session, sandboxes: HostSandboxes) -> None:
         place([view_of(host)], asks_of(session))
     except NoHost as exc:
         raise SandboxUnavailable(str(exc)) from None
+    move_in(session)
+
+
+def move_in(session: Session) -> None:
+    """Import the session's workspace when another host exported it (its drain: host_service.move_out);
+    the sandbox is then made on it as on a resume. Nothing when there is no export."""
+    if workspace_archive.archive_dir() is None or not workspace_archive.exported(session.pk):
+        return
+    moved = workspace_archive.import_(session.pk)
+    if moved is not None:
+        log.info("workspace_imported", session=session.pk, host=host_name(), **moved)
 
 
 def record_placed(session: Session) -> None:
