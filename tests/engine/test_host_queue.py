@@ -23,6 +23,9 @@ from hangar.conversations.models import Session
 from hangar.engine.services import session_prompt
 from hangar.engine.workspace.host_names import host_queue
 from hangar.engine.workspace.remote import remote_destroy, remote_hibernate
+from hangar.projects.env_var_services import env_var_set
+from hangar.projects.models import Project
+from hangar.projects.services import project_update
 from sandbox import channel, containers, registry, volumes
 from tests.engine.conftest import text_of, text_prompt, tool_parts, wait_for, wait_idle
 
@@ -49,27 +52,38 @@ def _environ(pid: int) -> dict[str, str]:
     return {k.decode(): v.decode(errors="replace") for k, v in pairs}
 
 
-def test_an_engine_worker_without_docker_runs_a_session_on_a_host(
-    alice, charlie, api, script, make_session, start_worker, monkeypatch, tmp_path
-):
+@pytest.fixture
+def remote_engine(start_worker, monkeypatch, tmp_path):
+    """The host service h1 and an engine worker without Docker; h1 registered. Yields the engine worker."""
     monkeypatch.setenv(channel.SETTING, "tcp")
     start_worker(
         env={channel.SETTING: "tcp", "HANGAR_SANDBOX_HOST": HOST, "HANGAR_SANDBOX_POOL": "0"},
         queues=[host_queue(HOST)],
         concurrency=4,
     )
-    engine_root = tmp_path / "engine-root"
     engine = start_worker(
         env={
             channel.SETTING: "tcp",
             "HANGAR_SANDBOX_REMOTE": "1",
             "DOCKER_HOST": NO_DOCKER,
-            "HANGAR_SANDBOX_ROOT": str(engine_root),
+            "HANGAR_SANDBOX_ROOT": str(tmp_path / "engine-root"),
             "HANGAR_SANDBOX_HOST": "engine-no-docker",
         }
     )
     wait_for(lambda: host_named(HOST), 120, what="the host service registering h1")
+    return engine
 
+
+def _engine_log(engine) -> str:
+    engine.log.flush()
+    with open(engine.log.name) as f:
+        return f.read()
+
+
+def test_an_engine_worker_without_docker_runs_a_session_on_a_host(
+    alice, charlie, api, script, make_session, remote_engine, tmp_path
+):
+    engine, engine_root = remote_engine, tmp_path / "engine-root"
     script_id = script.load(
         [
             [call("bash", "c1", command="echo hello from h1 | tee notes.txt", description="notes")],
@@ -111,9 +125,7 @@ def test_an_engine_worker_without_docker_runs_a_session_on_a_host(
     environ = _environ(engine.proc.pid)
     assert environ["DOCKER_HOST"] == NO_DOCKER and environ["HANGAR_SANDBOX_REMOTE"] == "1"
     assert not (engine_root / "sessions").exists() and not (engine_root / "channel").exists()
-    engine.log.flush()
-    with open(engine.log.name) as f:
-        engine_log = f.read()
+    engine_log = _engine_log(engine)
     for sign in ("nonexistent/docker.sock", "DockerException", "Traceback"):
         assert sign not in engine_log, engine_log[-3000:]
 
@@ -144,3 +156,59 @@ def test_an_engine_worker_without_docker_runs_a_session_on_a_host(
     remote_destroy(session.pk)
     assert _container(session.pk) is None
     assert registry.lookup(volumes.session_key(session.pk)) is None
+
+
+def bash(call_id, command):
+    return call("bash", call_id, command=command, description="probe")["tool_calls"][0]
+
+
+def running(session, call_id):
+    return any(p["callID"] == call_id and p["state"]["status"] == "running" for p in tool_parts(session))
+
+
+def test_a_policy_changed_mid_run_reaches_the_sandbox_through_its_host(
+    alice, script, make_session, remote_engine
+):
+    """hangar.engine.turn.live_policy with a remote worker: the host applies the new spec (an env var
+    re-bound in place mid-step; a new network mode by recreating the container on its workspace, whose
+    agent then answers elsewhere: the worker's connection moves to it)."""
+    env_var_set(actor=alice.actor, project=alice.project, name="FOO", value="before", secret=False)
+    script_id = script.load(
+        [
+            [
+                {
+                    "tool_calls": [
+                        bash("c1", "echo kept > marker.txt; echo FOO=$FOO; sleep 4"),
+                        bash("c2", "echo FOO=$FOO"),
+                    ]
+                }
+            ],
+            [{"tool_calls": [bash("c3", "echo PROXY=$HTTP_PROXY; sleep 4")]}],
+            [{"tool_calls": [bash("c4", "echo PROXY=$HTTP_PROXY; cat marker.txt")]}],
+            [{"text": "done"}],
+        ]
+    )
+    session = make_session(alice, script_id)
+    session_prompt(actor=alice.actor, session=session, parts=text_prompt("policies"))
+    wait_for(lambda: running(session, "c1"), 180, what="the first command running")
+    env_var_set(actor=alice.actor, project=alice.project, name="FOO", value="after", secret=False)
+    wait_for(lambda: running(session, "c3"), 120, what="the third command running")
+    project_update(
+        actor=alice.actor,
+        project=Project.objects.get(pk=alice.project.pk),
+        network_policy="allowlist",
+        network_allowlist=["pypi.example.test"],
+    )
+    session = wait_idle(session, timeout=180)
+
+    seen = {p["callID"]: p["state"].get("output", "") for p in tool_parts(session)}
+    assert "FOO=before" in seen["c1"] and "FOO=after" in seen["c2"], seen
+    assert "PROXY=\n" in seen["c3"] + "\n", seen["c3"]  # network "none": no proxy
+    assert "PROXY=http://egress:3128" in seen["c4"] and "kept" in seen["c4"], seen["c4"]
+    info = _container(session.pk)
+    assert info["Config"]["Labels"].get("hangar.session_key") == volumes.session_key(session.pk)
+    log = _engine_log(remote_engine)
+    assert "Traceback" not in log, log[-3000:]
+    # The run's first tool call, then one per policy change: the recreated container's new endpoint came
+    # with the second refresh, so no call found its connection dead and acquired again.
+    assert log.count('"sandbox_acquired_remote"') == 3, log[-3000:]

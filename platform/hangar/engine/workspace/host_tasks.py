@@ -67,7 +67,11 @@ def sandbox_acquire(session_id: str, reply_key: str) -> dict[str, Any]:
             session = session_for_run(session_id)
         except Session.DoesNotExist:
             return {"error": f"session {session_id} does not exist", "kind": "error"}
-        docker_sandbox(session)
+        box = docker_sandbox(session)
+        # One round trip on the host's own connection: a container the live policy just removed to
+        # recreate on a new network or image (sandbox/live_spec.py) is made again now, and the registry
+        # records where its agent answers before that is read below.
+        box.ping()
         endpoint = registry.channel_endpoint(volumes.session_key(session_id))
         secret = channel.read_secret(endpoint[2]) if endpoint else None
         if endpoint is None or secret is None:

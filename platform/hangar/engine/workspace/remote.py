@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 log = get_logger(__name__)
 
 _open: dict[str, DockerSandbox] = {}
+_endpoints: dict[str, tuple[str, int]] = {}  # where each session's agent answered last
 _lock = threading.Lock()
 CONNECT_WAIT_S = 10.0  # a container just (re)started: its agent binds in ~0.1 s
 
@@ -67,11 +68,32 @@ def _acquire(session: Session) -> AgentConnection:
     host = host_for(session)
     answer = call_host(host, ACQUIRE, [session.pk, opener().public_hex])
     secret = opener().open(answer["secret"], session.pk)
-    conn = TcpAgentConnection.connect(
-        str(answer["address"]), int(answer["port"]), secret, wait_s=CONNECT_WAIT_S
-    )
+    endpoint = (str(answer["address"]), int(answer["port"]))
+    conn = TcpAgentConnection.connect(*endpoint, secret, wait_s=CONNECT_WAIT_S)
+    with _lock:
+        _endpoints[session.pk] = endpoint
     log.info("sandbox_acquired_remote", session=session.pk, host=host)
     return conn
+
+
+def remote_refresh(session: Session, box: DockerSandbox) -> None:
+    """The session's policy changed mid-run (hangar.engine.turn.live_policy): its host brings the sandbox to
+    it (an acquisition applies the spec in force: env re-bound, limits, proxy, or the container recreated
+    on its workspace). A recreated container answers elsewhere: the box's connection moves to it now, so
+    the next tool call pays no second host task."""
+    with _lock:
+        before = _endpoints.get(session.pk)
+    conn = _acquire(session)
+    box.spec = spec_for(session)
+    with _lock:
+        after = _endpoints.get(session.pk)
+    if after == before and box._conn is not None and not box._conn.dead:
+        conn.close()  # the same agent: the run's connection stays
+        return
+    with box._reconnect_lock:
+        old, box._conn = box._conn, conn
+    if old is not None:
+        old.close()
 
 
 def host_for(session: Session) -> str:
@@ -146,6 +168,7 @@ def forget(session_id: str) -> None:
     """Drop this process's connection to the session's sandbox (the sandbox is untouched)."""
     with _lock:
         box = _open.pop(session_id, None)
+        _endpoints.pop(session_id, None)
     if box is not None:
         box.close()
 

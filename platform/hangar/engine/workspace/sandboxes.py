@@ -141,10 +141,14 @@ def _bring_to(box: DockerSandbox, spec: SandboxSpec) -> None:
 
 def sandbox_refresh(session: Session, box: Sandbox) -> None:
     """The session's policy changed mid-run (hangar.engine.turn.live_policy): bring its live sandbox to the new
-    spec before the next tool call. A sandbox of another kind (a test's local one) has no spec to change."""
+    spec before the next tool call: here, or by its host when this worker has no Docker (remote.py). A
+    sandbox of another kind (a test's local one) has no spec to change."""
+    from hangar.engine.workspace.remote import RemoteReopener, remote_refresh
     from sandbox.docker_backend import DockerSandbox
 
-    if isinstance(box, DockerSandbox):
+    if isinstance(box, DockerSandbox) and isinstance(box.manager, RemoteReopener):
+        remote_refresh(session, box)
+    elif isinstance(box, DockerSandbox):
         _bring_to(box, spec_for(session))
 
 
