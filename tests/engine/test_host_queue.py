@@ -18,6 +18,7 @@ import docker
 import docker.errors
 import pytest
 
+from hangar.audit.models import AuditEvent
 from hangar.conversations.host_selectors import host_named
 from hangar.conversations.models import Session
 from hangar.engine.services import session_prompt
@@ -32,6 +33,13 @@ from tests.engine.conftest import text_of, text_prompt, tool_parts, wait_for, wa
 pytestmark = pytest.mark.django_db(transaction=True)
 
 HOST = "h1"
+# Through the egress proxy to an address the allowlist does not name: the proxy's 403.
+FETCH = (
+    'python3 -c "import urllib.request, urllib.error\n'
+    "try: urllib.request.urlopen('http://1.1.1.1/', timeout=10); print('FETCH ok')\n"
+    "except urllib.error.HTTPError as e: print('FETCH', e.code)\n"
+    "except OSError as e: print('FETCH err', e)\""
+)
 NO_DOCKER = "unix:///nonexistent/docker.sock"
 
 
@@ -184,7 +192,7 @@ def test_a_policy_changed_mid_run_reaches_the_sandbox_through_its_host(
                 }
             ],
             [{"tool_calls": [bash("c3", "echo PROXY=$HTTP_PROXY; sleep 4")]}],
-            [{"tool_calls": [bash("c4", "echo PROXY=$HTTP_PROXY; cat marker.txt")]}],
+            [{"tool_calls": [bash("c4", f"echo PROXY=$HTTP_PROXY; cat marker.txt; {FETCH}")]}],
             [{"text": "done"}],
         ]
     )
@@ -205,6 +213,12 @@ def test_a_policy_changed_mid_run_reaches_the_sandbox_through_its_host(
     assert "FOO=before" in seen["c1"] and "FOO=after" in seen["c2"], seen
     assert "PROXY=\n" in seen["c3"] + "\n", seen["c3"]  # network "none": no proxy
     assert "PROXY=http://egress:3128" in seen["c4"] and "kept" in seen["c4"], seen["c4"]
+    assert "FETCH 403" in seen["c4"], seen["c4"]
+    # What the proxy on h1 refused is audited after the run: asked of h1 (a fourth host task, not an
+    # acquisition).
+    rows = AuditEvent.objects.filter(action="egress.blocked", target_id=session.pk)
+    blocked = wait_for(rows.first, timeout=30, what="the egress.blocked audit row")
+    assert blocked.data["targets"] == ["GET 1.1.1.1:80"] and rows.count() == 1
     info = _container(session.pk)
     assert info["Config"]["Labels"].get("hangar.session_key") == volumes.session_key(session.pk)
     log = _engine_log(remote_engine)

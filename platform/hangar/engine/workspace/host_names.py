@@ -6,6 +6,7 @@ HIBERNATE = "hangar.host.sandbox_hibernate"
 DESTROY = "hangar.host.sandbox_destroy"
 REAP = "hangar.host.reap_sandboxes"
 WATERMARK = "hangar.host.sandbox_watermark"
+EGRESS_DENIALS = "hangar.host.egress_denials"
 
 
 def host_queue(name: str) -> str:

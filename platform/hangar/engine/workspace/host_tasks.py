@@ -11,7 +11,8 @@ its host as every worker with Docker does (hangar.engine.workspace.host_service)
   host, the org's cap on live sandboxes, create / claim from the warm pool / resume, the live policy, the
   repository and setup script: hangar.engine.workspace.sandboxes.docker_sandbox); answers where the
   agent listens and its channel secret, sealed to the asking process (hangar.engine.workspace.sealing);
-- hibernate, destroy: as DockerSandboxes does them;
+- hibernate, destroy: as DockerSandboxes does them; egress denials: what the session's egress proxy
+  refused since a time (audited after a run);
 - reap, watermark: beat's periodic sweeps, sent to every host by an engine worker without Docker.
 
 A failure is an answer ({"error", "kind"}), not a raised exception: the engine re-raises it as the error
@@ -25,7 +26,14 @@ from typing import Any
 from celery import shared_task
 from django.db import connection
 
-from hangar.engine.workspace.host_names import ACQUIRE, DESTROY, HIBERNATE, REAP, WATERMARK
+from hangar.engine.workspace.host_names import (
+    ACQUIRE,
+    DESTROY,
+    EGRESS_DENIALS,
+    HIBERNATE,
+    REAP,
+    WATERMARK,
+)
 from hangar.logging import get_logger
 
 log = get_logger(__name__)
@@ -110,6 +118,16 @@ def sandbox_destroy(session_id: str) -> dict[str, Any]:
     try:
         manager().destroy(session_id)
         return {"ok": True}
+    except Exception as exc:
+        return _failure(exc)
+
+
+@shared_task(name=EGRESS_DENIALS, ignore_result=False)
+def egress_denials(session_id: str, since: float) -> dict[str, Any]:
+    from hangar.engine.workspace.sandboxes import manager
+
+    try:
+        return {"refused": manager().egress_denials(session_id, since)}
     except Exception as exc:
         return _failure(exc)
 

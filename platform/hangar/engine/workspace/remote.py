@@ -28,7 +28,7 @@ from django.conf import settings
 from hangar.conversations.host_selectors import host_named, hosts_all, session_host_name
 from hangar.conversations.models import HostState
 from hangar.engine.session.dbconn import release_connection
-from hangar.engine.workspace.host_names import ACQUIRE, DESTROY, HIBERNATE, host_queue
+from hangar.engine.workspace.host_names import ACQUIRE, DESTROY, EGRESS_DENIALS, HIBERNATE, host_queue
 from hangar.engine.workspace.placement import NoHost, place
 from hangar.engine.workspace.sealing import opener
 from hangar.engine.workspace.specs import spec_for
@@ -48,6 +48,7 @@ _open: dict[str, DockerSandbox] = {}
 _endpoints: dict[str, tuple[str, int]] = {}  # where each session's agent answered last
 _lock = threading.Lock()
 CONNECT_WAIT_S = 10.0  # a container just (re)started: its agent binds in ~0.1 s
+EGRESS_TIMEOUT_S = 30.0  # one Docker log read on the host
 
 
 def remote_sandbox(session: Session) -> DockerSandbox:
@@ -187,6 +188,20 @@ def remote_destroy(session_id: str) -> None:
     host = session_host_name(session_id)
     if host:
         call_host(host, DESTROY, [session_id])
+
+
+def remote_egress_refused(session_id: str, since: float) -> list[str]:
+    """What the session's egress proxy on its host refused since `since` (unix seconds); [] when the host
+    cannot say (this is read after a run, off its path: a failure is logged, never raised)."""
+    host = session_host_name(session_id)
+    if not host:
+        return []
+    try:
+        answer = call_host(host, EGRESS_DENIALS, [session_id, since], timeout=EGRESS_TIMEOUT_S)
+    except SandboxError:
+        log.warning("egress_denials_unavailable", session=session_id, host=host, exc_info=True)
+        return []
+    return [str(target) for target in answer.get("refused") or []]
 
 
 def send_to_hosts(task: str) -> list[str]:

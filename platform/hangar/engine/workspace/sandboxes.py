@@ -167,10 +167,12 @@ sandbox_factory: Callable[[Session], Sandbox] = (
 def egress_refused(box: Sandbox, since: float) -> list[str]:
     """The destinations the sandbox's egress proxy refused since `since` (unix seconds); [] for a
     sandbox that has none (network "none", or not a Docker sandbox)."""
+    from hangar.engine.workspace.remote import RemoteReopener, remote_egress_refused
     from sandbox.docker_backend import DockerSandbox
     from sandbox.manager import DockerSandboxes
 
-    # Asked of this process's Docker engine only for a box it made (a remote box's proxy is on its host).
+    if isinstance(box, DockerSandbox) and isinstance(box.manager, RemoteReopener):
+        return remote_egress_refused(box.session_id, since)  # its proxy is on its host: asked there
     if not isinstance(box, DockerSandbox) or not isinstance(box.manager, DockerSandboxes):
         return []
     return manager().egress_denials(box.session_id, since)
