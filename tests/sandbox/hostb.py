@@ -37,8 +37,13 @@ CHANNEL_SUBNET = "10.213.x.0/24"  # routed here via PRIVATE_B (hostb.sh); x from
 @dataclass
 class HostB:
     client: docker.DockerClient
+    docker_host: str
     root: Path
     env: dict[str, str]
+
+    def service_env(self) -> dict[str, str]:
+        """The environment of a process that is B's host service (a worker consuming B's queue)."""
+        return self.env | {"DOCKER_HOST": self.docker_host, "HANGAR_SANDBOX_ROOT": str(self.root)}
 
     @contextlib.contextmanager
     def active(self) -> Iterator[HostB]:
@@ -58,6 +63,11 @@ class HostB:
 
     def sandboxes(self, labels: dict[str, str]) -> DockerSandboxes:
         return DockerSandboxes(self.client, image=ensure_image(), extra_labels=labels)
+
+    def destroy(self, session_id: str) -> None:
+        """Destroy a session's sandbox and workspace on B, if it has any (a test's clean-up)."""
+        with self.active():
+            DockerSandboxes(self.client, image="unused-for-destroy").destroy(session_id)
 
     def remove_labelled(self, label: str, key_prefix: str) -> None:
         """Remove B's containers labelled `label` (key=value) and the sessions whose keys start with
@@ -83,9 +93,10 @@ def start() -> HostB:
     assert proc.returncode == 0, f"hostb.sh up failed:\n{proc.stdout}\n{proc.stderr}"
     lines = subprocess.run([str(SCRIPT), "env"], capture_output=True, text=True, check=True).stdout.split()
     env = dict(line.split("=", 1) for line in lines)
-    client = docker.DockerClient(base_url=env.pop("DOCKER_HOST"))
+    docker_host = env.pop("DOCKER_HOST")
     env |= {"HANGAR_AGENT_SUBNET": CHANNEL_SUBNET, "HANGAR_AGENT_TRANSPORT": "tcp"}
-    return HostB(client, Path(f"{str(volumes.ROOT).rstrip('/')}-hostb"), env)
+    root = Path(f"{str(volumes.ROOT).rstrip('/')}-hostb")
+    return HostB(docker.DockerClient(base_url=docker_host), docker_host, root, env)
 
 
 @pytest.fixture(scope="session")
