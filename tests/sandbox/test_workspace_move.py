@@ -119,3 +119,34 @@ def test_only_a_hibernated_workspace_is_exported_and_an_export_is_taken_once(
             record = registry.lookup(volumes.session_key(sid))
             volumes.destroy_volume(record["volume"])
             registry.unregister(volumes.session_key(sid))
+
+
+def test_a_workspace_on_a_layer_is_exported_merged(sandboxes, new_session_id, archive, tmp_path):
+    """A workspace standing on a read-only layer (a checkout's, an environment's: volumes.attach_lower) is
+    exported as the sandbox sees it, so the host it moves to needs no such layer; the source's reference
+    to the layer goes with the workspace."""
+    layer = tmp_path / "layer"
+    (layer / "tree" / "src").mkdir(parents=True)
+    (layer / "tree" / "src" / "base.py").write_text("BASE = 1\n")
+    (layer / "tree" / "README").write_text("from the layer\n")
+    for path in (layer / "tree", *(layer / "tree").rglob("*")):
+        os.chown(path, volumes.SANDBOX_UID, volumes.SANDBOX_UID)
+    sid = new_session_id()
+    sandboxes.get_or_create(_spec(sid))
+    sandboxes.hibernate(sid)
+    volume_id = registry.lookup(volumes.session_key(sid))["volume"]
+    volumes.attach_lower(volume_id, layer)
+    volumes.unmount(volume_id)
+    box = sandboxes.get_or_create(_spec(sid))
+    box.write("/workspace/src/base.py", "BASE = 2\n")  # a copy-up onto the volume
+    box.write("/workspace/new.txt", "mine\n")
+    box.remove("/workspace/README")  # a whiteout over the layer's file
+    sandboxes.hibernate(sid)
+
+    export(sandboxes.api, sid)
+    assert not (layer / "users" / volume_id).exists(), "the layer is no longer used by the exported workspace"
+    import_(sid)
+    moved = registry.lookup(volumes.session_key(sid))["volume"]
+    assert not (volumes.ROOT / "volumes" / f"{moved}.lower").exists()
+    box = sandboxes.get_or_create(_spec(sid))
+    assert box.exec("cat src/base.py new.txt; ls", cwd="/workspace").output == "BASE = 2\nmine\nnew.txt\nsrc\n"
