@@ -149,4 +149,6 @@ def test_a_workspace_on_a_layer_is_exported_merged(sandboxes, new_session_id, ar
     moved = registry.lookup(volumes.session_key(sid))["volume"]
     assert not (volumes.ROOT / "volumes" / f"{moved}.lower").exists()
     box = sandboxes.get_or_create(_spec(sid))
-    assert box.exec("cat src/base.py new.txt; ls", cwd="/workspace").output == "BASE = 2\nmine\nnew.txt\nsrc\n"
+    assert (
+        box.exec("cat src/base.py new.txt; ls", cwd="/workspace").output == "BASE = 2\nmine\nnew.txt\nsrc\n"
+    )
