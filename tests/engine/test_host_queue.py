@@ -22,6 +22,7 @@ from hangar.audit.models import AuditEvent
 from hangar.conversations.host_selectors import host_named
 from hangar.conversations.models import Session
 from hangar.engine.services import session_prompt
+from hangar.engine.workspace import sandboxes
 from hangar.engine.workspace.host_names import host_queue
 from hangar.engine.workspace.remote import remote_destroy, remote_hibernate
 from hangar.projects.env_var_services import env_var_set
@@ -88,8 +89,12 @@ def _engine_log(engine) -> str:
         return f.read()
 
 
+def _no_docker():
+    raise AssertionError("this process was to reach no Docker engine")
+
+
 def test_an_engine_worker_without_docker_runs_a_session_on_a_host(
-    alice, charlie, api, script, make_session, remote_engine, tmp_path
+    alice, charlie, api, script, make_session, remote_engine, tmp_path, settings, monkeypatch
 ):
     engine, engine_root = remote_engine, tmp_path / "engine-root"
     script_id = script.load(
@@ -129,6 +134,16 @@ def test_an_engine_worker_without_docker_runs_a_session_on_a_host(
     theirs = f"/api/orgs/{charlie.org.slug}/projects/{charlie.project.pk}/sessions/{session.pk}/diff/"
     assert api(charlie).get(theirs).status_code == 404
 
+    # A web process without Docker reads the running sandbox's files: h1 says where its agent answers
+    # (hangar.host.sandbox_locate), the read goes over the channel; this process's Docker is never asked.
+    settings.HANGAR_SANDBOX_REMOTE = True
+    monkeypatch.setattr(sandboxes, "manager", _no_docker)
+    file_url = url.replace("/diff/", "/workspace/file/")
+    response = api(alice).get(file_url, {"path": "app.py"})
+    assert response.status_code == 200, response.content
+    assert response.json()["content"] == "print('remote')\n"
+    assert api(charlie).get(file_url, {"path": "app.py"}).status_code == 404
+
     # The engine worker ran with no Docker socket and no host files: it never tried either.
     environ = _environ(engine.proc.pid)
     assert environ["DOCKER_HOST"] == NO_DOCKER and environ["HANGAR_SANDBOX_REMOTE"] == "1"
@@ -142,6 +157,15 @@ def test_an_engine_worker_without_docker_runs_a_session_on_a_host(
     hibernated = _container(session.pk)
     assert hibernated is None or not hibernated["State"]["Running"]
     assert registry.lookup(volumes.session_key(session.pk)) is not None  # its workspace is kept
+    # The web starts nothing: 409, and the engine worker is asked to (prepare_workspace: through h1).
+    response = api(alice).get(file_url, {"path": "notes.txt"})
+    assert response.status_code == 409, response.content
+    resumed = wait_for(
+        lambda: (r := api(alice).get(file_url, {"path": "notes.txt"})).status_code == 200 and r,
+        120,
+        what="the sandbox resumed on h1 for the web's read",
+    )
+    assert resumed.json()["content"] == "hello from h1\n"
     script.load(
         [
             [call("read", "c3", filePath="/workspace/app.py")],

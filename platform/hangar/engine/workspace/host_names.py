@@ -7,6 +7,7 @@ DESTROY = "hangar.host.sandbox_destroy"
 REAP = "hangar.host.reap_sandboxes"
 WATERMARK = "hangar.host.sandbox_watermark"
 EGRESS_DENIALS = "hangar.host.egress_denials"
+LOCATE = "hangar.host.sandbox_locate"
 
 
 def host_queue(name: str) -> str:

@@ -11,6 +11,8 @@ its host as every worker with Docker does (hangar.engine.workspace.host_service)
   host, the org's cap on live sandboxes, create / claim from the warm pool / resume, the live policy, the
   repository and setup script: hangar.engine.workspace.sandboxes.docker_sandbox); answers where the
   agent listens and its channel secret, sealed to the asking process (hangar.engine.workspace.sealing);
+- locate: where a *running* sandbox's agent answers (and its sealed secret), starting nothing: the web
+  process's reads (hangar.engine.workspace.web_sandbox);
 - hibernate, destroy: as DockerSandboxes does them; egress denials: what the session's egress proxy
   refused since a time (audited after a run);
 - reap, watermark: beat's periodic sweeps, sent to every host by an engine worker without Docker.
@@ -31,6 +33,7 @@ from hangar.engine.workspace.host_names import (
     DESTROY,
     EGRESS_DENIALS,
     HIBERNATE,
+    LOCATE,
     REAP,
     WATERMARK,
 )
@@ -98,6 +101,36 @@ def sandbox_acquire(session_id: str, reply_key: str) -> dict[str, Any]:
         return _failure(exc)
     finally:
         connection.close()
+
+
+@shared_task(name=LOCATE, ignore_result=False)
+def sandbox_locate(session_id: str, reply_key: str) -> dict[str, Any]:
+    """{"running": False}, or the running sandbox's {address, port, secret (sealed)}: one inspect, no
+    attach, nothing started."""
+    import docker.errors
+
+    from hangar.engine.workspace.sandboxes import manager_without_pool
+    from hangar.engine.workspace.sealing import seal
+    from sandbox import channel, containers
+
+    try:
+        api = manager_without_pool().api
+        try:
+            info = api.inspect_container(containers.session_container_name(session_id))
+        except docker.errors.NotFound:
+            return {"running": False}
+        endpoint = channel.endpoint_of(info)
+        secret = channel.read_secret((info["Config"]["Labels"] or {}).get("hangar.volume", ""))
+        if not info["State"]["Running"] or info["State"].get("Paused") or endpoint is None or secret is None:
+            return {"running": False}
+        return {
+            "running": True,
+            "address": endpoint[0],
+            "port": endpoint[1],
+            "secret": seal(secret, reply_key, session_id),
+        }
+    except Exception as exc:
+        return _failure(exc)
 
 
 @shared_task(name=HIBERNATE, ignore_result=False)

@@ -28,7 +28,14 @@ from django.conf import settings
 from hangar.conversations.host_selectors import host_named, hosts_all, session_host_name
 from hangar.conversations.models import HostState
 from hangar.engine.session.dbconn import release_connection
-from hangar.engine.workspace.host_names import ACQUIRE, DESTROY, EGRESS_DENIALS, HIBERNATE, host_queue
+from hangar.engine.workspace.host_names import (
+    ACQUIRE,
+    DESTROY,
+    EGRESS_DENIALS,
+    HIBERNATE,
+    LOCATE,
+    host_queue,
+)
 from hangar.engine.workspace.placement import NoHost, place
 from hangar.engine.workspace.sealing import opener
 from hangar.engine.workspace.specs import spec_for
@@ -37,7 +44,7 @@ from sandbox import containers
 from sandbox.channel_client import TcpAgentConnection
 from sandbox.connection import AgentConnection
 from sandbox.docker_backend import DockerSandbox
-from sandbox.protocol import SandboxError, SandboxUnavailable
+from sandbox.protocol import SandboxError, SandboxSpec, SandboxUnavailable
 
 if TYPE_CHECKING:
     from hangar.conversations.models import Session
@@ -46,9 +53,11 @@ log = get_logger(__name__)
 
 _open: dict[str, DockerSandbox] = {}
 _endpoints: dict[str, tuple[str, int]] = {}  # where each session's agent answered last
+_located: dict[str, DockerSandbox] = {}  # running sandboxes the web process reads (never started here)
 _lock = threading.Lock()
 CONNECT_WAIT_S = 10.0  # a container just (re)started: its agent binds in ~0.1 s
 EGRESS_TIMEOUT_S = 30.0  # one Docker log read on the host
+LOCATE_TIMEOUT_S = 10.0  # one inspect on the host
 
 
 def remote_sandbox(session: Session) -> DockerSandbox:
@@ -168,10 +177,11 @@ _REOPENER = RemoteReopener()
 def forget(session_id: str) -> None:
     """Drop this process's connection to the session's sandbox (the sandbox is untouched)."""
     with _lock:
-        box = _open.pop(session_id, None)
+        boxes = [_open.pop(session_id, None), _located.pop(session_id, None)]
         _endpoints.pop(session_id, None)
-    if box is not None:
-        box.close()
+    for box in boxes:
+        if box is not None:
+            box.close()
 
 
 def remote_hibernate(session_id: str) -> None:
@@ -188,6 +198,49 @@ def remote_destroy(session_id: str) -> None:
     host = session_host_name(session_id)
     if host:
         call_host(host, DESTROY, [session_id])
+
+
+def running_remote(session_id: str, timeout: float) -> DockerSandbox | None:
+    """The session's sandbox if it runs on its host, else None; never starts one (the web process's reads,
+    hangar.engine.workspace.web_sandbox). One host task the first time per process (or after the
+    connection dropped); then the kept connection, one round trip per read, as on one host."""
+    with _lock:
+        cached = _located.get(session_id)
+    if cached is not None and cached._conn is not None and not cached._conn.dead:
+        return cached
+    conn = _locate(session_id, timeout)
+    if conn is None:
+        return None
+    box = DockerSandbox(
+        _LOCATOR, SandboxSpec(session_id=session_id), containers.session_container_name(session_id), conn
+    )
+    with _lock:
+        _located[session_id] = box
+    return box
+
+
+def _locate(session_id: str, timeout: float) -> TcpAgentConnection | None:
+    host = session_host_name(session_id)
+    if not host:
+        return None
+    answer = call_host(host, LOCATE, [session_id, opener().public_hex], timeout=timeout)
+    if not answer.get("running"):
+        return None
+    secret = opener().open(answer["secret"], session_id)
+    return TcpAgentConnection.connect(str(answer["address"]), int(answer["port"]), secret)
+
+
+class RunningLocator:
+    """Reopens a located sandbox's dropped channel only while it still runs (a web read starts nothing)."""
+
+    def reopen(self, box: DockerSandbox) -> AgentConnection:
+        conn = _locate(box.session_id, LOCATE_TIMEOUT_S)
+        if conn is None:
+            raise SandboxUnavailable(f"the sandbox of session {box.session_id} is not running")
+        return conn
+
+
+_LOCATOR = RunningLocator()
 
 
 def remote_egress_refused(session_id: str, since: float) -> list[str]:

@@ -174,9 +174,16 @@ def running_box(session_id: str, *, may_start: bool) -> Sandbox:
     from hangar.engine.session.enqueue import enqueue_prepare
     from hangar.engine.workspace.sandboxes import manager
 
-    boxes = manager()
-    if boxes.is_running(session_id):
-        return boxes.connect(session_id)
+    if settings.HANGAR_SANDBOX_REMOTE:  # no Docker here: the session's host says where it runs, if it does
+        from hangar.engine.workspace.remote import running_remote
+
+        located = running_remote(session_id, timeout=min(deadline_s(), 10.0))
+        if located is not None:
+            return located
+    else:
+        boxes = manager()
+        if boxes.is_running(session_id):
+            return boxes.connect(session_id)
     if may_start:
         enqueue_prepare(session_id)
         raise SandboxNotRunning("The session's sandbox is starting: try again in a moment.", starting=True)
