@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import overload
 
-from sandbox import registry, repo_disk, volumes
+from sandbox import registry, repo_disk, volumes, written
 from sandbox.protocol import QuotaExceeded
 
 MB = 1024 * 1024
@@ -80,18 +80,12 @@ def _written(path: Path) -> tuple[int, int]:
 
 
 def usage() -> Usage:
-    images = volumes.ROOT / "volumes"
-    reserved = written = 0
-    count = 0
-    if images.exists():
-        for path in images.glob("*.img"):
-            quota, blocks = _written(path)
-            reserved += quota
-            written += blocks
-            count += 1
+    images = written.images()  # a stat of the mounted images only (sandbox.written)
+    reserved = sum(quota for quota, _ in images.values())
+    blocks = sum(held for _, held in images.values())
     volumes.ROOT.mkdir(parents=True, exist_ok=True)
     fs = os.statvfs(volumes.ROOT)
-    return Usage(reserved / MB, written / MB, fs.f_bavail * fs.f_frsize / MB, count)
+    return Usage(reserved / MB, blocks / MB, fs.f_bavail * fs.f_frsize / MB, len(images))
 
 
 def volume_written_mb(volume_id: str) -> float:
@@ -108,11 +102,13 @@ class OrgTally:
 
     @classmethod
     def now(cls) -> OrgTally:
-        written: dict[str, float] = {}
+        images = written.images()
+        by_org: dict[str, float] = {}
         for org, volume in registry.org_volumes():
-            written[org] = written.get(org, 0.0) + volume_written_mb(volume)
+            if volume in images:
+                by_org[org] = by_org.get(org, 0.0) + images[volume][1] / MB
         repos = {org: used / MB for org, used in repo_disk.bytes_by_org().items() if org}
-        return cls(written, repos)
+        return cls(by_org, repos)
 
     def repos(self, orgs: Sequence[str]) -> float:
         return sum(self.repos_mb.get(org, 0.0) for org in orgs)

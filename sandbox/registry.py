@@ -121,9 +121,10 @@ def registered_keys() -> list[str]:
     return sorted(p.stem for p in sessions.glob("*.json")) if sessions.exists() else []
 
 
-# A record's (org, volume), cached by the file's identity: every write replaces the file whole (a new inode;
-# its mtime and size are compared too), so a budget check over a thousand records opens only the changed.
-_owners: dict[str, tuple[tuple[int, int, int], str, str]] = {}
+# A record's (org, volume), cached by the file's inode: every write replaces the file whole (a new inode,
+# never the one it replaces: both exist at the rename), and the directory listing gives each name's inode
+# without a stat, so a budget check over ten thousand records opens and stats only the changed ones.
+_owners: dict[str, tuple[int, str, str]] = {}
 
 
 def org_volumes() -> list[tuple[str, str]]:
@@ -138,11 +139,7 @@ def org_volumes() -> list[tuple[str, str]]:
     for entry in entries:
         if not entry.name.endswith(".json") or entry.name.startswith("."):
             continue
-        try:
-            st = entry.stat()
-        except FileNotFoundError:
-            continue  # removed meanwhile
-        identity = (st.st_ino, st.st_mtime_ns, st.st_size)
+        identity = entry.inode()
         cached = _owners.get(entry.name)
         if cached is None or cached[0] != identity:
             record = lookup(entry.name[: -len(".json")]) or {}

@@ -82,6 +82,23 @@ def claim_marker(volume_id: str) -> Path:
     return images / f"{volume_id}.claimed"
 
 
+def mounts_log() -> Path:
+    """Every mount and unmount of a volume's image, one line each (its id): sandbox.written's caches of
+    what unmounted images hold forget a volume when its line appears."""
+    return _dirs()[0] / "mounts.log"
+
+
+def note_mount(volume_id: str) -> None:
+    """Log a volume's mount (called before it) or unmount (after it): its image may change in between."""
+    path = mounts_log()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        os.write(fd, f"{volume_id}\n".encode())  # one short O_APPEND write: lines never interleave
+    finally:
+        os.close(fd)
+
+
 def _run(*cmd: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, capture_output=True, text=True)
 
@@ -110,6 +127,7 @@ def ensure_mounted(volume_id: str) -> Path:
         raise FileNotFoundError(f"volume {volume_id} has no image")
     mnt.mkdir(parents=True, exist_ok=True)
     if not os.path.ismount(mnt):
+        note_mount(volume_id)
         proc = _run("mount", "-o", "loop,nosuid,nodev", str(image), str(mnt))
         if proc.returncode != 0 and not os.path.ismount(mnt):  # a racing process may have won
             raise RuntimeError(f"mount of {volume_id} failed: {proc.stderr.strip()}")
@@ -206,6 +224,7 @@ def unmount(volume_id: str) -> None:
         mnt.rmdir()
     except OSError:
         pass
+    note_mount(volume_id)  # after: what the image holds now is final until its next mount
 
 
 def destroy_volume(volume_id: str) -> None:
