@@ -129,8 +129,13 @@ _owners: dict[str, tuple[int, str, str]] = {}
 
 def org_volumes() -> list[tuple[str, str]]:
     """(org id, volume id) of every registered session that has both: what the disk budgets count."""
+    return [(org, volume) for _key, org, volume in volume_owners() if org]
+
+
+def volume_owners() -> list[tuple[str, str, str]]:
+    """(key, org id, volume id) of every registered session that has a volume (org "" if it names none)."""
     sessions = _sessions()
-    found: list[tuple[str, str]] = []
+    found: list[tuple[str, str, str]] = []
     seen: set[str] = set()
     try:
         entries = list(os.scandir(sessions))
@@ -146,8 +151,8 @@ def org_volumes() -> list[tuple[str, str]]:
             cached = (identity, str(record.get("org_id") or ""), str(record.get("volume") or ""))
             _owners[entry.name] = cached
         seen.add(entry.name)
-        if cached[1] and cached[2]:
-            found.append((cached[1], cached[2]))
+        if cached[2]:
+            found.append((entry.name[: -len(".json")], cached[1], cached[2]))
     for gone in _owners.keys() - seen:
         _owners.pop(gone, None)
     return found

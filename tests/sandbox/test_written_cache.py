@@ -110,3 +110,21 @@ def test_a_destroyed_image_is_forgotten_and_a_new_log_forgets_everything(root):
         os.fsync(f.fileno())
     volumes.mounts_log().unlink()
     assert written.images()[kept][1] == min(image.stat().st_blocks * 512, image.stat().st_size)
+
+
+def test_the_watermark_sweep_reads_the_records_of_mounted_volumes_only(root, monkeypatch):
+    from sandbox import watermark
+
+    live, hibernated = volumes.new_volume_id(), volumes.new_volume_id()
+    for volume in (live, hibernated):
+        volumes.create_volume(volume, 64)
+        root.append(volume)
+    volumes.unmount(hibernated)
+    registry.register("ses-live", {"session_id": "ses-live", "org_id": "o", "volume": live})
+    registry.register("ses-hib", {"session_id": "ses-hib", "org_id": "o", "volume": hibernated})
+    assert [w.session_id for w in watermark._live()] == ["ses-live"]  # the first sweep reads every record
+    read: list[str] = []
+    lookup = registry.lookup
+    monkeypatch.setattr(registry, "lookup", lambda key: read.append(key) or lookup(key))
+    assert [w.session_id for w in watermark._live()] == ["ses-live"]
+    assert read == ["ses-live"]  # the next ones, only the mounted volumes' records
