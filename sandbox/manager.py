@@ -307,7 +307,8 @@ class DockerSandboxes:
         volume_id = volumes.new_volume_id()
         with budget.reserving():  # checked and reserved (the image file) under one host-wide lock
             budget.check(spec.disk_mb, org_id=spec.org_id, limits=self.budget_limits, groups=spec.disk_groups)
-            volumes.create_volume(volume_id, spec.disk_mb)
+            volumes.allocate(volume_id, spec.disk_mb)
+        volumes.format_volume(volume_id)  # mkfs outside the lock: sandboxes starting together, at once
         if not registry.register(key, self._record(spec, volume_id)):
             volumes.destroy_volume(volume_id)  # lost the race: the winner's sandbox will appear
             return None

@@ -196,7 +196,8 @@ class WarmPool:
         volume_id = volumes.new_volume_id()
         with budget.reserving():
             budget.check(shape.disk_mb, limits=self.budget_limits)  # unclaimed: no org yet
-            volumes.create_volume(volume_id, shape.disk_mb)
+            volumes.allocate(volume_id, shape.disk_mb)
+        volumes.format_volume(volume_id)  # outside the lock (volumes.allocate)
         name = containers.POOL_PREFIX + volume_id
         labels = {POOL_LABEL: "1", IMAGE_LABEL: image, DISK_LABEL: str(shape.disk_mb)}
         channel.prepare(self.api)

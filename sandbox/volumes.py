@@ -104,11 +104,22 @@ def _run(*cmd: str) -> subprocess.CompletedProcess[str]:
 
 
 def create_volume(volume_id: str, size_mb: int) -> Path:
+    allocate(volume_id, size_mb)
+    return format_volume(volume_id)
+
+
+def allocate(volume_id: str, size_mb: int) -> None:
+    """The volume's sparse image file: what a disk-budget check counts, made under its lock (sandbox.budget).
+    `format_volume` may follow outside the lock, so that sandboxes starting together format at once."""
     images, _, _, _ = _dirs()
     images.mkdir(parents=True, exist_ok=True)
-    image = images / f"{volume_id}.img"
-    with open(image, "xb") as f:
+    with open(images / f"{volume_id}.img", "xb") as f:
         f.truncate(size_mb * 1024 * 1024)
+
+
+def format_volume(volume_id: str) -> Path:
+    """Make the allocated image an ext4 filesystem and mount it; the image is removed if mkfs fails."""
+    image = _dirs()[0] / f"{volume_id}.img"
     # -m 0: no root-reserved blocks (the sandbox user gets the whole quota).
     proc = _run(
         "mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=1,lazy_journal_init=1", str(image)

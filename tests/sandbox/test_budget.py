@@ -219,3 +219,29 @@ def test_the_registrys_org_volumes_follow_every_rewrite_and_removal(monkeypatch,
     assert sorted(registry.org_volumes()) == [("7", "vc"), ("8", "vd")]
     registry.unregister("ses-a")
     assert registry.org_volumes() == [("8", "vd")]
+
+
+def test_a_new_workspace_is_formatted_outside_the_budget_lock(sandboxes, new_session_id, monkeypatch):
+    """The budget lock covers the check and the image file it counts; mkfs and the mount run after it, so
+    sandboxes starting together (a ramp of a thousand) format at once instead of one after another."""
+    import fcntl
+
+    held_during_format: list[bool] = []
+    real_format = volumes.format_volume
+
+    def format_volume(volume_id: str):
+        fd = os.open(volumes.ROOT / "locks" / "budget.lock", os.O_RDWR | os.O_CLOEXEC)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            held_during_format.append(False)
+        except BlockingIOError:
+            held_during_format.append(True)
+        finally:
+            os.close(fd)  # releases the probe's own lock
+        return real_format(volume_id)
+
+    monkeypatch.setattr(volumes, "format_volume", format_volume)
+    box = sandboxes.get_or_create(SandboxSpec(session_id=new_session_id(), disk_mb=64, **LIMITS))
+    box.write("here.txt", "formatted and mounted\n")
+    assert held_during_format == [False]
+    assert box.read("here.txt").content.strip() == "formatted and mounted"
