@@ -6,6 +6,7 @@ within the bound, never a wait without end. The run through a real host service 
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -83,3 +84,31 @@ def test_the_channel_secret_is_sealed_to_the_asking_process_and_session():
         theirs.open(sealed, "ses_a")  # another worker process's key
     with pytest.raises(SandboxUnavailable):
         mine.open(sealed, "ses_b")  # passed off as another session's
+
+
+def test_a_result_backend_that_cannot_be_reached_is_a_clear_error(alice):
+    """Redis (the result backend) refusing connections: a SandboxUnavailable naming the host, not a crash
+    of the run. Celery keeps a backend per thread, so a thread of its own sees the unreachable URL."""
+    from hangar.celery import app
+
+    _host("reachable")
+    session = _session(alice)
+    before = app.conf.result_backend
+    app.conf.result_backend = "redis://127.0.0.1:1/0"  # nothing listens on port 1
+    raised: list[BaseException] = []
+
+    def acquire():
+        try:
+            remote.call_host("reachable", "hangar.host.sandbox_acquire", [session.pk, "00" * 32], timeout=5)
+        except BaseException as exc:
+            raised.append(exc)
+
+    try:
+        worker = threading.Thread(target=acquire)
+        worker.start()
+        worker.join(60)
+    finally:
+        app.conf.result_backend = before
+        redis.Redis.from_url(app.conf.broker_url).delete("host.reachable")
+    assert len(raised) == 1 and isinstance(raised[0], SandboxUnavailable), raised
+    assert "sandbox host reachable could not be asked" in str(raised[0])

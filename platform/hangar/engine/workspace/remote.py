@@ -20,6 +20,7 @@ died), the next call acquires again through the host, which resumes or recreates
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -131,15 +132,22 @@ def call_host(host: str, task: str, args: list[Any], timeout: float | None = Non
 
     timeout = float(settings.HANGAR_HOST_TASK_TIMEOUT_S if timeout is None else timeout)
     release_connection()  # minutes of a cold start or a clone hold no pooled DB connection idle
-    result = app.send_task(task, args=args, queue=host_queue(host), expires=timeout, ignore_result=False)
+    result = None
     try:
+        result = app.send_task(task, args=args, queue=host_queue(host), expires=timeout, ignore_result=False)
         answer: dict[str, Any] = result.get(timeout=timeout, disable_sync_subtasks=False, propagate=True)
     except CeleryTimeout:
         raise SandboxUnavailable(
             f"sandbox host {host} did not answer within {timeout:g} s (is its host service running?)"
         ) from None
+    except Exception as exc:  # the broker or result backend failing; a request revoked (expired) by a host
+        raise SandboxUnavailable(
+            f"sandbox host {host} could not be asked: {type(exc).__name__}: {exc}"
+        ) from exc
     finally:
-        result.forget()
+        if result is not None:
+            with contextlib.suppress(Exception):  # it expires in any case
+                result.forget()
     if "error" in answer:
         raise _error_of(answer)
     return answer
