@@ -67,7 +67,7 @@ engine_up() {
 
 image_up() {
   local tag
-  tag=$(.venv/bin/python -c 'from sandbox.image import ensure_image; print(ensure_image())')
+  tag=$(.venv/bin/python -m sandbox.image build | tail -1)  # host A's image, built if missing
   if [ "$(dockerb image inspect -f '{{.Id}}' "$tag" 2>/dev/null)" != "$(docker image inspect -f '{{.Id}}' "$tag")" ]; then
     say "loading $tag into $NS (docker save | docker load)"
     docker save "$tag" | dockerb load -q >/dev/null
