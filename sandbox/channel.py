@@ -9,7 +9,7 @@ on TCP. With `tcp`, every sandbox created from then on gets
     inter-container traffic off, so the host reaches every agent and no sandbox reaches another.
     A sandbox with network "none" joins only this network; an "allowlist" one joins it beside its
     egress network. The host's own address on that bridge is closed to connections the sandboxes open
-    (an INPUT rule, `guard_host`): replies to the host's connections still pass;
+    (an INPUT rule, `host_rules`): replies to the host's connections still pass;
   * its endpoint, the container's address on that network, written to the session registry
     (registry.note_channel) whenever the host sees the container start.
 A worker then needs only the registry's files: no Docker socket (sandbox/channel_client.py).
@@ -18,7 +18,7 @@ Between hosts (docs/scale-out.md, "The agent channel between hosts"): a host who
 other machines gives its channel network a subnet of its own (HANGAR_AGENT_SUBNET), which the private
 network routes to the host's private address, and names its private interface
 (HANGAR_AGENT_PRIVATE_IFACE): connections from that interface to port 7070 on the channel network are
-forwarded (DOCKER-USER rules, `open_private`), nothing else is. HANGAR_SANDBOX_NETNS names the network
+forwarded (DOCKER-USER rules, `host_rules`), nothing else is. HANGAR_SANDBOX_NETNS names the network
 namespace of the host's Docker engine when it is not this process's own (a second engine on one machine,
 deploy/hosts/hostb.sh): its iptables rules are made there.
 """
@@ -104,40 +104,43 @@ def ensure_network(api: docker.APIClient) -> str:
     try:
         info = api.inspect_network(name)
     except docker.errors.NotFound:
-        subnet = agent_subnet()
-        ipam = IPAMConfig(pool_configs=[IPAMPool(subnet=subnet)]) if subnet else None
-        try:
-            api.create_network(
-                name,
-                driver="bridge",
-                internal=True,
-                options={"com.docker.network.bridge.enable_icc": "false"},
-                labels={"hangar.managed": "1", "hangar.root": volumes.root_tag()},
-                ipam=ipam,
-            )
-        except docker.errors.APIError as exc:
-            if exc.status_code != 409:
-                raise
+        for subnet in agent_subnets():
+            ipam = IPAMConfig(pool_configs=[IPAMPool(subnet=subnet)]) if subnet else None
+            try:
+                api.create_network(
+                    name,
+                    driver="bridge",
+                    internal=True,
+                    options={"com.docker.network.bridge.enable_icc": "false"},
+                    labels={"hangar.managed": "1", "hangar.root": volumes.root_tag()},
+                    ipam=ipam,
+                )
+                break
+            except docker.errors.APIError as exc:
+                if exc.status_code == 409:
+                    break  # made meanwhile by another process
+                if subnet is None or "overlap" not in str(exc).lower():
+                    raise
+                # another root's network holds this subnet on the same engine: the next candidate
         info = api.inspect_network(name)
     bridge = f"br-{info['Id'][:12]}"
-    guard_host(bridge)
-    if iface := os.environ.get("HANGAR_AGENT_PRIVATE_IFACE", "").strip():
-        open_private(bridge, iface)
+    for chain, rule in host_rules(bridge, os.environ.get("HANGAR_AGENT_PRIVATE_IFACE", "").strip() or None):
+        _ensure_rule(chain, *rule)  # idempotent: checked before it is inserted
     return name
 
 
-def agent_subnet() -> str | None:
-    """The channel network's subnet (HANGAR_AGENT_SUBNET; unset: Docker's pick). A value ending in
-    `.x.0/24` (e.g. 10.213.x.0/24) takes its third octet from this sandbox root's tag, so test processes
-    sharing one engine get distinct subnets of the one routed range."""
+def agent_subnets() -> list[str | None]:
+    """The channel network's subnet (HANGAR_AGENT_SUBNET; unset: [None], Docker's pick), as candidates in
+    the order to try. A value with `.x.` (e.g. 10.213.x.0/24) stands for the 256 subnets of that range,
+    starting at a third octet taken from this sandbox root's tag, so test processes sharing one engine get
+    distinct subnets of the one routed range (a taken one is skipped)."""
     value = os.environ.get("HANGAR_AGENT_SUBNET", "").strip()
     if not value:
-        return None
-    if ".x." in value:
-        value = value.replace(
-            ".x.", f".{int(hashlib.sha256(volumes.root_tag().encode()).hexdigest(), 16) % 256}."
-        )
-    return str(ipaddress.ip_network(value))
+        return [None]
+    if ".x." not in value:
+        return [str(ipaddress.ip_network(value))]
+    first = int(hashlib.sha256(volumes.root_tag().encode()).hexdigest(), 16) % 256
+    return [str(ipaddress.ip_network(value.replace(".x.", f".{(first + i) % 256}."))) for i in range(256)]
 
 
 def _iptables(*args: str) -> subprocess.CompletedProcess[bytes]:
@@ -154,34 +157,25 @@ def _ensure_rule(chain: str, *rule: str) -> None:
             raise RuntimeError(f"iptables -I {chain} {' '.join(rule)}: {proc.stderr.decode().strip()}")
 
 
-def open_private(bridge: str, iface: str) -> None:
-    """Forward connections from the private interface to the agents' port on the channel bridge, and their
-    replies; nothing else crosses (Docker drops the rest: the network is internal). In DOCKER-USER, which
-    Docker's own FORWARD rules come after. A sandbox cannot use this: its connections enter from the
-    bridge, not the private interface, and the reply rule passes only established flows."""
-    _ensure_rule(
-        "DOCKER-USER", "-i", iface, "-o", bridge, "-p", "tcp", "--dport", str(AGENT_PORT), "-j", "ACCEPT"
-    )
-    _ensure_rule(
-        "DOCKER-USER",
-        "-i",
-        bridge,
-        "-o",
-        iface,
-        "-m",
-        "conntrack",
-        "--ctstate",
-        "ESTABLISHED,RELATED",
-        "-j",
-        "ACCEPT",
-    )
-
-
-def guard_host(bridge: str) -> None:
-    """Drop connections a sandbox opens to the host's address on the channel bridge (Postgres, Redis or
-    anything else listening on all interfaces). Connections the host opens (to the agents) are not NEW
-    when their replies come in, so they pass. Idempotent: checked before it is inserted."""
-    _ensure_rule("INPUT", "-i", bridge, "-m", "conntrack", "--ctstate", "NEW", "-j", "DROP")
+def host_rules(bridge: str, iface: str | None) -> list[tuple[str, list[str]]]:
+    """The iptables rules of a channel bridge, as (chain, rule):
+    - `guard_host`: connections a sandbox opens to the host's address on the bridge (Postgres, Redis or
+      anything else listening on all interfaces) are dropped. Connections the host opens (to the agents)
+      are not NEW when their replies come in, so they pass;
+    - `open_private`, with the host's private interface: connections from it to the agents' port on the
+      bridge are forwarded, and their replies; nothing else crosses (Docker drops the rest: the network
+      is internal). In DOCKER-USER, which Docker's own FORWARD rules come after. A sandbox cannot use
+      them: its connections enter from the bridge, not the private interface, and the reply rule passes
+      only established flows."""
+    rules = [("INPUT", ["-i", bridge, "-m", "conntrack", "--ctstate", "NEW", "-j", "DROP"])]
+    if iface:
+        port = str(AGENT_PORT)
+        rules.append(
+            ("DOCKER-USER", ["-i", iface, "-o", bridge, "-p", "tcp", "--dport", port, "-j", "ACCEPT"])
+        )
+        established = ["-m", "conntrack", "--ctstate", "ESTABLISHED,RELATED", "-j", "ACCEPT"]
+        rules.append(("DOCKER-USER", ["-i", bridge, "-o", iface, *established]))
+    return rules
 
 
 def secret_mount(volume_id: str) -> Mount:

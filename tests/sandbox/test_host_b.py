@@ -13,9 +13,11 @@ import ipaddress
 import os
 import socket
 import textwrap
+import uuid
 
 import docker.errors
 import pytest
+from docker.types import IPAMConfig, IPAMPool
 
 from sandbox import channel, containers, registry, volumes
 from sandbox.channel_client import connect_session
@@ -123,3 +125,31 @@ def test_host_a_is_unaffected(host_b, b_sandboxes, sandboxes, new_session_id):  
     # containers), nor B's private address.
     seen = _probe(on_a, [b_agent, (PRIVATE_B, 7070)])
     assert "OPEN" not in seen.values(), seen
+
+
+def test_a_channel_subnet_taken_on_the_engine_is_skipped(host_b, tmp_path):  # noqa: F811
+    """Sandbox roots sharing one engine (parallel test processes) take distinct subnets of the routed
+    range: the first candidate of a root, held by another network, is passed over for the next."""
+    with host_b.active():
+        volumes.ROOT = tmp_path / "another-root"  # active() puts the root back
+        first, second = channel.agent_subnets()[:2]
+        api = host_b.client.api
+        squatter = api.create_network(
+            f"hangar-squat-{uuid.uuid4().hex[:6]}",
+            driver="bridge",
+            internal=True,
+            ipam=IPAMConfig(pool_configs=[IPAMPool(subnet=first)]),
+            labels=TEST_LABEL,
+        )["Id"]
+        name = None
+        try:
+            name = channel.ensure_network(api)
+            info = api.inspect_network(name)
+            assert info["IPAM"]["Config"][0]["Subnet"] == second
+        finally:
+            api.remove_network(squatter)
+            if name is not None:
+                bridge = f"br-{api.inspect_network(name)['Id'][:12]}"
+                api.remove_network(name)
+                for chain, rule in channel.host_rules(bridge, host_b.env["HANGAR_AGENT_PRIVATE_IFACE"]):
+                    channel._iptables("-D", chain, *rule)
