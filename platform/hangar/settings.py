@@ -162,6 +162,7 @@ CACHES = {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
         "LOCATION": REDIS_URL,
         "KEY_PREFIX": "hangar",
+        "OPTIONS": {"pool_class": "hangar.cache_pool.SharedPool"},  # one per process, not per thread
     }
 }
 
