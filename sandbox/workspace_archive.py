@@ -115,7 +115,7 @@ def import_(session_id: str, *, budget_limits: budget.Limits | None = None) -> d
     except FileNotFoundError:
         return None
     started = time.monotonic()
-    volume_id = None
+    volume_id, registered = None, False
     try:
         meta: dict[str, Any] = json.loads(claim.read_text())
         if registry.lookup(key) is not None:
@@ -140,15 +140,18 @@ def import_(session_id: str, *, budget_limits: budget.Limits | None = None) -> d
         volumes.compact(volume_id)
         volumes.unmount(volume_id)
         record = {k: v for k, v in meta.items() if k not in ("disk_mb", "ready", "exported_at", "bytes")}
-        if not registry.register(key, record | {"volume": volume_id}):
+        registered = registry.register(key, record | {"volume": volume_id})
+        if not registered:
             raise SandboxError(f"session {session_id} was registered on this host meanwhile")
         if meta.get("ready"):
             marker = gitops.ready_marker(session_id)
             marker.parent.mkdir(parents=True, exist_ok=True)
             marker.touch()
     except BaseException:
-        if volume_id is not None and registry.lookup(key) is None:
-            volumes.destroy_volume(volume_id)
+        if registered:
+            registry.unregister(key)
+        if volume_id is not None:
+            volumes.destroy_volume(volume_id)  # ours, whoever else registered the session meanwhile
         os.rename(claim, mark)  # the export is still whole: give it back
         raise
     tree.unlink(missing_ok=True)

@@ -11,8 +11,9 @@ import os
 import docker.errors
 import pytest
 
-from sandbox import channel, containers, registry, volumes
-from sandbox.protocol import SandboxSpec
+from sandbox import budget, channel, containers, registry, volumes
+from sandbox.budget import QuotaExceeded
+from sandbox.protocol import SandboxError, SandboxSpec
 from sandbox.workspace_archive import SETTING, NotMovable, export, exported, import_
 from tests.sandbox.conftest import TEST_LABEL
 from tests.sandbox.hostb import host_b  # noqa: F401 (fixture)
@@ -152,3 +153,27 @@ def test_a_workspace_on_a_layer_is_exported_merged(sandboxes, new_session_id, ar
     assert (
         box.exec("cat src/base.py new.txt; ls", cwd="/workspace").output == "BASE = 2\nmine\nnew.txt\nsrc\n"
     )
+
+
+def test_a_failed_import_gives_the_export_back_and_leaves_no_volume(sandboxes, new_session_id, archive):
+    sid = new_session_id()
+    sandboxes.get_or_create(_spec(sid)).write("/workspace/kept.txt", "kept\n")
+    sandboxes.hibernate(sid)
+    export(sandboxes.api, sid)
+    before = set(volumes.list_volumes())
+
+    with pytest.raises(QuotaExceeded):  # this host has no room (its watermark): refused before any volume
+        import_(sid, budget_limits=budget.Limits(headroom_mb=10**9))
+    assert exported(sid) and set(volumes.list_volumes()) == before
+
+    tree = archive / f"{volumes.session_key(sid)}.tar.zst"
+    whole = tree.read_bytes()
+    tree.write_bytes(whole[: len(whole) // 2])  # a truncated archive: unpacking fails after the volume exists
+    with pytest.raises(SandboxError, match="import of"):
+        import_(sid)
+    assert exported(sid) and set(volumes.list_volumes()) == before
+    assert registry.lookup(volumes.session_key(sid)) is None
+
+    tree.write_bytes(whole)
+    assert import_(sid) is not None
+    assert sandboxes.get_or_create(_spec(sid)).read("/workspace/kept.txt").content.endswith("kept")
