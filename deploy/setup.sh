@@ -35,6 +35,8 @@ command -v ip >/dev/null || need+=(iproute2)
 command -v iptables >/dev/null || need+=(iptables)
 command -v nsenter >/dev/null || need+=(util-linux)
 command -v zstd >/dev/null || need+=(zstd)  # workspace exports (sandbox/workspace_archive.py)
+# `docker-compose config` checks deploy/compose.yaml offline (tests/deploy/test_compose.py).
+command -v docker-compose >/dev/null || need+=(docker-compose)
 [ ${#need[@]} -eq 0 ] || apt_install "${need[@]}"
 # The tests' SSH git server. Its package would start a system sshd on port 22: policy-rc.d says no.
 if [ ! -x /usr/sbin/sshd ] && [ "$(id -u)" = 0 ]; then
