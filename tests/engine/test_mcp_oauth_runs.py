@@ -16,6 +16,7 @@ from hangar.audit.models import AuditEvent
 from hangar.conversations.models import Event, Part
 from hangar.engine.services import session_prompt
 from hangar.projects.mcp_oauth_services import mcp_grant_get
+from sandbox import containers
 from tests.engine.conftest import assistant_messages, text_prompt, tool_parts, wait_idle
 from tests.engine.test_mcp_tools import call, offered
 from tests.opencode.test_mcp_oauth import OAuthMcpServer, authorize, configure, project_url
@@ -62,7 +63,8 @@ def test_a_run_uses_its_members_tokens_and_another_members_run_goes_without(
     assert api(alice).get(project_url(alice)).json() == {"tools": {"status": "connected"}}
 
     # Alice's tokens went to the server only.
-    container = next(c for c in from_env().containers.list() if session.pk.lower() in c.name.lower())
+    # By its name: a listing inspects every container, and one another test removes meanwhile is a 404.
+    container = from_env().containers.get(containers.session_container_name(session.pk))
     worker_log = Path(worker.log.name).read_text()
     for secret in (grant["access_token"], grant["refresh_token"]):
         for sid in (session.pk, bobs.pk):

@@ -32,6 +32,7 @@ from hangar.engine.workspace.sandboxes import sandbox_for
 from hangar.projects.env_var_services import env_var_set
 from hangar.projects.models import Project
 from hangar.projects.services import project_update
+from sandbox import containers
 from tests.engine.conftest import assistant_messages, text_prompt, tool_parts, wait_for, wait_idle
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -151,7 +152,8 @@ def test_the_model_calls_a_remote_servers_tools_with_the_projects_secret_header(
     assert not Part.objects.filter(session_id=session.pk, data__icontains=TOKEN).exists()
     assert not AuditEvent.objects.filter(data__icontains=TOKEN).exists()
     assert TOKEN not in Path(worker.log.name).read_text()
-    container = next(c for c in from_env().containers.list() if session.pk.lower() in c.name.lower())
+    # By its name: a listing inspects every container, and one another test removes meanwhile is a 404.
+    container = from_env().containers.get(containers.session_container_name(session.pk))
     assert not any(TOKEN in value for value in container.attrs["Config"]["Env"])
     found = container.exec_run(["sh", "-c", f"grep -rl {TOKEN} /workspace /tmp /home /root /etc 2>/dev/null"])
     assert found.output.strip() == b"", found.output
