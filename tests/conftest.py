@@ -11,7 +11,7 @@ from hangar.accounts.actors import Actor
 from hangar.accounts.models import ApiToken, Membership, Org, Role, User
 from hangar.audit.models import ActorType
 from hangar.projects.models import Project
-from tests import tiers
+from tests import schedule, shared_workers, tiers
 
 
 @dataclass
@@ -74,8 +74,25 @@ def api():
 
 
 def pytest_collection_modifyitems(items):
-    """Each test's tier (fast, db, docker, browser) from what it uses: tests/tiers.py."""
+    """Each test's tier (fast, db, docker, browser) from what it uses: tests/tiers.py; the files longest
+    first, for a parallel run's processes to end together: tests/schedule.py."""
     tiers.classify(items)
+    schedule.order(items)
+
+
+def pytest_runtest_logreport(report):
+    schedule.record(report)
+
+
+def pytest_sessionfinish(session):
+    schedule.write(session)
+
+
+@pytest.fixture(autouse=True)
+def _shared_workers_only_where_asked(request):
+    """A test that asks for no shared worker runs with none consuming the queue (tests/shared_workers.py)."""
+    if not shared_workers.FIXTURES & set(request.fixturenames):
+        shared_workers.stop_all()
 
 
 @pytest.fixture(autouse=True)

@@ -39,6 +39,7 @@ DOCKER_FIXTURES = frozenset(
         "docker_box",
         "docker",
         "start_worker",
+        "module_workers",
         "worker",
         "live_worker",
         "hooks_worker",

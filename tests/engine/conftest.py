@@ -23,6 +23,7 @@ from hangar.integrations.queue import WEBHOOKS_QUEUE
 from hangar.projects import crypto
 from hangar.projects.models import ProviderCredential
 from scripted_llm import ScriptedServer
+from tests import shared_workers
 
 ROOT = Path(__file__).resolve().parents[2]
 QUEUE = os.environ["HANGAR_ENGINE_QUEUE"]  # the run's own queue (tests/envdefaults.py chose it)
@@ -129,7 +130,11 @@ class Worker:
     def kill(self, sig=signal.SIGKILL) -> None:
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, sig)
-            self.proc.wait(timeout=30)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:  # a warm shutdown that outlasts its test: it ends here
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=30)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGKILL)  # whatever of the group outlived the worker
 
@@ -155,9 +160,18 @@ def start_worker(django_db_setup):
         worker.stop()
 
 
+@pytest.fixture(scope="module")
+def module_workers(django_db_setup):
+    """`module_workers(env)`: a worker the module's consecutive tests share (tests/shared_workers.py). A test
+    that kills, stops or measures its worker asks `start_worker` for one of its own."""
+    db_name = settings.DATABASES["default"]["NAME"]
+    yield lambda env=None: shared_workers.get(env, lambda: Worker(db_name, env=env))
+    shared_workers.stop_all()
+
+
 @pytest.fixture
-def worker(start_worker) -> Worker:
-    return start_worker()
+def worker(module_workers) -> Worker:
+    return module_workers()
 
 
 def give_scripted_credential(org, server: ScriptedServer) -> None:

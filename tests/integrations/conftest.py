@@ -10,6 +10,7 @@ import pytest
 
 from tests.engine.conftest import (  # noqa: F401  (fixtures)
     make_session,
+    module_workers,
     script,
     scripted,
     scripted_credential,
@@ -80,5 +81,5 @@ def receiver():
 
 
 @pytest.fixture
-def hooks_worker(start_worker):  # noqa: F811
-    return start_worker(env=HOOKS_WORKER_ENV)
+def hooks_worker(module_workers):  # noqa: F811
+    return module_workers(env=HOOKS_WORKER_ENV)

@@ -13,7 +13,15 @@ from referencing import Registry, Resource
 from rest_framework.test import APIClient
 
 # The live rig (Daphne, the engine's Celery worker and scripted LLM server) for the end-to-end tests.
-from tests.engine.conftest import make_session, script, scripted, sessions_made, start_worker, worker  # noqa: F401
+from tests.engine.conftest import (  # noqa: F401
+    make_session,
+    module_workers,
+    script,
+    scripted,
+    sessions_made,
+    start_worker,
+    worker,
+)
 from tests.opencode.live import daphne, scripted_project  # noqa: F401
 
 # OpenCode's real API (MIT), kept in the repository (docs/reference/) so that a plain clone needs nothing
