@@ -5,11 +5,13 @@
 #   make test-fast  the fast tier: in-process tests (the loop tier included), in seconds, Docker out of reach
 #   make test-db    the db tier: tests against the real Postgres/Redis or a process of their own, no Docker
 #   make test       the whole suite, exactly as CI runs it (static gates first)
+#   make durations  the whole suite, recording the seconds each file took in tests/durations.json, which
+#                   orders a parallel run's files longest first (tests/schedule.py); commit it when it moved
 #   Tiers are pytest markers set on every test from what it uses (tests/tiers.py); the other two are
 #   `-m docker` (sandboxes, workers) and `-m browser` (Chromium): .venv/bin/pytest -m docker tests/engine
 #   make schema     regenerate var/openapi.yaml and the web app's API types (frontend/src/api/schema.d.ts);
 #                   run it after changing any endpoint, and commit schema.d.ts (tests/api/test_schema_shapes.py)
-.PHONY: lint typecheck check test-fast test-db test format schema
+.PHONY: lint typecheck check test-fast test-db test durations format schema
 
 # Where the fast and db tiers look for Docker: nowhere, so a test that reaches for it fails instead of
 # passing on a machine that happens to run it (tests/conftest.py does the same around each fast test).
@@ -36,6 +38,9 @@ test-db:
 
 test:
 	./deploy/test.sh
+
+durations:
+	HANGAR_TEST_DURATIONS_OUT=tests/durations.json ./deploy/test.sh
 
 schema:
 	mkdir -p var

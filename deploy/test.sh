@@ -29,7 +29,9 @@ fi
 workers=()
 if [ $# -eq 0 ] && [ "${HANGAR_TEST_WORKERS:-4}" != 0 ]; then
   # The slowest tests, printed after a full run: where the suite's time goes (issue 26's 15 minutes).
-  workers=(-n "${HANGAR_TEST_WORKERS:-4}" --dist loadfile --durations=30)
+  # Files go out longest first (tests/schedule.py orders them from tests/durations.json; xdist would
+  # otherwise order them by their number of tests), so no long one starts last and runs alone.
+  workers=(-n "${HANGAR_TEST_WORKERS:-4}" --dist loadfile --no-loadscope-reorder --durations=30)
 fi
 set +e
 .venv/bin/python -m pytest "${workers[@]}" "$@"
