@@ -13,7 +13,7 @@ import uuid
 import docker
 import pytest
 
-from sandbox import containers, registry, volumes
+from sandbox import channel, containers, registry, volumes
 from sandbox.image import ensure_image
 from sandbox.manager import DockerSandboxes
 from sandbox.protocol import SandboxSpec
@@ -111,3 +111,15 @@ def host_gateway_ip() -> str:
 
 
 __all__ = ["RUN_ID", "TEST_LABEL", "containers", "host_gateway_ip"]
+
+
+@pytest.fixture(scope="module")
+def tcp_transport():
+    """The module's sandboxes reach their agents over the TCP channel (HANGAR_AGENT_TRANSPORT=tcp)."""
+    before = os.environ.get(channel.SETTING)
+    os.environ[channel.SETTING] = "tcp"
+    yield
+    if before is None:
+        os.environ.pop(channel.SETTING, None)
+    else:
+        os.environ[channel.SETTING] = before

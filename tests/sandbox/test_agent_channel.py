@@ -32,15 +32,9 @@ REPO = Path(__file__).resolve().parents[2]
 HANDSHAKE_TIMEOUT_S = 5.0  # agent/channel.py
 
 
-@pytest.fixture(scope="module", autouse=True)
-def tcp_transport():
-    before = os.environ.get(channel.SETTING)
-    os.environ[channel.SETTING] = "tcp"
-    yield
-    if before is None:
-        os.environ.pop(channel.SETTING, None)
-    else:
-        os.environ[channel.SETTING] = before
+pytestmark = pytest.mark.usefixtures(
+    "tcp_transport"
+)  # the agent channel over TCP (tests/sandbox/conftest.py)
 
 
 def _spec(session_id: str, **kw) -> SandboxSpec:

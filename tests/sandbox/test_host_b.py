@@ -10,7 +10,6 @@ on B reaches neither another sandbox's agent nor either host; host A's sandboxes
 from __future__ import annotations
 
 import ipaddress
-import os
 import socket
 import textwrap
 import uuid
@@ -25,16 +24,9 @@ from sandbox.protocol import SandboxSpec
 from tests.sandbox.conftest import TEST_LABEL
 from tests.sandbox.hostb import PRIVATE_A, PRIVATE_B, host_b  # noqa: F401 (fixture)
 
-
-@pytest.fixture(scope="module", autouse=True)
-def tcp_transport():
-    before = os.environ.get(channel.SETTING)
-    os.environ[channel.SETTING] = "tcp"
-    yield
-    if before is None:
-        os.environ.pop(channel.SETTING, None)
-    else:
-        os.environ[channel.SETTING] = before
+pytestmark = pytest.mark.usefixtures(
+    "tcp_transport"
+)  # the agent channel over TCP (tests/sandbox/conftest.py)
 
 
 def _spec(session_id: str) -> SandboxSpec:

@@ -11,7 +11,7 @@ import os
 import docker.errors
 import pytest
 
-from sandbox import budget, channel, containers, registry, volumes
+from sandbox import budget, containers, registry, volumes
 from sandbox.budget import QuotaExceeded
 from sandbox.protocol import SandboxError, SandboxSpec
 from sandbox.workspace_archive import SETTING, NotMovable, export, exported, import_
@@ -28,15 +28,9 @@ GIT_LOG = (
 )
 
 
-@pytest.fixture(scope="module", autouse=True)
-def tcp_transport():
-    before = os.environ.get(channel.SETTING)
-    os.environ[channel.SETTING] = "tcp"
-    yield
-    if before is None:
-        os.environ.pop(channel.SETTING, None)
-    else:
-        os.environ[channel.SETTING] = before
+pytestmark = pytest.mark.usefixtures(
+    "tcp_transport"
+)  # the agent channel over TCP (tests/sandbox/conftest.py)
 
 
 @pytest.fixture
