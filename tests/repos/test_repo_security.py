@@ -183,7 +183,7 @@ def test_a_file_swapped_for_a_symlink_while_git_reads_it_never_brings_in_a_host_
     assert racing.exit_code == 0, racing.output
     commits, lost_races = [], 0
     try:
-        for i in range(150):
+        for i in range(60):  # unjailed, the host file came in within the first few commits
             try:
                 commits.append(gitops.commit_all(str(session.pk), f"race {i}", "Racer", "r@example.com"))
             except gitops.GitError as exc:
@@ -193,7 +193,7 @@ def test_a_file_swapped_for_a_symlink_while_git_reads_it_never_brings_in_a_host_
                 lost_races += 1
     finally:
         box.write("/workspace/race.stop", "")
-    assert len({c for c in commits if c}) > 50, lost_races  # the racer changed files under the commits
+    assert len({c for c in commits if c}) > 20, lost_races  # the racer changed files under the commits
     history = subprocess.run(
         ["git", "--git-dir", str(gitops.session_gitdir(str(session.pk))), "log", "-p", "--format=%H", "HEAD"],
         capture_output=True,
