@@ -8,6 +8,7 @@ REAP = "hangar.host.reap_sandboxes"
 WATERMARK = "hangar.host.sandbox_watermark"
 EGRESS_DENIALS = "hangar.host.egress_denials"
 LOCATE = "hangar.host.sandbox_locate"
+HIBERNATE_IDLE = "hangar.host.hibernate_idle"
 
 
 def host_queue(name: str) -> str:

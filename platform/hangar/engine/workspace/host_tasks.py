@@ -13,7 +13,9 @@ its host as every worker with Docker does (hangar.engine.workspace.host_service)
   agent listens and its channel secret, sealed to the asking process (hangar.engine.workspace.sealing);
 - locate: where a *running* sandbox's agent answers (and its sealed secret), starting nothing: the web
   process's reads (hangar.engine.workspace.web_sandbox);
-- hibernate, destroy: as DockerSandboxes does them; egress denials: what the session's egress proxy
+- hibernate, destroy: as DockerSandboxes does them; hibernate idle: up to N of some orgs' idle sandboxes
+  on this host, least recently used first, for an org's cap on another host (sandbox_share.make_room),
+  the host's registry row brought up to date before it answers; egress denials: what the session's egress proxy
   refused since a time (audited after a run);
 - reap, watermark: beat's periodic sweeps, sent to every host by an engine worker without Docker.
 
@@ -33,6 +35,7 @@ from hangar.engine.workspace.host_names import (
     DESTROY,
     EGRESS_DENIALS,
     HIBERNATE,
+    HIBERNATE_IDLE,
     LOCATE,
     REAP,
     WATERMARK,
@@ -142,6 +145,27 @@ def sandbox_hibernate(session_id: str) -> dict[str, Any]:
         return {"ok": True}
     except Exception as exc:
         return _failure(exc)
+
+
+@shared_task(name=HIBERNATE_IDLE, ignore_result=False)
+def hibernate_idle(org_ids: list[str], count: int, keep: str) -> dict[str, Any]:
+    """Hibernate up to `count` live sandboxes of `org_ids` here whose sessions are not running (never
+    `keep`'s), least recently used first: {"hibernated": [session ids], "live": how many of theirs stay
+    live here}. The host's heartbeat is sent before answering, so the registry counts them gone."""
+    from hangar.engine.workspace.host_service import beat_once
+    from hangar.engine.workspace.sandbox_share import hibernate_idle_here
+    from hangar.engine.workspace.sandboxes import manager
+
+    try:
+        sandboxes = manager()
+        done, live = hibernate_idle_here(sandboxes, set(org_ids), count, keep)
+        if done:
+            beat_once(sandboxes)
+        return {"hibernated": done, "live": live}
+    except Exception as exc:
+        return _failure(exc)
+    finally:
+        connection.close()
 
 
 @shared_task(name=DESTROY, ignore_result=False)

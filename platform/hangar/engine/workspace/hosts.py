@@ -90,3 +90,12 @@ def move_in(session: Session) -> None:
 def record_placed(session: Session) -> None:
     """The session's sandbox was created or claimed on this host."""
     session_sandbox_host_set(session=session, host_name=host_name())
+
+
+def report_now(sandboxes: HostSandboxes) -> None:
+    """Heart-beat now (a sandbox became live here): what the org caps on other hosts read
+    (hangar.engine.workspace.sandbox_share). A failure only waits for the next heartbeat."""
+    try:
+        beat_once(sandboxes)
+    except Exception:
+        log.warning("sandbox_host_report_failed", host=host_name(), exc_info=True)

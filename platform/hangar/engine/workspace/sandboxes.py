@@ -82,7 +82,7 @@ def manager() -> DockerSandboxes:
 def docker_sandbox(session: Session, sandboxes: DockerSandboxes | None = None) -> DockerSandbox:
     """The session's sandbox made ready by this process, which holds the host's Docker socket: a worker on
     one host, or a host service acquiring it for a worker without Docker (engine/workspace/host_tasks.py)."""
-    from hangar.engine.workspace.hosts import place_here, record_placed
+    from hangar.engine.workspace.hosts import place_here, record_placed, report_now
     from hangar.engine.workspace.prepare import mirror_prefetch, workspace_ensure
     from hangar.engine.workspace.sandbox_share import make_room
 
@@ -91,13 +91,15 @@ def docker_sandbox(session: Session, sandboxes: DockerSandboxes | None = None) -
         session, sandboxes
     )  # a new session only on a host that may take it (hangar.engine.workspace.placement)
     prefetch = mirror_prefetch(session)  # the mirror's fetch overlaps the sandbox's creation or claim
-    make_room(session, sandboxes)  # the org's cap on live sandboxes
+    becomes_live = make_room(session, sandboxes)  # the org's cap on live sandboxes, over every host
     spec = spec_for(session)
     # Creating or claiming a container takes seconds under a burst of sessions: the pooled DB connection
     # the reads above took (caps, owners, env) is not held idle meanwhile, where other runs wait for it.
     release_connection()
     box = sandboxes.get_or_create(spec)
     record_placed(session)  # Session.sandbox_host: where its workspace lives now
+    if becomes_live:  # other hosts' caps count it now, not at the next heartbeat (sandbox_share)
+        report_now(sandboxes)
     _bring_to(box, spec)  # a policy changed since the container was made (or last brought up to date)
     # The repository and setup script, once, before the first tool call.
     workspace_ensure(session, box, prefetch, setup_phase=_setup_phase(box, spec, session))

@@ -1,0 +1,134 @@
+"""The org's cap on live sandboxes holds across sandbox hosts (issue 29; hangar.engine.workspace.sandbox_share):
+host A (this machine's engine) and host B (deploy/hosts/hostb.sh), a host service each, an engine worker
+without Docker, as tests/engine/test_two_hosts.py sets them up.
+
+The org has a cap of 1. Its first session lands on B (A drained meanwhile) and goes idle, its sandbox live
+there; another org's session is live too. The org's second session is placed on A (the org spread over
+the hosts): A's host service counts B's live sandbox from the registry, asks B's queue to hibernate it,
+and only then starts its own: at no moment are two of the org's sandboxes live (Docker's own events on
+the two engines say when B's stopped and A's started). The other org's sandbox is untouched.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from io import StringIO
+
+import docker
+import pytest
+from django.core.management import call_command
+
+from hangar.conversations.host_selectors import host_named
+from hangar.conversations.models import SandboxHost, Session
+from hangar.engine.services import session_prompt
+from hangar.engine.workspace.host_names import host_queue
+from sandbox import channel, containers
+from tests.engine.conftest import text_of, text_prompt, tool_parts, wait_for, wait_idle
+from tests.engine.test_two_hosts import NO_DOCKER, _running_on, call
+from tests.sandbox.hostb import host_b  # noqa: F401 (fixture)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _events(client, name: str, since: float, action: str) -> list[int]:
+    """When (ns) the engine reported `action` for container `name` since `since`."""
+    found = client.api.events(
+        since=int(since),
+        until=int(time.time()) + 1,
+        decode=True,
+        filters={"container": name, "event": action},
+    )
+    return [int(e["timeNano"]) for e in found]
+
+
+def _prompt(persona, make_session, script, n: int, request, host_b):  # noqa: F811
+    script_id = script.load(
+        [[call("bash", f"b{n}", command=f"echo {n} > n.txt", description="n")], [{"text": f"Done {n}."}]]
+    )
+    session = make_session(persona, script_id)
+    request.addfinalizer(lambda sid=session.pk: host_b.destroy(sid))
+    session_prompt(actor=persona.actor, session=session, parts=text_prompt("go"))
+    session = wait_idle(session, timeout=240)
+    assert text_of(session) == f"Done {n}.", [t["state"] for t in tool_parts(session)]
+    return Session.objects.get(pk=session.pk)
+
+
+def test_the_org_cap_counts_every_host_and_makes_room_on_the_other(
+    host_b,  # noqa: F811
+    alice,
+    charlie,
+    script,
+    make_session,
+    start_worker,
+    monkeypatch,
+    tmp_path,
+    request,
+):
+    docker_client = docker.from_env()
+    suffix = uuid.uuid4().hex[:6]
+    host_a_name, host_b_name = f"cap-a-{suffix}", f"cap-b-{suffix}"
+    shared = {channel.SETTING: "tcp", "HANGAR_SANDBOX_POOL": "0", "HANGAR_HOST_HEARTBEAT_S": "1"}
+    start_worker(env=shared | {"HANGAR_SANDBOX_HOST": host_a_name}, queues=[host_queue(host_a_name)])
+    b_env = host_b.service_env() | {"HANGAR_SANDBOX_HOST": host_b_name}
+    start_worker(env=shared | b_env, queues=[host_queue(host_b_name)])
+    start_worker(
+        env=shared
+        | {
+            "HANGAR_SANDBOX_REMOTE": "1",
+            "DOCKER_HOST": NO_DOCKER,
+            "HANGAR_SANDBOX_ROOT": str(tmp_path / "engine-root"),
+            "HANGAR_SANDBOX_HOST": f"engine-{suffix}",
+        }
+    )
+    wait_for(lambda: host_named(host_a_name) and host_named(host_b_name), 120, what="both hosts registered")
+    monkeypatch.setenv(channel.SETTING, "tcp")
+    alice.org.max_live_sandboxes = 1
+    alice.org.save(update_fields=["max_live_sandboxes"])
+    org, other = str(alice.org.pk), str(charlie.org.pk)
+
+    # The org's first session on B (A drained meanwhile), and another org's session (on either host).
+    call_command("sandbox_host", "drain", host_a_name, stdout=StringIO())
+    wait_for(lambda: SandboxHost.objects.get(name=host_a_name).state == "drained", 60, what="A drained")
+    first = _prompt(alice, make_session, script, 1, request, host_b)
+    assert first.sandbox_host_id == host_b_name
+    call_command("sandbox_host", "activate", host_a_name, stdout=StringIO())
+    theirs = _prompt(charlie, make_session, script, 3, request, host_b)
+    theirs_client = host_b.client if theirs.sandbox_host_id == host_b_name else docker_client
+    assert _running_on(host_b.client, first.pk) and _running_on(theirs_client, theirs.pk)
+    # B has reported it (at once, when it made it live: not a heartbeat later).
+    assert SandboxHost.objects.get(name=host_b_name).org_live.get(org) == 1
+
+    # The org's second session: placed on A (B holds the org's one), which makes room on B first.
+    since = time.time() - 1
+    second = _prompt(alice, make_session, script, 2, request, host_b)
+    assert second.sandbox_host_id == host_a_name
+    assert _running_on(docker_client, second.pk)
+    assert not _running_on(host_b.client, first.pk), "the org's sandbox on B is still live: two live"
+    stopped = _events(host_b.client, containers.session_container_name(first.pk), since, "die")
+    started = _events(docker_client, containers.session_container_name(second.pk), since, "start")
+    assert stopped and started and max(stopped) < min(started), (stopped, started)
+    wait_for(
+        lambda: SandboxHost.objects.get(name=host_b_name).org_live.get(org, 0) == 0,
+        30,
+        what="B reporting the org's sandbox gone",
+    )
+    # The other org is unaffected: its sandbox is still live where it was.
+    assert _running_on(theirs_client, theirs.pk)
+    live = sum(int(h.org_live.get(other, 0)) for h in SandboxHost.objects.all())
+    assert live == 1
+
+    # The first session's next prompt: it resumes on B (its workspace is there), and B makes room on A.
+    script.load(
+        [[call("bash", "again", command="cat n.txt", description="again")], [{"text": "Back."}]],
+        script_id=first.model["modelID"],
+    )
+    since = time.time() - 1
+    session_prompt(actor=alice.actor, session=first, parts=text_prompt("again"))
+    back = wait_idle(first, timeout=240)
+    assert text_of(back).endswith("Back."), [t["state"] for t in tool_parts(back)]
+    assert tool_parts(back)[-1]["state"]["output"].strip() == "1"
+    assert _running_on(host_b.client, first.pk) and not _running_on(docker_client, second.pk)
+    stopped = _events(docker_client, containers.session_container_name(second.pk), since, "die")
+    started = _events(host_b.client, containers.session_container_name(first.pk), since, "start")
+    assert stopped and started and max(stopped) < min(started), (stopped, started)
