@@ -7,7 +7,9 @@ images hold (a hibernated workspace is compacted: `volumes.compact`) plus what r
 (QuotaExceeded) when
   * global: written bytes exceed HANGAR_SANDBOX_DISK_BUDGET_MB (unset: no fixed cap), or the filesystem's
     real free space is below HANGAR_SANDBOX_DISK_HEADROOM_MB: the high watermark;
-  * per org: the org's written bytes exceed its budget (HANGAR_SANDBOX_ORG_DISK_BUDGET_MB, or the caller's);
+  * per org: the org's written bytes exceed its budget (HANGAR_SANDBOX_ORG_DISK_BUDGET_MB, or the caller's),
+    on this host and on the other sandbox hosts (`elsewhere`: what their heartbeats reported, per org,
+    handed in by the engine, which reads the host registry);
   * per person: the written bytes of all the orgs one owner of the org owns exceed
     HANGAR_SANDBOX_USER_DISK_BUDGET_MB (the spec's `disk_groups`, one per owner: anyone may create orgs,
     and five orgs of one account must not get five org budgets; 0 turns it off).
@@ -22,9 +24,9 @@ from __future__ import annotations
 
 import fcntl
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import overload
 
@@ -99,22 +101,34 @@ class OrgTally:
 
     volumes_mb: dict[str, float]
     repos_mb: dict[str, float]
+    elsewhere_mb: Mapping[str, float] = field(default_factory=dict)  # written on other hosts, by org
 
     @classmethod
-    def now(cls) -> OrgTally:
+    def now(cls, elsewhere: Mapping[str, float] | None = None) -> OrgTally:
         images = written.images()
         by_org: dict[str, float] = {}
         for org, volume in registry.org_volumes():
             if volume in images:
                 by_org[org] = by_org.get(org, 0.0) + images[volume][1] / MB
         repos = {org: used / MB for org, used in repo_disk.bytes_by_org().items() if org}
-        return cls(by_org, repos)
+        return cls(by_org, repos, dict(elsewhere or {}))
+
+    def by_org(self) -> dict[str, float]:
+        """This host's written MB per org, workspaces and repositories: what its heartbeat reports."""
+        out = dict(self.volumes_mb)
+        for org, used in self.repos_mb.items():
+            out[org] = out.get(org, 0.0) + used
+        return out
 
     def repos(self, orgs: Sequence[str]) -> float:
         return sum(self.repos_mb.get(org, 0.0) for org in orgs)
 
+    def elsewhere(self, orgs: Sequence[str]) -> float:
+        return sum(float(self.elsewhere_mb.get(org, 0.0)) for org in orgs)
+
     def total(self, orgs: Sequence[str]) -> float:
-        return sum(self.volumes_mb.get(org, 0.0) for org in orgs) + self.repos(orgs)
+        here = sum(self.volumes_mb.get(org, 0.0) for org in orgs) + self.repos(orgs)
+        return here + self.elsewhere(orgs)
 
 
 def org_written_mb(org_id: str) -> float:
@@ -138,23 +152,37 @@ def reserving() -> Iterator[None]:
 Groups = Sequence[Sequence[str]]  # org ids whose bytes count together: one group per owner of the org
 
 
-def check(size_mb: int, *, org_id: str = "", limits: Limits | None = None, groups: Groups = ()) -> None:
+def check(
+    size_mb: int,
+    *,
+    org_id: str = "",
+    limits: Limits | None = None,
+    groups: Groups = (),
+    elsewhere: Mapping[str, float] | None = None,
+) -> None:
     """Raise QuotaExceeded if no new workspace (of quota `size_mb`, for `org_id` if any) may start now: the
-    host is at its high watermark or over its budget, or the org over its own. Call under `reserving()`,
-    with the volume's creation in the same block."""
+    host is at its high watermark or over its budget, or the org over its own (`elsewhere`: MB by org on
+    other hosts, counted too). Call under `reserving()`, with the volume's creation in the same block."""
     limits = limits or Limits.from_env()
     reason = host_pressure(usage(), limits)
     if reason:
         raise QuotaExceeded(f"{reason}; a new workspace (quota {size_mb} MB) cannot start")
     if org_id:
-        check_org(size_mb, org_id, limits, groups)
+        check_org(size_mb, org_id, limits, groups, elsewhere=elsewhere)
 
 
-def check_org(size_mb: int, org_id: str, limits: Limits | None = None, groups: Groups = ()) -> None:
+def check_org(
+    size_mb: int,
+    org_id: str,
+    limits: Limits | None = None,
+    groups: Groups = (),
+    *,
+    elsewhere: Mapping[str, float] | None = None,
+) -> None:
     """The org's (and its owners') part of `check` alone: for a claimed warm-pool volume, already counted
     globally."""
     limits = limits or Limits.from_env()
-    tally = OrgTally.now()
+    tally = OrgTally.now(elsewhere)
     reason = org_pressure(org_id, limits, tally) or owner_pressure(groups, limits, tally)
     if reason:
         raise QuotaExceeded(f"{reason}; a new workspace (quota {size_mb} MB) cannot start")
@@ -184,7 +212,7 @@ def org_pressure(org_id: str, limits: Limits, tally: OrgTally | None = None) -> 
     if mine >= limits.org_mb:
         return (
             f"organisation sandbox disk budget exhausted: {mine:.0f} MB of {limits.org_mb} MB written "
-            f"({repos:.0f} MB by repositories)"
+            f"({repos:.0f} MB by repositories{_on_other_hosts(tally, [org_id])})"
         )
     return ""
 
@@ -199,9 +227,15 @@ def owner_pressure(groups: Groups, limits: Limits, tally: OrgTally | None = None
         if theirs >= limits.owner_mb:
             return (
                 f"sandbox disk budget of this organisation's owner exhausted: {theirs:.0f} MB of "
-                f"{limits.owner_mb} MB written by the {len(orgs)} orgs they own ({repos:.0f} MB by repositories)"
+                f"{limits.owner_mb} MB written by the {len(orgs)} orgs they own ({repos:.0f} MB by repositories"
+                f"{_on_other_hosts(tally, orgs)})"
             )
     return ""
+
+
+def _on_other_hosts(tally: OrgTally, orgs: Sequence[str]) -> str:
+    there = tally.elsewhere(orgs)
+    return f", {there:.0f} MB on other sandbox hosts" if there > 0 else ""
 
 
 def repo_room_bytes(org_id: str = "", limits: Limits | None = None) -> int:

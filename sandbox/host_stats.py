@@ -1,6 +1,8 @@
 """What this host's service reports with each heartbeat (the registry, docs/scale-out.md): its size, what
-is free now and what runs. Cheap enough for every ~10 s: two small /proc reads, one statvfs, one Docker
-call (the census's container list) and a registry lookup per running sandbox."""
+is free now and what runs, and what each org has written here (the org disk budgets count every host:
+sandbox.budget). Cheap enough for every ~10 s: two small /proc reads, one statvfs, one Docker call (the
+census's container list), a registry lookup per running sandbox and the budget's tally (a stat of the
+mounted images, the registry's org index, the repositories' sizes)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from pathlib import Path
 
 import docker
 
-from sandbox import containers, registry, volumes
+from sandbox import budget, containers, registry, volumes
 
 MB = 1024 * 1024
 
@@ -25,6 +27,7 @@ class HostStats:
     free_disk_mb: int
     live_sessions: list[str] = field(default_factory=list)  # sessions whose sandbox runs here
     org_live: dict[str, int] = field(default_factory=dict)  # live sandboxes per org
+    org_written_mb: dict[str, float] = field(default_factory=dict)  # written here per org (workspaces, repos)
 
 
 def memory_mb(meminfo: Path = Path("/proc/meminfo")) -> tuple[int, int]:
@@ -66,4 +69,7 @@ def collect(api: docker.APIClient) -> HostStats:
     total_mem, free_mem = memory_mb()
     total_disk, free_disk = disk_mb()
     sessions, orgs = live_sandboxes(api)
-    return HostStats(float(os.cpu_count() or 1), total_mem, free_mem, total_disk, free_disk, sessions, orgs)
+    written = {org: round(mb, 1) for org, mb in budget.OrgTally.now().by_org().items() if org and mb > 0}
+    return HostStats(
+        float(os.cpu_count() or 1), total_mem, free_mem, total_disk, free_disk, sessions, orgs, written
+    )

@@ -33,7 +33,7 @@ LIMITS = ("cpus", "memory_mb", "pids")
 
 
 def _same(a: SandboxSpec, b: SandboxSpec) -> bool:
-    ignored = {"org_id": "", "project_id": "", "disk_groups": []}  # who is billed, not what runs
+    ignored = {"org_id": "", "project_id": "", "disk_groups": [], "disk_elsewhere_mb": {}}  # who is billed
     return dataclasses.asdict(a) | ignored == dataclasses.asdict(b) | ignored
 
 

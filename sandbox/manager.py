@@ -90,7 +90,13 @@ class DockerSandboxes:
                 # The pooled volume is reserved already; claiming it spends the org's budget.
                 if spec.org_id and self.pool.fits(spec):
                     with budget.reserving():
-                        budget.check_org(spec.disk_mb, spec.org_id, self.budget_limits, spec.disk_groups)
+                        budget.check_org(
+                            spec.disk_mb,
+                            spec.org_id,
+                            self.budget_limits,
+                            spec.disk_groups,
+                            elsewhere=spec.disk_elsewhere_mb,
+                        )
                 box = self.pool.claim(self, spec)
             if box is None:
                 box = self._connect_existing(spec.session_id, spec)
@@ -306,7 +312,13 @@ class DockerSandboxes:
             egress.validate_allowlist(spec.allowlist, self.egress_operator, egress.host_addresses(self.api))
         volume_id = volumes.new_volume_id()
         with budget.reserving():  # checked and reserved (the image file) under one host-wide lock
-            budget.check(spec.disk_mb, org_id=spec.org_id, limits=self.budget_limits, groups=spec.disk_groups)
+            budget.check(
+                spec.disk_mb,
+                org_id=spec.org_id,
+                limits=self.budget_limits,
+                groups=spec.disk_groups,
+                elsewhere=spec.disk_elsewhere_mb,
+            )
             volumes.allocate(volume_id, spec.disk_mb)
         volumes.format_volume(volume_id)  # mkfs outside the lock: sandboxes starting together, at once
         if not registry.register(key, self._record(spec, volume_id)):

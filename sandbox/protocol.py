@@ -112,6 +112,9 @@ class SandboxSpec:
     # The orgs whose written bytes share a disk budget with this one: one list per owner of the org, each
     # the orgs that owner owns (sandbox.budget's per-person budget). Not a property of the container.
     disk_groups: list[list[str]] = field(default_factory=list)
+    # What the org and the orgs of disk_groups have written on other sandbox hosts, MB by org id, as their
+    # heartbeats reported it (the engine reads the host registry): the budgets count every host.
+    disk_elsewhere_mb: dict[str, float] = field(default_factory=dict)
 
 
 class Sandbox(Protocol):

@@ -1,5 +1,5 @@
-"""The org's cap on live sandboxes holds across sandbox hosts (issue 29; hangar.engine.workspace.sandbox_share):
-host A (this machine's engine) and host B (deploy/hosts/hostb.sh), a host service each, an engine worker
+"""The org's cap on live sandboxes and its disk budget hold across sandbox hosts (issue 29;
+hangar.engine.workspace.sandbox_share): host A (this machine's engine) and host B (deploy/hosts/hostb.sh), a host service each, an engine worker
 without Docker, as tests/engine/test_two_hosts.py sets them up.
 
 The org has a cap of 1. Its first session lands on B (A drained meanwhile) and goes idle, its sandbox live
@@ -7,6 +7,9 @@ there; another org's session is live too. The org's second session is placed on 
 the hosts): A's host service counts B's live sandbox from the registry, asks B's queue to hibernate it,
 and only then starts its own: at no moment are two of the org's sandboxes live (Docker's own events on
 the two engines say when B's stopped and A's started). The other org's sandbox is untouched.
+
+The org disk budget likewise: what the org wrote on B, carried by B's heartbeat, refuses its next
+workspace on A, where it wrote nothing (sandbox.budget, SandboxSpec.disk_elsewhere_mb).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import pytest
 from django.core.management import call_command
 
 from hangar.conversations.host_selectors import host_named
-from hangar.conversations.models import SandboxHost, Session
+from hangar.conversations.models import Message, SandboxHost, Session
 from hangar.engine.services import session_prompt
 from hangar.engine.workspace.host_names import host_queue
 from sandbox import channel, containers
@@ -42,9 +45,10 @@ def _events(client, name: str, since: float, action: str) -> list[int]:
     return [int(e["timeNano"]) for e in found]
 
 
-def _prompt(persona, make_session, script, n: int, request, host_b):  # noqa: F811
+def _prompt(persona, make_session, script, n: int, request, host_b, command: str = ""):  # noqa: F811
+    command = command or f"echo {n} > n.txt"
     script_id = script.load(
-        [[call("bash", f"b{n}", command=f"echo {n} > n.txt", description="n")], [{"text": f"Done {n}."}]]
+        [[call("bash", f"b{n}", command=command, description="n")], [{"text": f"Done {n}."}]]
     )
     session = make_session(persona, script_id)
     request.addfinalizer(lambda sid=session.pk: host_b.destroy(sid))
@@ -52,6 +56,34 @@ def _prompt(persona, make_session, script, n: int, request, host_b):  # noqa: F8
     session = wait_idle(session, timeout=240)
     assert text_of(session) == f"Done {n}.", [t["state"] for t in tool_parts(session)]
     return Session.objects.get(pk=session.pk)
+
+
+def _two_hosts(host_b, start_worker, monkeypatch, tmp_path, tag: str, env: dict) -> tuple[str, str]:  # noqa: F811
+    """Host services for A and B (with `env`) and an engine worker without Docker; (A's name, B's)."""
+    suffix = uuid.uuid4().hex[:6]
+    host_a_name, host_b_name = f"{tag}-a-{suffix}", f"{tag}-b-{suffix}"
+    shared = {channel.SETTING: "tcp", "HANGAR_SANDBOX_POOL": "0", "HANGAR_HOST_HEARTBEAT_S": "1"}
+    start_worker(env=shared | env | {"HANGAR_SANDBOX_HOST": host_a_name}, queues=[host_queue(host_a_name)])
+    b_env = host_b.service_env() | {"HANGAR_SANDBOX_HOST": host_b_name}
+    start_worker(env=shared | env | b_env, queues=[host_queue(host_b_name)])
+    start_worker(
+        env=shared
+        | {
+            "HANGAR_SANDBOX_REMOTE": "1",
+            "DOCKER_HOST": NO_DOCKER,
+            "HANGAR_SANDBOX_ROOT": str(tmp_path / "engine-root"),
+            "HANGAR_SANDBOX_HOST": f"engine-{suffix}",
+        }
+    )
+    wait_for(lambda: host_named(host_a_name) and host_named(host_b_name), 120, what="both hosts registered")
+    monkeypatch.setenv(channel.SETTING, "tcp")
+    return host_a_name, host_b_name
+
+
+def _on_b_first(host_a_name: str) -> None:
+    """Drain A until the next session is placed: it goes to B."""
+    call_command("sandbox_host", "drain", host_a_name, stdout=StringIO())
+    wait_for(lambda: SandboxHost.objects.get(name=host_a_name).state == "drained", 60, what="A drained")
 
 
 def test_the_org_cap_counts_every_host_and_makes_room_on_the_other(
@@ -66,30 +98,13 @@ def test_the_org_cap_counts_every_host_and_makes_room_on_the_other(
     request,
 ):
     docker_client = docker.from_env()
-    suffix = uuid.uuid4().hex[:6]
-    host_a_name, host_b_name = f"cap-a-{suffix}", f"cap-b-{suffix}"
-    shared = {channel.SETTING: "tcp", "HANGAR_SANDBOX_POOL": "0", "HANGAR_HOST_HEARTBEAT_S": "1"}
-    start_worker(env=shared | {"HANGAR_SANDBOX_HOST": host_a_name}, queues=[host_queue(host_a_name)])
-    b_env = host_b.service_env() | {"HANGAR_SANDBOX_HOST": host_b_name}
-    start_worker(env=shared | b_env, queues=[host_queue(host_b_name)])
-    start_worker(
-        env=shared
-        | {
-            "HANGAR_SANDBOX_REMOTE": "1",
-            "DOCKER_HOST": NO_DOCKER,
-            "HANGAR_SANDBOX_ROOT": str(tmp_path / "engine-root"),
-            "HANGAR_SANDBOX_HOST": f"engine-{suffix}",
-        }
-    )
-    wait_for(lambda: host_named(host_a_name) and host_named(host_b_name), 120, what="both hosts registered")
-    monkeypatch.setenv(channel.SETTING, "tcp")
+    host_a_name, host_b_name = _two_hosts(host_b, start_worker, monkeypatch, tmp_path, "cap", {})
     alice.org.max_live_sandboxes = 1
     alice.org.save(update_fields=["max_live_sandboxes"])
     org, other = str(alice.org.pk), str(charlie.org.pk)
 
     # The org's first session on B (A drained meanwhile), and another org's session (on either host).
-    call_command("sandbox_host", "drain", host_a_name, stdout=StringIO())
-    wait_for(lambda: SandboxHost.objects.get(name=host_a_name).state == "drained", 60, what="A drained")
+    _on_b_first(host_a_name)
     first = _prompt(alice, make_session, script, 1, request, host_b)
     assert first.sandbox_host_id == host_b_name
     call_command("sandbox_host", "activate", host_a_name, stdout=StringIO())
@@ -132,3 +147,54 @@ def test_the_org_cap_counts_every_host_and_makes_room_on_the_other(
     stopped = _events(docker_client, containers.session_container_name(second.pk), since, "die")
     started = _events(host_b.client, containers.session_container_name(first.pk), since, "start")
     assert stopped and started and max(stopped) < min(started), (stopped, started)
+
+
+def test_the_org_disk_budget_counts_what_it_wrote_on_every_host(
+    host_b,  # noqa: F811
+    alice,
+    charlie,
+    script,
+    make_session,
+    start_worker,
+    monkeypatch,
+    tmp_path,
+    request,
+):
+    """An org budget of 40 MB: the org writes 48 MB on B; its next workspace, placed on A, is refused with
+    the budget's message naming the other hosts' share; another org still starts on A."""
+    docker_client = docker.from_env()
+    budget = {"HANGAR_SANDBOX_ORG_DISK_BUDGET_MB": "40"}
+    host_a_name, host_b_name = _two_hosts(host_b, start_worker, monkeypatch, tmp_path, "disk", budget)
+    for persona in (alice, charlie):
+        persona.project.sandbox_disk_mb = 128
+        persona.project.save(update_fields=["sandbox_disk_mb"])
+    org = str(alice.org.pk)
+
+    _on_b_first(host_a_name)
+    fill = "head -c 48M /dev/urandom > fill.bin && sync && echo 1 > n.txt"
+    first = _prompt(alice, make_session, script, 1, request, host_b, command=fill)
+    assert first.sandbox_host_id == host_b_name
+    call_command("sandbox_host", "activate", host_a_name, stdout=StringIO())
+    # B's heartbeat carries what the org wrote there.
+    wait_for(
+        lambda: SandboxHost.objects.get(name=host_b_name).org_written_mb.get(org, 0) >= 48,
+        30,
+        what="B reporting the org's written bytes",
+    )
+    assert SandboxHost.objects.get(name=host_a_name).org_written_mb.get(org, 0) == 0
+
+    # The org's next session is placed on A (B holds the org's one), where the org has written nothing.
+    script_id = script.load([[call("bash", "b2", command="echo 2", description="n")], [{"text": "Done 2."}]])
+    second = make_session(alice, script_id)
+    session_prompt(actor=alice.actor, session=second, parts=text_prompt("go"))
+    second = wait_idle(second, timeout=240)
+    assert Session.objects.get(pk=second.pk).sandbox_host_id in (None, host_a_name)
+    error = Message.objects.filter(session=second, role="assistant").last().data.get("error") or {}
+    message = (error.get("data") or {}).get("message", "")
+    assert "organisation sandbox disk budget exhausted" in message and "of 40 MB written" in message, error
+    assert "MB on other sandbox hosts" in message, message
+    assert not _running_on(docker_client, second.pk) and not _running_on(host_b.client, second.pk)
+
+    # Another org is not held by it: its session starts (on either host) and runs.
+    theirs = _prompt(charlie, make_session, script, 3, request, host_b)
+    assert theirs.sandbox_host_id in (host_a_name, host_b_name)

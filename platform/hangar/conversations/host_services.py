@@ -9,7 +9,7 @@ every few seconds, and a statement per beat is what it may cost.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.db import connection, transaction
 from django.utils import timezone
@@ -36,6 +36,7 @@ class HostReport:
     free_memory_mb: int
     live_sandboxes: int
     org_live: dict[str, int]
+    org_written_mb: dict[str, float] = field(default_factory=dict)  # MB written here, by org
 
 
 # Registers the host or beats: a lost host that beats again is active (its ended sessions stay ended);
@@ -44,13 +45,13 @@ class HostReport:
 _BEAT = (
     "WITH prev AS (SELECT state FROM conversations_sandboxhost WHERE name = %(name)s)"
     " INSERT INTO conversations_sandboxhost AS h (name, labels, cpus, memory_mb, disk_mb, free_disk_mb,"
-    " free_memory_mb, live_sandboxes, org_live, heartbeat_at, state, state_changed_at)"
+    " free_memory_mb, live_sandboxes, org_live, org_written_mb, heartbeat_at, state, state_changed_at)"
     " VALUES (%(name)s, %(labels)s::jsonb, %(cpus)s, %(memory_mb)s, %(disk_mb)s, %(free_disk_mb)s,"
-    " %(free_memory_mb)s, %(live)s, %(org_live)s::jsonb, now(), 'active', now())"
+    " %(free_memory_mb)s, %(live)s, %(org_live)s::jsonb, %(org_written)s::jsonb, now(), 'active', now())"
     " ON CONFLICT (name) DO UPDATE SET labels = EXCLUDED.labels, cpus = EXCLUDED.cpus,"
     " memory_mb = EXCLUDED.memory_mb, disk_mb = EXCLUDED.disk_mb, free_disk_mb = EXCLUDED.free_disk_mb,"
     " free_memory_mb = EXCLUDED.free_memory_mb, live_sandboxes = EXCLUDED.live_sandboxes,"
-    " org_live = EXCLUDED.org_live, heartbeat_at = now(),"
+    " org_live = EXCLUDED.org_live, org_written_mb = EXCLUDED.org_written_mb, heartbeat_at = now(),"
     " state = CASE WHEN h.state = 'lost' THEN 'active' ELSE h.state END,"
     " state_changed_at = CASE WHEN h.state = 'lost' THEN now() ELSE h.state_changed_at END"
     " RETURNING h.state, (SELECT state FROM prev)"
@@ -72,6 +73,7 @@ def host_heartbeat(report: HostReport) -> tuple[str, str | None]:
                 "free_memory_mb": report.free_memory_mb,
                 "live": report.live_sandboxes,
                 "org_live": json.dumps(report.org_live),
+                "org_written": json.dumps(report.org_written_mb),
             },
         )
         state, before = cursor.fetchone()

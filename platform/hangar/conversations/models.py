@@ -41,6 +41,9 @@ class SandboxHost(models.Model):
     live_sandboxes = models.PositiveIntegerField(default=0)
     # {org id: live sandboxes of that org on this host}: placement spreads each org's sessions.
     org_live = models.JSONField(default=dict, blank=True)
+    # {org id: MB its workspaces and repositories have written on this host}: the org disk budgets count
+    # every host (sandbox.budget, hangar.engine.workspace.hosts.written_elsewhere).
+    org_written_mb = models.JSONField(default=dict, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     state = models.CharField(max_length=8, choices=HostState.choices, default=HostState.ACTIVE)
     state_changed_at = models.DateTimeField(null=True, blank=True)

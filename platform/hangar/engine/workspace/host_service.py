@@ -67,6 +67,7 @@ def beat_once(sandboxes: HostSandboxes) -> str:
         free_memory_mb=stats.free_memory_mb,
         live_sandboxes=len(stats.live_sessions),
         org_live=stats.org_live,
+        org_written_mb=stats.org_written_mb,
     )
     state, before = host_heartbeat(report)
     if before != state:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hangar.conversations.host_selectors import host_named
+from hangar.conversations.host_selectors import host_named, hosts_all
 from hangar.conversations.host_services import session_sandbox_host_set
 from hangar.engine.workspace.host_service import HostSandboxes, beat_once, host_name
 from hangar.engine.workspace.placement import Asks, HostView, NoHost, place
@@ -99,3 +99,18 @@ def report_now(sandboxes: HostSandboxes) -> None:
         beat_once(sandboxes)
     except Exception:
         log.warning("sandbox_host_report_failed", host=host_name(), exc_info=True)
+
+
+def written_elsewhere(orgs: set[str]) -> dict[str, float]:
+    """MB each of `orgs` has written on the other sandbox hosts, as their last heartbeats reported it
+    (`SandboxHost.org_written_mb`; a lost host's too: its disk still holds them). The org disk budgets
+    add it to this host's own count (sandbox.budget)."""
+    here = host_name()
+    out: dict[str, float] = {}
+    for host in hosts_all():
+        if host.name == here:
+            continue
+        for org, mb in (host.org_written_mb or {}).items():
+            if str(org) in orgs:
+                out[str(org)] = out.get(str(org), 0.0) + float(mb)
+    return out
