@@ -1,6 +1,7 @@
 """The org's cap on live sandboxes and its disk budget hold across sandbox hosts (issue 29;
-hangar.engine.workspace.sandbox_share): host A (this machine's engine) and host B (deploy/hosts/hostb.sh), a host service each, an engine worker
-without Docker, as tests/engine/test_two_hosts.py sets them up.
+hangar.engine.workspace.sandbox_share): host A (this machine's engine) and host B
+(deploy/hosts/hostb.sh), a host service each, an engine worker without Docker, as
+tests/engine/test_two_hosts.py sets them up.
 
 The org has a cap of 1. Its first session lands on B (A drained meanwhile) and goes idle, its sandbox live
 there; another org's session is live too. The org's second session is placed on A (the org spread over
@@ -147,6 +148,52 @@ def test_the_org_cap_counts_every_host_and_makes_room_on_the_other(
     stopped = _events(docker_client, containers.session_container_name(second.pk), since, "die")
     started = _events(host_b.client, containers.session_container_name(first.pk), since, "start")
     assert stopped and started and max(stopped) < min(started), (stopped, started)
+
+
+def test_at_its_cap_with_its_sandbox_on_the_other_host_busy_the_org_is_refused_never_two_live(
+    host_b,  # noqa: F811
+    alice,
+    script,
+    make_session,
+    start_worker,
+    monkeypatch,
+    tmp_path,
+    request,
+):
+    """Cap 1, the org's session on B busy (a long command): its next session, placed on A, waits for room
+    (make_room's wait), then fails with today's message; B's sandbox was never hibernated, and A never
+    started one."""
+    docker_client = docker.from_env()
+    host_a_name, host_b_name = _two_hosts(host_b, start_worker, monkeypatch, tmp_path, "full", {})
+    alice.org.max_live_sandboxes = 1
+    alice.org.save(update_fields=["max_live_sandboxes"])
+
+    _on_b_first(host_a_name)
+    busy_id = script.load(
+        [[call("bash", "long", command="sleep 75; echo slept", description="long")], [{"text": "Slept."}]]
+    )
+    busy = make_session(alice, busy_id)
+    request.addfinalizer(lambda: host_b.destroy(busy.pk))
+    session_prompt(actor=alice.actor, session=busy, parts=text_prompt("sleep"))
+    wait_for(
+        lambda: any(t["state"]["status"] == "running" for t in tool_parts(busy)), 120, what="the long command"
+    )
+    assert Session.objects.get(pk=busy.pk).sandbox_host_id == host_b_name
+    call_command("sandbox_host", "activate", host_a_name, stdout=StringIO())
+
+    script_id = script.load([[call("bash", "b2", command="echo 2", description="n")], [{"text": "Done 2."}]])
+    second = make_session(alice, script_id)
+    session_prompt(actor=alice.actor, session=second, parts=text_prompt("go"))
+    second = wait_idle(second, timeout=120)
+    error = Message.objects.filter(session=second, role="assistant").last().data.get("error") or {}
+    message = (error.get("data") or {}).get("message", "")
+    assert "your organisation already runs 1 sandboxes (its limit), all busy" in message, error
+    assert Session.objects.get(pk=second.pk).sandbox_host_id in (None, host_a_name)
+    assert not _running_on(docker_client, second.pk)
+    # The busy one on B was left alone and ends its command.
+    assert Session.objects.get(pk=busy.pk).status == "busy" and _running_on(host_b.client, busy.pk)
+    busy = wait_idle(busy, timeout=120)
+    assert text_of(busy) == "Slept." and tool_parts(busy)[0]["state"]["output"].strip() == "slept"
 
 
 def test_the_org_disk_budget_counts_what_it_wrote_on_every_host(
