@@ -30,6 +30,7 @@ import ipaddress
 import os
 import secrets
 import subprocess
+import threading
 import uuid
 from pathlib import Path
 from typing import Any
@@ -101,6 +102,14 @@ def remove_secret(volume_id: str) -> None:
 def ensure_network(api: docker.APIClient) -> str:
     """The channel network, created once per sandbox root (idempotent, race-safe), host side guarded."""
     name = network_name()
+    with _network_lock:  # two threads' first sandboxes at once made two networks of one name
+        return _ensure_network(api, name)
+
+
+_network_lock = threading.Lock()
+
+
+def _ensure_network(api: docker.APIClient, name: str) -> str:
     try:
         info = api.inspect_network(name)
     except docker.errors.NotFound:
@@ -114,6 +123,7 @@ def ensure_network(api: docker.APIClient) -> str:
                     options={"com.docker.network.bridge.enable_icc": "false"},
                     labels={"hangar.managed": "1", "hangar.root": volumes.root_tag()},
                     ipam=ipam,
+                    check_duplicate=True,  # another process's made meanwhile: a 409, not a second one
                 )
                 break
             except docker.errors.APIError as exc:
