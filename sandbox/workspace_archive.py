@@ -12,6 +12,8 @@ Exporting releases the workspace here (volume, record, host files): a workspace 
 the archive, never both. Importing claims the export by renaming its mark (two hosts cannot both take it),
 makes a volume of the same quota under this host's disk budget, unpacks the tree into it and registers
 the session; the next get_or_create makes its container on it. A failed import gives the export back.
+A taken export stays in the archive as the session's checkpoint (<key>.checkpoint.*, replaced by the
+next): when the host it went to is lost, `restore_checkpoint` makes it the export the next host imports.
 
 A tree rather than the volume's image: the tree is what the session wrote (kilobytes to its files'
 size, compressed), where a compacted image still carries its filesystem's metadata, and a tree needs no
@@ -21,6 +23,7 @@ git dir borrowing the host's mirror, sandbox/gitops) is not moved (`NotMovable`)
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -55,6 +58,37 @@ def _paths(session_id: str) -> tuple[Path, Path]:
         raise NotMovable(f"{SETTING} is not set: workspaces do not move between hosts")
     key = volumes.session_key(session_id)
     return where / f"{key}.tar.zst", where / f"{key}.json"
+
+
+def _checkpoint_paths(session_id: str) -> tuple[Path, Path]:
+    tree, mark = _paths(session_id)
+    return tree.with_name(f"{mark.stem}.checkpoint.tar.zst"), mark.with_name(f"{mark.stem}.checkpoint.json")
+
+
+def restore_checkpoint(session_id: str) -> dict[str, Any] | None:
+    """The session's newest export, made the one the next host imports (its host was lost): the export
+    waiting in the archive if there is one, else the last one a host imported (kept as the checkpoint).
+    Returns its mark ({exported_at, bytes, ...}), or None when the archive has none."""
+    if archive_dir() is None:
+        return None
+    tree, mark = _paths(session_id)
+    ckpt_tree, ckpt_mark = _checkpoint_paths(session_id)
+    with contextlib.suppress(FileNotFoundError):
+        if not mark.exists():
+            os.replace(ckpt_tree, tree)
+            os.replace(ckpt_mark, mark)  # the mark last: it is what says an export exists
+    try:
+        meta: dict[str, Any] = json.loads(mark.read_text())
+    except FileNotFoundError:
+        return None
+    return meta
+
+
+def forget_checkpoint(session_id: str) -> None:
+    """The session is destroyed: its checkpoint goes with it."""
+    if archive_dir() is not None:
+        for path in _checkpoint_paths(session_id):
+            path.unlink(missing_ok=True)
 
 
 def exported(session_id: str) -> bool:
@@ -154,8 +188,10 @@ def import_(session_id: str, *, budget_limits: budget.Limits | None = None) -> d
             volumes.destroy_volume(volume_id)  # ours, whoever else registered the session meanwhile
         os.rename(claim, mark)  # the export is still whole: give it back
         raise
-    tree.unlink(missing_ok=True)
-    claim.unlink(missing_ok=True)
+    # Kept as the session's checkpoint: what a host loss restores from (`restore_checkpoint`).
+    ckpt_tree, ckpt_mark = _checkpoint_paths(session_id)
+    os.replace(tree, ckpt_tree)
+    os.replace(claim, ckpt_mark)
     return {"volume": volume_id, "bytes": meta.get("bytes"), "seconds": round(time.monotonic() - started, 3)}
 
 

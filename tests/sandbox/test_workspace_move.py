@@ -79,7 +79,10 @@ def test_a_workspace_moves_from_b_to_a(host_b, sandboxes, new_session_id, archiv
 
     imported = import_(sid)  # this process's sandbox root: host A
     assert imported is not None and imported["volume"] != volume_on_b
-    assert not exported(sid) and not list(archive.iterdir()), "the archive gives the workspace up once taken"
+    kept = sorted(p.name for p in archive.iterdir())
+    assert not exported(sid) and kept == [f"{key}.checkpoint.json", f"{key}.checkpoint.tar.zst"], (
+        "the archive gives the workspace up once taken, keeping it as the checkpoint only"
+    )
     on_a = sandboxes.get_or_create(_spec(sid))
     assert registry.lookup(key)["org_id"] == "org-move"
     assert on_a.exec(FINGERPRINT).output == fingerprint

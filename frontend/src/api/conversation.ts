@@ -52,6 +52,8 @@ export class Conversation {
   questions = new Map<string, QuestionRequest>();
   private partMessage = new Map<string, string>();
   error: string | null = null;
+  /** What the platform told the session about itself (a move off a lost sandbox host). */
+  notice: string | null = null;
   title = "";
   version = 0;
   private listeners = new Set<() => void>();
@@ -153,6 +155,9 @@ export class Conversation {
         break;
       case "session.error":
         this.error = p.error?.data?.message || p.error?.name || "The run failed";
+        break;
+      case "session.notice":
+        this.notice = typeof p.message === "string" ? p.message : null;
         break;
       case "todo.updated":
         this.todos = p.todos as Todo[];

@@ -135,6 +135,7 @@ export function SessionView(props: { org: string; project: number; sessionId: st
             <Transcript convo={convo} queued={queued} waiting={waitingCalls(pending)} />
           </McpServerNames.Provider>
           {convo.error && !answeredWith(convo, convo.error) && <p className="error" role="alert">{convo.error}</p>}
+          {convo.notice && <p className="muted small" role="status" data-testid="session-notice">{convo.notice}</p>}
           {pending.map((p) => <PermissionCard key={p.id} base={base} request={p} />)}
           {asked.map((q) => <QuestionCard key={q.id} base={base} request={q} />)}
           {convo.todos.length > 0 && <Todos todos={convo.todos} />}

@@ -55,3 +55,8 @@ def session_host_name(session_id: str) -> str | None:
     """The host holding the session's workspace, as the database says now (None: none yet)."""
     name: str | None = Session.objects.filter(pk=session_id).values_list("sandbox_host_id", flat=True).first()
     return name
+
+
+def session_host_lost(session_id: str) -> bool:
+    """The host holding the session's workspace is lost (one query)."""
+    return Session.objects.filter(pk=session_id, sandbox_host__state=HostState.LOST).exists()

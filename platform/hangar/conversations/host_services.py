@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from hangar.accounts.actors import system_actor
 from hangar.audit.services import audit_record
+from hangar.conversations.events import publish
 from hangar.conversations.models import HostState, SandboxHost, Session
 from hangar.errors import ValidationError
 
@@ -146,3 +147,22 @@ def session_sandbox_host_release(*, session_id: str, host_name: str) -> bool:
     """The session's workspace left `host_name` (exported: docs/scale-out.md, "Drain"): it has no host
     until it is placed again. Only if it is still recorded there (False otherwise)."""
     return bool(Session.objects.filter(pk=session_id, sandbox_host_id=host_name).update(sandbox_host_id=None))
+
+
+HOST_MOVED = "session.notice"  # the event a session's move off a lost host is told by
+
+
+def session_moved_off_lost_host(*, session: Session, lost: str, message: str) -> bool:
+    """The session's host `lost` is lost and the session resumes elsewhere from a checkpoint: its binding
+    is released (placement chooses anew) and the session is told, in one transaction. False (nothing
+    written) if it was no longer recorded on `lost` (another process moved it first)."""
+    with transaction.atomic():
+        if not session_sandbox_host_release(session_id=session.pk, host_name=lost):
+            return False
+        session.sandbox_host_id = None
+        publish(
+            session,
+            HOST_MOVED,
+            {"sessionID": session.pk, "kind": "sandbox_host_lost", "host": lost, "message": message},
+        )
+    return True

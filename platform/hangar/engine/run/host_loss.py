@@ -6,8 +6,9 @@ lost host, and of the busy tasks under it: it takes the session's lease whoever 
 alive there loses it: its keeper's next renewal misses, its writes are fenced), closes the open step as
 the crash budget does, answers with the error "sandbox host lost" (the `session.error` event and the
 message a reload shows, like any failed turn: hangar.engine.run.failures), sets the session idle, audits
-the turn (`host_lost`) and gives the lease back. Never stuck busy: the next prompt runs it again (on the
-same host once it heart-beats again; its workspace is there).
+the turn (`host_lost`) and gives the lease back. Never stuck busy: the next prompt runs it again: with a
+worker without Docker on another host, from its last checkpoint (hangar.engine.workspace.host_resume);
+with a worker with Docker on the same host once it heart-beats again (its workspace is there).
 """
 
 from __future__ import annotations

@@ -171,9 +171,11 @@ def hibernate_idle(org_ids: list[str], count: int, keep: str) -> dict[str, Any]:
 @shared_task(name=DESTROY, ignore_result=False)
 def sandbox_destroy(session_id: str) -> dict[str, Any]:
     from hangar.engine.workspace.sandboxes import manager
+    from sandbox import workspace_archive
 
     try:
         manager().destroy(session_id)
+        workspace_archive.forget_checkpoint(session_id)
         return {"ok": True}
     except Exception as exc:
         return _failure(exc)

@@ -5,7 +5,8 @@ worker reaches each sandbox's agent over the TCP channel (sandbox/channel_client
 Acquiring a session's sandbox (its run's first tool call, or a dropped connection) is one host task:
 - the host: the one holding the session's workspace (`Session.sandbox_host`), else placement's choice
   among every registered host (hangar.engine.workspace.placement: active, the project's labels, room, the
-  org spread over hosts); a lost host fails at once;
+  org spread over hosts); a session whose host is lost is released from it and placed anew, resuming
+  from its last checkpoint (hangar.engine.workspace.host_resume);
 - the task `hangar.host.sandbox_acquire` on `host.<name>`, awaited at most HANGAR_HOST_TASK_TIMEOUT_S
   (sent with that expiry, so a host that comes back later does not work for a caller long gone); a host
   that does not answer is a SandboxUnavailable naming it, and the host's own refusals come back as the
@@ -26,7 +27,12 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
-from hangar.conversations.host_selectors import host_named, hosts_all, session_host_name
+from hangar.conversations.host_selectors import (
+    host_named,
+    hosts_all,
+    session_host_lost,
+    session_host_name,
+)
 from hangar.conversations.models import HostState
 from hangar.engine.session.dbconn import release_connection
 from hangar.engine.workspace.host_names import (
@@ -67,7 +73,9 @@ def remote_sandbox(session: Session) -> DockerSandbox:
     with _lock:
         cached = _open.get(session.pk)
     if cached is not None and cached._conn is not None and not cached._conn.dead:
-        return cached
+        if not session_host_lost(session.pk):
+            return cached
+        forget(session.pk)  # its host is lost (its container may outlive its engine): resume elsewhere
     spec = spec_for(session)  # the limits the calls are bounded by (the host bound the env already)
     box = DockerSandbox(_REOPENER, spec, containers.session_container_name(session.pk), _acquire(session))
     with _lock:
@@ -112,15 +120,19 @@ def host_for(session: Session) -> str:
     current = session_host_name(session.pk)  # read now: another process may have placed it since
     if current:
         host = host_named(current)
-        if host is not None and host.state == HostState.LOST:
-            raise SandboxUnavailable(f"sandbox host {current}, which holds this session's workspace, is lost")
-        return current
+        if host is None or host.state != HostState.LOST:
+            return current
+    from hangar.engine.workspace.host_resume import leave_lost_host
     from hangar.engine.workspace.hosts import asks_of, view_of
 
     try:
-        return place([view_of(h) for h in hosts_all()], asks_of(session)).name
+        chosen = place([view_of(h) for h in hosts_all()], asks_of(session)).name
     except NoHost as exc:
-        raise SandboxUnavailable(str(exc)) from None
+        lost = f"sandbox host {current}, which holds this session's workspace, is lost; " if current else ""
+        raise SandboxUnavailable(f"{lost}{exc}") from None
+    if current and not leave_lost_host(session, current, chosen):
+        return host_for(session)  # another process moved it meanwhile: where it is now
+    return chosen
 
 
 def call_host(host: str, task: str, args: list[Any], timeout: float | None = None) -> dict[str, Any]:

@@ -1,0 +1,49 @@
+"""A session whose sandbox host is lost resumes on another host from its last durable checkpoint
+(docs/scale-out.md, "Host loss"), at the next acquisition of its sandbox (hangar.engine.workspace.remote):
+
+- the checkpoint: the newest export of its workspace in the archive (HANGAR_WORKSPACE_ARCHIVE: the one a
+  drain made and a host imported, kept there, or one not yet imported), which the host it lands on
+  imports; else, for a project with a repository, a new checkout of it as at the session's start; else an
+  empty workspace. What the workspace gained on the lost host after that checkpoint is lost;
+- the session's binding to the lost host is released and the session told (the `session.notice` event,
+  shown by the web app), in one transaction; placement then chooses among the hosts that are not lost.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING
+
+from hangar.conversations.host_services import session_moved_off_lost_host
+from hangar.logging import get_logger
+from sandbox import workspace_archive
+
+if TYPE_CHECKING:
+    from hangar.conversations.models import Session
+
+log = get_logger(__name__)
+
+
+def checkpoint_of(session: Session) -> str:
+    """Make the session's newest export the one its next host imports; say what it resumes from."""
+    mark = workspace_archive.restore_checkpoint(session.pk)
+    if mark is not None:
+        at = dt.datetime.fromtimestamp(float(mark.get("exported_at") or 0), tz=dt.UTC)
+        return f"its workspace as exported at {at:%Y-%m-%d %H:%M:%S} UTC"
+    project = session.project
+    if project.repo_url:
+        return f"a new checkout of the project's repository ({project.repo_url})"
+    return "an empty workspace"
+
+
+def leave_lost_host(session: Session, lost: str, place: str) -> bool:
+    """Release the session from `lost` and tell it where it resumes (`place`: the host placement chose).
+    False if another process moved it first."""
+    checkpoint = checkpoint_of(session)
+    message = (
+        f"sandbox host {lost} was lost; resumed on {place} from {checkpoint}; changes since then are lost"
+    )
+    moved = session_moved_off_lost_host(session=session, lost=lost, message=message)
+    if moved:
+        log.warning("session_resumed_off_lost_host", session=session.pk, lost=lost, host=place)
+    return moved

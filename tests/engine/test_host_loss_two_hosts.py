@@ -1,0 +1,176 @@
+"""Host loss on two hosts (issue 29, "How it is tested here"): a session busy on host B (the second dockerd of
+deploy/hosts/hostb.sh) mid-step when B's host service and B's dockerd are killed with SIGKILL. Beat's sweep
+(driven here) marks B lost and ends the turn within the bound, with "sandbox host lost", never stuck busy;
+the session's events stay dense (no duplicate, no gap in seq). Its next prompt runs on host A from its last
+durable checkpoint: the export a drain of B made earlier (kept in the archive after B imported it back), so
+the files of that checkpoint are there and what was written on B after it is gone; the session is told
+(`session.notice`). Another org still gets a 404 for the session.
+
+Placement is steered with the operator's drain: A is drained while the session is placed on B, and made
+active again once B is lost. B is brought back up afterwards (`hostb.sh up` is idempotent): other tests
+share it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+import uuid
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from hangar.conversations.host_selectors import host_named
+from hangar.conversations.models import Event, SandboxHost, Session
+from hangar.engine.services import session_prompt
+from hangar.engine.tasks import sandbox_hosts_sweep
+from hangar.engine.workspace.host_names import host_queue
+from sandbox import channel
+from sandbox.workspace_archive import SETTING as ARCHIVE
+from sandbox.workspace_archive import exported
+from tests.engine.conftest import text_of, text_prompt, tool_parts, wait_for, wait_idle
+from tests.sandbox.hostb import SCRIPT, host_b  # noqa: F401 (fixture)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+NO_DOCKER = "unix:///nonexistent/docker.sock"
+LOST_AFTER_S = 4.0
+DOCKERD_PID = Path("/run/hangar-hostb/docker.pid")  # hostb.sh's
+
+
+def call(name, call_id, **arguments):
+    return {"tool_calls": [{"name": name, "id": call_id, "arguments": arguments}]}
+
+
+def _operator(action: str, host: str) -> None:
+    call_command("sandbox_host", action, host, stdout=StringIO())
+
+
+def _seqs(session_id: str) -> list[int]:
+    return list(Event.objects.filter(session_id=session_id).order_by("seq").values_list("seq", flat=True))
+
+
+def test_a_lost_host_ends_the_turn_and_the_session_resumes_on_the_other_from_its_export(
+    host_b,  # noqa: F811
+    alice,
+    charlie,
+    api,
+    script,
+    make_session,
+    start_worker,
+    monkeypatch,
+    settings,
+    tmp_path,
+    request,
+):
+    settings.HANGAR_HOST_LOST_AFTER_S = LOST_AFTER_S
+    suffix = uuid.uuid4().hex[:6]
+    a_name, b_name = f"loss-a-{suffix}", f"loss-b-{suffix}"
+    shared = {channel.SETTING: "tcp", ARCHIVE: str(tmp_path / "archive"), "HANGAR_SANDBOX_POOL": "0"}
+    beats = {"HANGAR_HOST_HEARTBEAT_S": "1"}
+    start_worker(env=shared | beats | {"HANGAR_SANDBOX_HOST": a_name}, queues=[host_queue(a_name)])
+    b_service = start_worker(
+        env=shared | beats | host_b.service_env() | {"HANGAR_SANDBOX_HOST": b_name},
+        queues=[host_queue(b_name)],
+    )
+    start_worker(
+        env=shared
+        | {
+            "HANGAR_SANDBOX_REMOTE": "1",
+            "DOCKER_HOST": NO_DOCKER,
+            "HANGAR_SANDBOX_ROOT": str(tmp_path / "engine-root"),
+            "HANGAR_SANDBOX_HOST": f"engine-{suffix}",
+        }
+    )
+    wait_for(lambda: host_named(a_name) and host_named(b_name), 120, what="both hosts registered")
+    monkeypatch.setenv(channel.SETTING, "tcp")
+    monkeypatch.setenv(ARCHIVE, shared[ARCHIVE])  # this process reads the archive too
+    _operator("drain", a_name)  # the session is placed on B
+
+    script_id = script.load(
+        [
+            [call("bash", "c1", command="echo checkpoint > notes.txt", description="note")],
+            [{"text": "Noted."}],
+        ]
+    )
+    session = make_session(alice, script_id)
+    sid = session.pk
+    request.addfinalizer(lambda: host_b.destroy(sid))  # whatever is left of it on B (after B is up)
+    request.addfinalizer(
+        lambda: subprocess.run([str(SCRIPT), "up"], capture_output=True, timeout=600, check=True)
+    )
+    session_prompt(actor=alice.actor, session=session, parts=text_prompt("note it"))
+    assert text_of(wait_idle(session, timeout=240)) == "Noted."
+    assert Session.objects.get(pk=sid).sandbox_host_id == b_name
+
+    # The checkpoint: draining B exports the idle session's workspace; B back, A still drained, the next
+    # prompt lands on B again, which imports it (the archive keeps it as the checkpoint).
+    _operator("drain", b_name)
+    wait_for(lambda: Session.objects.get(pk=sid).sandbox_host_id is None, 60, what="the session exported")
+    assert exported(sid)
+    _operator("activate", b_name)
+    script.load(
+        [
+            [call("bash", "c2", command="echo lost > after.txt; sleep 120", description="long")],
+            [{"text": "never"}],
+        ],
+        script_id=script_id,
+    )
+    session_prompt(actor=alice.actor, session=session, parts=text_prompt("a long one"))
+    wait_for(
+        lambda: any(p["state"]["status"] == "running" for p in tool_parts(session)), 120, what="bash running"
+    )
+    assert Session.objects.get(pk=sid).sandbox_host_id == b_name and not exported(sid)
+    time.sleep(1)  # `echo lost > after.txt` ran
+
+    # Host B dies mid-step: its host service and its Docker engine, SIGKILL.
+    b_service.kill(signal.SIGKILL)
+    os.kill(int(DOCKERD_PID.read_text().strip()), signal.SIGKILL)
+    killed = time.monotonic()
+
+    def ended() -> bool:
+        sandbox_hosts_sweep()  # what beat runs every 5 s
+        return Session.objects.filter(pk=sid, status="idle", lease_owner="").exists()
+
+    wait_for(ended, LOST_AFTER_S + 15, every=0.5, what="the busy session ended")
+    took = time.monotonic() - killed
+    assert took < LOST_AFTER_S + 4, f"ended {took:.1f} s after host B died"
+    assert SandboxHost.objects.get(name=b_name).state == "lost"
+    (error,) = [e.payload["error"] for e in Event.objects.filter(session_id=sid, type="session.error")]
+    assert error["name"] == "SandboxHostLostError" and "sandbox host lost" in error["data"]["message"]
+    assert [t["state"]["status"] for t in tool_parts(session)] == ["completed", "error"]
+    seqs = _seqs(sid)
+    assert seqs == list(range(1, len(seqs) + 1)), "the events have no gap and no duplicate"
+
+    # The next prompt runs on A from the checkpoint: the export's file is there, what B had after it is not.
+    _operator("activate", a_name)
+    script.load(
+        [
+            [call("bash", "c3", command="cat notes.txt; ls after.txt || echo gone", description="look")],
+            [{"text": "Resumed."}],
+        ],
+        script_id=script_id,
+    )
+    session_prompt(actor=alice.actor, session=session, parts=text_prompt("still there?"))
+    resumed = wait_idle(session, timeout=240)
+    assert text_of(resumed).endswith("Resumed."), [t["state"] for t in tool_parts(resumed)]
+    assert Session.objects.get(pk=sid).sandbox_host_id == a_name
+    output = tool_parts(resumed)[-1]["state"]["output"]
+    assert output.splitlines()[0] == "checkpoint" and output.rstrip().endswith("gone"), output
+    (notice,) = [e.payload for e in Event.objects.filter(session_id=sid, type="session.notice")]
+    assert notice["host"] == b_name and notice["message"].startswith(
+        f"sandbox host {b_name} was lost; resumed on {a_name} from its workspace as exported at "
+    ), notice
+    assert notice["message"].endswith("changes since then are lost")
+    assert Event.objects.filter(session_id=sid, type="session.error").count() == 1
+    seqs = _seqs(sid)
+    assert seqs == list(range(1, len(seqs) + 1)), "the events have no gap and no duplicate"
+
+    # Another org still cannot read the session.
+    url = f"/api/orgs/{alice.org.slug}/projects/{alice.project.pk}/sessions/{sid}/"
+    assert api(alice).get(url).status_code == 200
+    assert api(charlie).get(url).status_code == 404
