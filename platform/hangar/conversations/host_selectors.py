@@ -60,3 +60,8 @@ def session_host_name(session_id: str) -> str | None:
 def session_host_lost(session_id: str) -> bool:
     """The host holding the session's workspace is lost (one query)."""
     return Session.objects.filter(pk=session_id, sandbox_host__state=HostState.LOST).exists()
+
+
+def session_lease_is(session_id: str, owner: str) -> bool:
+    """`owner` holds the session's lease now (one query)."""
+    return Session.objects.filter(pk=session_id, lease_owner=owner).exists()

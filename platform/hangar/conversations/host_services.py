@@ -9,6 +9,7 @@ every few seconds, and a statement per beat is what it may cost.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.db import connection, transaction
@@ -152,13 +153,16 @@ def session_sandbox_host_release(*, session_id: str, host_name: str) -> bool:
 HOST_MOVED = "session.notice"  # the event a session's move off a lost host is told by
 
 
-def session_moved_off_lost_host(*, session: Session, lost: str, message: str) -> bool:
-    """The session's host `lost` is lost and the session resumes elsewhere from a checkpoint: its binding
-    is released (placement chooses anew) and the session is told, in one transaction. False (nothing
-    written) if it was no longer recorded on `lost` (another process moved it first)."""
+def session_moved_off_lost_host(*, session: Session, lost: str, tell: Callable[[], str]) -> bool:
+    """The session's host `lost` is lost and the session resumes elsewhere from a checkpoint: under the
+    session's row lock, `tell()` makes the checkpoint ready and says what it is, the binding is released
+    (placement chooses anew) and the session is told, in one transaction. False (nothing done) if it is
+    no longer recorded on `lost` (another process moved it first)."""
     with transaction.atomic():
-        if not session_sandbox_host_release(session_id=session.pk, host_name=lost):
+        if not Session.objects.select_for_update().filter(pk=session.pk, sandbox_host_id=lost).exists():
             return False
+        message = tell()
+        Session.objects.filter(pk=session.pk).update(sandbox_host_id=None)
         session.sandbox_host_id = None
         publish(
             session,

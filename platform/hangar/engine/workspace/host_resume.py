@@ -38,12 +38,15 @@ def checkpoint_of(session: Session) -> str:
 
 def leave_lost_host(session: Session, lost: str, place: str) -> bool:
     """Release the session from `lost` and tell it where it resumes (`place`: the host placement chose).
-    False if another process moved it first."""
-    checkpoint = checkpoint_of(session)
-    message = (
-        f"sandbox host {lost} was lost; resumed on {place} from {checkpoint}; changes since then are lost"
-    )
-    moved = session_moved_off_lost_host(session=session, lost=lost, message=message)
+    False if another process moved it first (then its checkpoint is left as that one made it)."""
+
+    def tell() -> str:
+        return (
+            f"sandbox host {lost} was lost; resumed on {place} from {checkpoint_of(session)};"
+            " changes since then are lost"
+        )
+
+    moved = session_moved_off_lost_host(session=session, lost=lost, tell=tell)
     if moved:
         log.warning("session_resumed_off_lost_host", session=session.pk, lost=lost, host=place)
     return moved

@@ -25,6 +25,10 @@ the turn shows, of the same kind it would have been on one host.
 
 from __future__ import annotations
 
+import contextlib
+import threading
+import zlib
+from collections.abc import Iterator
 from typing import Any
 
 from celery import shared_task
@@ -60,6 +64,16 @@ def _failure(exc: BaseException) -> dict[str, Any]:
     return {"error": f"sandbox host {host_name()} failed: {type(exc).__name__}: {exc}", "kind": "unavailable"}
 
 
+_locks = [threading.Lock() for _ in range(64)]  # striped by session: bounded, rarely shared
+
+
+@contextlib.contextmanager
+def _acquiring(session_id: str) -> Iterator[None]:
+    """One acquisition of a session at a time in this host service."""
+    with _locks[zlib.crc32(session_id.encode()) % len(_locks)]:
+        yield
+
+
 @shared_task(name=ACQUIRE, ignore_result=False)
 def sandbox_acquire(session_id: str, reply_key: str) -> dict[str, Any]:
     """The session's sandbox, ready for its next tool call: {host, address, port, secret (sealed)}."""
@@ -81,7 +95,8 @@ def sandbox_acquire(session_id: str, reply_key: str) -> dict[str, Any]:
             session = session_for_run(session_id)
         except Session.DoesNotExist:
             return {"error": f"session {session_id} does not exist", "kind": "error"}
-        box = docker_sandbox(session)
+        with _acquiring(session_id):  # two at once (a run's and a stale one's) would both import or create
+            box = docker_sandbox(session)
         # One round trip on the host's own connection: a container the live policy just removed to
         # recreate on a new network or image (sandbox/live_spec.py) is made again now, and the registry
         # records where its agent answers before that is read below.

@@ -27,11 +27,13 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
+from hangar.conversations.fence import owner_for
 from hangar.conversations.host_selectors import (
     host_named,
     hosts_all,
     session_host_lost,
     session_host_name,
+    session_lease_is,
 )
 from hangar.conversations.models import HostState
 from hangar.engine.session.dbconn import release_connection
@@ -84,6 +86,9 @@ def remote_sandbox(session: Session) -> DockerSandbox:
 
 
 def _acquire(session: Session) -> AgentConnection:
+    owner = owner_for(session.pk)  # the run asking, if any: one whose lease moved places nothing anew
+    if owner is not None and not session_lease_is(session.pk, owner):
+        raise SandboxUnavailable(f"this run no longer holds session {session.pk} (its lease moved)")
     host = host_for(session)
     answer = call_host(host, ACQUIRE, [session.pk, opener().public_hex])
     secret = opener().open(answer["secret"], session.pk)
