@@ -1,7 +1,7 @@
 """Reads of a session's workspace record and pushes. The caller has already resolved the session through
 a tenant-scoped selector (a foreign session is a 404 before these run)."""
 
-from hangar.repos.models import RepoPush, SessionWorkspace, WorkspaceOperation
+from hangar.repos.models import PushStatus, RepoPush, SessionWorkspace, WorkspaceOperation
 
 
 def workspace_get(session) -> SessionWorkspace | None:
@@ -27,3 +27,8 @@ def operation_for_run(operation_id: int) -> WorkspaceOperation | None:
         .filter(pk=operation_id)
         .first()
     )
+
+
+def push_last(session) -> RepoPush | None:
+    """The session's newest successful push."""
+    return RepoPush.objects.filter(session=session, status=PushStatus.PUSHED).order_by("-created_at").first()

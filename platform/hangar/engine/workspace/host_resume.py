@@ -3,8 +3,9 @@
 
 - the checkpoint: the newest export of its workspace in the archive (HANGAR_WORKSPACE_ARCHIVE: the one a
   drain made and a host imported, kept there, or one not yet imported), which the host it lands on
-  imports; else, for a project with a repository, a new checkout of it as at the session's start; else an
-  empty workspace. What the workspace gained on the lost host after that checkpoint is lost;
+  imports; else, for a project with a repository, the session's branch as last pushed (prepare.py checks
+  it out when the repository has it), or the ref it started from; else an empty workspace. What the
+  workspace gained on the lost host after that checkpoint is lost;
 - the session's binding to the lost host is released and the session told (the `session.notice` event,
   shown by the web app), in one transaction; placement then chooses among the hosts that are not lost.
 """
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from hangar.conversations.host_services import session_moved_off_lost_host
 from hangar.logging import get_logger
+from hangar.repos.selectors import push_last, workspace_get
 from sandbox import workspace_archive
 
 if TYPE_CHECKING:
@@ -30,9 +32,12 @@ def checkpoint_of(session: Session) -> str:
     if mark is not None:
         at = dt.datetime.fromtimestamp(float(mark.get("exported_at") or 0), tz=dt.UTC)
         return f"its workspace as exported at {at:%Y-%m-%d %H:%M:%S} UTC"
-    project = session.project
-    if project.repo_url:
-        return f"a new checkout of the project's repository ({project.repo_url})"
+    if session.project.repo_url:
+        row, push = workspace_get(session), push_last(session)
+        if row is not None and push is not None and push.branch == row.branch:
+            return f"the session's branch {push.branch} as last pushed ({push.commit[:12]})"
+        ref = row.ref if row is not None and row.ref else "its default branch"
+        return f"a new checkout of the project's repository at {ref} (nothing pushed)"
     return "an empty workspace"
 
 

@@ -166,12 +166,13 @@ def _prepare(
             else:
                 mirror = gitops.mirror_sync(remote_for(project, row.repo_url), scope=str(session.org_id))
             ref = row.ref or gitops.default_branch(mirror)
-            sha = gitops.resolve_ref(mirror, ref)
+            pushed = _pushed_branch(mirror, row)
+            sha = pushed or gitops.resolve_ref(mirror, ref)
             cache = env_key(project, box, row.repo_url, sha)
             cached = env_cache.find(cache.key) if cache else None
             base = gitops.checkout(mirror, session.pk, sha, row.branch, cached=cached)
             restored = cached is not None and base == cached
-            repos.workspace_cloned(row=row, ref=ref, base_commit=sha)
+            repos.workspace_cloned(row=row, ref=ref, base_commit=row.base_commit if pushed else sha)
         elif project.setup_script.strip():
             cache = env_key(project, box, "", "")
             restored = cache is not None and env_cache.attach(_volume_of(session), cache.key) is not None
@@ -210,6 +211,18 @@ def _prepare(
 
 
 RESTORED = "Restored the cached environment of this commit and setup script (the script did not run again).\n"
+
+
+def _pushed_branch(mirror: Path, row: SessionWorkspace) -> str | None:
+    """A workspace prepared before (a base commit recorded) is prepared again only on another host (its
+    own was lost: docs/scale-out.md, "Host loss"): it resumes from the session's branch as last pushed,
+    when the repository has it. None otherwise."""
+    if not row.base_commit or not row.branch:
+        return None
+    try:
+        return gitops.resolve_ref(mirror, f"refs/heads/{row.branch}")
+    except gitops.GitError:
+        return None
 
 
 def _volume_of(session: Session) -> str:
