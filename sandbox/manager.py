@@ -122,25 +122,14 @@ class DockerSandboxes:
 
     def hibernate(self, session_id: str) -> None:
         """Stop and remove the container (and its egress proxy and networks), compact the workspace volume
-        (its free blocks go back to the host) and unmount it (its loop device goes with it); the volume's
-        image (and snapshots) and the registry record stay, and resume makes the container again on them.
-        The container holds nothing of its own (a read-only root, tmpfs /tmp and home, lost on a stop
-        anyway), so a hibernated session costs its compacted image and its record, not a stopped container
-        in Docker's every listing and the reaper's every sweep (bench/hibernated.py)."""
+        and unmount it; its image (and snapshots) and registry record stay, and resume makes the container
+        again on them. A container holds nothing of its own (read-only root, tmpfs /tmp and home), so a
+        hibernated session costs its compacted image and record, not a stopped container in Docker's every
+        listing and the reaper's every sweep (bench/hibernated.py)."""
         self._forget(session_id)
         key = volumes.session_key(session_id)
         self._unpause(session_id)
-        name = containers.session_container_name(session_id)
-        try:
-            self.api.stop(name, timeout=STOP_TIMEOUT_S)  # the agent's processes end on SIGTERM first
-            container_id = self.api.inspect_container(name)["Id"]
-            self.api.remove_container(name, force=True)
-            volumes.lock_path(container_id).unlink(missing_ok=True)
-        except docker.errors.NotFound:
-            pass
-        except docker.errors.APIError as exc:
-            if "already in progress" not in str(exc):
-                raise
+        self._remove_container(session_id, stop_first=True)  # the agent's processes end on SIGTERM first
         egress.remove(self.api, key)  # ensured again (made) on resume, like the container
         record = registry.lookup(key)
         if record and record.get("volume"):
@@ -172,23 +161,30 @@ class DockerSandboxes:
         self._unpause(session_id)
         key = volumes.session_key(session_id)
         record = registry.lookup(key)
-        name = containers.session_container_name(session_id)
-        volume_id = record.get("volume") if record else None
-        try:
-            info = self.api.inspect_container(name)
-            volume_id = volume_id or info["Config"]["Labels"].get("hangar.volume")
-            self.api.remove_container(name, force=True)
-            volumes.lock_path(info["Id"]).unlink(missing_ok=True)
-        except docker.errors.NotFound:
-            pass
-        except docker.errors.APIError as exc:
-            if "already in progress" not in str(exc):
-                raise
+        labels = self._remove_container(session_id, stop_first=False)
+        volume_id = (record.get("volume") if record else None) or labels.get("hangar.volume")
         egress.remove(self.api, key)  # after the container: the network must have no endpoints
         if volume_id:
             volumes.destroy_volume(volume_id)
         gitops.remove_session(session_id)
         registry.unregister(key)
+
+    def _remove_container(self, session_id: str, *, stop_first: bool) -> dict[str, str]:
+        """Remove the session's container if there is one (and its attach lock); its labels, or {}."""
+        name = containers.session_container_name(session_id)
+        try:
+            if stop_first:
+                self.api.stop(name, timeout=STOP_TIMEOUT_S)
+            info = self.api.inspect_container(name)
+            self.api.remove_container(name, force=True)
+            volumes.lock_path(info["Id"]).unlink(missing_ok=True)
+            return dict(info["Config"]["Labels"] or {})
+        except docker.errors.NotFound:
+            return {}
+        except docker.errors.APIError as exc:
+            if "already in progress" not in str(exc):
+                raise
+            return {}
 
     def is_running(self, session_id: str) -> bool:
         try:
