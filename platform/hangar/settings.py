@@ -221,8 +221,7 @@ SPECTACULAR_SETTINGS = {
 # Celery. Long agent runs are owned by a Postgres lease + heartbeat (see hangar.engine.run.leases), not by
 # acks_late: with the Redis broker a task outliving visibility_timeout is re-delivered concurrently.
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", REDIS_URL)
-# Results are ignored, but for the host queues' tasks an engine worker awaits (hangar.engine.workspace.remote):
-# they come back through Redis, are read once and deleted (forget), and expire regardless.
+# Results are ignored but for host tasks an engine worker awaits (engine.workspace.remote): read once, forgotten.
 CELERY_RESULT_BACKEND = REDIS_URL
 CELERY_RESULT_EXPIRES = 3600
 CELERY_TASK_IGNORE_RESULT = True
@@ -328,8 +327,7 @@ HANGAR_LEASE_TTL_S = int(os.environ.get("HANGAR_LEASE_TTL_S", "15"))
 HANGAR_MAX_RETRIES = int(os.environ.get("HANGAR_MAX_RETRIES", "5"))
 HANGAR_RUN_CRASH_BUDGET = int(os.environ.get("HANGAR_RUN_CRASH_BUDGET", "3"))
 # The sandbox host registry (hangar.engine.workspace.hosts, docs/scale-out.md): this host's name and labels,
-# how often its worker heart-beats, and how long a silent host lives before beat marks it lost (its busy
-# sessions' turns are ended then).
+# its heartbeat's period, and how long a silent host lives before beat marks it lost and ends its busy turns.
 HANGAR_SANDBOX_HOST = (os.environ.get("HANGAR_SANDBOX_HOST", "") or socket.gethostname())[:100]
 HANGAR_SANDBOX_HOST_LABELS = csv("HANGAR_SANDBOX_HOST_LABELS")
 HANGAR_HOST_HEARTBEAT_S = float(os.environ.get("HANGAR_HOST_HEARTBEAT_S", "10"))
@@ -339,10 +337,8 @@ HANGAR_HOST_LOST_AFTER_S = float(os.environ.get("HANGAR_HOST_LOST_AFTER_S", "30"
 # reached over the agent channel; how long it waits on a host's answer before the turn fails.
 HANGAR_SANDBOX_REMOTE = flag("HANGAR_SANDBOX_REMOTE")
 HANGAR_HOST_TASK_TIMEOUT_S = float(os.environ.get("HANGAR_HOST_TASK_TIMEOUT_S", "900"))
-# Workspace downloads and diffs (hangar.engine.repo_ops): an archive's and a diff's cap, archives at once.
-HANGAR_WORKSPACE_ARCHIVE_MAX_BYTES = int(
-    os.environ.get("HANGAR_WORKSPACE_ARCHIVE_MAX_BYTES", str(512 * 2**20))
-)
+# Workspace downloads and diffs (hangar.engine.repo_ops): an archive's (512 MiB) and a diff's cap, archives at once.
+HANGAR_WORKSPACE_ARCHIVE_MAX_BYTES = int(os.environ.get("HANGAR_WORKSPACE_ARCHIVE_MAX_BYTES", str(2**29)))
 HANGAR_WORKSPACE_DIFF_MAX_BYTES = int(os.environ.get("HANGAR_WORKSPACE_DIFF_MAX_BYTES", str(2**20)))
 HANGAR_WORKSPACE_ARCHIVE_CONCURRENCY = int(os.environ.get("HANGAR_WORKSPACE_ARCHIVE_CONCURRENCY", "2"))
 HANGAR_WORKSPACE_ARCHIVE_DEADLINE_S = float(os.environ.get("HANGAR_WORKSPACE_ARCHIVE_DEADLINE_S", "600"))
