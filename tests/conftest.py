@@ -77,7 +77,15 @@ def pytest_collection_modifyitems(items):
     """Each test's tier (fast, db, docker, browser) from what it uses: tests/tiers.py; the files longest
     first, for a parallel run's processes to end together: tests/schedule.py."""
     tiers.classify(items)
+    schedule.check_groups(items)
     schedule.order(items)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadfile`, with tests/schedule.py's groups of files kept to one process."""
+    if config.getvalue("dist") == "loadfile":
+        return schedule.Scheduling(config, log)
+    return None
 
 
 def pytest_runtest_logreport(report):
