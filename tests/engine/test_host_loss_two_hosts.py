@@ -17,27 +17,23 @@ import os
 import signal
 import subprocess
 import time
-import uuid
 from io import StringIO
 from pathlib import Path
 
 import pytest
 from django.core.management import call_command
 
-from hangar.conversations.host_selectors import host_named
 from hangar.conversations.models import Event, SandboxHost, Session
 from hangar.engine.services import session_prompt
 from hangar.engine.tasks import sandbox_hosts_sweep
-from hangar.engine.workspace.host_names import host_queue
-from sandbox import channel
 from sandbox.workspace_archive import SETTING as ARCHIVE
 from sandbox.workspace_archive import exported
 from tests.engine.conftest import text_of, text_prompt, tool_parts, wait_for, wait_idle
+from tests.engine.two_hosts_rig import start_two_hosts
 from tests.sandbox.hostb import SCRIPT, host_b  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-NO_DOCKER = "unix:///nonexistent/docker.sock"
 LOST_AFTER_S = 4.0
 DOCKERD_PID = Path("/run/hangar-hostb/docker.pid")  # hostb.sh's
 
@@ -68,27 +64,10 @@ def test_a_lost_host_ends_the_turn_and_the_session_resumes_on_the_other_from_its
     request,
 ):
     settings.HANGAR_HOST_LOST_AFTER_S = LOST_AFTER_S
-    suffix = uuid.uuid4().hex[:6]
-    a_name, b_name = f"loss-a-{suffix}", f"loss-b-{suffix}"
-    shared = {channel.SETTING: "tcp", ARCHIVE: str(tmp_path / "archive"), "HANGAR_SANDBOX_POOL": "0"}
-    beats = {"HANGAR_HOST_HEARTBEAT_S": "1"}
-    start_worker(env=shared | beats | {"HANGAR_SANDBOX_HOST": a_name}, queues=[host_queue(a_name)])
-    b_service = start_worker(
-        env=shared | beats | host_b.service_env() | {"HANGAR_SANDBOX_HOST": b_name},
-        queues=[host_queue(b_name)],
-    )
-    start_worker(
-        env=shared
-        | {
-            "HANGAR_SANDBOX_REMOTE": "1",
-            "DOCKER_HOST": NO_DOCKER,
-            "HANGAR_SANDBOX_ROOT": str(tmp_path / "engine-root"),
-            "HANGAR_SANDBOX_HOST": f"engine-{suffix}",
-        }
-    )
-    wait_for(lambda: host_named(a_name) and host_named(b_name), 120, what="both hosts registered")
-    monkeypatch.setenv(channel.SETTING, "tcp")
-    monkeypatch.setenv(ARCHIVE, shared[ARCHIVE])  # this process reads the archive too
+    archive = str(tmp_path / "archive")
+    hosts = start_two_hosts(host_b, start_worker, monkeypatch, tmp_path, "loss", shared={ARCHIVE: archive})
+    a_name, b_name, b_service = hosts.a, hosts.b, hosts.b_service
+    monkeypatch.setenv(ARCHIVE, archive)  # this process reads the archive too
     _operator("drain", a_name)  # the session is placed on B
 
     script_id = script.load(

@@ -12,25 +12,21 @@ prompt is placed on A, whose host service imports it: its files are there.
 
 from __future__ import annotations
 
-import uuid
 from io import StringIO
 
 import docker
 import pytest
 from django.core.management import call_command
 
-from hangar.conversations.host_selectors import host_named
 from hangar.conversations.models import SandboxHost, Session
 from hangar.engine.services import session_prompt
-from hangar.engine.workspace.host_names import host_queue
-from sandbox import channel, containers
+from sandbox import containers
 from sandbox.workspace_archive import SETTING as ARCHIVE
 from tests.engine.conftest import text_of, text_prompt, tool_parts, wait_for, wait_idle
+from tests.engine.two_hosts_rig import start_two_hosts
 from tests.sandbox.hostb import host_b  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-NO_DOCKER = "unix:///nonexistent/docker.sock"
 
 
 def call(name, call_id, **arguments):
@@ -55,24 +51,10 @@ def test_sessions_on_two_hosts_and_a_drained_host_moves_its_session(
     request,
 ):
     docker_client = docker.from_env()
-    suffix = uuid.uuid4().hex[:6]
-    host_a_name, host_b_name = f"two-a-{suffix}", f"two-b-{suffix}"
-    shared = {channel.SETTING: "tcp", ARCHIVE: str(tmp_path / "archive"), "HANGAR_SANDBOX_POOL": "0"}
-    beats = {"HANGAR_HOST_HEARTBEAT_S": "1"}
-    start_worker(env=shared | beats | {"HANGAR_SANDBOX_HOST": host_a_name}, queues=[host_queue(host_a_name)])
-    b_env = host_b.service_env() | {"HANGAR_SANDBOX_HOST": host_b_name}
-    start_worker(env=shared | beats | b_env, queues=[host_queue(host_b_name)])
-    engine = start_worker(
-        env=shared
-        | {
-            "HANGAR_SANDBOX_REMOTE": "1",
-            "DOCKER_HOST": NO_DOCKER,
-            "HANGAR_SANDBOX_ROOT": str(tmp_path / "engine-root"),
-            "HANGAR_SANDBOX_HOST": f"engine-{suffix}",
-        }
+    hosts = start_two_hosts(
+        host_b, start_worker, monkeypatch, tmp_path, "two", shared={ARCHIVE: str(tmp_path / "archive")}
     )
-    wait_for(lambda: host_named(host_a_name) and host_named(host_b_name), 120, what="both hosts registered")
-    monkeypatch.setenv(channel.SETTING, "tcp")
+    host_a_name, host_b_name, engine = hosts.a, hosts.b, hosts.engine
 
     # Two sessions of one org: one on each host (the second placed once the first's host reported it).
     sessions, scripts = [], {}

@@ -16,20 +16,18 @@ workspace on A, where it wrote nothing (sandbox.budget, SandboxSpec.disk_elsewhe
 from __future__ import annotations
 
 import time
-import uuid
 from io import StringIO
 
 import docker
 import pytest
 from django.core.management import call_command
 
-from hangar.conversations.host_selectors import host_named
 from hangar.conversations.models import Message, SandboxHost, Session
 from hangar.engine.services import session_prompt
-from hangar.engine.workspace.host_names import host_queue
-from sandbox import channel, containers
+from sandbox import containers
 from tests.engine.conftest import text_of, text_prompt, tool_parts, wait_for, wait_idle
-from tests.engine.test_two_hosts import NO_DOCKER, _running_on, call
+from tests.engine.test_two_hosts import _running_on, call
+from tests.engine.two_hosts_rig import start_two_hosts
 from tests.sandbox.hostb import host_b  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -61,24 +59,8 @@ def _prompt(persona, make_session, script, n: int, request, host_b, command: str
 
 def _two_hosts(host_b, start_worker, monkeypatch, tmp_path, tag: str, env: dict) -> tuple[str, str]:  # noqa: F811
     """Host services for A and B (with `env`) and an engine worker without Docker; (A's name, B's)."""
-    suffix = uuid.uuid4().hex[:6]
-    host_a_name, host_b_name = f"{tag}-a-{suffix}", f"{tag}-b-{suffix}"
-    shared = {channel.SETTING: "tcp", "HANGAR_SANDBOX_POOL": "0", "HANGAR_HOST_HEARTBEAT_S": "1"}
-    start_worker(env=shared | env | {"HANGAR_SANDBOX_HOST": host_a_name}, queues=[host_queue(host_a_name)])
-    b_env = host_b.service_env() | {"HANGAR_SANDBOX_HOST": host_b_name}
-    start_worker(env=shared | env | b_env, queues=[host_queue(host_b_name)])
-    start_worker(
-        env=shared
-        | {
-            "HANGAR_SANDBOX_REMOTE": "1",
-            "DOCKER_HOST": NO_DOCKER,
-            "HANGAR_SANDBOX_ROOT": str(tmp_path / "engine-root"),
-            "HANGAR_SANDBOX_HOST": f"engine-{suffix}",
-        }
-    )
-    wait_for(lambda: host_named(host_a_name) and host_named(host_b_name), 120, what="both hosts registered")
-    monkeypatch.setenv(channel.SETTING, "tcp")
-    return host_a_name, host_b_name
+    hosts = start_two_hosts(host_b, start_worker, monkeypatch, tmp_path, tag, services=env)
+    return hosts.a, hosts.b
 
 
 def _on_b_first(host_a_name: str) -> None:
