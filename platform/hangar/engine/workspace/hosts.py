@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from hangar.conversations.host_selectors import host_named, hosts_all
 from hangar.conversations.host_services import session_sandbox_host_set
+from hangar.conversations.models import HostState
 from hangar.engine.workspace.host_service import HostSandboxes, beat_once, host_name
 from hangar.engine.workspace.placement import Asks, HostView, NoHost, place
 from hangar.logging import get_logger
@@ -94,7 +95,12 @@ def record_placed(session: Session) -> None:
 
 def report_now(sandboxes: HostSandboxes) -> None:
     """Heart-beat now (a sandbox became live here): what the org caps on other hosts read
-    (hangar.engine.workspace.sandbox_share). A failure only waits for the next heartbeat."""
+    (hangar.engine.workspace.sandbox_share). A failure only waits for the next heartbeat. With no other host
+    nobody reads it before then, and a beat (a container listing, disk and memory, a row) would only delay
+    the sandbox's start, as it did on every claim of a single host."""
+    here = host_name()
+    if not any(host.name != here and host.state != HostState.LOST for host in hosts_all()):
+        return
     try:
         beat_once(sandboxes)
     except Exception:
