@@ -24,11 +24,14 @@ git dir borrowing the host's mirror, sandbox/gitops) is not moved (`NotMovable`)
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import subprocess
 import time
 import uuid
+import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +42,7 @@ from sandbox import budget, containers, gitops, registry, volumes
 from sandbox.protocol import SandboxError
 
 SETTING = "HANGAR_WORKSPACE_ARCHIVE"
+MARK_ONLY = ("disk_mb", "ready", "exported_at", "bytes", "checkpoint")  # a mark's, not the registry's
 TAR = ["tar", "--zstd", "--numeric-owner", "--xattrs", "--xattrs-include=*", "--sparse"]
 
 
@@ -60,7 +64,8 @@ def _paths(session_id: str) -> tuple[Path, Path]:
     return where / f"{key}.tar.zst", where / f"{key}.json"
 
 
-def _checkpoint_paths(session_id: str) -> tuple[Path, Path]:
+def checkpoint_paths(session_id: str) -> tuple[Path, Path]:
+    """The session's checkpoint in the archive: (tree, mark), as an export's (sandbox.workspace_checkpoint)."""
     tree, mark = _paths(session_id)
     return tree.with_name(f"{mark.stem}.checkpoint.tar.zst"), mark.with_name(f"{mark.stem}.checkpoint.json")
 
@@ -72,7 +77,7 @@ def restore_checkpoint(session_id: str) -> dict[str, Any] | None:
     if archive_dir() is None:
         return None
     tree, mark = _paths(session_id)
-    ckpt_tree, ckpt_mark = _checkpoint_paths(session_id)
+    ckpt_tree, ckpt_mark = checkpoint_paths(session_id)
     with contextlib.suppress(FileNotFoundError):
         if not mark.exists():
             os.replace(ckpt_tree, tree)
@@ -85,10 +90,24 @@ def restore_checkpoint(session_id: str) -> dict[str, Any] | None:
 
 
 def forget_checkpoint(session_id: str) -> None:
-    """The session is destroyed: its checkpoint goes with it."""
+    """The session is destroyed: its checkpoint goes with it (after a checkpoint being written)."""
     if archive_dir() is not None:
-        for path in _checkpoint_paths(session_id):
-            path.unlink(missing_ok=True)
+        with checkpoint_lock(session_id):
+            for path in checkpoint_paths(session_id):
+                path.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def checkpoint_lock(session_id: str) -> Iterator[None]:
+    """Held while this host writes or removes the session's checkpoint (striped: bounded lock files)."""
+    path = volumes.ROOT / "locks" / f"checkpoint-{zlib.crc32(session_id.encode()) % 64}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def exported(session_id: str) -> bool:
@@ -124,14 +143,8 @@ def export(api: docker.APIClient, session_id: str) -> dict[str, Any]:
     finally:
         tmp.unlink(missing_ok=True)
         volumes.unmount(record["volume"])
-    spec = record.get("spec") or {}
-    meta = {k: v for k, v in record.items() if k not in ("volume", "last_active")} | {
-        "disk_mb": int(spec.get("disk_mb") or 0) or None,
-        "ready": gitops.ready_marker(session_id).exists(),
-        "exported_at": time.time(),
-        "bytes": tree.stat().st_size,
-    }
-    _write(mark, json.dumps(meta))
+    meta = mark_of(record, session_id, exported_at=time.time(), size=tree.stat().st_size)
+    write_atomically(mark, json.dumps(meta))
     volumes.destroy_volume(record["volume"])
     gitops.remove_session(session_id)
     registry.unregister(key)
@@ -173,7 +186,7 @@ def import_(session_id: str, *, budget_limits: budget.Limits | None = None) -> d
             raise SandboxError(f"import of {session_id}'s workspace failed: {proc.stderr.decode()[-500:]}")
         volumes.compact(volume_id)
         volumes.unmount(volume_id)
-        record = {k: v for k, v in meta.items() if k not in ("disk_mb", "ready", "exported_at", "bytes")}
+        record = {k: v for k, v in meta.items() if k not in MARK_ONLY}
         registered = registry.register(key, record | {"volume": volume_id})
         if not registered:
             raise SandboxError(f"session {session_id} was registered on this host meanwhile")
@@ -189,13 +202,24 @@ def import_(session_id: str, *, budget_limits: budget.Limits | None = None) -> d
         os.rename(claim, mark)  # the export is still whole: give it back
         raise
     # Kept as the session's checkpoint: what a host loss restores from (`restore_checkpoint`).
-    ckpt_tree, ckpt_mark = _checkpoint_paths(session_id)
+    ckpt_tree, ckpt_mark = checkpoint_paths(session_id)
     os.replace(tree, ckpt_tree)
     os.replace(claim, ckpt_mark)
     return {"volume": volume_id, "bytes": meta.get("bytes"), "seconds": round(time.monotonic() - started, 3)}
 
 
-def _write(path: Path, text: str) -> None:
+def mark_of(record: dict[str, Any], session_id: str, *, exported_at: float, size: int) -> dict[str, Any]:
+    """An export's mark: the registry record without the volume, the quota, whether the setup ran."""
+    spec = record.get("spec") or {}
+    return {k: v for k, v in record.items() if k not in ("volume", "last_active")} | {
+        "disk_mb": int(spec.get("disk_mb") or 0) or None,
+        "ready": gitops.ready_marker(session_id).exists(),
+        "exported_at": exported_at,
+        "bytes": size,
+    }
+
+
+def write_atomically(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}")
     tmp.write_text(text)
     os.replace(tmp, path)

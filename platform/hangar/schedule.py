@@ -11,6 +11,9 @@ BEAT_SCHEDULE = {
     "sandbox-reap": {"task": "hangar.engine.reap_sandboxes", "schedule": 60.0},
     # Workspaces are thin provisioned: the writer behind a crossed disk line is paused within seconds.
     "sandbox-watermark": {"task": "hangar.engine.sandbox_watermark", "schedule": 5.0},
+    # Live workspaces changed since their last checkpoint are copied to the archive (sandbox.workspace_checkpoint),
+    # each at most every HANGAR_WORKSPACE_CHECKPOINT_S: what a session resumes from when its host is lost.
+    "sandbox-checkpoints": {"task": "hangar.engine.workspace_checkpoints", "schedule": 30.0},
     # Each org's audit rows older than its retention (default 180 days); the purge audits itself.
     "audit-retention-purge": {"task": "hangar.accounts.purge_audit", "schedule": 3600.0},
     # Old events of finished sessions, per HANGAR_EVENT_RETENTION_DAYS (hangar.conversations.retention_services).

@@ -275,10 +275,8 @@ HANGAR_EGRESS_ALLOW_PRIVATE = os.environ.get("HANGAR_EGRESS_ALLOW_PRIVATE", "")
 # archived session's sandbox is hibernated (never destroyed) once idle this long.
 HANGAR_SANDBOX_DELETE_GRACE_S = float(os.environ.get("HANGAR_SANDBOX_DELETE_GRACE_S", "600"))
 HANGAR_SANDBOX_ARCHIVED_IDLE_S = float(os.environ.get("HANGAR_SANDBOX_ARCHIVED_IDLE_S", "60"))
-
 # The least number of days an org may keep its audit log (an org admin sets its own retention above it).
 HANGAR_AUDIT_RETENTION_MIN_DAYS = int(os.environ.get("HANGAR_AUDIT_RETENTION_MIN_DAYS", "30"))
-
 # Events of finished sessions older than this many days are purged hourly (0 keeps them forever). Messages
 # and parts stay; a client resuming from a purged seq is told to reload (hangar.conversations.retention_services).
 HANGAR_EVENT_RETENTION_DAYS = float(os.environ.get("HANGAR_EVENT_RETENTION_DAYS", "30"))
@@ -334,9 +332,11 @@ HANGAR_HOST_HEARTBEAT_S = float(os.environ.get("HANGAR_HOST_HEARTBEAT_S", "10"))
 HANGAR_HOST_LOST_AFTER_S = float(os.environ.get("HANGAR_HOST_LOST_AFTER_S", "30"))
 # An engine worker that holds no Docker socket (hangar.engine.workspace.remote, docs/scale-out.md): its
 # sandboxes are made, claimed, resumed and prepared by the host services (Celery queue host.<name>) and
-# reached over the agent channel; how long it waits on a host's answer before the turn fails.
+# reached over the agent channel; how long it waits on a host's answer before the turn fails; how often at
+# most a live workspace that changed is checkpointed to HANGAR_WORKSPACE_ARCHIVE (0: never).
 HANGAR_SANDBOX_REMOTE = flag("HANGAR_SANDBOX_REMOTE")
 HANGAR_HOST_TASK_TIMEOUT_S = float(os.environ.get("HANGAR_HOST_TASK_TIMEOUT_S", "900"))
+HANGAR_WORKSPACE_CHECKPOINT_S = float(os.environ.get("HANGAR_WORKSPACE_CHECKPOINT_S", "300"))
 # Workspace downloads and diffs (hangar.engine.repo_ops): an archive's (512 MiB) and a diff's cap, archives at once.
 HANGAR_WORKSPACE_ARCHIVE_MAX_BYTES = int(os.environ.get("HANGAR_WORKSPACE_ARCHIVE_MAX_BYTES", str(2**29)))
 HANGAR_WORKSPACE_DIFF_MAX_BYTES = int(os.environ.get("HANGAR_WORKSPACE_DIFF_MAX_BYTES", str(2**20)))

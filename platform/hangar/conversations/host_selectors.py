@@ -57,6 +57,11 @@ def session_host_name(session_id: str) -> str | None:
     return name
 
 
+def sessions_on_host(among: list[str], host: str) -> set[str]:
+    """Which of `among` the database places on `host` now (one query)."""
+    return set(Session.objects.filter(pk__in=among, sandbox_host_id=host).values_list("pk", flat=True))
+
+
 def session_host_lost(session_id: str) -> bool:
     """The host holding the session's workspace is lost (one query)."""
     return Session.objects.filter(pk=session_id, sandbox_host__state=HostState.LOST).exists()

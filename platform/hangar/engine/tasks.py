@@ -125,6 +125,22 @@ def sandbox_watermark() -> dict[str, Any]:
     return watermark()
 
 
+@shared_task(name="hangar.engine.workspace_checkpoints", ignore_result=True)
+def workspace_checkpoints() -> dict[str, Any]:
+    """Checkpoint the live workspaces that changed, off every run's path (sandbox.workspace_checkpoint)."""
+    from django.conf import settings
+
+    from hangar.engine.workspace.reaping import checkpoints
+
+    if settings.HANGAR_SANDBOX_REMOTE:
+        from hangar.engine.workspace.host_names import CHECKPOINT
+        from hangar.engine.workspace.remote import send_to_hosts
+
+        close_old_connections()
+        return {"sent_to": send_to_hosts(CHECKPOINT)}
+    return checkpoints()
+
+
 @shared_task(name="hangar.engine.purge_events", ignore_result=True)
 def purge_events() -> dict[str, Any]:
     """Delete old events of finished sessions (HANGAR_EVENT_RETENTION_DAYS; conversations.retention_services)."""

@@ -9,6 +9,7 @@ WATERMARK = "hangar.host.sandbox_watermark"
 EGRESS_DENIALS = "hangar.host.egress_denials"
 LOCATE = "hangar.host.sandbox_locate"
 HIBERNATE_IDLE = "hangar.host.hibernate_idle"
+CHECKPOINT = "hangar.host.workspace_checkpoints"
 
 
 def host_queue(name: str) -> str:

@@ -1,8 +1,9 @@
 """A session whose sandbox host is lost resumes on another host from its last durable checkpoint
 (docs/scale-out.md, "Host loss"), at the next acquisition of its sandbox (hangar.engine.workspace.remote):
 
-- the checkpoint: the newest export of its workspace in the archive (HANGAR_WORKSPACE_ARCHIVE: the one a
-  drain made and a host imported, kept there, or one not yet imported), which the host it lands on
+- the checkpoint: the newest export of its workspace in the archive (HANGAR_WORKSPACE_ARCHIVE: the copy
+  its host makes periodically of a live workspace that changed, sandbox.workspace_checkpoint, or the one
+  a drain made and a host imported, kept there, or one not yet imported), which the host it lands on
   imports; else, for a project with a repository, the session's branch as last pushed (prepare.py checks
   it out when the repository has it), or the ref it started from; else an empty workspace. What the
   workspace gained on the lost host after that checkpoint is lost;
@@ -31,7 +32,10 @@ def checkpoint_of(session: Session) -> str:
     mark = workspace_archive.restore_checkpoint(session.pk)
     if mark is not None:
         at = dt.datetime.fromtimestamp(float(mark.get("exported_at") or 0), tz=dt.UTC)
-        return f"its workspace as exported at {at:%Y-%m-%d %H:%M:%S} UTC"
+        how = (
+            "checkpointed" if mark.get("checkpoint") else "exported"
+        )  # the host's periodic copy, or a drain's
+        return f"its workspace as {how} at {at:%Y-%m-%d %H:%M:%S} UTC"
     if session.project.repo_url:
         row, push = workspace_get(session), push_last(session)
         if row is not None and push is not None and push.branch == row.branch:

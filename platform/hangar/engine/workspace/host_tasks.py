@@ -17,7 +17,8 @@ its host as every worker with Docker does (hangar.engine.workspace.host_service)
   on this host, least recently used first, for an org's cap on another host (sandbox_share.make_room),
   the host's registry row brought up to date before it answers; egress denials: what the session's egress proxy
   refused since a time (audited after a run);
-- reap, watermark: beat's periodic sweeps, sent to every host by an engine worker without Docker.
+- reap, watermark, checkpoints: beat's periodic sweeps, sent to every host by an engine worker without
+  Docker (checkpoints: the live workspaces changed since their last, copied to the archive).
 
 A failure is an answer ({"error", "kind"}), not a raised exception: the engine re-raises it as the error
 the turn shows, of the same kind it would have been on one host.
@@ -36,6 +37,7 @@ from django.db import connection
 
 from hangar.engine.workspace.host_names import (
     ACQUIRE,
+    CHECKPOINT,
     DESTROY,
     EGRESS_DENIALS,
     HIBERNATE,
@@ -221,3 +223,13 @@ def sandbox_watermark() -> dict[str, Any]:
     from hangar.engine.workspace.reaping import watermark
 
     return watermark()
+
+
+@shared_task(name=CHECKPOINT, ignore_result=False)
+def workspace_checkpoints() -> dict[str, Any]:
+    from hangar.engine.workspace.reaping import checkpoints
+
+    try:
+        return checkpoints()
+    finally:
+        connection.close()

@@ -39,6 +39,23 @@ def watermark() -> dict[str, Any]:
     return lines.sweep(manager()).__dict__
 
 
+def checkpoints() -> dict[str, Any]:
+    """This host's live workspaces that changed since their last checkpoint, copied to the archive
+    (sandbox.workspace_checkpoint); only sessions the database places on this host."""
+    from hangar.conversations.host_selectors import sessions_on_host
+    from hangar.engine.workspace.host_service import host_name
+    from hangar.logging import get_logger
+    from sandbox import workspace_checkpoint
+
+    here = host_name()
+    report = workspace_checkpoint.sweep(
+        settings.HANGAR_WORKSPACE_CHECKPOINT_S, ours=lambda ids: sessions_on_host(ids, here)
+    )
+    if report.made or report.failed:
+        get_logger(__name__).info("workspace_checkpoints", host=here, made=report.made, failed=report.failed)
+    return report.__dict__
+
+
 def prune_repositories() -> dict[str, Any]:
     """Mirrors nobody used for a while and layers beyond their byte budget (sandbox.repo_disk)."""
     from sandbox import gitops
