@@ -2,9 +2,11 @@
 deploy/hosts/hostb.sh) mid-step when B's host service and B's dockerd are killed with SIGKILL. Beat's sweep
 (driven here) marks B lost and ends the turn within the bound, with "sandbox host lost", never stuck busy;
 the session's events stay dense (no duplicate, no gap in seq). Its next prompt runs on host A from its last
-durable checkpoint: the export a drain of B made earlier (kept in the archive after B imported it back), so
-the files of that checkpoint are there and what was written on B after it is gone; the session is told
-(`session.notice`). Another org still gets a 404 for the session.
+durable checkpoint: the copy B's periodic checkpoint sweep (driven here: one host task) made of the busy
+workspace mid-step, which replaced the export a drain of B made earlier (kept in the archive after B
+imported it back). So the files of the export and of the checkpoint are there and what was written on B
+after it is gone; the session is told, with the checkpoint's time (`session.notice`). Another org still
+gets a 404 for the session.
 
 Placement is steered with the operator's drain: A is drained while the session is placed on B, and made
 active again once B is lost. B is brought back up afterwards (`hostb.sh up` is idempotent): other tests
@@ -13,6 +15,8 @@ share it.
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import os
 import signal
 import subprocess
@@ -20,14 +24,18 @@ import time
 from io import StringIO
 from pathlib import Path
 
+import docker.errors
 import pytest
 from django.core.management import call_command
 
 from hangar.conversations.models import Event, SandboxHost, Session
 from hangar.engine.services import session_prompt
 from hangar.engine.tasks import sandbox_hosts_sweep
+from hangar.engine.workspace.host_names import CHECKPOINT
+from hangar.engine.workspace.remote import call_host
+from sandbox import containers
 from sandbox.workspace_archive import SETTING as ARCHIVE
-from sandbox.workspace_archive import exported
+from sandbox.workspace_archive import checkpoint_paths, exported
 from tests.engine.conftest import text_of, text_prompt, tool_parts, wait_for, wait_idle
 from tests.engine.two_hosts_rig import start_two_hosts
 from tests.sandbox.hostb import SCRIPT, host_b  # noqa: F401 (fixture)
@@ -44,6 +52,15 @@ def call(name, call_id, **arguments):
 
 def _operator(action: str, host: str) -> None:
     call_command("sandbox_host", action, host, stdout=StringIO())
+
+
+def _in_b(host_b, session_id: str, command: str) -> int:  # noqa: F811
+    """Run `command` in the session's container on B (beside the step); its exit code, -1 with no container."""
+    try:
+        box = host_b.client.containers.get(containers.session_container_name(session_id))
+    except docker.errors.NotFound:
+        return -1
+    return box.exec_run(["sh", "-c", command]).exit_code
 
 
 def _seqs(session_id: str) -> list[int]:
@@ -92,19 +109,26 @@ def test_a_lost_host_ends_the_turn_and_the_session_resumes_on_the_other_from_its
     wait_for(lambda: Session.objects.get(pk=sid).sandbox_host_id is None, 60, what="the session exported")
     assert exported(sid)
     _operator("activate", b_name)
+    # A long step: it writes, waits for the test's go (a file in its /tmp, outside the workspace), writes
+    # again and sleeps on.
+    long = "echo periodic > periodic.txt; until [ -e /tmp/go ]; do sleep 0.2; done; echo lost > after.txt; sleep 120"
     script.load(
-        [
-            [call("bash", "c2", command="echo lost > after.txt; sleep 120", description="long")],
-            [{"text": "never"}],
-        ],
+        [[call("bash", "c2", command=long, description="long")], [{"text": "never"}]],
         script_id=script_id,
     )
     session_prompt(actor=alice.actor, session=session, parts=text_prompt("a long one"))
-    wait_for(
-        lambda: any(p["state"]["status"] == "running" for p in tool_parts(session)), 120, what="bash running"
-    )
+    wait_for(lambda: _in_b(host_b, sid, "test -e /workspace/periodic.txt") == 0, 120, what="the step wrote")
     assert Session.objects.get(pk=sid).sandbox_host_id == b_name and not exported(sid)
-    time.sleep(1)  # `echo lost > after.txt` ran
+
+    # B's periodic sweep, driven: the busy workspace is copied as the session's checkpoint, replacing the
+    # imported export, while the step runs on.
+    report = call_host(b_name, CHECKPOINT, [], timeout=60)
+    assert report["made"] == [sid], report
+    mark = json.loads(checkpoint_paths(sid)[1].read_text())
+    assert mark["checkpoint"] is True
+    assert [t["state"]["status"] for t in tool_parts(session)] == ["completed", "running"]
+    assert _in_b(host_b, sid, "touch /tmp/go") == 0
+    wait_for(lambda: _in_b(host_b, sid, "test -e /workspace/after.txt") == 0, 30, what="the later write")
 
     # Host B dies mid-step: its host service and its Docker engine, SIGKILL.
     b_service.kill(signal.SIGKILL)
@@ -129,7 +153,14 @@ def test_a_lost_host_ends_the_turn_and_the_session_resumes_on_the_other_from_its
     _operator("activate", a_name)
     script.load(
         [
-            [call("bash", "c3", command="cat notes.txt; ls after.txt || echo gone", description="look")],
+            [
+                call(
+                    "bash",
+                    "c3",
+                    command="cat notes.txt periodic.txt; ls after.txt || echo gone",
+                    description="look",
+                )
+            ],
             [{"text": "Resumed."}],
         ],
         script_id=script_id,
@@ -139,10 +170,12 @@ def test_a_lost_host_ends_the_turn_and_the_session_resumes_on_the_other_from_its
     assert text_of(resumed).endswith("Resumed."), [t["state"] for t in tool_parts(resumed)]
     assert Session.objects.get(pk=sid).sandbox_host_id == a_name
     output = tool_parts(resumed)[-1]["state"]["output"]
-    assert output.splitlines()[0] == "checkpoint" and output.rstrip().endswith("gone"), output
+    assert output.splitlines()[:2] == ["checkpoint", "periodic"] and output.rstrip().endswith("gone"), output
     (notice,) = [e.payload for e in Event.objects.filter(session_id=sid, type="session.notice")]
+    at = dt.datetime.fromtimestamp(mark["exported_at"], tz=dt.UTC)
     assert notice["host"] == b_name and notice["message"].startswith(
-        f"sandbox host {b_name} was lost; resumed on {a_name} from its workspace as exported at "
+        f"sandbox host {b_name} was lost; resumed on {a_name} from its workspace as checkpointed at "
+        f"{at:%Y-%m-%d %H:%M:%S} UTC"
     ), notice
     assert notice["message"].endswith("changes since then are lost")
     assert Event.objects.filter(session_id=sid, type="session.error").count() == 1
