@@ -18,7 +18,10 @@ as the session's checkpoint: `<key>.checkpoint.tar.zst` and `.json`, the format 
   written during the copy: the tar is the filesystem as it was at one instant. Otherwise it is thrown
   away and the workspace is tried again at the next sweep (a workspace written without pause for a
   whole interval gets none meanwhile). Nothing pauses the sandbox: a step never waits on a checkpoint.
-  tar reads with O_NOATIME, so the copy itself writes nothing.
+  tar reads with O_NOATIME, so the copy itself writes nothing. The filesystem is held open for the
+  copy: a hibernate meanwhile detaches its mount lazily (a resume then mounts the same superblock again,
+  through the same loop device), and a copy whose workspace left this host (destroyed, exported) is not
+  published.
 - Bounded: one sweep at a time per host (a flock), one workspace at a time, none while the host's disk
   is at its watermark. A repository clone is not checkpointed (its branch is its checkpoint).
 """
