@@ -1,5 +1,6 @@
 """Archiving hibernates a session's sandbox and keeps its workspace; unarchiving brings the files back;
-only deleting destroys them, after a grace period; only the session's creator or an org admin archives.
+only deleting destroys them (and the workspace's periodic checkpoint), after a grace period; only the
+session's creator or an org admin archives.
 A real worker, the real Docker sandbox, the real reaper task (run here, in this process)."""
 
 import pytest
@@ -7,9 +8,9 @@ import pytest
 from hangar.conversations.models import Session
 from hangar.conversations.session_services import session_delete
 from hangar.engine.services import session_prompt
-from hangar.engine.tasks import reap_sandboxes
+from hangar.engine.tasks import reap_sandboxes, workspace_checkpoints
 from hangar.engine.workspace.sandboxes import manager
-from sandbox import registry, volumes
+from sandbox import registry, volumes, workspace_archive
 from tests.engine.conftest import text_prompt, tool_parts, wait_idle
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -70,19 +71,27 @@ def test_only_the_creator_or_an_org_admin_archives_a_session(alice, bob, api, sc
 
 
 def test_a_deleted_sessions_workspace_is_destroyed_only_after_the_grace_period(
-    alice, script, make_session, worker, settings
+    alice, script, make_session, worker, settings, tmp_path, monkeypatch
 ):
+    monkeypatch.setenv(workspace_archive.SETTING, str(tmp_path / "archive"))  # checkpoints kept there
     session = make_session(
         alice, script.load([[call("write", "w1", filePath="a.txt", content="x")], [{"text": "ok"}]])
     )
     session_prompt(actor=alice.actor, session=session, parts=text_prompt("write"))
     wait_idle(session, timeout=120)
+    # Beat's checkpoint sweep, run here by this host (the worker's, with Docker): the live workspace that
+    # changed is copied as the session's checkpoint.
+    assert workspace_checkpoints()["made"] == [session.pk]
+    checkpoint = workspace_archive.checkpoint_paths(session.pk)
+    assert all(path.exists() for path in checkpoint)
     session_delete(actor=alice.actor, session=session)
 
     settings.HANGAR_SANDBOX_DELETE_GRACE_S = 3600
     reap_sandboxes()
     assert _has_workspace(session) and not manager().is_running(session.pk)
+    assert all(path.exists() for path in checkpoint), "hibernated: its checkpoint stays"
 
     settings.HANGAR_SANDBOX_DELETE_GRACE_S = 0
     reap_sandboxes()
     assert not _has_workspace(session)
+    assert not any(path.exists() for path in checkpoint), "destroyed: its checkpoint goes with it"

@@ -14,6 +14,7 @@ def reap() -> dict[str, Any]:
     from hangar.conversations.loop_selectors import session_exists, session_is_archived, sessions_existing
     from hangar.conversations.slot_selectors import sessions_running
     from hangar.engine.workspace.sandboxes import manager
+    from sandbox import workspace_archive
     from sandbox.reaper import Reaper
 
     report = Reaper(
@@ -28,6 +29,8 @@ def reap() -> dict[str, Any]:
         alive_of=sessions_existing,
         archived_of=lambda ids: sessions_existing(ids, archived=True),
     ).run_once()
+    for session_id in report.destroyed:  # a deleted session's checkpoint goes with its workspace
+        workspace_archive.forget_checkpoint(session_id)
     return {**getattr(report, "__dict__", {}), **prune_repositories()}
 
 
