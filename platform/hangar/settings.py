@@ -207,13 +207,13 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "SERVE_INCLUDE_SCHEMA": False,
-    # One name for the permission reply choices used by several serializers.
     "ENUM_NAME_OVERRIDES": {
-        "PermissionReplyEnum": ["once", "always", "reject"],
-        # Two choice sets share the field name "scope": name each, or the schema generator warns.
+        "PermissionReplyEnum": ["once", "always", "reject"],  # one name for several serializers' choices
+        # Sets sharing a field name ("scope", "state") named each; a network policy and its cap: one set.
         "GrantScopeEnum": ["session", "project"],
         "CredentialScopeEnum": ["org", "user"],
-        # A project's network policy and the org's cap on it (a list of them): one set, one name.
+        "HostStateEnum": "hangar.conversations.models.HostState",
+        "InvitationStateEnum": ["pending", "accepted", "revoked", "expired"],
         "NetworkPolicyEnum": "hangar.projects.models.NetworkPolicy",
     },
 }

@@ -1,7 +1,8 @@
 """The host registry's statements and the operator's tools, against the real Postgres (no worker here:
 tests/engine/test_sandbox_hosts.py drives real workers): the heartbeat upsert, beat's lost marking,
-drain and activate (manage.py sandbox_host, the superuser admin), placement of a new session on this
-host, and a project's labels."""
+drain and activate (manage.py sandbox_host, the superuser admin, the operator's API that the console's
+Hosts screen uses), placement of a new session on this host, a project's labels, and the host-loss
+notice a session shows again when opened."""
 
 from datetime import timedelta
 from io import StringIO
@@ -12,13 +13,20 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 from django.utils import timezone
 
-from hangar.accounts.models import User
+from hangar.accounts.models import Role, User
 from hangar.audit.models import AuditEvent
-from hangar.conversations.host_services import HostReport, host_heartbeat, hosts_mark_lost
+from hangar.conversations.host_services import (
+    HostReport,
+    host_heartbeat,
+    hosts_mark_lost,
+    session_moved_off_lost_host,
+)
 from hangar.conversations.models import Event, Message, SandboxHost, Session
 from hangar.conversations.services import session_create
 from hangar.engine.workspace import hosts
 from sandbox.protocol import SandboxUnavailable
+from tests.api.schema_check import assert_conforms
+from tests.conftest import make_persona
 
 pytestmark = pytest.mark.django_db
 
@@ -128,6 +136,102 @@ def test_only_a_superuser_sees_or_drains_hosts_in_the_admin(alice):
     assert response.status_code == 302
     assert SandboxHost.objects.get(name="box-2").state == "draining"
     assert AuditEvent.objects.get(action="sandbox_host.drain").actor_label == "root@ops.test"
+
+
+HOSTS = "/api/operator/hosts/"
+
+
+def test_the_operator_lists_drains_and_activates_hosts_through_the_api(api):
+    host_heartbeat(report("box-3", labels=["gpu"]))
+    age("box-3", 12)
+    root = User.objects.create_superuser("root@ops.test", password="pw-root")
+    client = api()
+    client.force_login(root)  # a browser session, as the console signs in
+    assert client.get("/api/me").json()["operator"] is True
+
+    (listed,) = assert_conforms(client.get(HOSTS), "operator_hosts_list")
+    assert {k: listed[k] for k in ("name", "state", "labels", "cpus", "memory_mb", "free_disk_mb")} == {
+        "name": "box-3",
+        "state": "active",
+        "labels": ["gpu"],
+        "cpus": 2.0,
+        "memory_mb": 24000,
+        "free_disk_mb": 70000,
+    }
+    assert (listed["free_memory_mb"], listed["live_sandboxes"]) == (20000, 2)
+    assert 12 <= listed["heartbeat_age_s"] < 60 and listed["heartbeat_at"]
+    assert "org_live" not in listed  # no org's figures leave the registry
+
+    assert assert_conforms(client.post(HOSTS + "box-3/drain"), "operator_host_drain")["state"] == "draining"
+    assert SandboxHost.objects.get(name="box-3").state == "draining"
+    audit = AuditEvent.objects.get(action="sandbox_host.drain")
+    assert (audit.actor_label, audit.target_id, audit.org_id) == ("root@ops.test", "box-3", None)
+    assert (audit.data["from"], audit.data["to"]) == ("active", "draining")
+
+    assert (
+        assert_conforms(client.post(HOSTS + "box-3/activate"), "operator_host_activate")["state"] == "active"
+    )
+    assert AuditEvent.objects.filter(action="sandbox_host.activate", actor_label="root@ops.test").count() == 1
+    assert client.post(HOSTS + "nope/drain").status_code == 404
+
+
+def test_hosts_are_invisible_to_everyone_but_the_operator(alice, bob, charlie, api):
+    """An org's owner, a member, another org, anonymous callers and any API token (a superuser's too: a
+    token acts in one org) get the same 404 as for a path that does not exist, and change nothing."""
+    host_heartbeat(report("box-4"))
+    operator = make_persona("ops@acme.test", alice.org, Role.OWNER, "rocket")
+    operator.user.is_superuser = True
+    operator.user.save()
+    by_session = api()
+    by_session.force_login(alice.user)
+    callers = {
+        "owner's session": by_session,
+        "owner's token": api(alice),
+        "member": api(bob),
+        "other org": api(charlie),
+        "anonymous": api(),
+        "operator's token": api(operator),
+    }
+    for who, client in callers.items():
+        for method, path in (
+            ("get", HOSTS),
+            ("post", HOSTS + "box-4/drain"),
+            ("post", HOSTS + "box-4/activate"),
+        ):
+            response = getattr(client, method)(path)
+            assert (response.status_code, response.json()["error"]["code"]) == (404, "not_found"), (who, path)
+    assert api(operator).get("/api/me").json()["operator"] is False
+    assert by_session.get("/api/me").json()["operator"] is False
+    assert SandboxHost.objects.get(name="box-4").state == "active"
+    assert not AuditEvent.objects.filter(action__startswith="sandbox_host.").exists()
+
+
+def test_a_session_opened_after_a_host_loss_shows_the_latest_notice(alice, charlie, api):
+    """The move off a lost host is told by a durable `session.notice` event; opening the session (its
+    detail, what the web app's session view reads first) carries the latest one, so a reload shows it."""
+    host_heartbeat(report("lost-box"))
+    session = session_create(actor=alice.actor, project=alice.project, model={})
+    untold = session_create(actor=alice.actor, project=alice.project, model={})
+    path = f"/api/orgs/acme/projects/{alice.project.pk}/sessions/"
+    assert assert_conforms(api(alice).get(path + untold.pk + "/"), "sessions_get")["notice"] is None
+
+    for n in (1, 2):
+        Session.objects.filter(pk=session.pk).update(sandbox_host_id="lost-box")
+        session.sandbox_host_id = "lost-box"
+        assert session_moved_off_lost_host(
+            session=session, lost="lost-box", tell=lambda n=n: f"moved, time {n}"
+        )
+    detail = assert_conforms(api(alice).get(path + session.pk + "/"), "sessions_get")
+    notice = detail["notice"]
+    assert {k: notice[k] for k in ("kind", "host", "message")} == {
+        "kind": "sandbox_host_lost",
+        "host": "lost-box",
+        "message": "moved, time 2",
+    }
+    told_at = Event.objects.filter(session=session, type="session.notice").order_by("seq").last().created_at
+    assert notice["time"] == int(told_at.timestamp() * 1000)
+    assert detail["id"] == session.pk and detail["status"] == {"type": "idle"}
+    assert api(charlie).get(path + session.pk + "/").status_code == 404
 
 
 @pytest.fixture

@@ -189,6 +189,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/operator/hosts/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Sandbox hosts */
+        get: operations["operator_hosts_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/operator/hosts/{name}/activate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Activate a host: it takes new sessions again */
+        post: operations["operator_host_activate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/operator/hosts/{name}/drain": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Drain a host: no new sessions; its idle sandboxes are hibernated, busy ones finish first */
+        post: operations["operator_host_drain"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/orgs/": {
         parameters: {
             query?: never;
@@ -3266,6 +3317,14 @@ export interface components {
          * @enum {string}
          */
         HealthOutStatusEnum: "ok" | "degraded" | "error";
+        /**
+         * @description * `active` - Active
+         *     * `draining` - Draining
+         *     * `drained` - Drained
+         *     * `lost` - Lost
+         * @enum {string}
+         */
+        HostStateEnum: "active" | "draining" | "drained" | "lost";
         InitIn: {
             modelID: string;
             providerID: string;
@@ -3333,7 +3392,7 @@ export interface components {
              */
             email: string;
             role: components["schemas"]["RoleEnum"];
-            state: components["schemas"]["StateEnum"];
+            state: components["schemas"]["InvitationStateEnum"];
             /** Format: date-time */
             expires_at: string;
             /**
@@ -3342,6 +3401,14 @@ export interface components {
              */
             signed_in_as: string | null;
         };
+        /**
+         * @description * `pending` - pending
+         *     * `accepted` - accepted
+         *     * `revoked` - revoked
+         *     * `expired` - expired
+         * @enum {string}
+         */
+        InvitationStateEnum: "pending" | "accepted" | "revoked" | "expired";
         /** @description An existing account was invited, not added: it joins by accepting the link mailed to it. */
         InvitedOut: {
             readonly invited: boolean;
@@ -3405,6 +3472,8 @@ export interface components {
             email: string;
             name: string;
             is_staff: boolean;
+            /** @description The platform operator (a superuser, signed in with a browser session): may see and drain the sandbox hosts (/api/operator/hosts/) */
+            operator: boolean;
             orgs: components["schemas"]["MembershipOut"][];
             /** @description The org a token is bound to (token auth only) */
             token_org: string | null;
@@ -3998,6 +4067,27 @@ export interface components {
          * @enum {string}
          */
         RoleEnum: "owner" | "admin" | "member" | "viewer" | "auditor";
+        SandboxHostOut: {
+            name: string;
+            state: components["schemas"]["HostStateEnum"];
+            /** Format: date-time */
+            state_changed_at: string | null;
+            labels: string[];
+            /** Format: double */
+            cpus: number;
+            memory_mb: number;
+            disk_mb: number;
+            free_memory_mb: number;
+            free_disk_mb: number;
+            live_sandboxes: number;
+            /** Format: date-time */
+            heartbeat_at: string | null;
+            /**
+             * Format: double
+             * @description seconds since the last heartbeat by the server's clock (null: never beat)
+             */
+            readonly heartbeat_age_s: number | null;
+        };
         ScopeIn: {
             scope: unknown;
         };
@@ -4032,10 +4122,59 @@ export interface components {
             /** @description the session's own branch (default hangar/<short id>) */
             branch?: string;
         };
+        /**
+         * @description One session as the session view opens it: the Session plus its latest notice, which the live
+         *     stream told only whoever was watching then (pass it as the `notice` context).
+         */
+        SessionDetailOutput: {
+            id: string;
+            slug: string;
+            projectID: string;
+            directory: string;
+            title: string;
+            version: string;
+            time: components["schemas"]["SessionTimeOutput"];
+            parentID?: string;
+            agent?: string;
+            model?: {
+                [key: string]: unknown;
+            };
+            summary?: {
+                [key: string]: unknown;
+            };
+            share?: {
+                [key: string]: unknown;
+            };
+            revert?: {
+                [key: string]: unknown;
+            };
+            permission?: {
+                [key: string]: unknown;
+            }[];
+            /** @description OpenCode SessionStatus: {"type": "idle"|"busy"|"retry"|"error", ...} */
+            status: {
+                [key: string]: unknown;
+            };
+            org: string;
+            project: number;
+            /** @description the latest notice, or null */
+            notice: components["schemas"]["SessionNoticeOutput"] | null;
+        };
         SessionModelIn: {
             id: string;
             providerID: string;
             variant?: string;
+        };
+        /** @description What the platform told the session about itself: the `session.notice` event's payload. */
+        SessionNoticeOutput: {
+            /** @description "sandbox_host_lost": its sandbox host was lost and it moved */
+            kind: string;
+            /** @description the lost host */
+            host?: string;
+            /** @description what happened, what it resumed from and what was lost */
+            message: string;
+            /** @description when it was told (ms since the epoch) */
+            time: number;
         };
         /** @description OpenCode's Session plus `status`, `org` (slug) and `project` (id). */
         SessionOutput: {
@@ -4124,14 +4263,6 @@ export interface components {
             model?: components["schemas"]["PromptModelIn"];
             command: string;
         };
-        /**
-         * @description * `pending` - pending
-         *     * `accepted` - accepted
-         *     * `revoked` - revoked
-         *     * `expired` - expired
-         * @enum {string}
-         */
-        StateEnum: "pending" | "accepted" | "revoked" | "expired";
         SummarizeIn: {
             providerID: string;
             modelID: string;
@@ -4595,6 +4726,67 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["MeOut"];
+                };
+            };
+        };
+    };
+    operator_hosts_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandboxHostOut"][];
+                };
+            };
+        };
+    };
+    operator_host_activate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandboxHostOut"];
+                };
+            };
+        };
+    };
+    operator_host_drain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandboxHostOut"];
                 };
             };
         };
@@ -6094,7 +6286,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["SessionOutput"];
+                    "application/json": components["schemas"]["SessionDetailOutput"];
                 };
             };
         };

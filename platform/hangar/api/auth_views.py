@@ -37,6 +37,10 @@ class MeOut(serializers.Serializer):
     email = serializers.EmailField()
     name = serializers.CharField()
     is_staff = serializers.BooleanField()
+    operator = serializers.BooleanField(
+        help_text="The platform operator (a superuser, signed in with a browser session): may see and drain "
+        "the sandbox hosts (/api/operator/hosts/)"
+    )
     orgs = MembershipOut(many=True)
     token_org = serializers.CharField(
         allow_null=True, help_text="The org a token is bound to (token auth only)"
@@ -55,6 +59,7 @@ def me_payload(request) -> dict:
             "email": user.email,
             "name": user.name,
             "is_staff": user.is_staff,
+            "operator": user.is_superuser and token is None,
             "orgs": list(memberships),
             "token_org": token.org.slug if token else None,
         }

@@ -135,6 +135,28 @@ class SessionOutput(serializers.Serializer):
         return info
 
 
+class SessionNoticeOutput(serializers.Serializer):
+    """What the platform told the session about itself: the `session.notice` event's payload."""
+
+    kind = serializers.CharField(help_text='"sandbox_host_lost": its sandbox host was lost and it moved')
+    host = serializers.CharField(required=False, help_text="the lost host")
+    message = serializers.CharField(help_text="what happened, what it resumed from and what was lost")
+    time = serializers.IntegerField(help_text="when it was told (ms since the epoch)")
+
+
+class SessionDetailOutput(SessionOutput):
+    """One session as the session view opens it: the Session plus its latest notice, which the live
+    stream told only whoever was watching then (pass it as the `notice` context)."""
+
+    notice = SessionNoticeOutput(allow_null=True, help_text="the latest notice, or null")
+
+    def to_representation(self, session: Session) -> dict:
+        info = super().to_representation(session)
+        notice = self.context.get("notice")
+        info["notice"] = SessionNoticeOutput(notice).data if notice else None
+        return info
+
+
 class SessionPageOutput(serializers.Serializer):
     items = SessionOutput(many=True)
     next_cursor = serializers.CharField(allow_null=True)

@@ -131,10 +131,13 @@ class SessionCollectionView(ProjectScopedView):
 
 
 class SessionDetailView(ProjectScopedView):
-    @extend_schema(tags=TAG, operation_id="sessions_get", responses=s.SessionOutput, summary="Get a session")
+    @extend_schema(
+        tags=TAG, operation_id="sessions_get", responses=s.SessionDetailOutput, summary="Get a session"
+    )
     def get(self, request, org, project_id, session_id):
         _, session = self.session(request)
-        return Response(_session_json(session))
+        notice = selectors.session_notice(session)
+        return Response(s.SessionDetailOutput(session, context={"notice": notice}).data)
 
     @extend_schema(
         tags=TAG,

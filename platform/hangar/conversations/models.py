@@ -286,6 +286,13 @@ class Event(models.Model):
     class Meta:
         ordering = ["session", "seq"]
         constraints = [models.UniqueConstraint(fields=["session", "seq"], name="uniq_event_seq")]
+        # Opening a session shows its latest notice (selectors.session_notice): without this, a session
+        # that was never told anything would have all its events read back to find none.
+        indexes = [
+            models.Index(
+                fields=["session", "seq"], condition=models.Q(type="session.notice"), name="event_notice_idx"
+            )
+        ]
 
 
 class SessionDiff(models.Model):

@@ -176,6 +176,22 @@ def _raise_if_purged(session: Session | str, seq: int) -> None:
         raise EventsPurged(purged, last)
 
 
+def session_notice(session: Session) -> dict | None:
+    """The latest thing the platform told the session about itself (a `session.notice` event: a move off
+    a lost sandbox host) with its time in ms, for the session view to show again when opened; None if
+    never told (or purged by retention). One read of event_notice_idx."""
+    row = (
+        Event.objects.filter(session_id=session.pk, type="session.notice")
+        .order_by("-seq")
+        .values_list("payload", "created_at")
+        .first()
+    )
+    if row is None:
+        return None
+    payload, created_at = row
+    return {**payload, "time": int(created_at.timestamp() * 1000)}
+
+
 def permission_requests(
     *, org_id: int, project_id: int, session_id: str | None = None, pending_only: bool = False
 ) -> QuerySet[PermissionRequest]:
