@@ -61,7 +61,7 @@ export function App() {
         <span className="spacer" />
         {org && <Notices org={org} />}
         <ModelReadiness />
-        {org && canSeeConsole(me.orgs.find((m) => m.org === org)?.role) && (
+        {org && canSeeConsole(me, org) && (
           <Link to={`/o/${org}/console`} className="navlink">Console</Link>
         )}
         {org && <Link to={`/o/${org}/settings`} className="navlink">Settings</Link>}

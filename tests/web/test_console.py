@@ -1,6 +1,8 @@
 """The admin console in a real browser: members and invitations, accepting an invitation link, policies
 with the preview, budgets, usage with its chart, the audit log with filters, SSO; an auditor sees only
-what the role may read. Screenshots of each page at desktop and phone width (var/screenshots/console-*)."""
+what the role may read; the platform operator (a superuser) drains a sandbox host from the Hosts section,
+which no one else's console has, and opens a session moved off a lost host to its notice. Screenshots of
+each page at desktop and phone width (var/screenshots/console-*)."""
 
 import datetime as dt
 
@@ -49,6 +51,8 @@ def test_an_admin_runs_the_console(alice, bob, open_app):
     page.get_by_role("link", name="Console").click()
     page.get_by_role("heading", name="Members").wait_for()
     page.get_by_role("cell", name="bob@acme.test").wait_for()
+    nav = page.get_by_role("navigation", name="Console sections")
+    assert "Webhooks" in nav.inner_text() and nav.get_by_role("link", name="Hosts").count() == 0
 
     invite = page.get_by_role("form", name="Invite a member")
     invite.get_by_label("Email").fill("newbie@acme.test")
@@ -128,6 +132,55 @@ def test_an_auditor_sees_only_what_the_role_may_read(alice, open_app):
     page.get_by_text("No identity provider is set up.").wait_for()
     assert page.get_by_role("form", name="Identity provider").count() == 0  # read only
     app.shot("console-auditor")
+
+
+def test_the_operator_drains_a_host_and_opens_a_session_moved_off_a_lost_one(alice, open_app):
+    from hangar.audit.models import AuditEvent
+    from hangar.conversations.host_services import (
+        HostReport,
+        host_heartbeat,
+        session_moved_off_lost_host,
+        session_sandbox_host_set,
+    )
+    from hangar.conversations.models import SandboxHost
+    from hangar.conversations.services import session_create
+
+    for name, labels in (("box-a", ["ssd"]), ("box-b", ["gpu", "large"])):
+        figures = {"cpus": 8.0, "memory_mb": 32768, "disk_mb": 512000, "free_disk_mb": 300000}
+        host_heartbeat(
+            HostReport(name, labels, **figures, free_memory_mb=20480, live_sandboxes=3, org_live={})
+        )
+    session = session_create(actor=alice.actor, project=alice.project, title="Moved session")
+    SandboxHost.objects.filter(name="box-b").update(state="lost")
+    session_sandbox_host_set(session=session, host_name="box-b")
+    told = "sandbox host box-b was lost; resumed on box-a from an empty workspace"
+    session_moved_off_lost_host(session=session, lost="box-b", tell=lambda: told)
+    alice.user.is_superuser = True  # the operator, and also acme's owner
+    alice.user.save()
+
+    app = open_app(alice)
+    page = app.page
+    page.goto("/o/acme/console")
+    page.get_by_role("navigation", name="Console sections").get_by_role("link", name="Hosts").click()
+    hosts = page.get_by_role("table", name="Sandbox hosts")
+    box_a = hosts.get_by_test_id("host").filter(has_text="box-a")
+    expect(box_a.get_by_test_id("host-state")).to_have_text("active")
+    expect(hosts.get_by_test_id("host").filter(has_text="box-b").get_by_test_id("host-state")).to_have_text(
+        "lost"
+    )
+    box_a.get_by_role("button", name="Drain box-a").click()
+    expect(box_a.get_by_test_id("host-state")).to_have_text("draining")
+    box_a.get_by_role("button", name="Activate box-a").wait_for()
+    assert box_a.get_by_role("button", name="Drain box-a").count() == 0
+    assert SandboxHost.objects.get(name="box-a").state == "draining"
+    assert AuditEvent.objects.get(action="sandbox_host.drain").actor_label == alice.user.email
+    app.shot("console-hosts")
+
+    # The notice was told while no one watched: opening the session shows it, and so does a reload.
+    page.goto(f"/o/acme/p/{alice.project.pk}/s/{session.pk}")
+    expect(page.get_by_test_id("session-notice")).to_have_text(told)
+    page.reload()
+    expect(page.get_by_test_id("session-notice")).to_have_text(told)
 
 
 def test_an_invitation_link_creates_the_account_once(alice, open_app):

@@ -8,6 +8,7 @@ export type EnvVar = Schemas["EnvVarOut"];
 export type SecretScope = Schemas["SecretScope"];
 export type CachedEnvironment = Schemas["EnvironmentOut"];
 export type Session = Schemas["SessionOutput"];
+export type SessionDetail = Schemas["SessionDetailOutput"];
 export type SessionPage = Schemas["SessionPageOutput"];
 export type MessageOut = Schemas["MessageOutput"];
 export type EventOut = Schemas["EventOutput"];
@@ -37,6 +38,7 @@ export type WebhookTriggerCreated = Schemas["TriggerCreatedOut"];
 export type WebhookDelivery = Schemas["DeliveryOut"];
 export type FileEntry = Schemas["FileEntryOut"];
 export type FileContent = Schemas["FileContentOut"];
+export type SandboxHost = Schemas["SandboxHostOut"];
 
 export class ApiError extends Error {
   constructor(

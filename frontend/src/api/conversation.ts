@@ -52,7 +52,8 @@ export class Conversation {
   questions = new Map<string, QuestionRequest>();
   private partMessage = new Map<string, string>();
   error: string | null = null;
-  /** What the platform told the session about itself (a move off a lost sandbox host). */
+  /** What the platform told the session about itself (a move off a lost sandbox host): the latest one
+   * stored when the session was opened, then each one live. */
   notice: string | null = null;
   title = "";
   version = 0;

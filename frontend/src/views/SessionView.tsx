@@ -2,7 +2,7 @@ import { lazy, Suspense, useEffect, useMemo, useRef, useState, useSyncExternalSt
 import {
   ApiError, get, getAll, sessionPath,
   type Agent, type Credential, type EventPage, type MessageOut, type PermissionRequest, type Project, type QuestionRequest, type Session,
-  type Todo,
+  type SessionDetail, type Todo,
 } from "../api/client";
 import { Conversation } from "../api/conversation";
 import { SessionStream, type StreamState } from "../api/stream";
@@ -41,7 +41,7 @@ export function SessionView(props: { org: string; project: number; sessionId: st
         // The cursor first, then the snapshot: the stream replays from the cursor, and replaying an event
         // the snapshot already holds is a no-op (everything is keyed by id).
         const [info, cursor] = await Promise.all([
-          get<Session>(base),
+          get<SessionDetail>(base),
           get<EventPage>(`${base}events/?after=999999999999&limit=1`),
         ]);
         const [messages, todos, permissions, questions] = await Promise.all([
@@ -54,6 +54,8 @@ export function SessionView(props: { org: string; project: number; sessionId: st
         setSession(info);
         convo.title = info.title;
         convo.status = info.status as Conversation["status"];
+        // The latest notice as stored: one the stream replays after the cursor replaces it.
+        convo.notice = info.notice?.message ?? null;
         convo.load(messages, todos, permissions, questions);
         live = new SessionStream(sessionId, cursor.last_seq, (f) => convo.apply(f), setStream);
         (window as unknown as { hangarStream?: SessionStream }).hangarStream = live;
