@@ -11,7 +11,7 @@ from hangar.engine.services import session_prompt
 from hangar.engine.tasks import reap_sandboxes, workspace_checkpoints
 from hangar.engine.workspace.sandboxes import manager
 from sandbox import registry, volumes, workspace_archive
-from tests.engine.conftest import text_prompt, tool_parts, wait_idle
+from tests.engine.conftest import text_prompt, tool_parts, wait_for, wait_idle
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -81,7 +81,7 @@ def test_a_deleted_sessions_workspace_is_destroyed_only_after_the_grace_period(
     wait_idle(session, timeout=120)
     # Beat's checkpoint sweep, run here by this host (the worker's, with Docker): the live workspace that
     # changed is copied as the session's checkpoint.
-    assert workspace_checkpoints()["made"] == [session.pk]
+    wait_for(lambda: workspace_checkpoints()["made"] == [session.pk], 30, what="checkpointed")
     checkpoint = workspace_archive.checkpoint_paths(session.pk)
     assert all(path.exists() for path in checkpoint)
     session_delete(actor=alice.actor, session=session)

@@ -122,8 +122,12 @@ def test_a_lost_host_ends_the_turn_and_the_session_resumes_on_the_other_from_its
 
     # B's periodic sweep, driven: the busy workspace is copied as the session's checkpoint, replacing the
     # imported export, while the step runs on.
-    report = call_host(b_name, CHECKPOINT, [], timeout=60)
-    assert report["made"] == [sid], report
+    def checkpointed() -> bool:  # a copy the sandbox wrote during is thrown away: the next sweep retries
+        report = call_host(b_name, CHECKPOINT, [], timeout=60)
+        assert not report["skipped"] and not report["failed"], report
+        return report["made"] == [sid]
+
+    wait_for(checkpointed, 60, every=1, what="B's sweep checkpointed the busy workspace")
     mark = json.loads(checkpoint_paths(sid)[1].read_text())
     assert mark["checkpoint"] is True
     assert [t["state"]["status"] for t in tool_parts(session)] == ["completed", "running"]

@@ -32,14 +32,30 @@ def _spec(session_id: str) -> SandboxSpec:
     return SandboxSpec(session_id=session_id, memory_mb=256, pids=128, disk_mb=64, org_id="org-ckpt")
 
 
-def _flush(session_id: str) -> None:
-    """What the kernel's writeback does within seconds, now: the workspace's writes reach its counter."""
+def _counted(session_id: str) -> int:
+    """The workspace's write count once what it wrote is flushed (what the kernel's writeback does
+    within seconds, now)."""
     volume = registry.lookup(volumes.session_key(session_id))["volume"]
     fd = os.open(volumes.mount_point(volume), os.O_RDONLY | os.O_DIRECTORY)
     try:
         ctypes.CDLL(None).syncfs(fd)
+        return workspace_checkpoint.written_kb(fd)
     finally:
         os.close(fd)
+
+
+def _quiet(session_id: str) -> None:
+    """Wait until the sandbox stops writing: its agent writes its snapshot repository on its own after a
+    start and a write (a sweep meanwhile throws its copy away and tries again at the next)."""
+    deadline = time.monotonic() + 30
+    before = _counted(session_id)
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        now = _counted(session_id)
+        if now == before:
+            return
+        before = now
+    raise AssertionError(f"session {session_id}'s workspace never stopped being written")
 
 
 def _mark(session_id: str) -> dict:
@@ -75,6 +91,7 @@ def test_a_live_workspace_is_checkpointed_when_it_changed_and_restored_from_it(
     sid = new_session_id()
     box = sandboxes.get_or_create(_spec(sid))
     box.write("/workspace/one.txt", "one\n")
+    _quiet(sid)
 
     first = sweep(INTERVAL_S)
     assert sid in first.made, first
@@ -83,10 +100,10 @@ def test_a_live_workspace_is_checkpointed_when_it_changed_and_restored_from_it(
     assert sandboxes.is_running(sid), "the sandbox was copied as it ran"
     assert not workspace_archive.exported(sid), "a checkpoint is not an export waiting to be imported"
 
-    again = sweep(INTERVAL_S)
-    assert sid not in again.made and again.unchanged >= 1, "nothing written since: no copy"
+    again = sweep(INTERVAL_S, now=time.time() + INTERVAL_S)
+    assert sid not in again.made and again.unchanged >= 1, "nothing written since: no copy, even when due"
     box.write("/workspace/two.txt", "two\n")
-    _flush(sid)
+    _quiet(sid)
     assert sid not in sweep(INTERVAL_S).made, "changed, but checkpointed within the interval"
     later = sweep(INTERVAL_S, now=time.time() + INTERVAL_S)
     assert sid in later.made, later
@@ -126,7 +143,11 @@ def test_a_copy_written_during_is_thrown_away_and_no_step_waits_for_a_checkpoint
         )
     )
     writer.start()
-    time.sleep(0.5)  # the step is under way
+    volume = registry.lookup(volumes.session_key(sid))["volume"]
+    written = volumes.mount_point(volume) / "workspace" / "w.txt"
+    deadline = time.monotonic() + 10
+    while not written.exists() and time.monotonic() < deadline:  # the step is under way
+        time.sleep(0.05)
     report = sweep(INTERVAL_S)
     assert writer.is_alive(), "the sweep ended while the step still ran: it did not wait for it"
     assert report.written_during == [sid] and not report.made, report
@@ -135,7 +156,7 @@ def test_a_copy_written_during_is_thrown_away_and_no_step_waits_for_a_checkpoint
     writer.join()
     assert outputs == ["done\n"]
 
-    _flush(sid)
+    _quiet(sid)
     assert sweep(INTERVAL_S).made == [sid], "quiet again: the next sweep copies it"
 
 
