@@ -20,10 +20,12 @@ from hangar.conversations.host_services import (
     host_heartbeat,
     hosts_mark_lost,
     session_moved_off_lost_host,
+    session_sandbox_host_bind,
 )
 from hangar.conversations.models import Event, Message, SandboxHost, Session
 from hangar.conversations.services import session_create
 from hangar.engine.workspace import hosts
+from hangar.engine.workspace.placement import BoundElsewhere
 from sandbox.protocol import SandboxUnavailable
 from tests.api.schema_check import assert_conforms
 from tests.conftest import make_persona
@@ -242,16 +244,42 @@ def here(settings):
 
 
 def test_a_new_session_is_placed_on_this_host_only_when_it_may_take_it(alice, here):
-    session = session_create(actor=alice.actor, project=alice.project, model={})
-    hosts.place_here(session, sandboxes=None)  # an active host with room: placed
+    def new():
+        return session_create(actor=alice.actor, project=alice.project, model={})
+
+    placed = new()
+    assert hosts.place_here(placed, sandboxes=None)  # an active host with room: bound here at once
+    assert Session.objects.get(pk=placed.pk).sandbox_host_id == here
 
     SandboxHost.objects.filter(name=here).update(state="draining")
     with pytest.raises(SandboxUnavailable, match="here-host is draining"):
-        hosts.place_here(session, sandboxes=None)
+        hosts.place_here(new(), sandboxes=None)
 
     SandboxHost.objects.filter(name=here).update(state="active", free_memory_mb=100)
+    refused = new()
     with pytest.raises(SandboxUnavailable, match="100 MB of memory free, the sandbox asks 1024 MB"):
-        hosts.place_here(session, sandboxes=None)
+        hosts.place_here(refused, sandboxes=None)
+    assert Session.objects.get(pk=refused.pk).sandbox_host_id is None  # a refusal binds nothing
+
+
+def test_a_homeless_session_is_bound_by_the_first_host_only(alice, here):
+    """Two hosts taking one homeless session: the conditional bind lets one win; the other is told where
+    it is (BoundElsewhere, which a worker without Docker follows), and has bound nothing. A host that bound
+    it and then failed with nothing of it made lets it go."""
+    host_heartbeat(report("other"))
+    session = session_create(actor=alice.actor, project=alice.project, model={})
+    stale = Session.objects.get(pk=session.pk)  # read homeless, as the second host read it
+    assert session_sandbox_host_bind(session=session, host_name="other") == "other"
+    with pytest.raises(BoundElsewhere, match="on sandbox host other, which this worker") as refused:
+        hosts.place_here(stale, sandboxes=None)
+    assert refused.value.host == "other"
+    assert Session.objects.get(pk=session.pk).sandbox_host_id == "other"
+
+    Session.objects.filter(pk=session.pk).update(sandbox_host_id=None)
+    fresh = Session.objects.get(pk=session.pk)
+    assert hosts.place_here(fresh, sandboxes=None)
+    hosts.unbind_if_empty(fresh)  # nothing of it on this host (no registry record)
+    assert Session.objects.get(pk=session.pk).sandbox_host_id is None
 
 
 def test_a_project_that_requires_a_label_the_host_lacks_is_refused(alice, here):

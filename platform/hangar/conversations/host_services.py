@@ -137,11 +137,31 @@ def host_mark_drained(*, host_name: str) -> bool:
     )
 
 
-def session_sandbox_host_set(*, session: Session, host_name: str) -> None:
-    """The session's sandbox (and workspace) is on `host_name` now: set when created or claimed there."""
-    if session.sandbox_host_id != host_name:
-        Session.objects.filter(pk=session.pk).update(sandbox_host_id=host_name)
-        session.sandbox_host_id = host_name
+def session_sandbox_host_bind(*, session: Session, host_name: str) -> str | None:
+    """Bind the session to `host_name` if it has no host: one conditional UPDATE, so of two hosts taking a
+    homeless session at once (new, or released by a drain or a host loss) exactly one binds it, before
+    either makes a sandbox or imports a workspace. Returns the host holding it now: `host_name`, or the
+    one that bound it first; None if the session is gone."""
+    for _ in range(3):  # a holder that released it between our UPDATE and our read: try again
+        if Session.objects.filter(pk=session.pk, sandbox_host__isnull=True).update(sandbox_host_id=host_name):
+            session.sandbox_host_id = host_name
+            return host_name
+        found = Session.objects.filter(pk=session.pk).values_list("sandbox_host_id", flat=True)
+        if not found:
+            return None
+        if found[0] is not None:
+            session.sandbox_host_id = found[0]
+            return str(found[0])
+    return None
+
+
+def session_sandbox_host_set(*, session: Session, host_name: str) -> str | None:
+    """The session's sandbox (and workspace) is on `host_name` now: bound when created or claimed there,
+    if it was not bound already. Returns the host holding it (another one only if it lost the binding
+    meanwhile)."""
+    if session.sandbox_host_id == host_name:
+        return host_name
+    return session_sandbox_host_bind(session=session, host_name=host_name)
 
 
 def session_sandbox_host_release(*, session_id: str, host_name: str) -> bool:

@@ -21,7 +21,8 @@ its host as every worker with Docker does (hangar.engine.workspace.host_service)
   Docker (checkpoints: the live workspaces changed since their last, copied to the archive).
 
 A failure is an answer ({"error", "kind"}), not a raised exception: the engine re-raises it as the error
-the turn shows, of the same kind it would have been on one host.
+the turn shows, of the same kind it would have been on one host; a session another host bound first is
+{"kind": "elsewhere", "host"}, and the engine asks that host instead.
 """
 
 from __future__ import annotations
@@ -53,9 +54,12 @@ log = get_logger(__name__)
 
 def _failure(exc: BaseException) -> dict[str, Any]:
     from hangar.engine.workspace.host_service import host_name
+    from hangar.engine.workspace.placement import BoundElsewhere
     from hangar.engine.workspace.prepare import WorkspaceError
     from sandbox.protocol import SandboxError, SandboxUnavailable
 
+    if isinstance(exc, BoundElsewhere):  # the asking worker goes there instead
+        return {"error": str(exc), "kind": "elsewhere", "host": exc.host}
     if isinstance(exc, WorkspaceError):
         return {"error": str(exc), "kind": "workspace"}
     if isinstance(exc, SandboxUnavailable):

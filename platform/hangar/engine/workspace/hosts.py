@@ -1,13 +1,15 @@
-"""Where a session's sandbox goes, and the record of where it went (Session.sandbox_host).
+"""Where a session's sandbox goes, and the record of where it went (Session.sandbox_host), on the host
+that makes it: a worker with Docker for its own host, or a host service for a worker without Docker
+(hangar.engine.workspace.remote, which chose this host by placement over every host).
 
-Today a worker reaches only its own host's Docker engine (docs/scale-out.md: the agent channel and the
-host queues that would let it create a sandbox elsewhere are not built), so a new session is placed among
-the hosts this worker can reach: its own. Placement's rules (hangar.engine.workspace.placement) still
-decide whether this host may take it: a draining, drained or lost host, a host without the project's
-labels or without room refuses, and the person is told why. A session whose workspace is on a host
-already stays there (its files are there); one on another host cannot be served by this worker. A
-session a drained host released (its workspace exported to HANGAR_WORKSPACE_ARCHIVE) is placed anew and
-its workspace imported on the host it lands on (`move_in`).
+Placement's rules (hangar.engine.workspace.placement) decide whether this host may take a new session: a
+draining, drained or lost host, a host without the project's labels or without room refuses, and the
+person is told why. A session whose workspace is on a host already stays there (its files are there);
+one bound to another host is not served here (BoundElsewhere: a remote worker asks that host instead). A
+homeless session (new, or released by a drain or a host loss) is bound here by one conditional UPDATE
+before anything is made or imported, so two hosts taking it at once cannot both make it a sandbox: the
+loser makes nothing and answers with the winner's name. A session a drained host released (its workspace
+exported to HANGAR_WORKSPACE_ARCHIVE) has its workspace imported on the host it lands on (`move_in`).
 """
 
 from __future__ import annotations
@@ -15,10 +17,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hangar.conversations.host_selectors import host_named, hosts_all
-from hangar.conversations.host_services import session_sandbox_host_set
+from hangar.conversations.host_services import (
+    session_sandbox_host_bind,
+    session_sandbox_host_release,
+    session_sandbox_host_set,
+)
 from hangar.conversations.models import HostState
 from hangar.engine.workspace.host_service import HostSandboxes, beat_once, host_name
-from hangar.engine.workspace.placement import Asks, HostView, NoHost, place
+from hangar.engine.workspace.placement import Asks, BoundElsewhere, HostView, NoHost, place
 from hangar.logging import get_logger
 from sandbox import registry, volumes, workspace_archive
 from sandbox.protocol import SandboxUnavailable
@@ -50,32 +56,60 @@ def asks_of(session: Session) -> Asks:
     )
 
 
-def place_here(session: Session, sandboxes: HostSandboxes) -> None:
-    """Raise SandboxUnavailable (the turn's error) unless this host may hold `session`'s sandbox."""
+def place_here(session: Session, sandboxes: HostSandboxes) -> bool:
+    """Bind `session` to this host, or raise SandboxUnavailable (the turn's error) if this host may not
+    hold its sandbox: BoundElsewhere when another host holds it. A homeless session is bound here (one
+    conditional UPDATE: hangar.conversations.host_services.session_sandbox_host_bind) before anything is
+    made or imported, so a host that loses that race leaves nothing behind. True when this call bound it
+    (the caller lets it go again if it then fails with nothing made here: `unbind_if_empty`)."""
     here = host_name()
     local = registry.lookup(volumes.session_key(session.pk)) is not None
     if session.sandbox_host_id:
         if session.sandbox_host_id != here:
-            raise SandboxUnavailable(
-                f"this session's workspace is on sandbox host {session.sandbox_host_id}, which this worker"
-                f" ({here}) cannot reach"
-            )
+            raise _elsewhere(session.sandbox_host_id, here)
         if not local:
             move_in(session)  # exported from here, its release not recorded (a crash between the two)
-        return  # its files are here: it stays, whatever the host's state (a busy run finishes first)
-    if local:
-        return  # a workspace made here before the registry recorded hosts
-    host = host_named(here)
-    if host is None:  # this process's first use, before its heartbeat registered the host
-        beat_once(sandboxes)
+        return False  # its files are here: it stays, whatever the host's state (a busy run finishes first)
+    if not local:  # a workspace made here before the registry recorded hosts needs no placement
         host = host_named(here)
-    if host is None:
-        raise SandboxUnavailable(f"sandbox host {here} could not be registered")
-    try:
-        place([view_of(host)], asks_of(session))
-    except NoHost as exc:
-        raise SandboxUnavailable(str(exc)) from None
-    move_in(session)
+        if host is None:  # this process's first use, before its heartbeat registered the host
+            beat_once(sandboxes)
+            host = host_named(here)
+        if host is None:
+            raise SandboxUnavailable(f"sandbox host {here} could not be registered")
+        try:
+            place([view_of(host)], asks_of(session))
+        except NoHost as exc:
+            raise SandboxUnavailable(str(exc)) from None
+    holder = session_sandbox_host_bind(session=session, host_name=here)
+    if holder is None:
+        raise SandboxUnavailable(f"session {session.pk} is gone")
+    if holder != here:
+        log.info("sandbox_host_bound_elsewhere", session=session.pk, host=here, holder=holder)
+        raise _elsewhere(holder, here)
+    if not local:
+        try:
+            move_in(session)
+        except BaseException:
+            unbind_if_empty(session)  # the export is given back: whoever places it next imports it
+            raise
+    return True
+
+
+def _elsewhere(holder: str, here: str) -> BoundElsewhere:
+    return BoundElsewhere(
+        f"this session's workspace is on sandbox host {holder}, which this worker ({here}) cannot reach",
+        holder,
+    )
+
+
+def unbind_if_empty(session: Session) -> None:
+    """This host bound the session, then failed before any workspace of it was made or imported here (a
+    cap, a budget, Docker): let it go, so placement may choose again rather than pin it to a host that
+    holds nothing of it."""
+    if registry.lookup(volumes.session_key(session.pk)) is None:
+        session_sandbox_host_release(session_id=session.pk, host_name=host_name())
+        session.sandbox_host_id = None
 
 
 def move_in(session: Session) -> None:
@@ -89,8 +123,11 @@ def move_in(session: Session) -> None:
 
 
 def record_placed(session: Session) -> None:
-    """The session's sandbox was created or claimed on this host."""
-    session_sandbox_host_set(session=session, host_name=host_name())
+    """The session's sandbox was created or claimed on this host: bound here (it was, by place_here, unless
+    a failed acquisition on this host let it go meanwhile)."""
+    holder = session_sandbox_host_set(session=session, host_name=host_name())
+    if holder not in (None, host_name()):
+        log.error("sandbox_host_bound_twice", session=session.pk, host=host_name(), holder=holder)
 
 
 def report_now(sandboxes: HostSandboxes) -> None:

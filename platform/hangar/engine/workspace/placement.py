@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from sandbox.protocol import SandboxUnavailable
+
 
 @dataclass(frozen=True)
 class HostView:
@@ -44,6 +46,15 @@ class Asks:
 
 class NoHost(Exception):
     """No host may take the session; the message says why, host by host."""
+
+
+class BoundElsewhere(SandboxUnavailable):
+    """The session is bound to another host than the one asked (another worker placed it there first, or
+    moved it): whoever asked goes to `host`, where its workspace is."""
+
+    def __init__(self, message: str, host: str) -> None:
+        super().__init__(message)
+        self.host = host
 
 
 def place(hosts: Iterable[HostView], asks: Asks) -> HostView:

@@ -6,7 +6,9 @@ Acquiring a session's sandbox (its run's first tool call, or a dropped connectio
 - the host: the one holding the session's workspace (`Session.sandbox_host`), else placement's choice
   among every registered host (hangar.engine.workspace.placement: active, the project's labels, room, the
   org spread over hosts); a session whose host is lost is released from it and placed anew, resuming
-  from its last checkpoint (hangar.engine.workspace.host_resume);
+  from its last checkpoint (hangar.engine.workspace.host_resume). The chosen host binds a homeless session
+  to itself before making anything (hangar.engine.workspace.hosts.place_here); when another worker's host
+  bound it first, the answer names that host and this worker asks it instead;
 - the task `hangar.host.sandbox_acquire` on `host.<name>`, awaited at most HANGAR_HOST_TASK_TIMEOUT_S
   (sent with that expiry, so a host that comes back later does not work for a caller long gone); a host
   that does not answer is a SandboxUnavailable naming it, and the host's own refusals come back as the
@@ -45,7 +47,7 @@ from hangar.engine.workspace.host_names import (
     LOCATE,
     host_queue,
 )
-from hangar.engine.workspace.placement import NoHost, place
+from hangar.engine.workspace.placement import BoundElsewhere, NoHost, place
 from hangar.engine.workspace.sealing import opener
 from hangar.engine.workspace.specs import spec_for
 from hangar.logging import get_logger
@@ -67,6 +69,7 @@ _lock = threading.Lock()
 CONNECT_WAIT_S = 10.0  # a container just (re)started: its agent binds in ~0.1 s
 EGRESS_TIMEOUT_S = 30.0  # one Docker log read on the host
 LOCATE_TIMEOUT_S = 10.0  # one inspect on the host
+BOUND_ELSEWHERE_TRIES = 3  # a host that answers "bound to another host" once is the usual race's loser
 
 
 def remote_sandbox(session: Session) -> DockerSandbox:
@@ -89,8 +92,15 @@ def _acquire(session: Session) -> AgentConnection:
     owner = owner_for(session.pk)  # the run asking, if any: one whose lease moved places nothing anew
     if owner is not None and not session_lease_is(session.pk, owner):
         raise SandboxUnavailable(f"this run no longer holds session {session.pk} (its lease moved)")
-    host = host_for(session)
-    answer = call_host(host, ACQUIRE, [session.pk, opener().public_hex])
+    for _ in range(BOUND_ELSEWHERE_TRIES):
+        host = host_for(session)
+        try:
+            answer = call_host(host, ACQUIRE, [session.pk, opener().public_hex])
+            break
+        except BoundElsewhere as moved:  # another worker placed it first: its host, read again, is asked
+            log.info("sandbox_bound_elsewhere", session=session.pk, asked=host, holder=moved.host)
+    else:
+        raise SandboxUnavailable(f"session {session.pk} kept moving between sandbox hosts; try again")
     secret = opener().open(answer["secret"], session.pk)
     endpoint = (str(answer["address"]), int(answer["port"]))
     conn = TcpAgentConnection.connect(*endpoint, secret, wait_s=CONNECT_WAIT_S)
@@ -179,6 +189,8 @@ def _error_of(answer: dict[str, Any]) -> SandboxError:
         return WorkspaceError(message)
     if kind == "unavailable":
         return SandboxUnavailable(message)
+    if kind == "elsewhere":
+        return BoundElsewhere(message, str(answer.get("host") or ""))
     return SandboxError(message)
 
 

@@ -82,25 +82,36 @@ def manager() -> DockerSandboxes:
 def docker_sandbox(session: Session, sandboxes: DockerSandboxes | None = None) -> DockerSandbox:
     """The session's sandbox made ready by this process, which holds the host's Docker socket: a worker on
     one host, or a host service acquiring it for a worker without Docker (engine/workspace/host_tasks.py)."""
-    from hangar.engine.workspace.hosts import place_here, record_placed, report_now, written_elsewhere
+    from hangar.engine.workspace.hosts import (
+        place_here,
+        record_placed,
+        report_now,
+        unbind_if_empty,
+        written_elsewhere,
+    )
     from hangar.engine.workspace.prepare import mirror_prefetch, workspace_ensure
     from hangar.engine.workspace.sandbox_share import make_room
 
     sandboxes = sandboxes or manager()
-    place_here(
-        session, sandboxes
-    )  # a new session only on a host that may take it (hangar.engine.workspace.placement)
-    prefetch = mirror_prefetch(session)  # the mirror's fetch overlaps the sandbox's creation or claim
-    becomes_live = make_room(session, sandboxes)  # the org's cap on live sandboxes, over every host
-    spec = spec_for(session)
-    # The org's (and its owners') disk budgets count what they wrote on the other hosts too.
-    spec.disk_elsewhere_mb = written_elsewhere(
-        {spec.org_id, *(o for group in spec.disk_groups for o in group)}
-    )
-    # Creating or claiming a container takes seconds under a burst of sessions: the pooled DB connection
-    # the reads above took (caps, owners, env) is not held idle meanwhile, where other runs wait for it.
-    release_connection()
-    box = sandboxes.get_or_create(spec)
+    # A new session only on a host that may take it (hangar.engine.workspace.placement), bound to it
+    # before anything is made here: another host taking it at the same moment makes nothing.
+    bound_now = place_here(session, sandboxes)
+    try:
+        prefetch = mirror_prefetch(session)  # the mirror's fetch overlaps the sandbox's creation or claim
+        becomes_live = make_room(session, sandboxes)  # the org's cap on live sandboxes, over every host
+        spec = spec_for(session)
+        # The org's (and its owners') disk budgets count what they wrote on the other hosts too.
+        spec.disk_elsewhere_mb = written_elsewhere(
+            {spec.org_id, *(o for group in spec.disk_groups for o in group)}
+        )
+        # Creating or claiming a container takes seconds under a burst of sessions: the pooled DB
+        # connection the reads above took (caps, owners, env) is not held idle meanwhile.
+        release_connection()
+        box = sandboxes.get_or_create(spec)
+    except BaseException:
+        if bound_now:
+            unbind_if_empty(session)
+        raise
     record_placed(session)  # Session.sandbox_host: where its workspace lives now
     if becomes_live:  # other hosts' caps count it now, not at the next heartbeat (sandbox_share)
         report_now(sandboxes)

@@ -1,0 +1,139 @@
+"""Two engine workers acquiring one homeless session at once, each having placed it on another host
+(docs/scale-out.md, "The host queues"): exactly one host binds it and makes its sandbox; the other makes
+nothing and the worker that asked it is sent to the winner (hangar.engine.workspace.hosts.place_here,
+hangar.conversations.host_services.session_sandbox_host_bind).
+
+Two host services on this machine's one Docker engine, `race-a` and `race-b`, each with a sandbox root of
+its own; the two engine workers are two threads of this process driving hangar.engine.workspace.remote
+(as a worker without Docker does), whose placement sends one to each host. The barrier: this test holds
+the session's row lock until both host services are blocked on binding it, so both have read it
+homeless before either binds, then lets them go together.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import docker
+import pytest
+from django.db import connection, transaction
+
+from hangar.conversations.host_selectors import host_named
+from hangar.conversations.models import Session
+from hangar.conversations.services import session_create
+from hangar.engine.workspace import remote
+from hangar.engine.workspace.host_names import host_queue
+from sandbox import channel, containers, registry, volumes
+from tests.engine.conftest import wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+HOSTS = ("race-a", "race-b")
+BASE_ROOT = os.environ.get("HANGAR_SANDBOX_ROOT", "/var/lib/hangar").rstrip("/")
+ROOTS = {name: Path(f"{BASE_ROOT}-{name}") for name in HOSTS}  # fixed: one channel network each, reused
+
+# Backends of this test's database waiting on a lock to bind the session (the host services' UPDATE).
+_WAITING_TO_BIND = (
+    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+    " AND wait_event_type = 'Lock' AND query LIKE %s"
+)
+
+
+@contextlib.contextmanager
+def _root(path: Path) -> Iterator[None]:
+    """Read another host's sandbox root from this process."""
+    before, volumes.ROOT = volumes.ROOT, path
+    try:
+        yield
+    finally:
+        volumes.ROOT = before
+
+
+def _files(root: Path) -> set[str]:
+    """A host root's volume images and mount points."""
+    return {str(p) for sub in ("volumes", "mnt") for p in (root / sub).glob("*")}
+
+
+def _waiting_to_bind() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_clear_snapshot()")  # inside a transaction the view is cached
+        cursor.execute(_WAITING_TO_BIND, ['UPDATE "conversations_session" SET "sandbox_host_id"%'])
+        return int(cursor.fetchone()[0])
+
+
+@pytest.fixture
+def two_hosts_one_engine(start_worker, monkeypatch):
+    monkeypatch.setenv(channel.SETTING, "tcp")
+    for name in HOSTS:
+        start_worker(
+            env={
+                channel.SETTING: "tcp",
+                "HANGAR_SANDBOX_POOL": "0",
+                "HANGAR_SANDBOX_HOST": name,
+                "HANGAR_SANDBOX_ROOT": str(ROOTS[name]),
+            },
+            queues=[host_queue(name)],
+            concurrency=4,
+        )
+    wait_for(lambda: all(host_named(name) for name in HOSTS), 120, what="both hosts registered")
+    return HOSTS
+
+
+def test_two_workers_acquiring_one_homeless_session_place_it_once(
+    alice, two_hosts_one_engine, monkeypatch, request
+):
+    session = session_create(actor=alice.actor, project=alice.project, model={})
+    key = volumes.session_key(session.pk)
+
+    # Each engine worker's placement chose another host (their views of the hosts differed).
+    choice = {"engine-1": "race-a", "engine-2": "race-b"}
+
+    def place_by_worker(hosts, asks):
+        return next(h for h in hosts if h.name == choice[threading.current_thread().name])
+
+    monkeypatch.setattr(remote, "place", place_by_worker)
+    boxes: dict[str, object] = {}
+    failures: list[BaseException] = []
+
+    def acquire() -> None:
+        try:
+            boxes[threading.current_thread().name] = remote._acquire(Session.objects.get(pk=session.pk))
+        except BaseException as exc:
+            failures.append(exc)
+        finally:
+            connection.close()
+
+    loser_before = {name: _files(ROOTS[name]) for name in HOSTS}
+    workers = [threading.Thread(target=acquire, name=name) for name in choice]
+    with transaction.atomic():
+        Session.objects.select_for_update().get(pk=session.pk)  # the barrier: both hosts wait on it
+        for worker in workers:
+            worker.start()
+        wait_for(lambda: _waiting_to_bind() == 2, 120, what="both host services binding the session")
+        assert Session.objects.get(pk=session.pk).sandbox_host_id is None
+    for worker in workers:
+        worker.join(300)
+    request.addfinalizer(lambda: remote.remote_destroy(session.pk))
+    assert not failures, failures
+
+    winner = Session.objects.get(pk=session.pk).sandbox_host_id
+    assert winner in HOSTS
+    loser = next(name for name in HOSTS if name != winner)
+    # Both workers talk to the one sandbox: a file one writes, the other reads.
+    boxes["engine-1"].call("write", {"path": "/workspace/race.txt", "content": "one sandbox\n"})
+    read = boxes["engine-2"].call("read", {"path": "/workspace/race.txt", "offset": 0, "limit": 10})
+    assert read["content"].startswith("one sandbox")
+    # The session's one container stands on a volume of the winner's root.
+    info = docker.from_env().api.inspect_container(containers.session_container_name(session.pk))
+    volume = info["Config"]["Labels"]["hangar.volume"]
+    assert (ROOTS[winner] / "volumes" / f"{volume}.img").exists()
+    with _root(ROOTS[winner]):
+        assert (registry.lookup(key) or {}).get("volume") == volume
+    # The loser made nothing: no record, no volume, nothing mounted.
+    with _root(ROOTS[loser]):
+        assert registry.lookup(key) is None
+    assert _files(ROOTS[loser]) == loser_before[loser]
