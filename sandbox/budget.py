@@ -17,7 +17,9 @@ Since quotas are not held, running workspaces can still fill the disk: `pressure
 crossed now (the host's watermark or budget, an org's budget) and `sandbox.watermark` pauses the heaviest
 writer behind it. Checks and the creation of the image file happen under one host-wide lock. Unclaimed
 warm-pool volumes count globally, and towards an org once claimed. `repo_room_bytes` is what the next
-clone or fetch may write.
+clone or fetch may write. Wherever the line is an org's (or an owner's), what it wrote on the other hosts
+counts when the caller hands it in (`elsewhere`): a new workspace, an import, the watermark's pause, a
+clone's room; the host's own lines (its watermark, its budget) are this disk's alone.
 """
 
 from __future__ import annotations
@@ -238,15 +240,19 @@ def _on_other_hosts(tally: OrgTally, orgs: Sequence[str]) -> str:
     return f", {there:.0f} MB on other sandbox hosts" if there > 0 else ""
 
 
-def repo_room_bytes(org_id: str = "", limits: Limits | None = None) -> int:
+def repo_room_bytes(
+    org_id: str = "", limits: Limits | None = None, elsewhere: Mapping[str, float] | None = None
+) -> int:
     """What the next clone, fetch or layer for `org_id` may write: the least of the repository cap
-    (HANGAR_REPO_MAX_MB), the room left in the org's budget and the global one, and the real free space
-    above the high watermark. Zero or less: no room."""
+    (HANGAR_REPO_MAX_MB), the room left in the org's budget (what it wrote here and, `elsewhere`, on the
+    other sandbox hosts) and the global one, and the real free space above the high watermark. Zero or
+    less: no room."""
     limits = limits or Limits.from_env()
     now = usage()
     rooms = [repo_disk.max_fetch_bytes(), int((now.free_mb - limits.headroom_mb) * MB)]
     if limits.global_mb is not None:
         rooms.append(int((limits.global_mb - now.written_mb - repo_disk.used_mb()) * MB))
     if org_id:
-        rooms.append(int((limits.org_mb - org_written_mb(org_id) - repo_disk.used_mb(org_id)) * MB))
+        there = float((elsewhere or {}).get(org_id, 0.0))
+        rooms.append(int((limits.org_mb - org_written_mb(org_id) - repo_disk.used_mb(org_id) - there) * MB))
     return min(rooms)

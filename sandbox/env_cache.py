@@ -24,6 +24,7 @@ import subprocess
 import tempfile
 import time
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,7 @@ def capture(
     org_id: str,
     base_layer: Path | None,
     info: dict[str, Any],
+    elsewhere: Mapping[str, float] | None = None,
 ) -> Path:
     """Keep the volume's workspace as the layer for `key` (a no-op if one is there). `base_layer`: the
     checkout layer the workspace stands on (its index is kept with the tree), None without a repository."""
@@ -69,7 +71,7 @@ def capture(
             return layer
         # An upper bound before copying: what the volume holds plus the layer under it.
         estimate = _volume_written(volume_id) + (repo_disk.layer_bytes(base_layer) if base_layer else 0)
-        room = budget.repo_room_bytes(org_id)
+        room = budget.repo_room_bytes(org_id, elsewhere=elsewhere)
         if estimate > room:
             raise EnvCacheError(f"the environment ({estimate // 2**20} MB) does not fit the disk budget")
         source = volumes.ensure_mounted(volume_id) / "workspace"

@@ -2,7 +2,8 @@
 
 Quotas are not held (sandbox.budget), so running workspaces may together fill the disk. `sweep` (every few
 seconds, `hangar.engine.sandbox_watermark`) looks at each line budget.pressure knows: the host's high
-watermark (HANGAR_SANDBOX_DISK_HEADROOM_MB of real free space) and budget, and each org's budget. Behind a
+watermark (HANGAR_SANDBOX_DISK_HEADROOM_MB of real free space) and budget, and each org's budget (what it
+wrote here and on the other sandbox hosts, when the engine hands that in). Behind a
 crossed line it pauses the heaviest writer (the live workspace holding the most blocks) of that scope:
 `docker pause` freezes its processes where they stand, so no file is cut short and nothing is lost, and a
 marker beside its registry record makes every call to it fail at once with the reason (SandboxPaused)
@@ -16,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -107,7 +109,15 @@ def resume(manager: DockerSandboxes, key: str, session_id: str) -> None:
     registry.clear_paused(key)
 
 
-def sweep(manager: DockerSandboxes, limits: budget.Limits | None = None) -> WatermarkReport:
+def sweep(
+    manager: DockerSandboxes,
+    limits: budget.Limits | None = None,
+    elsewhere: Mapping[str, float] | None = None,
+) -> WatermarkReport:
+    """One pass over the lines. `elsewhere`: MB by org written on the other sandbox hosts (their
+    heartbeats), counted in each org's line: an org over its budget across hosts has its heaviest writer
+    *here* paused (each host pauses its own; the others' bytes are as of their last heartbeat). The
+    host's line is this disk's, and growth is judged by this host's writers: only they can be paused."""
     limits = limits or budget.Limits.from_env()
     report = WatermarkReport()
     live = _live()
@@ -115,7 +125,7 @@ def sweep(manager: DockerSandboxes, limits: budget.Limits | None = None) -> Wate
     host = budget.host_pressure(budget.usage(), limits)
     if host:
         report.pressure[HOST] = host
-    tally = budget.OrgTally.now()
+    tally = budget.OrgTally.now(elsewhere)
     for org in {w.org_id for w in live if w.org_id}:
         used[f"org:{org}"] = sum(w.written_mb for w in live if w.org_id == org)
         reason = budget.org_pressure(org, limits, tally)

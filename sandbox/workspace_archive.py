@@ -10,7 +10,8 @@ An export is two files named by the session's key:
                  whether its setup ran; written last, it is what says an export exists.
 Exporting releases the workspace here (volume, record, host files): a workspace lives on one host or in
 the archive, never both. Importing claims the export by renaming its mark (two hosts cannot both take it),
-makes a volume of the same quota under this host's disk budget, unpacks the tree into it and registers
+makes a volume of the same quota under the disk budgets (the org's counting its other hosts), unpacks the
+tree into it and registers
 the session; the next get_or_create makes its container on it. A failed import gives the export back.
 A taken export stays in the archive as the session's checkpoint (<key>.checkpoint.*, replaced by the
 next): when the host it went to is lost, `restore_checkpoint` makes it the export the next host imports.
@@ -31,7 +32,7 @@ import subprocess
 import time
 import uuid
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -151,9 +152,15 @@ def export(api: docker.APIClient, session_id: str) -> dict[str, Any]:
     return {"bytes": meta["bytes"], "seconds": round(time.monotonic() - started, 3)}
 
 
-def import_(session_id: str, *, budget_limits: budget.Limits | None = None) -> dict[str, Any] | None:
+def import_(
+    session_id: str,
+    *,
+    budget_limits: budget.Limits | None = None,
+    elsewhere: Mapping[str, float] | None = None,
+) -> dict[str, Any] | None:
     """Import the session's exported workspace onto this host; None if there is no export (or another
-    host took it first). Returns {volume, bytes, seconds}."""
+    host took it first). The org's (and its owners') disk budgets count `elsewhere` too: MB by org on the
+    other sandbox hosts. Returns {volume, bytes, seconds}."""
     key = volumes.session_key(session_id)
     tree, mark = _paths(session_id)
     claim = mark.with_name(f".{mark.name}.{uuid.uuid4().hex[:8]}.importing")
@@ -176,6 +183,7 @@ def import_(session_id: str, *, budget_limits: budget.Limits | None = None) -> d
                 org_id=meta.get("org_id") or "",
                 limits=budget_limits,
                 groups=spec.get("disk_groups") or (),
+                elsewhere=elsewhere,
             )
             mnt = volumes.create_volume(volume_id, disk_mb)
         proc = subprocess.run(

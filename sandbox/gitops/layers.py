@@ -10,6 +10,7 @@ import os
 import shutil
 import time
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 
 from sandbox import budget, repo_disk, volumes
@@ -69,9 +70,10 @@ def _fits(size: tuple[int, int], capacity: tuple[int, int]) -> None:
         )
 
 
-def _fits_budget(size: int, org_id: str) -> None:
-    """A layer is the org's too (sandbox.repo_disk): it must fit what the disk budgets leave."""
-    room = budget.repo_room_bytes(org_id)
+def _fits_budget(size: int, org_id: str, elsewhere: Mapping[str, float] | None = None) -> None:
+    """A layer is the org's too (sandbox.repo_disk): it must fit what the disk budgets leave (`elsewhere`:
+    MB by org on the other sandbox hosts)."""
+    room = budget.repo_room_bytes(org_id, elsewhere=elsewhere)
     if size > room:
         raise GitError(
             f"The repository's files ({size // 2**20} MB) do not fit in the disk budget left for "

@@ -10,6 +10,7 @@ import os
 import shutil
 import time
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 
 from sandbox import budget, repo_disk, volumes
@@ -29,10 +30,10 @@ def mirror_path(scope: str, url: str) -> Path:
     return mirrors_dir() / (hashlib.sha256(f"{scope}\0{url}".encode()).hexdigest()[:32] + ".git")
 
 
-def _fetch_room(scope: str) -> int:
+def _fetch_room(scope: str, elsewhere: Mapping[str, float] | None) -> int:
     """The most this clone or fetch may write (sandbox.budget.repo_room_bytes), GitError(kind="quota")
     when there is no room at all."""
-    room = budget.repo_room_bytes(scope)
+    room = budget.repo_room_bytes(scope, elsewhere=elsewhere)
     if room <= 0:
         raise GitError(
             "The organisation's disk budget has no room left for repositories: remove sessions or ask the "
@@ -53,16 +54,17 @@ def _too_large(exc: GitError, room: int) -> GitError:
     )
 
 
-def mirror_sync(remote: Remote, scope: str) -> Path:
+def mirror_sync(remote: Remote, scope: str, elsewhere: Mapping[str, float] | None = None) -> Path:
     """Create the mirror (`clone --mirror`) or bring it up to date (`fetch --prune`), under a lock. Either
-    stops at the room the disk budgets leave (_fetch_room) with GitError(kind="quota"); a clone that
-    stops leaves nothing, a fetch that stops leaves the mirror as it was."""
+    stops at the room the disk budgets leave (_fetch_room; `elsewhere`: MB by org on the other sandbox
+    hosts) with GitError(kind="quota"); a clone that stops leaves nothing, a fetch that stops leaves the
+    mirror as it was."""
     path = mirror_path(scope, remote.url)
     path.parent.mkdir(parents=True, exist_ok=True)
     os.chmod(path.parent, 0o755)
     with open(path.with_suffix(".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        room = _fetch_room(scope)
+        room = _fetch_room(scope, elsewhere)
         # unpackLimit 1: what is fetched stays one pack, one file, so the size cap applies to all of it.
         packed = ("-c", "fetch.unpackLimit=1", "-c", "transfer.unpackLimit=1")
         try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 
 from sandbox import registry, repo_disk, volumes
@@ -37,14 +38,22 @@ def workspace_dir(session_id: str) -> Path:
     return volumes.ensure_mounted(record["volume"]) / "workspace"
 
 
-def checkout(mirror: Path, session_id: str, sha: str, branch: str, cached: Path | None = None) -> Path | None:
+def checkout(
+    mirror: Path,
+    session_id: str,
+    sha: str,
+    branch: str,
+    cached: Path | None = None,
+    elsewhere: Mapping[str, float] | None = None,
+) -> Path | None:
     """Give the session `sha` on a new branch: its workspace becomes an overlay of the commit's shared
     read-only tree (built once per mirror and commit), and its git dir (objects borrowed from the mirror,
     the index copied from the tree's) is written directly. No file of the repository is written per
     session, so the time does not grow with the repository's size. GitError(kind="quota") when the
     commit's files exceed the session's disk quota; nothing is then changed.
     `cached`: a cached environment's layer of the same commit (sandbox.env_cache) to stand on instead,
-    if it is still there. Returns the layer the workspace stands on."""
+    if it is still there; `elsewhere`: MB by org on the other sandbox hosts, for a new layer's budget.
+    Returns the layer the workspace stands on."""
     record = registry.lookup(volumes.session_key(session_id))
     if record is None:
         raise GitError(f"session {session_id} has no sandbox volume", kind="error")
@@ -64,7 +73,7 @@ def checkout(mirror: Path, session_id: str, sha: str, branch: str, cached: Path 
         if not (layer / "tree").is_dir():
             size = tree_size(mirror, sha)
             _fits(size, capacity)
-            _fits_budget(size[1], repo_disk.mirror_org(mirror))
+            _fits_budget(size[1], repo_disk.mirror_org(mirror), elsewhere)
             _build_layer(mirror, sha, layer, size)
             built = True
         repo_disk.mark_used(mirror, repo_disk.mirror_org(mirror))

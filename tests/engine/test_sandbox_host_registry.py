@@ -384,3 +384,35 @@ def test_a_draining_host_hibernates_idle_and_orphaned_sandboxes_never_busy_ones(
     Session.objects.filter(pk=leased.pk).update(lease_owner="worker:1:abc")
     orphan = "ses_gone_from_this_database"
     assert sessions_not_busy([idle.pk, busy.pk, leased.pk, orphan]) == [idle.pk, orphan]
+
+
+def test_what_orgs_wrote_on_the_other_hosts_reaches_the_watermark_and_an_import(alice, here, monkeypatch):
+    """The per-org disk checks a host makes besides a new workspace's (sandbox/watermark.py, an import:
+    tests/sandbox/test_budget_other_hosts.py) are handed the other hosts' reports, never this host's
+    own (its disk is counted as it is)."""
+    from hangar.engine.workspace import reaping, sandboxes
+    from sandbox import watermark, workspace_archive
+
+    host_heartbeat(report("other", org_written_mb={"7": 30.0, "8": 1.5}))
+    host_heartbeat(report("third", org_written_mb={"7": 5.0}))
+    host_heartbeat(report(here, org_written_mb={"7": 99.0}))
+    assert hosts.written_elsewhere() == {"7": 35.0, "8": 1.5}
+    assert hosts.written_elsewhere({"8"}) == {"8": 1.5}
+
+    swept, imported = [], []
+    monkeypatch.setattr(sandboxes, "manager", lambda: "this host's sandboxes")
+    monkeypatch.setattr(
+        watermark,
+        "sweep",
+        lambda manager, elsewhere=None: swept.append(elsewhere) or watermark.WatermarkReport(),
+    )
+    reaping.watermark()
+    assert swept == [{"7": 35.0, "8": 1.5}]
+
+    monkeypatch.setattr(workspace_archive, "archive_dir", lambda: "/archive")
+    monkeypatch.setattr(workspace_archive, "exported", lambda session_id: True)
+    monkeypatch.setattr(
+        workspace_archive, "import_", lambda session_id, elsewhere=None: imported.append(elsewhere)
+    )
+    hosts.move_in(session_create(actor=alice.actor, project=alice.project, model={}))
+    assert imported == [{"7": 35.0, "8": 1.5}]

@@ -19,6 +19,7 @@ from hangar.accounts.models import Role
 from hangar.audit.models import ActorType
 from hangar.conversations.models import Session
 from hangar.engine.services import require_member
+from hangar.engine.workspace.hosts import written_elsewhere
 from hangar.engine.workspace.prepare import HOST_KEY_CHANGED, remote_for, session_lock
 from hangar.logging import get_logger
 from hangar.repos import services as repos
@@ -180,7 +181,9 @@ def workspace_pull(
     row = _ready_workspace(session)
     with session_lock(session.pk):
         try:
-            mirror = gitops.mirror_sync(remote_for(session.project, row.repo_url), scope=str(session.org_id))
+            scope = str(session.org_id)
+            remote = remote_for(session.project, row.repo_url)
+            mirror = gitops.mirror_sync(remote, scope=scope, elsewhere=written_elsewhere({scope}))
             try:
                 remote_head = gitops.resolve_ref(mirror, row.branch)
             except gitops.GitError:

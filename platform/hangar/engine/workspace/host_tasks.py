@@ -226,7 +226,10 @@ def reap_sandboxes() -> dict[str, Any]:
 def sandbox_watermark() -> dict[str, Any]:
     from hangar.engine.workspace.reaping import watermark
 
-    return watermark()
+    try:
+        return watermark()
+    finally:
+        connection.close()  # the registry's read: no connection held idle between sweeps
 
 
 @shared_task(name=CHECKPOINT, ignore_result=False)

@@ -117,7 +117,8 @@ def move_in(session: Session) -> None:
     the sandbox is then made on it as on a resume. Nothing when there is no export."""
     if workspace_archive.archive_dir() is None or not workspace_archive.exported(session.pk):
         return
-    moved = workspace_archive.import_(session.pk)
+    # The org's budgets count what it wrote on the other hosts, as a new workspace's do.
+    moved = workspace_archive.import_(session.pk, elsewhere=written_elsewhere())
     if moved is not None:
         log.info("workspace_imported", session=session.pk, host=host_name(), **moved)
 
@@ -144,16 +145,17 @@ def report_now(sandboxes: HostSandboxes) -> None:
         log.warning("sandbox_host_report_failed", host=host_name(), exc_info=True)
 
 
-def written_elsewhere(orgs: set[str]) -> dict[str, float]:
-    """MB each of `orgs` has written on the other sandbox hosts, as their last heartbeats reported it
-    (`SandboxHost.org_written_mb`; a lost host's too: its disk still holds them). The org disk budgets
-    add it to this host's own count (sandbox.budget)."""
+def written_elsewhere(orgs: set[str] | None = None) -> dict[str, float]:
+    """MB each of `orgs` (None: every org) has written on the other sandbox hosts, as their last
+    heartbeats reported it (`SandboxHost.org_written_mb`; a lost host's too: its disk still holds them).
+    The org disk budgets add it to this host's own count (sandbox.budget): a new workspace, an import,
+    a clone's or layer's room, the watermark's pause of a writer."""
     here = host_name()
     out: dict[str, float] = {}
     for host in hosts_all():
         if host.name == here:
             continue
         for org, mb in (host.org_written_mb or {}).items():
-            if str(org) in orgs:
+            if orgs is None or str(org) in orgs:
                 out[str(org)] = out.get(str(org), 0.0) + float(mb)
     return out

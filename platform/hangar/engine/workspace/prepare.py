@@ -29,6 +29,7 @@ from django.db import close_old_connections, connection
 from hangar.conversations.models import Session
 from hangar.engine.agents.secret_env import masker_for, setup_env
 from hangar.engine.workspace.env_cache import EnvKey, env_key
+from hangar.engine.workspace.hosts import written_elsewhere
 from hangar.logging import get_logger
 from hangar.projects import crypto
 from hangar.projects.models import Project
@@ -91,14 +92,15 @@ def _release_connection() -> None:
         connection.close()
 
 
-def _fetch_in_thread(project: Project, url: str, scope: str) -> Future[Path]:
+def _fetch_in_thread(project: Project, url: str, scope: str, elsewhere: dict[str, float]) -> Future[Path]:
     """A mirror fetch on a thread of its own (a shared pool let four slow repositories hold up everyone
-    else's); bounded by git's own deadline (GIT_TIMEOUT_S per process). No database work in it."""
+    else's); bounded by git's own deadline (GIT_TIMEOUT_S per process). No database work in it: what the
+    org wrote on the other sandbox hosts (`elsewhere`, for its budget) is read before."""
     future: Future[Path] = Future()
 
     def fetch() -> None:
         try:
-            future.set_result(gitops.mirror_sync(remote_for(project, url), scope=scope))
+            future.set_result(gitops.mirror_sync(remote_for(project, url), scope=scope, elsewhere=elsewhere))
         except BaseException as exc:  # handed to whoever waits on the future
             future.set_exception(exc)
 
@@ -121,7 +123,7 @@ def mirror_prefetch(session: Session) -> MirrorFetch | None:
     if not project.repo_url or gitops.ready_marker(session.pk).exists():
         return None
     url, scope = project.repo_url, str(session.org_id)
-    return MirrorFetch(url, _fetch_in_thread(project, url, scope))
+    return MirrorFetch(url, _fetch_in_thread(project, url, scope, written_elsewhere({scope})))
 
 
 def workspace_ensure(
@@ -160,17 +162,19 @@ def _prepare(
     try:
         if row.repo_url:
             repos.workspace_preparing(row=row, phase="clone")
+            elsewhere = written_elsewhere({str(session.org_id)})  # the org's budget counts every host
             _release_connection()
             if prefetch is not None and prefetch.url == row.repo_url:
                 mirror = _prefetched(prefetch)
             else:
-                mirror = gitops.mirror_sync(remote_for(project, row.repo_url), scope=str(session.org_id))
+                remote = remote_for(project, row.repo_url)
+                mirror = gitops.mirror_sync(remote, scope=str(session.org_id), elsewhere=elsewhere)
             ref = row.ref or gitops.default_branch(mirror)
             pushed = _pushed_branch(mirror, row)
             sha = pushed or gitops.resolve_ref(mirror, ref)
             cache = env_key(project, box, row.repo_url, sha)
             cached = env_cache.find(cache.key) if cache else None
-            base = gitops.checkout(mirror, session.pk, sha, row.branch, cached=cached)
+            base = gitops.checkout(mirror, session.pk, sha, row.branch, cached=cached, elsewhere=elsewhere)
             restored = cached is not None and base == cached
             repos.workspace_cloned(row=row, ref=ref, base_commit=row.base_commit if pushed else sha)
         elif project.setup_script.strip():
@@ -242,6 +246,7 @@ def _keep_environment(session: Session, cache: EnvKey, base: Path | None) -> Non
             org_id=str(session.org_id),
             base_layer=base,
             info=cache.info,
+            elsewhere=written_elsewhere({str(session.org_id)}),
         )
     except (env_cache.EnvCacheError, OSError) as exc:
         log.info("env_cache_not_kept", session=session.pk, reason=str(exc)[:300])

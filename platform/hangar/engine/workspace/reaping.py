@@ -8,6 +8,11 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from django.db import DatabaseError
+
+from hangar.logging import get_logger
+
+log = get_logger(__name__)
 
 
 def reap() -> dict[str, Any]:
@@ -35,11 +40,19 @@ def reap() -> dict[str, Any]:
 
 
 def watermark() -> dict[str, Any]:
-    """The disk's lines (sandbox.watermark): thin-provisioned workspaces must not fill the disk."""
+    """The disk's lines (sandbox.watermark): thin-provisioned workspaces must not fill the disk. Each
+    org's line counts what it wrote on the other sandbox hosts; if the registry cannot be read, this
+    sweep judges the orgs by this host alone rather than skip the host's own line."""
+    from hangar.engine.workspace.hosts import written_elsewhere
     from hangar.engine.workspace.sandboxes import manager
     from sandbox import watermark as lines
 
-    return lines.sweep(manager()).__dict__
+    try:
+        elsewhere = written_elsewhere()
+    except DatabaseError:
+        log.warning("watermark_without_other_hosts", exc_info=True)
+        elsewhere = {}
+    return lines.sweep(manager(), elsewhere=elsewhere).__dict__
 
 
 def checkpoints() -> dict[str, Any]:
