@@ -14,6 +14,8 @@ files (h1 resumed it when the engine asked again).
 
 from __future__ import annotations
 
+import json
+
 import docker
 import docker.errors
 import pytest
@@ -65,7 +67,7 @@ def _environ(pid: int) -> dict[str, str]:
 def remote_engine(start_worker, monkeypatch, tmp_path):
     """The host service h1 and an engine worker without Docker; h1 registered. Yields the engine worker."""
     monkeypatch.setenv(channel.SETTING, "tcp")
-    start_worker(
+    host_service = start_worker(
         env={channel.SETTING: "tcp", "HANGAR_SANDBOX_HOST": HOST, "HANGAR_SANDBOX_POOL": "0"},
         queues=[host_queue(HOST)],
         concurrency=4,
@@ -80,6 +82,7 @@ def remote_engine(start_worker, monkeypatch, tmp_path):
         }
     )
     wait_for(lambda: host_named(HOST), 120, what="the host service registering h1")
+    engine.host_service = host_service  # for a test that reads its log
     return engine
 
 
@@ -87,6 +90,13 @@ def _engine_log(engine) -> str:
     engine.log.flush()
     with open(engine.log.name) as f:
         return f.read()
+
+
+def _runs_the_loop(worker) -> bool:
+    """Whether the worker's start loaded the loop before it took tasks (hangar.engine.tasks.warm_up_worker)."""
+    lines = [line for line in _engine_log(worker).splitlines() if '"worker_warmed_up"' in line]
+    assert len(lines) == 1, lines
+    return json.loads(lines[0])["runs_the_loop"]
 
 
 def _no_docker():
@@ -151,6 +161,9 @@ def test_an_engine_worker_without_docker_runs_a_session_on_a_host(
     engine_log = _engine_log(engine)
     for sign in ("nonexistent/docker.sock", "DockerException", "Traceback"):
         assert sign not in engine_log, engine_log[-3000:]
+    # The host service calls no model: its start loaded neither LiteLLM nor the loop; the engine's did.
+    assert _runs_the_loop(engine.host_service) is False
+    assert _runs_the_loop(engine) is True
 
     # Hibernated through h1's queue; the next prompt asks h1 again, which resumes it with its files.
     remote_hibernate(session.pk)

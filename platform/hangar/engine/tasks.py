@@ -21,26 +21,43 @@ current_app.conf.task_routes = {
 
 
 @worker_init.connect
-def warm_up_worker(**_kwargs: object) -> None:
+def warm_up_worker(sender: Any = None, **_kwargs: object) -> None:
     """Load once, before the worker takes tasks, what a first step would otherwise load: LiteLLM (slow to
     import, and what it loads lazily), the engine modules imported at first use, and every tool's JSON
     schema. Done lazily, a burst of sessions right after a start paid for it in every thread at once
     (`functools.cache` does not stop many threads computing the same schemas at once). Web processes never
+    import LiteLLM, and neither does a sandbox host's service (deploy/run-host.sh): it runs no loop and
+    calls no model, so it keeps only the warm pool."""
+    from hangar.engine.workspace.sandboxes import allow_warm_pool
+    from hangar.heap import freeze_start_up_heap
 
-    import LiteLLM."""
+    allow_warm_pool()  # this process, a worker, keeps the warm pool (never a web process)
+    runs_the_loop = not _serves_only_host_queues(sender)
+    if runs_the_loop:
+        _load_the_loop()
+    structlog.get_logger(__name__).info("worker_warmed_up", runs_the_loop=runs_the_loop)
+    freeze_start_up_heap()  # last: what was loaded above is never walked by a full collection again
+
+
+def _serves_only_host_queues(worker: Any) -> bool:
+    """Whether this worker consumes nothing but sandbox host queues (host.<name>): a host service."""
+    from hangar.engine.workspace.host_names import is_host_queue
+
+    queues = getattr(getattr(getattr(worker, "app", None), "amqp", None), "queues", None)
+    names = list(queues.consume_from) if queues is not None else []
+    return bool(names) and all(is_host_queue(name) for name in names)
+
+
+def _load_the_loop() -> None:
     from hangar.engine.providers import openai_compat, resolve  # noqa: F401
     from hangar.engine.providers.litellm_model import warm_up
     from hangar.engine.tools import execute  # noqa: F401
     from hangar.engine.tools.registry import ALL, tool_schemas
     from hangar.engine.turn import tool_calls  # noqa: F401  (the loop and everything it imports)
-    from hangar.engine.workspace.sandboxes import allow_warm_pool
-    from hangar.heap import freeze_start_up_heap
     from hangar.projects import credentials  # noqa: F401
 
-    allow_warm_pool()  # this process, a worker, keeps the warm pool (never a web process)
     warm_up()
     tool_schemas(ALL)
-    freeze_start_up_heap()  # last: what was loaded above is never walked by a full collection again
 
 
 @worker_ready.connect

@@ -12,6 +12,13 @@ HIBERNATE_IDLE = "hangar.host.hibernate_idle"
 CHECKPOINT = "hangar.host.workspace_checkpoints"
 
 
+_PREFIX = "host."
+
+
 def host_queue(name: str) -> str:
     """The Celery queue of sandbox host `name`'s service."""
-    return f"host.{name}"
+    return f"{_PREFIX}{name}"
+
+
+def is_host_queue(queue: str) -> bool:
+    return queue.startswith(_PREFIX)
