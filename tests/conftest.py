@@ -4,6 +4,7 @@ Each has a project and an API token; `api(persona)` returns a DRF client authent
 from dataclasses import dataclass
 
 import pytest
+from django.conf import settings
 from rest_framework.test import APIClient
 
 from hangar.accounts import tokens
@@ -11,7 +12,7 @@ from hangar.accounts.actors import Actor
 from hangar.accounts.models import ApiToken, Membership, Org, Role, User
 from hangar.audit.models import ActorType
 from hangar.projects.models import Project
-from tests import schedule, shared_workers, tiers
+from tests import db_template, schedule, shared_workers, tiers
 
 
 @dataclass
@@ -35,6 +36,12 @@ def make_persona(email: str, org: Org, role: str, project_slug: str) -> Persona:
     raw, prefix = tokens.generate()
     row = ApiToken.objects.create(org=org, user=user, name="test", prefix=prefix, digest=tokens.digest(raw))
     return Persona(user, org, membership, project, raw, row)
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
+    """Each process's test database is a copy of the migrated template (tests/db_template.py)."""
+    settings.DATABASES["default"].setdefault("TEST", {})["TEMPLATE"] = db_template.ensure()
 
 
 @pytest.fixture
