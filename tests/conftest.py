@@ -44,6 +44,14 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
     settings.DATABASES["default"].setdefault("TEST", {})["TEMPLATE"] = db_template.ensure()
 
 
+@pytest.fixture(scope="session")
+def process_servers(django_db_setup):
+    """Servers this test process keeps across modules (tests/shared_workers.py), stopped before its test
+    database is dropped."""
+    yield shared_workers.servers
+    shared_workers.stop_servers()
+
+
 @pytest.fixture
 def acme(db) -> Org:
     return Org.objects.create(name="Acme", slug="acme")

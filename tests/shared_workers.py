@@ -22,10 +22,15 @@ FIXTURES = frozenset({"worker", "hooks_worker", "module_workers"})
 _shared: dict[tuple[tuple[str, str], ...], Any] = {}
 
 
+def environment_key(env: dict[str, str] | None) -> tuple[tuple[str, str], ...]:
+    """What a process started now with `env` on top of this one's environment would inherit."""
+    inherited = {name: value for name, value in os.environ.items() if name != "PYTEST_CURRENT_TEST"}
+    return tuple(sorted({**inherited, **(env or {})}.items()))
+
+
 def get(env: dict[str, str] | None, start: Callable[[], Any]) -> Any:
     """The running worker for `env` on top of this process's environment, started with `start` if none is."""
-    inherited = {name: value for name, value in os.environ.items() if name != "PYTEST_CURRENT_TEST"}
-    key = tuple(sorted({**inherited, **(env or {})}.items()))
+    key = environment_key(env)
     worker = _shared.get(key)
     if worker is None or worker.proc.poll() is not None:
         if worker is not None:
@@ -38,3 +43,13 @@ def stop_all() -> None:
     while _shared:
         _, worker = _shared.popitem()
         worker.stop()
+
+
+# Servers a test process keeps across modules (the default `daphne`, tests/opencode/live.py), by key.
+servers: dict[tuple[tuple[str, str], ...], Any] = {}
+
+
+def stop_servers() -> None:
+    while servers:
+        _, server = servers.popitem()
+        server.stop()

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
+from tests import shared_workers
 from tests.engine.conftest import QUEUE, ROOT, give_scripted_credential
 
 CLIENT_DIR = ROOT / "tests" / "opencode_client"
@@ -78,10 +79,17 @@ class Daphne:
 
 
 @pytest.fixture(scope="module")
-def daphne(django_db_setup, django_db_blocker):
-    server = Daphne(settings.DATABASES["default"]["NAME"])
-    yield server
-    server.stop()
+def daphne(process_servers) -> Daphne:
+    """The web, one per test process for every module that asks for this one: a start costs seconds of
+    CPU (Django, Channels, the app) and a running server holds nothing of a test's but its log (each
+    test's rows and ids are its own). Keyed by the environment it would inherit, as shared workers are
+    (tests/shared_workers.py); modules that need other settings start their own."""
+    db_name = settings.DATABASES["default"]["NAME"]
+    key = shared_workers.environment_key({"HANGAR_TEST_DB": db_name})
+    server = process_servers.get(key)
+    if server is None or server.proc.poll() is not None:
+        server = process_servers[key] = Daphne(db_name)
+    return server
 
 
 @pytest.fixture
