@@ -6,6 +6,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH=platform:.
+# mypy's incremental cache outside the clone, shared by every clone on this machine: it keys each module
+# by its content, so a new clone re-checks only what differs (its writes are atomic renames).
+export MYPY_CACHE_DIR=${MYPY_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/hangar/mypy}
 bin=.venv/bin
 failed=()
 

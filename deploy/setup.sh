@@ -48,20 +48,33 @@ if [ ! -x /usr/sbin/sshd ] && [ "$(id -u)" = 0 ]; then
 fi
 
 # --- Python deps (pinned in pyproject.toml) ------------------------------------------------------
+# A clone's .venv is a link to the one environment this machine keeps per set of pinned requirements
+# (and Python version), under ~/.cache/hangar/venvs: a new clone of an unchanged tree installs nothing,
+# and a change to the pins makes a new one beside it, as Poetry keeps its environments. A .venv that is
+# a directory of its own is kept and brought up to the pins in place.
 PY=${PYTHON:-python3}
-[ -x .venv/bin/python ] || { say "creating .venv"; $PY -m venv .venv; }
-deps_hash=$(sha256sum pyproject.toml | cut -c1-16)
-if [ "$(cat .venv/.deps-hash 2>/dev/null)" != "$deps_hash" ]; then
-  say "installing Python dependencies (pyproject.toml)"
-  .venv/bin/python - <<'PYEOF' > var/requirements.txt
+requirements=$($PY - <<'PYEOF'
 import tomllib
 project = tomllib.load(open("pyproject.toml", "rb"))["project"]
 print("\n".join(project["dependencies"] + project["optional-dependencies"]["dev"]))
 PYEOF
-  .venv/bin/pip install -q --upgrade pip >var/log/pip.log 2>&1
-  .venv/bin/pip install -q -r var/requirements.txt >>var/log/pip.log 2>&1 || die "pip install failed (see var/log/pip.log)"
-  echo "$deps_hash" > .venv/.deps-hash
-fi
+)
+deps_hash=$( { $PY --version; echo "$requirements"; } | sha256sum | cut -c1-16)
+venvs=${HANGAR_VENV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hangar/venvs}
+mkdir -p "$venvs"
+if [ ! -e .venv ] || [ -L .venv ]; then ln -sfn "$venvs/$deps_hash" .venv; fi
+venv=$(readlink -f .venv)
+(
+  flock 9  # two clones setting up at once build one environment, once
+  [ -x "$venv/bin/python" ] || { say "creating .venv ($venv)"; $PY -m venv "$venv"; }
+  if [ "$(cat "$venv/.deps-hash" 2>/dev/null)" != "$deps_hash" ]; then
+    say "installing Python dependencies (pyproject.toml)"
+    echo "$requirements" > var/requirements.txt
+    "$venv/bin/pip" install -q --upgrade pip >var/log/pip.log 2>&1
+    "$venv/bin/pip" install -q -r var/requirements.txt >>var/log/pip.log 2>&1 || die "pip install failed (see var/log/pip.log)"
+    echo "$deps_hash" > "$venv/.deps-hash"
+  fi
+) 9>"$venvs/$deps_hash.lock"
 
 # --- secrets: generated once, never committed ----------------------------------------------------
 if [ ! -f .env ]; then
