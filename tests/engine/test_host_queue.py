@@ -92,11 +92,11 @@ def _engine_log(engine) -> str:
         return f.read()
 
 
-def _runs_the_loop(worker) -> bool:
-    """Whether the worker's start loaded the loop before it took tasks (hangar.engine.tasks.warm_up_worker)."""
+def _warmed_up(worker) -> dict:
+    """What the worker's start loaded before it took tasks (hangar.engine.tasks.warm_up_worker)."""
     lines = [line for line in _engine_log(worker).splitlines() if '"worker_warmed_up"' in line]
     assert len(lines) == 1, lines
-    return json.loads(lines[0])["runs_the_loop"]
+    return json.loads(lines[0])
 
 
 def _no_docker():
@@ -161,9 +161,11 @@ def test_an_engine_worker_without_docker_runs_a_session_on_a_host(
     engine_log = _engine_log(engine)
     for sign in ("nonexistent/docker.sock", "DockerException", "Traceback"):
         assert sign not in engine_log, engine_log[-3000:]
-    # The host service calls no model: its start loaded neither LiteLLM nor the loop; the engine's did.
-    assert _runs_the_loop(engine.host_service) is False
-    assert _runs_the_loop(engine) is True
+    # The host service calls no model: its start loaded neither LiteLLM nor the loop; the engine's loaded
+    # the loop, and not LiteLLM either: its calls go to an OpenAI-compatible endpoint directly.
+    host_start, engine_start = _warmed_up(engine.host_service), _warmed_up(engine)
+    assert host_start["runs_the_loop"] is False and host_start["litellm_loaded"] is False
+    assert engine_start["runs_the_loop"] is True and engine_start["litellm_loaded"] is False
 
     # Hibernated through h1's queue; the next prompt asks h1 again, which resumes it with its files.
     remote_hibernate(session.pk)

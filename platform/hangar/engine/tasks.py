@@ -3,6 +3,7 @@ long runs. The queue is `HANGAR_ENGINE_QUEUE` (default "celery"), so tests can i
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import structlog
@@ -22,12 +23,14 @@ current_app.conf.task_routes = {
 
 @worker_init.connect
 def warm_up_worker(sender: Any = None, **_kwargs: object) -> None:
-    """Load once, before the worker takes tasks, what a first step would otherwise load: LiteLLM (slow to
-    import, and what it loads lazily), the engine modules imported at first use, and every tool's JSON
-    schema. Done lazily, a burst of sessions right after a start paid for it in every thread at once
-    (`functools.cache` does not stop many threads computing the same schemas at once). Web processes never
-    import LiteLLM, and neither does a sandbox host's service (deploy/run-host.sh): it runs no loop and
-    calls no model, so it keeps only the warm pool."""
+    """Load once, before the worker takes tasks, what a first step would otherwise load: the engine modules
+    imported at first use, every tool's JSON schema, and LiteLLM (slow to import, and what it loads
+    lazily) when every call goes through it. Done lazily, a burst of sessions right after a start paid for
+    it in every thread at once (`functools.cache` does not stop many threads computing the same schemas at
+    once). With OpenAI-compatible endpoints called directly (the default), a worker loads LiteLLM before
+    its first call that needs it, if any (litellm_model.warm_up). Web processes never import LiteLLM, and
+    neither does a sandbox host's service (deploy/run-host.sh): it runs no loop and calls no model, so it
+    keeps only the warm pool."""
     from hangar.engine.workspace.sandboxes import allow_warm_pool
     from hangar.heap import freeze_start_up_heap
 
@@ -35,7 +38,9 @@ def warm_up_worker(sender: Any = None, **_kwargs: object) -> None:
     runs_the_loop = not _serves_only_host_queues(sender)
     if runs_the_loop:
         _load_the_loop()
-    structlog.get_logger(__name__).info("worker_warmed_up", runs_the_loop=runs_the_loop)
+    structlog.get_logger(__name__).info(
+        "worker_warmed_up", runs_the_loop=runs_the_loop, litellm_loaded="litellm" in sys.modules
+    )
     freeze_start_up_heap()  # last: what was loaded above is never walked by a full collection again
 
 
@@ -49,6 +54,8 @@ def _serves_only_host_queues(worker: Any) -> bool:
 
 
 def _load_the_loop() -> None:
+    from django.conf import settings
+
     from hangar.engine.providers import openai_compat, resolve  # noqa: F401
     from hangar.engine.providers.litellm_model import warm_up
     from hangar.engine.tools import execute  # noqa: F401
@@ -56,7 +63,8 @@ def _load_the_loop() -> None:
     from hangar.engine.turn import tool_calls  # noqa: F401  (the loop and everything it imports)
     from hangar.projects import credentials  # noqa: F401
 
-    warm_up()
+    if not settings.HANGAR_DIRECT_OPENAI_COMPAT:  # every call goes through LiteLLM: load it now
+        warm_up()
     tool_schemas(ALL)
 
 

@@ -4,8 +4,8 @@ Model Catalog").
 Where a model's limits come from, first match wins:
 1. the project's `model_limits` ({"provider/model" or "model": {"context": N, "output": N, "input": N?,
    "attachments": bool?}});
-2. LiteLLM's local model map (`max_input_tokens`, `max_output_tokens`, `supports_vision`; imported lazily,
-   worker only);
+2. LiteLLM's local model map (`max_input_tokens`, `max_output_tokens`, `supports_vision`; model_table.py
+   reads it without importing LiteLLM);
 3. DEFAULT: a 128,000-token context and 32,000 output tokens, what OpenCode assumes of a model it does not
    know and what Hangar's `/config/providers` advertises for the project's model.
 
@@ -20,6 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
+
+from hangar.engine.providers import model_table
 
 OUTPUT_TOKEN_MAX = 32_000  # OpenCode's cap on the output a step may ask for (ProviderTransform)
 
@@ -52,9 +54,7 @@ def _positive(value: Any) -> int | None:
 
 @lru_cache(maxsize=512)
 def _from_litellm(provider_id: str, model_id: str) -> ModelLimits | None:
-    from hangar.engine.providers.litellm_transport import litellm_module
-
-    table = litellm_module().model_cost
+    table = model_table.model_cost()
     for key in _keys(provider_id, model_id):
         entry = table.get(key)
         if not entry:

@@ -11,6 +11,7 @@ from functools import lru_cache
 
 from django.conf import settings
 
+from hangar.engine.providers import model_table
 from hangar.engine.providers.base import Usage
 
 
@@ -25,9 +26,7 @@ def _price(provider_id: str, model_id: str) -> tuple[float, float, float]:
                 float(p.get("output", 0)),
                 float(p.get("cache_read", p.get("input", 0))),
             )
-    from hangar.engine.providers.litellm_transport import litellm_module
-
-    table = litellm_module().model_cost
+    table = model_table.model_cost()
     for key in (f"{provider_id}/{model_id}", model_id):
         entry = table.get(key)
         if entry:

@@ -1,7 +1,7 @@
 """The LiteLLM adapter: `litellm.completion(stream=True, ...)` normalised into StreamEvents.
 
-LiteLLM is imported lazily (seconds of import and a large share of a worker's memory): only a worker that
-runs a step pays for it. LiteLLM builds
+LiteLLM is imported lazily (seconds of import and a large share of a worker's memory): only a process
+that makes a call through it pays for it (warm_up). LiteLLM builds
 and sends every request (auth, api_base, params, message transforms, error mapping); how we read the
 answer depends on the route:
   * an OpenAI-compatible api_base (`openai/<model>`): the provider's SSE bytes, read off the HTTP
@@ -54,20 +54,40 @@ KEYLESS = "no-key"
 def warm_up() -> None:
     """Import LiteLLM and make it load what it loads on a first call (its tokenizer, modules it imports
     inside functions): one streaming request, our way, to a closed local port, which fails at once. A
-    worker that skipped this would load them in its first burst of sessions, in every thread at once,
-    delaying every first step of the burst (bench/agent_load.py)."""
-    litellm_module()
-    model = LiteLLMModel(
-        provider_id="warm-up", model_id="warm-up", api_base="http://127.0.0.1:9/v1", api_key="-"
-    )
-    try:
-        list(
-            model.stream(
-                system=["-"], messages=[{"role": "user", "content": "-"}], tools=[], abort=threading.Event()
+    process that skipped this would load them in its first burst of LiteLLM calls, in every thread at
+    once, delaying every first step of the burst (bench/agent_load.py). Done once per process: at a
+    worker's start when every call goes through LiteLLM (hangar.engine.tasks), else before the first
+    call that does (a worker whose calls all go to OpenAI-compatible endpoints directly never loads it)."""
+    if _warm.is_set() or getattr(_warming, "now", False):
+        return
+    with _warm_lock:  # the threads of a first burst wait for the one that warms up
+        if _warm.is_set():
+            return
+        _warming.now = True
+        try:
+            litellm_module()
+            model = LiteLLMModel(
+                provider_id="warm-up", model_id="warm-up", api_base="http://127.0.0.1:9/v1", api_key="-"
             )
-        )
-    except ProviderError:
-        pass  # connection refused: expected
+            try:
+                list(
+                    model.stream(
+                        system=["-"],
+                        messages=[{"role": "user", "content": "-"}],
+                        tools=[],
+                        abort=threading.Event(),
+                    )
+                )
+            except ProviderError:
+                pass  # connection refused: expected
+        finally:
+            _warming.now = False
+            _warm.set()
+
+
+_warm = threading.Event()
+_warm_lock = threading.Lock()
+_warming = threading.local()  # set in the thread warming up, whose own call comes back through stream()
 
 
 def _plain_tools(tools: list[dict[str, Any]]) -> bool:
@@ -208,6 +228,7 @@ class LiteLLMModel:
         abort: threading.Event,
         temperature: float | None = None,
     ) -> Iterator[StreamEvent]:
+        warm_up()
         litellm = litellm_module()
         kwargs = self._kwargs(temperature)
         if tools and self._api_base is not None and _plain_tools(tools):
