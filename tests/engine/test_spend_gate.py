@@ -6,7 +6,6 @@ Each step of these scripts reports 1,000 input and 100 output tokens; the worker
 at $0.00001 and $0.0001 a token, so a step costs $0.02."""
 
 import json
-import os
 
 import pytest
 
@@ -33,13 +32,21 @@ def tool_step(i: int) -> list:
     ]
 
 
-def priced_worker(start_worker, *script_ids, price=(0.00001, 0.0001)):
-    prices = {f"scripted/{s}": {"input": price[0], "output": price[1]} for s in script_ids}
-    os.environ["HANGAR_MODEL_PRICES"] = json.dumps(prices)
-    try:
-        return start_worker()
-    finally:
-        del os.environ["HANGAR_MODEL_PRICES"]
+# Each test's scripts by id, with their price per token (input, output): one price list for the module,
+# so that its tests share one worker (tests/shared_workers.py).
+CHEAP = (0.00001, 0.0001)
+PRICED = {
+    "spend-three": CHEAP,
+    "spend-one": CHEAP,
+    "spend-hard": (0, 0.0002),
+    "spend-soft": CHEAP,
+    "spend-never": CHEAP,
+}
+
+
+def priced_worker(module_workers):
+    prices = {f"scripted/{s}": {"input": price[0], "output": price[1]} for s, price in PRICED.items()}
+    return module_workers({"HANGAR_MODEL_PRICES": json.dumps(prices)})
 
 
 def streamed(script, script_id) -> int:
@@ -47,11 +54,11 @@ def streamed(script, script_id) -> int:
 
 
 def test_the_ledger_has_a_row_per_call_and_equals_the_sessions_step_costs(
-    alice, bob, script, make_session, start_worker
+    alice, bob, script, make_session, module_workers
 ):
-    three = script.load([tool_step(1), tool_step(2), [{"text": "done"}, USAGE]])
-    one = script.load([[{"text": "hi"}, USAGE]])
-    priced_worker(start_worker, three, one)
+    three = script.load([tool_step(1), tool_step(2), [{"text": "done"}, USAGE]], script_id="spend-three")
+    one = script.load([[{"text": "hi"}, USAGE]], script_id="spend-one")
+    priced_worker(module_workers)
     first, second = make_session(alice, three), make_session(bob, one)
     session_prompt(actor=alice.actor, session=first, parts=text_prompt("three steps"))
     session_prompt(actor=bob.actor, session=second, parts=text_prompt("one step"))
@@ -89,14 +96,16 @@ def test_the_ledger_has_a_row_per_call_and_equals_the_sessions_step_costs(
 
 
 def test_a_hard_budget_stops_the_session_before_the_call_that_would_pass_it(
-    alice, script, make_session, start_worker
+    alice, script, make_session, module_workers
 ):
-    script_id = script.load([tool_step(i) for i in range(1, 6)] + [[{"text": "done"}, USAGE]])
+    script_id = script.load(
+        [tool_step(i) for i in range(1, 6)] + [[{"text": "done"}, USAGE]], script_id="spend-hard"
+    )
     # Each call reserves its ceiling first (tests/engine/test_budget_reservation.py): priced here so that
     # the ceiling (a free prompt, at most 100 tokens written) is the step's cost, $0.02.
     alice.project.model_limits = {f"scripted/{script_id}": {"context": 100_000, "output": 100}}
     alice.project.save(update_fields=["model_limits"])
-    priced_worker(start_worker, script_id, price=(0, 0.0002))
+    priced_worker(module_workers)
     Budget.objects.create(
         org=alice.org, scope="project", project_id=alice.project.pk, period="day", hard_limit=0.05
     )
@@ -127,9 +136,11 @@ def test_a_hard_budget_stops_the_session_before_the_call_that_would_pass_it(
     assert Event.objects.filter(session=session, type="session.error").count() == 2
 
 
-def test_a_soft_budget_alerts_once(alice, script, make_session, start_worker):
-    script_id = script.load([tool_step(1), tool_step(2), [{"text": "done"}, USAGE]], loop=True)
-    priced_worker(start_worker, script_id)
+def test_a_soft_budget_alerts_once(alice, script, make_session, module_workers):
+    script_id = script.load(
+        [tool_step(1), tool_step(2), [{"text": "done"}, USAGE]], loop=True, script_id="spend-soft"
+    )
+    priced_worker(module_workers)
     Budget.objects.create(
         org=alice.org, scope="member", user_id=alice.user.pk, period="month", soft_limit=0.01
     )
@@ -146,9 +157,11 @@ def test_a_soft_budget_alerts_once(alice, script, make_session, start_worker):
     assert not Event.objects.filter(session=session, type="session.error").exists()
 
 
-def test_a_model_outside_the_allow_list_is_refused_before_any_call(alice, script, make_session, start_worker):
-    script_id = script.load([[{"text": "never"}, USAGE]])
-    priced_worker(start_worker, script_id)
+def test_a_model_outside_the_allow_list_is_refused_before_any_call(
+    alice, script, make_session, module_workers
+):
+    script_id = script.load([[{"text": "never"}, USAGE]], script_id="spend-never")
+    priced_worker(module_workers)
     ModelAllowList.objects.create(org=alice.org, allowed=["scripted/some-other-model"])
     session = make_session(alice, script_id)
     session_prompt(actor=alice.actor, session=session, parts=text_prompt("hello"))

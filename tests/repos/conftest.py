@@ -10,6 +10,7 @@ import pytest
 
 from tests.engine.conftest import (  # noqa: F401  (fixtures)
     make_session,
+    module_workers,
     script,
     scripted,
     sessions_made,

@@ -17,10 +17,10 @@ def call(name, call_id, **arguments):
 
 
 def test_the_first_tool_call_sees_the_clone_and_the_setup_and_the_diff_is_against_the_clone(
-    alice, repo_project, gitserver, script, make_session, start_worker
+    alice, repo_project, gitserver, script, make_session, module_workers
 ):
     repo_project(gitserver.url("public/demo.git"), setup="echo setup-ran > .setup-marker")
-    start_worker(env={"HANGAR_REPO_ALLOW_PRIVATE_HOSTS": "1"})
+    module_workers({"HANGAR_REPO_ALLOW_PRIVATE_HOSTS": "1"})
     script_id = script.load(
         [
             [call("bash", "c1", command="cat README.md .setup-marker; ls -a", description="look")],
@@ -56,12 +56,12 @@ def test_the_first_tool_call_sees_the_clone_and_the_setup_and_the_diff_is_agains
 
 
 def test_creating_a_session_prepares_its_workspace_before_any_prompt(
-    api, alice, repo_project, gitserver, start_worker, sessions_made
+    api, alice, repo_project, gitserver, module_workers, sessions_made
 ):
     from tests.engine.conftest import wait_for
 
     repo_project(gitserver.url("public/demo.git"), setup="echo prepared")
-    start_worker(env={"HANGAR_REPO_ALLOW_PRIVATE_HOSTS": "1"})
+    module_workers({"HANGAR_REPO_ALLOW_PRIVATE_HOSTS": "1"})
     base = f"/api/orgs/acme/projects/{alice.project.pk}/sessions/"
     response = api(alice).post(base, {"title": "t"}, format="json")
     assert response.status_code == 201, response.content

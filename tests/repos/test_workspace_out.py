@@ -61,10 +61,10 @@ def _streamed(session, op_id: int) -> list[str]:
 
 @pytest.mark.django_db(transaction=True)
 def test_a_session_edits_commits_and_pushes_its_branch_and_the_server_has_it(
-    api, alice, repo_project, gitserver, sessions_made, start_worker
+    api, alice, repo_project, gitserver, sessions_made, module_workers
 ):
     repo_project(gitserver.url("private/app.git"), token=TOKEN, username="alice")
-    start_worker(env=WORKER_ENV)
+    module_workers(WORKER_ENV)
     session, box = _create(api, alice, sessions_made, branch="feature/hello")
     box.write("/workspace/src/app.py", "print('hello, world')\n")
     box.write("/workspace/NEW.md", "new file\n")
@@ -103,10 +103,10 @@ def gitserver_log(server, commit: str) -> str:
 
 @pytest.mark.django_db(transaction=True)
 def test_a_push_rejected_because_the_remote_moved_is_a_clear_409_then_pull_and_push_again(
-    api, alice, repo_project, gitserver, sessions_made, start_worker
+    api, alice, repo_project, gitserver, sessions_made, module_workers
 ):
     repo_project(gitserver.url("public/demo.git"))
-    start_worker(env=WORKER_ENV)
+    module_workers(WORKER_ENV)
     session, box = _create(api, alice, sessions_made, branch="shared/topic")
     box.write("/workspace/mine.txt", "mine\n")
     assert _operation(api, alice, session, "push", {"message": "first"})["status"] == "done"
