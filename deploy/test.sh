@@ -9,16 +9,11 @@ cd "$(dirname "$0")/.."
 if [ "${HANGAR_CHECK:-1}" != 0 ]; then ./deploy/check.sh; fi
 
 # Node packages for the OpenCode-client compatibility tests (stock `opencode` CLI and JS SDK).
+# `npm install`, not `npm ci`: opencode-ai names its per-platform binaries as optional dependencies
+# without versions, which npm 11 leaves out of any lock it writes and `npm ci` then calls out of sync.
+# install keeps to the committed lock all the same and does not rewrite it (deploy/node-modules.sh).
 if [ -f tests/opencode_client/package.json ]; then
-  if [ ! -d tests/opencode_client/node_modules ] || [ tests/opencode_client/package.json -nt tests/opencode_client/node_modules ]; then
-    # `npm install`, not `npm ci`: opencode-ai names its per-platform binaries as optional dependencies
-    # without versions, which npm 11 leaves out of any lock it writes and `npm ci` then calls out of sync.
-    # install keeps to the committed lock all the same and does not rewrite it.
-    echo "[test] npm install (tests/opencode_client)"
-    (cd tests/opencode_client && npm install --no-audit --no-fund --loglevel=error) >var/log/npm.log 2>&1 \
-      || { cat var/log/npm.log; exit 1; }
-    touch tests/opencode_client/node_modules
-  fi
+  ./deploy/node-modules.sh tests/opencode_client install >var/log/npm.log 2>&1 || { cat var/log/npm.log; exit 1; }
 fi
 
 # The whole suite runs in parallel test processes (pytest-xdist), each with its own test database, Redis
