@@ -24,7 +24,6 @@ clone's room; the host's own lines (its watermark, its budget) are this disk's a
 
 from __future__ import annotations
 
-import fcntl
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -32,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import overload
 
-from sandbox import registry, repo_disk, volumes, written
+from sandbox import host_locks, registry, repo_disk, volumes, written
 from sandbox.protocol import QuotaExceeded
 
 MB = 1024 * 1024
@@ -141,14 +140,8 @@ def org_written_mb(org_id: str) -> float:
 @contextmanager
 def reserving() -> Iterator[None]:
     """Hold the host-wide budget lock while checking and creating a volume."""
-    lock = volumes.ROOT / "locks" / "budget.lock"
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    with host_locks.held("budget.lock"):
         yield
-    finally:
-        os.close(fd)  # releases the lock
 
 
 Groups = Sequence[Sequence[str]]  # org ids whose bytes count together: one group per owner of the org

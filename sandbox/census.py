@@ -6,15 +6,13 @@ has no record here and does not count. Warm-pool containers belong to nobody unt
 
 from __future__ import annotations
 
-import fcntl
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 import docker
 
-from sandbox import containers, registry, volumes
+from sandbox import containers, host_locks, registry, volumes
 
 
 @dataclass(frozen=True)
@@ -56,11 +54,5 @@ def org_lock(org_id: str) -> Iterator[None]:
     free place (different orgs never wait for each other). `org_id` may also name another group that
     shares a cap (an owner's orgs: "owner-<user id>"); take an org's lock before its owners', owners in
     their order, so that no two callers wait for each other in a cycle."""
-    path = volumes.ROOT / "locks" / f"org-{org_id}.lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    with host_locks.held(f"org-{org_id}.lock"):
         yield
-    finally:
-        os.close(fd)

@@ -25,7 +25,6 @@ git dir borrowing the host's mirror, sandbox/gitops) is not moved (`NotMovable`)
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import subprocess
@@ -39,7 +38,7 @@ from typing import Any
 import docker
 import docker.errors
 
-from sandbox import budget, containers, gitops, registry, volumes
+from sandbox import budget, containers, gitops, host_locks, registry, volumes
 from sandbox.protocol import SandboxError
 
 SETTING = "HANGAR_WORKSPACE_ARCHIVE"
@@ -101,14 +100,8 @@ def forget_checkpoint(session_id: str) -> None:
 @contextlib.contextmanager
 def checkpoint_lock(session_id: str) -> Iterator[None]:
     """Held while this host writes or removes the session's checkpoint (striped: bounded lock files)."""
-    path = volumes.ROOT / "locks" / f"checkpoint-{zlib.crc32(session_id.encode()) % 64}.lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    with host_locks.held(f"checkpoint-{zlib.crc32(session_id.encode()) % 64}.lock"):
         yield
-    finally:
-        os.close(fd)
 
 
 def exported(session_id: str) -> bool:

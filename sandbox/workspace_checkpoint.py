@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import fcntl
 import json
 import os
 import subprocess
@@ -42,8 +41,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sandbox import budget, gitops, registry, volumes, workspace_archive
+from sandbox import budget, gitops, host_locks, registry, volumes, workspace_archive
 from sandbox.protocol import SandboxError
+
+SWEEP_LOCK = "host-checkpoint.lock"  # one sweep at a time per host (host_locks)
 
 _libc = ctypes.CDLL(None, use_errno=True)
 TAR_TIMEOUT_S = 1800
@@ -199,23 +200,6 @@ def checkpoint(session_id: str, key: str, volume: str) -> dict[str, Any]:
         tmp.unlink(missing_ok=True)
 
 
-@contextlib.contextmanager
-def _one_sweep() -> Iterator[bool]:
-    """A host-wide non-blocking flock: True when this process sweeps."""
-    path = volumes.ROOT / "locks" / "host-checkpoint.lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        yield True
-    finally:
-        os.close(fd)
-
-
 def sweep(
     interval_s: float,
     *,
@@ -230,7 +214,7 @@ def sweep(
     if interval_s <= 0 or workspace_archive.archive_dir() is None:
         report.skipped = "checkpoints are off"
         return report
-    with _one_sweep() as mine:
+    with host_locks.held_if_free(SWEEP_LOCK) as mine:
         if not mine:
             report.skipped = "another checkpoint sweep runs on this host"
             return report

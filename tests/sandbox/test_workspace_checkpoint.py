@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from sandbox import budget, registry, volumes, workspace_archive, workspace_checkpoint
+from sandbox import budget, host_locks, registry, volumes, workspace_archive, workspace_checkpoint
 from sandbox.protocol import SandboxSpec
 from sandbox.workspace_checkpoint import Live, due, sweep
 
@@ -166,7 +166,7 @@ def test_the_bounds_off_one_sweep_per_host_the_watermark_and_only_the_hosts_sess
     sid = new_session_id()
     sandboxes.get_or_create(_spec(sid)).write("/workspace/a.txt", "a\n")
     assert sweep(0).skipped == "checkpoints are off"
-    with workspace_checkpoint._one_sweep() as mine:
+    with host_locks.held_if_free(workspace_checkpoint.SWEEP_LOCK) as mine:
         assert mine
         assert sweep(INTERVAL_S).skipped == "another checkpoint sweep runs on this host"
     full = sweep(INTERVAL_S, limits=budget.Limits(headroom_mb=10**9))

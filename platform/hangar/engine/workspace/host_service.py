@@ -12,11 +12,8 @@ makes it active again.
 
 from __future__ import annotations
 
-import fcntl
-import os
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Protocol
 
 import docker
@@ -32,7 +29,7 @@ from hangar.conversations.host_services import (
 )
 from hangar.conversations.models import HostState
 from hangar.logging import get_logger
-from sandbox import host_stats, volumes, workspace_archive
+from sandbox import host_locks, host_stats, workspace_archive
 
 log = get_logger(__name__)
 
@@ -81,7 +78,7 @@ def drain_pass(sandboxes: HostSandboxes, name: str, live: list[str]) -> int:
     """Hibernate the draining host's idle sandboxes (workspaces kept: the session's next run resumes
     it); mark the host drained when none is left live. One worker process at a time per host (a flock),
     so two workers of one host never hibernate the same sandbox at once. Returns how many it hibernated."""
-    with _host_lock("drain") as mine:
+    with host_locks.held_if_free("host-drain.lock") as mine:
         if not mine:
             return 0
         idle = sessions_not_busy(live)
@@ -118,23 +115,6 @@ def move_out(sandboxes: HostSandboxes, session_id: str, name: str) -> bool:
     session_sandbox_host_release(session_id=session_id, host_name=name)
     log.info("workspace_exported", session=session_id, host=name, **moved)
     return True
-
-
-@contextmanager
-def _host_lock(what: str) -> Iterator[bool]:
-    """A non-blocking host-wide flock: True when this process holds it."""
-    path = volumes.ROOT / "locks" / f"host-{what}.lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        yield True
-    finally:
-        os.close(fd)
 
 
 def _run(sandboxes: Callable[[], HostSandboxes], stop: threading.Event) -> None:

@@ -13,13 +13,11 @@ timeout. The preparation task and pushes and pulls run on the repository queue
 
 from __future__ import annotations
 
-import fcntl
-import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,7 +33,7 @@ from hangar.projects import crypto
 from hangar.projects.models import Project
 from hangar.repos import services as repos
 from hangar.repos.models import SessionWorkspace, WorkspaceState
-from sandbox import env_cache, gitops, registry, volumes
+from sandbox import env_cache, gitops, host_locks, registry, volumes
 from sandbox.protocol import WORKSPACE, Sandbox, SandboxError
 
 log = get_logger(__name__)
@@ -65,24 +63,12 @@ def remote_for(project: Project, url: str | None = None) -> gitops.Remote:
     )
 
 
-class _SessionLock:
-    """An exclusive flock on the session's host lock file, taken with no database connection held."""
-
-    def __init__(self, session_id: str):
-        self.path = volumes.ROOT / "locks" / f"workspace-{volumes.session_key(session_id)}.lock"
-
-    def __enter__(self) -> None:
-        _release_connection()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
-
-    def __exit__(self, *exc: object) -> None:
-        os.close(self.fd)  # releases the lock
-
-
-def session_lock(session_id: str) -> _SessionLock:
-    return _SessionLock(session_id)
+@contextmanager
+def session_lock(session_id: str) -> Iterator[None]:
+    """The session's workspace lock on this host, waited for with no database connection held."""
+    _release_connection()
+    with host_locks.held(f"workspace-{volumes.session_key(session_id)}.lock"):
+        yield
 
 
 def _release_connection() -> None:
