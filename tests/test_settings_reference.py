@@ -6,7 +6,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 NAME = re.compile(r"\bHANGAR_[A-Z0-9_]*[A-Z0-9]\b")
-SEARCHED = ["platform", "sandbox", "deploy", "scripted_llm", "bench", "Dockerfile", "Makefile", "frontend/build.sh"]
+SEARCHED = [
+    "platform",
+    "sandbox",
+    "deploy",
+    "scripted_llm",
+    "bench",
+    "Dockerfile",
+    "Makefile",
+    "frontend/build.sh",
+]
 SKIPPED_SUFFIXES = {".md", ".pyc", ".png", ".svg", ".json", ".lock"}
 # Read from the environment on each use (docs/settings.md, "per call"): tests give a worker its own queue.
 PER_CALL = {"engine/session/enqueue.py", "integrations/queue.py", "engine/workspace/sandboxes.py"}
