@@ -1,7 +1,7 @@
 """Many sessions on one worker: N concurrent scripted sessions, five steps each, the scripted server
 answering every call after a delay (default 2 s), one Celery worker process (thread pool).
 
-    .venv/bin/python bench/agent_load.py [--sessions 100] [--delay 2]
+    .venv/bin/python bench/agent_load.py [--sessions 100] [--delay 2] [--hosts 2]
 
 Every session runs the same five steps (bash, write, read, bash, answer) in its own real Docker sandbox,
 persisted in Postgres (database `hangar_bench`). Sandboxes are provisioned before the clock starts
@@ -12,6 +12,11 @@ or the prompt's time for the first) - the scripted delay. Worker RSS = the worke
 every 0.5 s, maximum. Machine CPU per step = the whole machine's CPU over the same window (Postgres,
 Redis, Docker, the sandboxes, this process), by part: on 2 cores it bounds how fast a burst clears.
 The last line printed is one JSON object.
+
+--hosts 2: two sandbox hosts on this machine (common.TwoHosts: host B's dockerd, a host service per host)
+and the worker an engine worker without a Docker socket; placement spreads the sessions over both hosts,
+this process provisions them through the host queues as an engine worker would, and `hosts` reports per
+host the sessions placed, its service's peak RSS and its sandboxes' memory after the burst.
 """
 
 from __future__ import annotations
@@ -28,7 +33,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from common import (
+    REMOTE_ENV,
     ROOT,
+    TwoHosts,
     agent_turns,
     arguments,
     bench_env,
@@ -86,7 +93,16 @@ def _part(comm: str, cgroup: str) -> str:
 
 
 def provision(session) -> None:
+    from django.conf import settings
+
     from hangar.engine.workspace.sandboxes import manager, spec_for
+
+    if settings.HANGAR_SANDBOX_REMOTE:  # through the session's host's queue, as the engine worker does
+        from hangar.engine.workspace.remote import forget, remote_sandbox
+
+        remote_sandbox(session)
+        forget(session.pk)
+        return
 
     box = manager().get_or_create(spec_for(session))
     box.snapshot_track()
@@ -175,13 +191,19 @@ def main() -> None:
         ("--workers", {"type": int, "default": 1, "help": "worker processes on this host"}),
         ("--db-pool", {"type": int, "default": 10, "help": "Postgres pool size per worker process"}),
         ("--keep", {"action": "store_true", "help": "keep the sessions (for inspection)"}),
+        ("--hosts", {"type": int, "default": 1, "choices": [1, 2], "help": "sandbox hosts (see above)"}),
     )
     queue = f"load-{uuid.uuid4().hex[:6]}"
     # Every session's sandbox is provisioned before the clock starts, so a warm pool would serve none of
     # them: its refill (creating containers) would only take CPU from the sessions being measured.
-    env = bench_env(HANGAR_ENGINE_QUEUE=queue, HANGAR_SANDBOX_POOL="0")
+    env = bench_env(
+        HANGAR_ENGINE_QUEUE=queue, HANGAR_SANDBOX_POOL="0", **(REMOTE_ENV if args.hosts == 2 else {})
+    )
     worker_env = {**env, "HANGAR_DB_POOL_MAX": str(args.db_pool)} if args.db_pool else env
     open_bench_db(env)
+    rig = TwoHosts(env) if args.hosts == 2 else None
+    if rig:
+        worker_env |= rig.engine_env()
     from hangar.conversations.models import Session
     from hangar.conversations.services import session_create
     from hangar.engine.workspace.sandboxes import manager
@@ -199,13 +221,16 @@ def main() -> None:
     model = {"providerID": "scripted", "modelID": script_id}
     sessions = [session_create(actor=actor, project=project, model=model) for _ in range(args.sessions)]
     started = time.monotonic()
-    with ThreadPoolExecutor(8) as pool:
-        # Provision, then let go of the attach: in production the worker creates or claims the sandbox
-        # itself and owns the direct attach; a sandbox still held here would force the worker onto the
-        # slower `docker exec` relay (~50 ms each, serialised by dockerd) and bill that to step 1. A
-        # first track waits for the agent's start-up work (its snapshot repo), as the warm pool does
-        # before it hands a container out.
-        list(pool.map(provision, sessions))
+    if rig:  # in waves, so that placement sees each host's sessions
+        rig.provision(provision, sessions)
+    else:
+        with ThreadPoolExecutor(8) as pool:
+            # Provision, then let go of the attach: in production the worker creates or claims the sandbox
+            # itself and owns the direct attach; a sandbox still held here would force the worker onto the
+            # slower `docker exec` relay (~50 ms each, serialised by dockerd) and bill that to step 1. A
+            # first track waits for the agent's start-up work (its snapshot repo), as the warm pool does
+            # before it hands a container out.
+            list(pool.map(provision, sessions))
     sandbox_s = time.monotonic() - started
     log(f"{len(sessions)} sandboxes ready in {sandbox_s:.1f}s")
 
@@ -216,6 +241,8 @@ def main() -> None:
     def sample():
         while not done.wait(0.5):
             peak[0] = max(peak[0], sum(rss_mb(w.pid) for w in workers))
+            if rig:
+                rig.sample()
 
     threading.Thread(target=sample, daemon=True).start()
     try:
@@ -228,7 +255,12 @@ def main() -> None:
 
     overheads, by_index, errors = step_overheads(sessions, args.delay)
     warm = burst["warm"]
-    for session in [*sessions, warm]:
+    ids = [s.pk for s in sessions]
+    hosts = rig.report(ids) if rig else None
+    if rig:
+        rig.destroy([*ids, warm.pk])
+        rig.stop()
+    for session in [] if rig else [*sessions, warm]:
         try:
             manager().destroy(session.pk)
         except Exception:
@@ -263,6 +295,7 @@ def main() -> None:
                 )
             ),
             "worker_logs": str(logs),
+            **({"hosts": hosts, "host_logs": str(rig.logs)} if rig else {}),
         }
     )
 
