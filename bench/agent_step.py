@@ -28,6 +28,11 @@ figures count warm sessions only; a measured session that started cold is left o
 (`hangar_measured_cold`). Then --cold sessions per project start cold on purpose (the pool drained just
 before): `hangar_start` names both paths per project, the median session wall of each and what a cold start
 adds (`cold_start_extra_ms`).
+
+--hosts 2: then the same Hangar bench again, back to back, on two sandbox hosts (common.TwoHosts: host B's
+dockerd, a host service per host) with the worker an engine worker without a Docker socket, which reaches
+the sandboxes through the host queues and the TCP channel; `two_hosts` holds its figures and the sessions
+each host took.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ import common
 import httpx
 from common import (
     ROOT,
+    TwoHosts,
     arguments,
     bench_env,
     bench_tenant,
@@ -116,9 +122,10 @@ class Scripted(common.Scripted):
 
 
 class Hangar:
-    def __init__(self, scripted: Scripted):
+    def __init__(self, scripted: Scripted, hosts: int = 1):
         self.env = bench_env(HANGAR_ENGINE_QUEUE=f"bench-{uuid.uuid4().hex[:6]}")
         open_bench_db(self.env)
+        self.rig = TwoHosts(self.env) if hosts == 2 else None
         self.scripted = scripted
         self.token, self.projects = self._tenant()
         self.procs: list[subprocess.Popen] = []
@@ -130,6 +137,7 @@ class Hangar:
                 cwd=ROOT,
                 env={
                     **self.env,
+                    **(self.rig.engine_env() if self.rig else {}),
                     "HANGAR_PYTHON": sys.executable,
                     "HANGAR_WORKER_CONCURRENCY": "8",
                     "HANGAR_LOG_LEVEL": "WARNING",
@@ -172,15 +180,32 @@ class Hangar:
         """The session's sandbox was claimed from the warm pool (the host registry's record says so)."""
         from sandbox import registry, volumes
 
+        if self.rig:  # the registry of the host it was placed on
+            for h in self.rig.names:
+                with self.rig.acting_as(h):
+                    if record := registry.lookup(volumes.session_key(session_id)):
+                        return bool(record.get("pooled"))
+            return False
         record = registry.lookup(volumes.session_key(session_id)) or {}
         return bool(record.get("pooled"))
+
+    def placed(self) -> dict[str, int]:
+        """Sessions of the bench's projects on each of the two hosts."""
+        from hangar.conversations.models import Session
+
+        mine = Session.objects.filter(project__in=list(self.projects.values()))
+        assert self.rig is not None
+        return {name: mine.filter(sandbox_host=name).count() for name in self.rig.names.values()}
 
     def drain_pool(self) -> None:
         """Remove every unclaimed pooled container: the next session starts cold."""
         from sandbox import WarmPool
 
-        drainer = self._drainer = self._drainer or WarmPool(0)
-        drainer.drain()
+        if self.rig:
+            self.rig.drain_pools()
+        else:
+            drainer = self._drainer = self._drainer or WarmPool(0)
+            drainer.drain()
 
     def cpu_s(self) -> list[float]:
         """CPU seconds so far of the web (Daphne) and the worker, each with its children."""
@@ -199,8 +224,14 @@ class Hangar:
         from hangar.conversations.models import Session
         from sandbox import DockerSandboxes, WarmPool
 
-        sandboxes = DockerSandboxes()
         projects = list(self.projects.values())
+        if self.rig:
+            mine = Session.objects.filter(project__in=projects, sandbox_host__in=self.rig.names.values())
+            self.rig.destroy(list(mine.values_list("pk", flat=True)))
+            self.rig.drain_pools()
+            self.rig.stop()
+            return
+        sandboxes = DockerSandboxes()
         for session_id in Session.objects.filter(project__in=projects).values_list("pk", flat=True):
             try:
                 sandboxes.destroy(session_id)
@@ -306,10 +337,15 @@ def main() -> None:
             },
         ),
         ("--cold", {"type": int, "default": 3, "help": "cold-start sessions per Hangar project"}),
+        (
+            "--hosts",
+            {"type": int, "default": 1, "choices": [1, 2], "help": "2: also on two hosts (see above)"},
+        ),
     )
 
     scripted = Scripted()
-    hangar = opencode = None
+    hangar = opencode = two = None
+    two_hosts: dict = {}
     try:
         own_s = scripted.own_time_s(five_steps("/workspace/bench.py"))
         log(f"scripted server's own time: {own_s * 1000:.2f} ms per five-step session")
@@ -319,6 +355,13 @@ def main() -> None:
         clients = {name: OpenCodeClient(base, hangar.token) for name, base in hangar.bases.items()}
         sides = measure_hangar(hangar, clients, args.sessions, own_s, args.gap, args.cold)
         hangar.stop()
+        if args.hosts == 2:  # the same bench again, back to back, with the worker remote
+            two = Hangar(scripted, hosts=2)
+            two.use_script(scripted.load(five_steps("/workspace/bench.py")))
+            clients = {name: OpenCodeClient(base, two.token) for name, base in two.bases.items()}
+            two_sides = measure_hangar(two, clients, args.sessions, own_s, args.gap, args.cold)
+            two_hosts = hangar_figures(two_sides) | {"sessions_per_host": two.placed()}
+            two.stop()
 
         oc_script = scripted.load([])  # placeholder id: the real turns need OpenCode's project path
         opencode = OpenCode(scripted, oc_script)
@@ -331,7 +374,7 @@ def main() -> None:
             "opencode", OpenCodeClient(opencode.base, opencode.password), args.sessions, own_s, args.gap
         )
     finally:
-        for thing in (hangar, opencode, scripted):
+        for thing in (hangar, two, opencode, scripted):
             if thing is not None:
                 try:
                     thing.stop()
@@ -341,29 +384,42 @@ def main() -> None:
     def p50(samples: list[float]) -> float | None:
         return round(statistics.median(samples), 1) if samples else None
 
-    hangar_p50 = p50(sides[PROJECT_256]["steps"])
+    hangar = hangar_figures(sides)
     opencode_p50 = statistics.median(opencode_steps)
+    hangar_p50 = hangar["hangar_step_p50_ms"]
     emit(
         {
             "sessions": args.sessions,
             "gap_s": args.gap,
             "steps_per_session": STEPS,
-            # Warm sessions only; the project asks 256 MB workspaces (non-default sandbox settings).
-            "hangar_step_p50_ms": hangar_p50,
-            "hangar_default_step_p50_ms": p50(sides[PROJECT_DEFAULT]["steps"]),
+            **hangar,
             "opencode_step_p50_ms": round(opencode_p50, 1),
             "ratio": round(opencode_p50 / hangar_p50, 2) if hangar_p50 else None,
-            "hangar_start": {name: start_figures(sides[name]) for name in PROJECTS},
-            "hangar_cpu_ms_per_step": sides["cpu_ms_per_step"],
-            "hangar_measured_cold": {name: sides[name]["measured_cold"] for name in PROJECTS},
-            "hangar_step_ms": [round(v, 1) for v in sides[PROJECT_256]["steps"]],
-            "hangar_default_step_ms": [round(v, 1) for v in sides[PROJECT_DEFAULT]["steps"]],
             "opencode_step_ms": [round(v, 1) for v in opencode_steps],
             "scripted_own_ms_per_session": round(own_s * 1000, 2),
             "hangar_tools": sides[PROJECT_256]["tools"],
             "opencode_tools": opencode_tools,
+            **({"two_hosts": two_hosts} if two_hosts else {}),
         }
     )
+
+
+def hangar_figures(sides: dict) -> dict:
+    """One Hangar run's figures (measure_hangar's sides): warm sessions' step time per project, starts."""
+
+    def p50(samples: list[float]) -> float | None:
+        return round(statistics.median(samples), 1) if samples else None
+
+    return {
+        # Warm sessions only; the project asks 256 MB workspaces (non-default sandbox settings).
+        "hangar_step_p50_ms": p50(sides[PROJECT_256]["steps"]),
+        "hangar_default_step_p50_ms": p50(sides[PROJECT_DEFAULT]["steps"]),
+        "hangar_start": {name: start_figures(sides[name]) for name in PROJECTS},
+        "hangar_cpu_ms_per_step": sides["cpu_ms_per_step"],
+        "hangar_measured_cold": {name: sides[name]["measured_cold"] for name in PROJECTS},
+        "hangar_step_ms": [round(v, 1) for v in sides[PROJECT_256]["steps"]],
+        "hangar_default_step_ms": [round(v, 1) for v in sides[PROJECT_DEFAULT]["steps"]],
+    }
 
 
 if __name__ == "__main__":
