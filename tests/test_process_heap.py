@@ -29,7 +29,8 @@ def test_a_started_worker_leaves_its_start_up_heap_out_of_full_collections():
     frozen, tracked = _frozen_and_tracked(
         "import django; django.setup()\nfrom hangar.engine.tasks import warm_up_worker\nwarm_up_worker()"
     )
-    assert frozen > 200_000  # Django, LiteLLM, the engine: measured ~419k objects
+    # Django and the engine (LiteLLM only where every call goes through it): measured ~162k objects.
+    assert frozen > 100_000
     assert tracked < frozen / 20  # what a full collection still walks
 
 

@@ -58,6 +58,12 @@ def _quiet(session_id: str) -> None:
     raise AssertionError(f"session {session_id}'s workspace never stopped being written")
 
 
+def only(session_id: str):
+    """The platform places only this test's session on the host: other tests of this process may have left
+    live sandboxes under the same root, which a sweep would otherwise checkpoint too."""
+    return lambda ids: {session_id} & set(ids)
+
+
 def _mark(session_id: str) -> dict:
     return json.loads(workspace_archive.checkpoint_paths(session_id)[1].read_text())
 
@@ -93,23 +99,23 @@ def test_a_live_workspace_is_checkpointed_when_it_changed_and_restored_from_it(
     box.write("/workspace/one.txt", "one\n")
     _quiet(sid)
 
-    first = sweep(INTERVAL_S)
+    first = sweep(INTERVAL_S, ours=only(sid))
     assert sid in first.made, first
     mark = _mark(sid)
     assert mark["checkpoint"] is True and mark["org_id"] == "org-ckpt" and mark["bytes"] > 0
     assert sandboxes.is_running(sid), "the sandbox was copied as it ran"
     assert not workspace_archive.exported(sid), "a checkpoint is not an export waiting to be imported"
 
-    again = sweep(INTERVAL_S, now=time.time() + INTERVAL_S)
+    again = sweep(INTERVAL_S, ours=only(sid), now=time.time() + INTERVAL_S)
     assert sid not in again.made and again.unchanged >= 1, "nothing written since: no copy, even when due"
     box.write("/workspace/two.txt", "two\n")
     _quiet(sid)
-    assert sid not in sweep(INTERVAL_S).made, "changed, but checkpointed within the interval"
-    later = sweep(INTERVAL_S, now=time.time() + INTERVAL_S)
+    assert sid not in sweep(INTERVAL_S, ours=only(sid)).made, "changed, but checkpointed within the interval"
+    later = sweep(INTERVAL_S, ours=only(sid), now=time.time() + INTERVAL_S)
     assert sid in later.made, later
     assert _mark(sid)["exported_at"] > mark["exported_at"]
-    names = sorted(p.name for p in archive.iterdir())
     key = volumes.session_key(sid)
+    names = sorted(p.name for p in archive.iterdir())
     assert names == [f"{key}.checkpoint.json", f"{key}.checkpoint.tar.zst"], "the last one replaced"
 
     # The host is gone: the session's next host restores the checkpoint (here, this host after its loss).
@@ -148,7 +154,7 @@ def test_a_copy_written_during_is_thrown_away_and_no_step_waits_for_a_checkpoint
     deadline = time.monotonic() + 10
     while not written.exists() and time.monotonic() < deadline:  # the step is under way
         time.sleep(0.05)
-    report = sweep(INTERVAL_S)
+    report = sweep(INTERVAL_S, ours=only(sid))
     assert writer.is_alive(), "the sweep ended while the step still ran: it did not wait for it"
     assert report.written_during == [sid] and not report.made, report
     assert not workspace_archive.checkpoint_paths(sid)[0].exists()
@@ -157,7 +163,7 @@ def test_a_copy_written_during_is_thrown_away_and_no_step_waits_for_a_checkpoint
     assert outputs == ["done\n"]
 
     _quiet(sid)
-    assert sweep(INTERVAL_S).made == [sid], "quiet again: the next sweep copies it"
+    assert sweep(INTERVAL_S, ours=only(sid)).made == [sid], "quiet again: the next sweep copies it"
 
 
 def test_the_bounds_off_one_sweep_per_host_the_watermark_and_only_the_hosts_sessions(
@@ -168,10 +174,10 @@ def test_the_bounds_off_one_sweep_per_host_the_watermark_and_only_the_hosts_sess
     assert sweep(0).skipped == "checkpoints are off"
     with host_locks.held_if_free(workspace_checkpoint.SWEEP_LOCK) as mine:
         assert mine
-        assert sweep(INTERVAL_S).skipped == "another checkpoint sweep runs on this host"
-    full = sweep(INTERVAL_S, limits=budget.Limits(headroom_mb=10**9))
+        assert sweep(INTERVAL_S, ours=only(sid)).skipped == "another checkpoint sweep runs on this host"
+    full = sweep(INTERVAL_S, ours=only(sid), limits=budget.Limits(headroom_mb=10**9))
     assert "high watermark" in full.skipped and not full.made
     assert sid not in sweep(INTERVAL_S, ours=lambda ids: set()).made, "the database places it elsewhere"
     monkeypatch.delenv(workspace_archive.SETTING)
-    assert sweep(INTERVAL_S).skipped == "checkpoints are off"
+    assert sweep(INTERVAL_S, ours=only(sid)).skipped == "checkpoints are off"
     assert not archive.exists() or not any(archive.iterdir())
