@@ -21,6 +21,14 @@ from sandbox.protocol import SandboxUnavailable
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(autouse=True)
+def _only_the_tests_hosts():
+    """Only the hosts each test makes: a worker with Docker of an earlier test in this process committed
+    its host's heartbeat row, and a test that does not flush the database (this module's) still sees it;
+    placement would then send the request to that host's queue, which no one consumes any more."""
+    SandboxHost.objects.all().delete()  # inside the test's transaction: rolled back after it
+
+
 def _host(name: str, state: str = HostState.ACTIVE, **fields) -> SandboxHost:
     defaults = {"free_memory_mb": 64_000, "free_disk_mb": 500_000, "state": state}
     return SandboxHost.objects.create(name=name, **(defaults | fields))
