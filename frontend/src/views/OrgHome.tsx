@@ -26,7 +26,8 @@ export function OrgHome({ org }: { org: string }) {
   return (
     <div className="page home">
       {!!projects?.length && recent !== null && <StartSession org={org} projects={projects} preferred={recent[0]?.project} />}
-      {!!recent?.length && (
+      {/* Once the projects are in too: a row names its project ("project 202" until then, seen in CI). */}
+      {!!recent?.length && projects !== null && (
         <section aria-labelledby="recent-h">
           <h2 id="recent-h">Recent sessions</h2>
           <ul className="recent">
