@@ -13,7 +13,7 @@ every 0.5 s, maximum. Machine CPU per step = the whole machine's CPU over the sa
 Redis, Docker, the sandboxes, this process), by part: on 2 cores it bounds how fast a burst clears.
 The last line printed is one JSON object.
 
---hosts 2: two sandbox hosts on this machine (common.TwoHosts: host B's dockerd, a host service per host)
+--hosts 2: two sandbox hosts on this machine (hosts.TwoHosts: host B's dockerd, a host service per host)
 and the worker an engine worker without a Docker socket; placement spreads the sessions over both hosts,
 this process provisions them through the host queues as an engine worker would, and `hosts` reports per
 host the sessions placed, its service's peak RSS and its sandboxes' memory after the burst.
@@ -33,9 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from common import (
-    REMOTE_ENV,
     ROOT,
-    TwoHosts,
     agent_turns,
     arguments,
     bench_env,
@@ -50,6 +48,7 @@ from common import (
     stop,
     wait_quiet,
 )
+from hosts import REMOTE_ENV, TwoHosts
 
 STEPS = 5
 

@@ -29,7 +29,7 @@ figures count warm sessions only; a measured session that started cold is left o
 before): `hangar_start` names both paths per project, the median session wall of each and what a cold start
 adds (`cold_start_extra_ms`).
 
---hosts 2: then the same Hangar bench again, back to back, on two sandbox hosts (common.TwoHosts: host B's
+--hosts 2: then the same Hangar bench again, back to back, on two sandbox hosts (hosts.TwoHosts: host B's
 dockerd, a host service per host) with the worker an engine worker without a Docker socket, which reaches
 the sandboxes through the host queues and the TCP channel; `two_hosts` holds its figures and the sessions
 each host took.
@@ -50,7 +50,6 @@ import common
 import httpx
 from common import (
     ROOT,
-    TwoHosts,
     arguments,
     bench_env,
     bench_tenant,
@@ -63,6 +62,7 @@ from common import (
     wait_port,
     wait_quiet,
 )
+from hosts import TwoHosts
 from opencode_side import OpenCode, OpenCodeClient
 
 STEPS = 5
