@@ -124,8 +124,11 @@ def test_a_channel_subnet_taken_on_the_engine_is_skipped(host_b, tmp_path):  # n
     range: the first candidate of a root, held by another network, is passed over for the next."""
     with host_b.active():
         volumes.ROOT = tmp_path / "another-root"  # active() puts the root back
-        first, second = channel.agent_subnets()[:2]
         api = host_b.client.api
+        # Other test processes' channel networks may already hold some of this root's candidates: the
+        # squatter takes the first free one, and the network is expected on the free one after it.
+        taken = {c["Subnet"] for n in api.networks() for c in (n.get("IPAM") or {}).get("Config") or []}
+        first, second = [s for s in channel.agent_subnets() if s not in taken][:2]
         squatter = api.create_network(
             f"hangar-squat-{uuid.uuid4().hex[:6]}",
             driver="bridge",
