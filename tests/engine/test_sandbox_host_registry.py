@@ -4,6 +4,7 @@ drain and activate (manage.py sandbox_host, the superuser admin, the operator's 
 Hosts screen uses), placement of a new session on this host, a project's labels, and the host-loss
 notice a session shows again when opened."""
 
+import uuid
 from datetime import timedelta
 from io import StringIO
 
@@ -260,6 +261,26 @@ def test_a_new_session_is_placed_on_this_host_only_when_it_may_take_it(alice, he
     with pytest.raises(SandboxUnavailable, match="100 MB of memory free, the sandbox asks 1024 MB"):
         hosts.place_here(refused, sandboxes=None)
     assert Session.objects.get(pk=refused.pk).sandbox_host_id is None  # a refusal binds nothing
+
+
+def test_a_burst_of_one_orgs_new_sessions_spreads_over_hosts_within_one_heartbeat(alice, charlie):
+    """Six new sessions of one org placed before any heartbeat reports their sandboxes: three per host,
+    not six on the host the last heartbeat found emptiest; another org's count is its own."""
+    tag = uuid.uuid4().hex[:6]  # the recent placements live in Redis beyond this test's database
+    names = [f"burst-a-{tag}", f"burst-b-{tag}"]
+    for name in names:
+        host_heartbeat(report(name, org_live={}))
+    SandboxHost.objects.filter(name=names[1]).update(free_memory_mb=20001)  # B first on equal counts
+
+    def new(persona):
+        return session_create(actor=persona.actor, project=persona.project, model={})
+
+    chosen = [hosts.choose_host(new(alice)) for _ in range(6)]
+    assert chosen == [names[1], names[0]] * 3
+    assert hosts.choose_host(new(charlie)) == names[1]
+    # What a heartbeat reports counts besides: B reporting 3 of the org's sandboxes sends the next to A.
+    SandboxHost.objects.filter(name=names[1]).update(org_live={str(alice.org.pk): 3})
+    assert hosts.choose_host(new(alice)) == names[0]
 
 
 def test_a_homeless_session_is_bound_by_the_first_host_only(alice, here):

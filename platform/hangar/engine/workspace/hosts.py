@@ -14,7 +14,11 @@ exported to HANGAR_WORKSPACE_ARCHIVE) has its workspace imported on the host it 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
+
+from django.conf import settings
+from django.core.cache import cache
 
 from hangar.conversations.host_selectors import host_named, hosts_all
 from hangar.conversations.host_services import (
@@ -43,6 +47,45 @@ def view_of(host: SandboxHost) -> HostView:
         free_memory_mb=host.free_memory_mb,
         free_disk_mb=host.free_disk_mb,
         org_live={str(k): int(v) for k, v in (host.org_live or {}).items()},
+    )
+
+
+def choose_host(session: Session) -> str:
+    """Placement over every registered host (NoHost when none may take the session), counting besides
+    each host's last heartbeat the org's sessions placed on it since: a heartbeat comes every
+    HANGAR_HOST_HEARTBEAT_S and a cold start takes seconds more, so a burst of one org's new sessions would
+    otherwise all go to the host the last heartbeat found emptiest. A placement counts for two heartbeat
+    intervals (by then a heartbeat reports its sandbox); meanwhile it may be counted twice, which only
+    tilts the spread, never a cap (the caps count live sandboxes: hangar.engine.workspace.sandbox_share).
+    Without the cache it places on the heartbeats alone."""
+    asks = asks_of(session)
+    views = [view_of(host) for host in hosts_all()]
+    keys = {view.name: _recent_key(view.name, asks.org_id) for view in views}
+    try:
+        recent = cache.get_many(list(keys.values()))
+    except Exception:
+        log.warning("recent_placements_unreadable", exc_info=True)
+        recent = {}
+    views = [_plus_recent(view, asks.org_id, int(recent.get(keys[view.name]) or 0)) for view in views]
+    chosen = place(views, asks).name
+    try:
+        timeout = max(1, round(2 * settings.HANGAR_HOST_HEARTBEAT_S))
+        if not cache.add(keys[chosen], 1, timeout=timeout):
+            cache.incr(keys[chosen])
+    except Exception:  # gone between add and incr (expired), or no cache: the spread waits a heartbeat
+        log.warning("recent_placement_unrecorded", host=chosen, exc_info=True)
+    return chosen
+
+
+def _recent_key(host: str, org_id: str) -> str:
+    return f"placed:{host}:{org_id}"
+
+
+def _plus_recent(view: HostView, org_id: str, placed: int) -> HostView:
+    if not placed:
+        return view
+    return dataclasses.replace(
+        view, org_live={**view.org_live, org_id: view.org_live.get(org_id, 0) + placed}
     )
 
 

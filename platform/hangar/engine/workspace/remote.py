@@ -47,7 +47,7 @@ from hangar.engine.workspace.host_names import (
     LOCATE,
     host_queue,
 )
-from hangar.engine.workspace.placement import BoundElsewhere, NoHost, place
+from hangar.engine.workspace.placement import BoundElsewhere, NoHost
 from hangar.engine.workspace.sealing import opener
 from hangar.engine.workspace.specs import spec_for
 from hangar.logging import get_logger
@@ -138,10 +138,10 @@ def host_for(session: Session) -> str:
         if host is None or host.state != HostState.LOST:
             return current
     from hangar.engine.workspace.host_resume import leave_lost_host
-    from hangar.engine.workspace.hosts import asks_of, view_of
+    from hangar.engine.workspace.hosts import choose_host
 
     try:
-        chosen = place([view_of(h) for h in hosts_all()], asks_of(session)).name
+        chosen = choose_host(session)
     except NoHost as exc:
         lost = f"sandbox host {current}, which holds this session's workspace, is lost; " if current else ""
         raise SandboxUnavailable(f"{lost}{exc}") from None
