@@ -56,3 +56,27 @@ def test_a_run_that_cannot_start_answers_with_its_error_live_and_after_a_reload(
     answer.wait_for()
     assert "no credential" in answer.inner_text()
     assert page.get_by_role("log", name="Conversation").locator("article.msg.assistant").count() == 1
+
+
+def test_a_get_dropped_before_its_answer_is_sent_again_and_the_page_opens(alice, open_app):
+    """A request the network drops (a reset keep-alive connection, a server restarting) is not the
+    user's error: the app sends a GET again before it shows one (frontend/src/api/client.ts)."""
+    from hangar.conversations.services import session_create
+
+    session = session_create(actor=alice.actor, project=alice.project, title="Across a blip")
+    app = open_app(alice)
+    page = app.page
+    sent: list[str] = []
+
+    def drop_the_first(route):
+        sent.append(route.request.method)
+        if len(sent) == 1:
+            route.abort("connectionreset")
+        else:
+            route.continue_()
+
+    page.route(f"**/api/orgs/acme/projects/{alice.project.pk}/sessions/{session.pk}/", drop_the_first)
+    page.goto(f"/o/acme/p/{alice.project.pk}/s/{session.pk}")
+    page.get_by_role("heading", name="Across a blip").wait_for()
+    assert sent[:2] == ["GET", "GET"]
+    assert page.get_by_text("Failed to fetch").count() == 0

@@ -71,6 +71,23 @@ function ensureCsrf(): Promise<void> {
   return csrfReady;
 }
 
+// A GET that fails before any answer (fetch rejects with a TypeError: a dropped keep-alive connection, a
+// server restarting, a blip on the user's network) is sent again after 0.3 s and after 1 s before its
+// error is shown: it changes nothing. Other methods are sent once (a POST may have been applied).
+const GET_RETRIES_MS = [300, 1000];
+
+async function fetchGet(url: string, init: RequestInit): Promise<Response> {
+  for (const wait of GET_RETRIES_MS) {
+    try {
+      return await fetch(url, init);
+    } catch (error) {
+      if (!(error instanceof TypeError)) throw error;
+      await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+  }
+  return fetch(url, init);
+}
+
 export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
   const headers: Record<string, string> = { Accept: "application/json" };
   if (method !== "GET") {
@@ -78,12 +95,13 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
     headers["X-CSRFToken"] = cookie("csrftoken");
   }
   if (body !== undefined) headers["Content-Type"] = "application/json";
-  const response = await fetch(path, {
+  const init: RequestInit = {
     method,
     headers,
     credentials: "same-origin",
     body: body === undefined ? undefined : JSON.stringify(body),
-  });
+  };
+  const response = await (method === "GET" ? fetchGet(path, init) : fetch(path, init));
   if (response.status === 204) return undefined as T;
   const data = await response.json().catch(() => null);
   if (!response.ok) throw new ApiError(response.status, data);
@@ -98,7 +116,7 @@ export async function getAll<T>(path: string): Promise<T[]> {
   let items: T[] = [];
   let url = path;
   for (;;) {
-    const response = await fetch(url, { headers: { Accept: "application/json" }, credentials: "same-origin" });
+    const response = await fetchGet(url, { headers: { Accept: "application/json" }, credentials: "same-origin" });
     const data = await response.json().catch(() => null);
     if (!response.ok) throw new ApiError(response.status, data);
     items = [...(data as T[]), ...items];
