@@ -3,6 +3,7 @@ import { ApiError, get, post, type Me } from "./api/client";
 import { Link, match, navigate, usePath } from "./router";
 import { Login } from "./views/Login";
 import { OrgHome } from "./views/OrgHome";
+import { Hosts } from "./views/console/Hosts";
 import { ProjectPage } from "./views/ProjectPage";
 import { ProjectSettings } from "./views/ProjectSettings";
 import { Settings } from "./views/Settings";
@@ -29,7 +30,8 @@ export function App() {
       navigate("/login", true);
     if (me && (route.name === "home" || route.name === "login")) {
       const org = me.orgs[0]?.org;
-      navigate(org ? `/o/${org}` : "/o/", true);
+      // An operator who belongs to no org lands on the sandbox hosts, the one screen that is theirs.
+      navigate(org ? `/o/${org}` : me.operator ? "/operator" : "/o/", true);
     }
   }, [me, route.name]);
 
@@ -64,12 +66,22 @@ export function App() {
         {org && canSeeConsole(me, org) && (
           <Link to={`/o/${org}/console`} className="navlink">Console</Link>
         )}
+        {!org && me.operator && <Link to="/operator" className="navlink">Hosts</Link>}
         {org && <Link to={`/o/${org}/settings`} className="navlink">Settings</Link>}
         <span className="muted me" title={me.email}>{me.email}</span>
         <button className="ghost" onClick={signOut}>Sign out</button>
       </header>
       <main className="content">
-        {!org && <p className="center">You are not a member of any organisation yet.</p>}
+        {route.name === "operator" &&
+          (me.operator ? (
+            <div className="page console">
+              <h1>Operator</h1>
+              <Hosts />
+            </div>
+          ) : (
+            <p className="center">This page is for the platform's operators.</p>
+          ))}
+        {!org && route.name !== "operator" && <p className="center">You are not a member of any organisation yet.</p>}
         {org && route.name === "org" && <OrgHome org={org} />}
         {org && route.name === "settings" && <Settings org={org} me={me} />}
         {org && route.name === "console" && <Console org={org} me={me} section={route.section} />}

@@ -26,6 +26,7 @@ export type Route =
   | { name: "org"; org: string }
   | { name: "settings"; org: string }
   | { name: "console"; org: string; section?: string }
+  | { name: "operator" }
   | { name: "invite"; secret: string }
   | { name: "share"; token: string }
   | { name: "project"; org: string; project: number; session?: string; tab?: string }
@@ -34,6 +35,7 @@ export type Route =
 export function match(path: string): Route {
   const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
   if (parts[0] === "login") return { name: "login" };
+  if (parts[0] === "operator") return { name: "operator" };
   if (parts[0] === "invite" && parts[1]) return { name: "invite", secret: parts[1] };
   if (parts[0] === "share" && parts[1]) return { name: "share", token: parts[1] };
   if (parts[0] === "o" && parts[1]) {

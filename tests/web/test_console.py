@@ -134,6 +134,34 @@ def test_an_auditor_sees_only_what_the_role_may_read(alice, open_app):
     app.shot("console-auditor")
 
 
+def test_an_operator_in_no_org_lands_on_the_hosts_and_a_member_never_sees_them(alice, open_app):
+    """A superuser who belongs to no org signs in to the sandbox hosts (the console lives under an org,
+    which they have not); a member of an org has no Hosts link, and /operator is not theirs."""
+    from hangar.conversations.host_services import HostReport, host_heartbeat
+
+    figures = {"cpus": 4.0, "memory_mb": 16384, "disk_mb": 256000, "free_disk_mb": 90000}
+    host_heartbeat(HostReport("box-op", ["ssd"], **figures, free_memory_mb=8000, live_sandboxes=1, org_live={}))
+    User.objects.create_superuser("ops@platform.test", password="pw-ops@platform.test")
+    operator = type("Operator", (), {"user": User.objects.get(email="ops@platform.test")})
+
+    app = open_app(operator)
+    page = app.page
+    page.wait_for_url("**/operator")
+    hosts = page.get_by_role("table", name="Sandbox hosts")
+    expect(hosts.get_by_test_id("host").filter(has_text="box-op").get_by_test_id("host-state")).to_have_text(
+        "active"
+    )
+    page.get_by_role("link", name="Hosts").click()  # the header's way back to it
+    page.wait_for_url("**/operator")
+    app.shot("operator-hosts")
+
+    member = open_app(alice).page
+    assert member.get_by_role("link", name="Hosts").count() == 0
+    member.goto("/operator")
+    member.get_by_text("This page is for the platform's operators.").wait_for()
+    assert member.get_by_role("table", name="Sandbox hosts").count() == 0
+
+
 def test_the_operator_drains_a_host_and_opens_a_session_moved_off_a_lost_one(alice, open_app):
     from hangar.audit.models import AuditEvent
     from hangar.conversations.host_services import (
