@@ -26,6 +26,7 @@ from django.db import connection, transaction
 from hangar.conversations.host_selectors import host_named
 from hangar.conversations.models import Session
 from hangar.conversations.services import session_create
+from hangar.engine.workspace import hosts as workspace_hosts
 from hangar.engine.workspace import remote, sandboxes
 from hangar.engine.workspace.host_names import host_queue
 from hangar.engine.workspace.specs import spec_for
@@ -139,10 +140,9 @@ def test_two_workers_acquiring_one_homeless_session_place_it_once(
     alice, two_hosts_one_engine, monkeypatch, request
 ):
     # Each engine worker's placement chose another host (their views of the hosts differed).
-    def place_by_worker(hosts, asks):
-        return next(h for h in hosts if h.name == CHOICE[threading.current_thread().name])
-
-    monkeypatch.setattr(remote, "place", place_by_worker)
+    monkeypatch.setattr(
+        workspace_hosts, "choose_host", lambda session: CHOICE[threading.current_thread().name]
+    )
 
     # A new session: one sandbox, which both workers reach (a file one writes, the other reads).
     session = session_create(actor=alice.actor, project=alice.project, model={})
