@@ -12,7 +12,9 @@ from hangar.accounts.actors import Actor
 from hangar.accounts.models import ApiToken, Membership, Org, Role, User
 from hangar.audit.models import ActorType
 from hangar.projects.models import Project
-from tests import db_template, schedule, shared_workers, tiers
+from tests import db_template, password_hashing, schedule, shared_workers, tiers
+
+password_hashing.install(settings)
 
 
 @dataclass
