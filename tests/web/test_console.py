@@ -140,7 +140,9 @@ def test_an_operator_in_no_org_lands_on_the_hosts_and_a_member_never_sees_them(a
     from hangar.conversations.host_services import HostReport, host_heartbeat
 
     figures = {"cpus": 4.0, "memory_mb": 16384, "disk_mb": 256000, "free_disk_mb": 90000}
-    host_heartbeat(HostReport("box-op", ["ssd"], **figures, free_memory_mb=8000, live_sandboxes=1, org_live={}))
+    host_heartbeat(
+        HostReport("box-op", ["ssd"], **figures, free_memory_mb=8000, live_sandboxes=1, org_live={})
+    )
     User.objects.create_superuser("ops@platform.test", password="pw-ops@platform.test")
     operator = type("Operator", (), {"user": User.objects.get(email="ops@platform.test")})
 
