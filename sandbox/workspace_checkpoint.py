@@ -3,7 +3,8 @@
 drained lost everything it wrote on a host that died.
 
 `sweep` (the host's periodic sweep, hangar.engine.workspace.checkpoints) copies each live workspace that
-changed since its last checkpoint, at most once per interval, into the archive (HANGAR_WORKSPACE_ARCHIVE)
+changed since its last checkpoint, at most once per interval (and once its session's run is over, at the
+next sweep, at most once a minute: the end of a run is checkpointed), into the archive (HANGAR_WORKSPACE_ARCHIVE)
 as the session's checkpoint: `<key>.checkpoint.tar.zst` and `.json`, the format of an export, so what
 `workspace_archive.restore_checkpoint` and `import_` restore; the next one replaces it.
 
@@ -48,6 +49,10 @@ SWEEP_LOCK = "host-checkpoint.lock"  # one sweep at a time per host (host_locks)
 
 _libc = ctypes.CDLL(None, use_errno=True)
 TAR_TIMEOUT_S = 1800
+# A settled workspace (its session's run over) that changed is checkpointed at the next sweep, but not
+# more often than this: a sandbox's own background process writing while nobody prompts costs at most one
+# copy a minute.
+SETTLED_GAP_S = 60.0
 
 
 @dataclass
@@ -137,19 +142,25 @@ def live_workspaces(owners: list[tuple[str, str, str]] | None = None) -> list[Li
 
 
 def due(
-    live: Iterable[Live], state: dict[str, dict[str, Any]], interval_s: float, now: float
+    live: Iterable[Live],
+    state: dict[str, dict[str, Any]],
+    interval_s: float,
+    now: float,
+    settled: frozenset[str] = frozenset(),
 ) -> tuple[list[Live], int, int]:
     """Which live workspaces to checkpoint now: changed since their last checkpoint (another volume
-    counts as changed: its count starts anew) and not checkpointed within `interval_s`; the longest
-    waiting first. Returns
+    counts as changed: its count starts anew) and not checkpointed within `interval_s`, or within
+    SETTLED_GAP_S for one in `settled` (keys whose session's run has ended: what the run wrote is
+    checkpointed once the run is over, not up to an interval later); the longest waiting first. Returns
     (them, how many unchanged, how many not due yet)."""
     chosen: list[tuple[float, Live]] = []
     unchanged = not_due = 0
     for w in live:
         last = state.get(w.key) or {}
+        gap = min(interval_s, SETTLED_GAP_S) if w.key in settled else interval_s
         if last.get("volume") == w.volume and int(last.get("written_kb", -1)) == w.written_kb:
             unchanged += 1
-        elif now - float(last.get("at", 0)) < interval_s:
+        elif now - float(last.get("at", 0)) < gap:
             not_due += 1
         else:
             chosen.append((float(last.get("at", 0)), w))
@@ -204,12 +215,14 @@ def sweep(
     interval_s: float,
     *,
     ours: Callable[[list[str]], set[str]] = set,
+    settled: Callable[[list[str]], set[str]] = set,
     limits: budget.Limits | None = None,
     now: float | None = None,
 ) -> SweepReport:
     """Checkpoint this host's live workspaces that are due (`due`), one after another. `ours` says which
     of the sessions are this host's in the platform's view (a host thought lost may still run: it must
-    not replace the checkpoint of a session resumed elsewhere)."""
+    not replace the checkpoint of a session resumed elsewhere); `settled`, which of them no run holds
+    now (their last run's writes are due at once)."""
     report = SweepReport()
     if interval_s <= 0 or workspace_archive.archive_dir() is None:
         report.skipped = "checkpoints are off"
@@ -227,9 +240,11 @@ def sweep(
         registered = {key for key, _org, _volume in owners}  # a hibernated workspace keeps its entry
         state = {k: v for k, v in load_state().items() if k in registered}
         at = time.time() if now is None else now
-        chosen, report.unchanged, report.not_due = due(live, state, interval_s, at)
-        sessions = {w.key: (registry.lookup(w.key) or {}).get("session_id") or "" for w in chosen}
-        mine_now = ours([s for s in sessions.values() if s])
+        sessions = {w.key: (registry.lookup(w.key) or {}).get("session_id") or "" for w in live}
+        quiet = settled([s for s in sessions.values() if s])
+        settled_keys = frozenset(key for key, session_id in sessions.items() if session_id in quiet)
+        chosen, report.unchanged, report.not_due = due(live, state, interval_s, at, settled_keys)
+        mine_now = ours([sessions[w.key] for w in chosen if sessions[w.key]])
         for w in chosen:
             session_id = sessions[w.key]
             if session_id not in mine_now or gitops.session_gitdir(session_id).exists():

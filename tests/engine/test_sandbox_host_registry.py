@@ -283,6 +283,17 @@ def test_a_burst_of_one_orgs_new_sessions_spreads_over_hosts_within_one_heartbea
     assert hosts.choose_host(new(alice)) == names[0]
 
 
+def test_settled_sessions_are_those_no_run_holds_or_waits_for(alice):
+    """What the checkpoint sweep takes as a run that is over (sandbox.workspace_checkpoint, `settled`)."""
+    from hangar.conversations.host_selectors import sessions_settled
+
+    made = [session_create(actor=alice.actor, project=alice.project, model={}) for _ in range(4)]
+    Session.objects.filter(pk=made[1].pk).update(status="busy", lease_owner="w1")
+    Session.objects.filter(pk=made[2].pk).update(run_requested=True)
+    Session.objects.filter(pk=made[3].pk).update(lease_owner="w2")  # its runner took it, not yet busy
+    assert sessions_settled([s.pk for s in made] + ["ses_gone"]) == {made[0].pk}
+
+
 def test_a_homeless_session_is_bound_by_the_first_host_only(alice, here):
     """Two hosts taking one homeless session: the conditional bind lets one win; the other is told where
     it is (BoundElsewhere, which a worker without Docker follows), and has bound nothing. A host that bound

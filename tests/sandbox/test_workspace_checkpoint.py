@@ -16,7 +16,7 @@ import pytest
 
 from sandbox import budget, host_locks, registry, volumes, workspace_archive, workspace_checkpoint
 from sandbox.protocol import SandboxSpec
-from sandbox.workspace_checkpoint import Live, due, sweep
+from sandbox.workspace_checkpoint import SETTLED_GAP_S, Live, due, sweep
 
 INTERVAL_S = 300.0
 
@@ -89,6 +89,10 @@ def test_due_takes_changed_workspaces_once_per_interval_longest_waiting_first():
     assert (unchanged, not_due) == (1, 2)
     chosen = due(live, state, INTERVAL_S, now=1300.0)[0]
     assert [w.key for w in chosen] == ["new", "older", "old", "recent", "moved"]
+    # A run that ended: its workspace is due a minute after its last checkpoint, not an interval after.
+    settled = frozenset({"recent", "moved", "same"})
+    chosen = due(live, state, INTERVAL_S, now=950.0 + SETTLED_GAP_S, settled=settled)[0]
+    assert [w.key for w in chosen] == ["new", "older", "old", "recent"], "moved: within its minute"
 
 
 def test_a_live_workspace_is_checkpointed_when_it_changed_and_restored_from_it(
@@ -111,7 +115,9 @@ def test_a_live_workspace_is_checkpointed_when_it_changed_and_restored_from_it(
     box.write("/workspace/two.txt", "two\n")
     _quiet(sid)
     assert sid not in sweep(INTERVAL_S, ours=only(sid)).made, "changed, but checkpointed within the interval"
-    later = sweep(INTERVAL_S, ours=only(sid), now=time.time() + INTERVAL_S)
+    # Its run is over: what it wrote is checkpointed a minute after the last copy, within the interval.
+    assert SETTLED_GAP_S < INTERVAL_S
+    later = sweep(INTERVAL_S, ours=only(sid), settled=only(sid), now=time.time() + SETTLED_GAP_S)
     assert sid in later.made, later
     assert _mark(sid)["exported_at"] > mark["exported_at"]
     key = volumes.session_key(sid)

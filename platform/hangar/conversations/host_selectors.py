@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.db import connection
 from django.db.models import Q
 
-from hangar.conversations.models import HostState, SandboxHost, Session
+from hangar.conversations.models import HostState, SandboxHost, Session, SessionStatus
 
 
 def hosts_all() -> list[SandboxHost]:
@@ -60,6 +60,15 @@ def session_host_name(session_id: str) -> str | None:
 def sessions_on_host(among: list[str], host: str) -> set[str]:
     """Which of `among` the database places on `host` now (one query)."""
     return set(Session.objects.filter(pk__in=among, sandbox_host_id=host).values_list("pk", flat=True))
+
+
+def sessions_settled(among: list[str]) -> set[str]:
+    """Which of `among` no run holds or waits for now: idle, no lease, no run requested (one query)."""
+    return set(
+        Session.objects.filter(
+            pk__in=among, status=SessionStatus.IDLE, lease_owner="", run_requested=False
+        ).values_list("pk", flat=True)
+    )
 
 
 def session_host_lost(session_id: str) -> bool:

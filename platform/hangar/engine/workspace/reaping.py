@@ -57,15 +57,18 @@ def watermark() -> dict[str, Any]:
 
 def checkpoints() -> dict[str, Any]:
     """This host's live workspaces that changed since their last checkpoint, copied to the archive
-    (sandbox.workspace_checkpoint); only sessions the database places on this host."""
-    from hangar.conversations.host_selectors import sessions_on_host
+    (sandbox.workspace_checkpoint); only sessions the database places on this host. A session whose run
+    is over is due at once, so the end of each run is checkpointed within a sweep (30 s)."""
+    from hangar.conversations.host_selectors import sessions_on_host, sessions_settled
     from hangar.engine.workspace.host_service import host_name
     from hangar.logging import get_logger
     from sandbox import workspace_checkpoint
 
     here = host_name()
     report = workspace_checkpoint.sweep(
-        settings.HANGAR_WORKSPACE_CHECKPOINT_S, ours=lambda ids: sessions_on_host(ids, here)
+        settings.HANGAR_WORKSPACE_CHECKPOINT_S,
+        ours=lambda ids: sessions_on_host(ids, here),
+        settled=sessions_settled,
     )
     if report.made or report.failed:
         get_logger(__name__).info("workspace_checkpoints", host=here, made=report.made, failed=report.failed)
