@@ -46,8 +46,7 @@ TOKEN_PEPPERS = csv("HANGAR_TOKEN_PEPPERS") or [required("HANGAR_TOKEN_PEPPERS")
 # Provider keys are encrypted with MultiFernet; the first key encrypts, all decrypt (rotation).
 ENCRYPTION_KEYS = csv("HANGAR_ENCRYPTION_KEYS") or [required("HANGAR_ENCRYPTION_KEYS")]
 
-# Not "daphne": its app only makes `runserver` serve through Daphne (nothing here runs runserver; the web is
-# the daphne command, deploy/run-web.sh), and importing it loads Twisted into every worker and command.
+# No "daphne" app: it only makes runserver use Daphne, and loads Twisted into every worker (run-web.sh).
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
