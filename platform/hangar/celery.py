@@ -6,11 +6,6 @@ import os
 from celery import Celery
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hangar.settings")
-# Celery runs Django's system checks as a worker starts: they load the URL conf and with it every view
-# (DRF, the schema generator, the SSO and Slack views) that a worker never serves, a third of its start's
-# CPU. They run where the platform is deployed instead: `manage.py migrate` runs them all (deploy/setup.sh
-# at every `up`, the compose file's migrate service). CELERY_SKIP_CHECKS=  (empty) runs them again.
-os.environ.setdefault("CELERY_SKIP_CHECKS", "1")
 
 app = Celery("hangar")
 app.config_from_object("django.conf:settings", namespace="CELERY")
