@@ -1,6 +1,6 @@
 """Fixtures shared by the foundation tests (api, accounts, projects, audit; each conftest imports them):
-a viewer persona (dave), a client from a fresh IP (throttles key on IP), fast password hashing, and a
-clean slate of throttle counters in the shared Redis cache."""
+a viewer persona (dave), a client from a fresh IP (throttles key on IP), and a clean slate of throttle
+counters in the shared Redis cache."""
 
 import uuid
 
@@ -10,12 +10,6 @@ from rest_framework.test import APIClient
 
 from hangar.accounts import tokens
 from hangar.accounts.models import ApiToken, Membership, Role, User
-
-
-@pytest.fixture(autouse=True)
-def _fast_password_hashing(settings):
-    """PBKDF2 costs ~0.3 s per user on these 2-core machines; the personas need several per test."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture(autouse=True)

@@ -5,7 +5,8 @@ Django's default (1,000,000 iterations) costs about 0.2 CPU-s per password hashe
 over a run of the suite. A hash keeps the algorithm's name (`pbkdf2_sha256`) and carries its iteration
 count, so the web servers and workers the tests start verify it with Django's default hasher (which
 then re-hashes it at the default count, as it would any older hash). tests/conftest.py installs it for
-every test process; the foundation tests swap in MD5 per test besides (tests/foundation_fixtures.py)."""
+every test process, the foundation and in-process loop tests included (they swapped in MD5 per test
+before, which the servers other tests start could not verify)."""
 
 from django.conf import global_settings
 from django.contrib.auth import hashers

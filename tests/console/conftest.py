@@ -4,7 +4,7 @@ a viewer, beside alice (owner), bob (member) and charlie (owner of globex)."""
 import pytest
 import redis
 
-from tests.foundation_fixtures import _fast_password_hashing, _fresh_throttles, dave, fresh_ip_client  # noqa: F401
+from tests.foundation_fixtures import _fresh_throttles, dave, fresh_ip_client  # noqa: F401
 from tests.sso_fixtures import dns, provider_server  # noqa: F401  (an OpenID provider, a DNS server)
 from tests.usage.conftest import erin  # noqa: F401
 

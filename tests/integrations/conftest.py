@@ -17,7 +17,7 @@ from tests.engine.conftest import (  # noqa: F401  (fixtures)
     sessions_made,
     start_worker,
 )
-from tests.foundation_fixtures import _fast_password_hashing, _fresh_throttles, dave  # noqa: F401
+from tests.foundation_fixtures import _fresh_throttles, dave  # noqa: F401
 
 # What the worker needs to deliver to the receiver on 127.0.0.1 quickly: the operator setting that allows a
 # private destination, short backoff, few attempts.

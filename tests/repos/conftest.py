@@ -16,7 +16,7 @@ from tests.engine.conftest import (  # noqa: F401  (fixtures)
     sessions_made,
     start_worker,
 )
-from tests.foundation_fixtures import _fast_password_hashing, _fresh_throttles, dave  # noqa: F401
+from tests.foundation_fixtures import _fresh_throttles, dave  # noqa: F401
 from tests.repos.gitserver import GitServer
 from tests.repos.sshserver import SSHServer
 

@@ -6,7 +6,7 @@ import pytest
 from hangar.accounts import tokens
 from hangar.accounts.models import ApiToken, Membership, Role, User
 from hangar.usage.ledger_services import ModelCall, usage_record
-from tests.foundation_fixtures import _fast_password_hashing, _fresh_throttles  # noqa: F401
+from tests.foundation_fixtures import _fresh_throttles  # noqa: F401
 
 
 @pytest.fixture

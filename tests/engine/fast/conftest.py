@@ -27,8 +27,6 @@ def _warm_worker():
 
 @pytest.fixture(autouse=True)
 def _no_slow_set_up(settings):
-    # The personas' passwords are hashed as they are made: PBKDF2's cost alone would be most of a test.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     # A priced model: an unknown one is looked up in LiteLLM's price map, and importing LiteLLM takes
     # seconds (the worker does it once as it starts: hangar.engine.tasks.warm_up_worker).
     settings.HANGAR_MODEL_PRICES = {
