@@ -158,13 +158,19 @@ def due(
     for w in live:
         last = state.get(w.key) or {}
         gap = min(interval_s, SETTLED_GAP_S) if w.key in settled else interval_s
-        if last.get("volume") == w.volume and int(last.get("written_kb", -1)) == w.written_kb:
+        if not changed(w, state):
             unchanged += 1
         elif now - float(last.get("at", 0)) < gap:
             not_due += 1
         else:
             chosen.append((float(last.get("at", 0)), w))
     return [w for _, w in sorted(chosen, key=lambda c: c[0])], unchanged, not_due
+
+
+def changed(w: Live, state: dict[str, dict[str, Any]]) -> bool:
+    """Written since its last checkpoint (another volume counts as changed: its count starts anew)."""
+    last = state.get(w.key) or {}
+    return last.get("volume") != w.volume or int(last.get("written_kb", -1)) != w.written_kb
 
 
 class WrittenDuring(Exception):
@@ -240,8 +246,11 @@ def sweep(
         registered = {key for key, _org, _volume in owners}  # a hibernated workspace keeps its entry
         state = {k: v for k, v in load_state().items() if k in registered}
         at = time.time() if now is None else now
-        sessions = {w.key: (registry.lookup(w.key) or {}).get("session_id") or "" for w in live}
-        quiet = settled([s for s in sessions.values() if s])
+        # Only what changed can be due: an unchanged workspace costs no registry read and no query.
+        sessions = {
+            w.key: (registry.lookup(w.key) or {}).get("session_id") or "" for w in live if changed(w, state)
+        }
+        quiet = settled([s for s in sessions.values() if s]) if sessions else set()
         settled_keys = frozenset(key for key, session_id in sessions.items() if session_id in quiet)
         chosen, report.unchanged, report.not_due = due(live, state, interval_s, at, settled_keys)
         mine_now = ours([sessions[w.key] for w in chosen if sessions[w.key]])
