@@ -28,7 +28,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
-from agent_step import Hangar, Scripted, log  # noqa: E402
+from agent_step import Scripted  # noqa: E402
+from common import log  # noqa: E402
+from hangar_side import Hangar  # noqa: E402
 
 from tests.web.chromium import CHROMIUM, FLAGS  # noqa: E402
 

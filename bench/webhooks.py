@@ -36,7 +36,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "platform"), str(ROOT)]
 os.environ.setdefault("HANGAR_BENCH_DB", "hangar_bench_hooks")
 
-from agent_step import Hangar, Scripted, log  # noqa: E402  (the same deployed rig as the step bench)
+from agent_step import Scripted  # noqa: E402
+from common import log  # noqa: E402
+from hangar_side import Hangar  # noqa: E402  (the same deployed rig as the step bench)
 
 
 def percentile(values: list[float], q: float) -> float:
