@@ -21,11 +21,10 @@ os.environ.setdefault("HANGAR_MODEL_ALLOWED_NETWORKS", "127.0.0.0/8,::1/128")
 os.environ.setdefault("HANGAR_SSO_ALLOWED_NETWORKS", "127.0.0.0/8,::1/128")
 os.environ.setdefault("HANGAR_MCP_ALLOWED_NETWORKS", "127.0.0.0/8,::1/128")
 os.environ.setdefault("HANGAR_ENGINE_QUEUE", f"engine-test-{uuid.uuid4().hex[:8]}")
-# The workers and `up`s the tests start skip Django's system checks, which Celery runs as a worker starts:
-# ~0.5 CPU-s and a second before it takes tasks, over ~160 starts a run (tests/engine/test_loop.py:
-# 38.9 and 34.6 s with them, 30.9 and 29.9 s without). The checks themselves run in every run of the
-# suite (deploy/setup.sh's migrate). Production keeps them: without them a worker's cold sandbox starts
-# were ~100 ms slower in bench/agent_step.py, for a reason not found yet.
+# The workers and `up`s the tests start skip Django's system checks, which Celery runs as a worker starts
+# (CPU and a delay before it takes tasks, at each of a run's many worker starts). The checks still run in
+# every run of the suite (deploy/setup.sh's migrate). Production workers keep them: whether skipping them
+# slows a cold sandbox start (as a few bench runs suggested) is not settled (a77fa23, the stop 36 note).
 os.environ.setdefault("CELERY_SKIP_CHECKS", "1")
 
 _xdist_worker = os.environ.get("PYTEST_XDIST_WORKER", "")
