@@ -4,6 +4,7 @@ nothing runs. Installs, bindings and links are audited."""
 
 import hmac
 import secrets
+from collections.abc import Callable
 
 from django.core import signing
 from django.db import transaction
@@ -291,6 +292,20 @@ def question_answer(
 
 
 # --- what the tasks post (tasks.py): the messages later edits and button presses refer to -----------
+
+
+def thread_status_post_once(*, thread: SlackThread, post: Callable[[], str]) -> str | None:
+    """Post the run's status message with `post` (returns its ts) unless it is posted already; its ts if
+    it was (for an edit instead), None if this call posted it. The thread's row is locked meanwhile, so a
+    status task and the run's finish, both first for a run, post one message, not two."""
+    with transaction.atomic():
+        ts = SlackThread.objects.select_for_update().filter(pk=thread.pk).values_list("status_ts", flat=True)
+        current = ts[0] if ts else ""
+        if current:
+            thread.status_ts = current
+            return current
+        thread_status_posted(thread=thread, ts=post())
+        return None
 
 
 def thread_status_posted(*, thread: SlackThread, ts: str) -> None:

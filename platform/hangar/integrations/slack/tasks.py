@@ -19,14 +19,18 @@ REPLIES = (
 
 
 def status_show(thread: SlackThread, session: Session, done: bool = False) -> None:
-    """Edit the run's status message, or post it if the run has none yet (one per run)."""
+    """Edit the run's status message, or post it if the run has none yet (one per run, however many
+    tasks race for its first post: services.thread_status_post_once)."""
     client = web_client(thread.install)
     text = texts.status_text(session, done=done)
-    if thread.status_ts:
-        client.chat_update(channel=thread.channel_id, ts=thread.status_ts, text=text)
-        return
-    posted = client.chat_postMessage(channel=thread.channel_id, thread_ts=thread.thread_ts, text=text)
-    services.thread_status_posted(thread=thread, ts=posted["ts"])
+    ts = thread.status_ts or services.thread_status_post_once(
+        thread=thread,
+        post=lambda: client.chat_postMessage(
+            channel=thread.channel_id, thread_ts=thread.thread_ts, text=text
+        )["ts"],
+    )
+    if ts:
+        client.chat_update(channel=thread.channel_id, ts=ts, text=text)
 
 
 @shared_task(name="hangar.integrations.slack.status", ignore_result=True)
