@@ -355,6 +355,13 @@ def test_an_admin_sets_the_orgs_instructions_and_a_projects_agents(alice, open_a
     agents.get_by_role("alert").filter(has_text="mode").wait_for()
     assert Project.objects.get(pk=alice.project.pk).agents == {}  # nothing half-written
 
+    # The project list the page reloads after a save is held until the admin has typed again: its
+    # late answer must not overwrite what was typed (it did, and the save sent the old description).
+    held = []
+    page.route(
+        "**/api/orgs/acme/projects/",
+        lambda route: held.append(route) if route.request.method == "GET" else route.continue_(),
+    )
     text.fill('{"reviewer": {"description": "Reviews", "mode": "subagent", "prompt": "Review."}}')
     agents.get_by_role("button", name="Save agents").click()
     agents.get_by_text("Agents saved.").wait_for()
@@ -365,6 +372,12 @@ def test_an_admin_sets_the_orgs_instructions_and_a_projects_agents(alice, open_a
     row = agents.get_by_role("listitem", name="Agent reviewer")
     expect(row.get_by_label("Mode", exact=True)).to_have_value("subagent")
     row.get_by_label("Description").fill("Reviews diffs")
+    expect(agents.get_by_text("Agents saved.")).to_be_hidden()  # an edit since: no longer what is saved
+    assert len(held) == 1
+    with page.expect_response("**/api/orgs/acme/projects/"):
+        held[0].continue_()
+    page.unroute("**/api/orgs/acme/projects/")
+    expect(row.get_by_label("Description")).to_have_value("Reviews diffs")
     agents.get_by_role("button", name="Save agents").click()
     agents.get_by_text("Agents saved.").wait_for()
     assert Project.objects.get(pk=alice.project.pk).agents["reviewer"]["description"] == "Reviews diffs"

@@ -112,6 +112,23 @@ def test_an_admin_changes_a_project_from_its_settings_page(alice, open_app):
     whole(page, "project-settings")
 
 
+def test_what_is_typed_in_one_section_survives_another_sections_save(alice, open_app):
+    page = open_app(alice).page
+    page.goto(f"/o/acme/p/{alice.project.pk}/settings")
+    general = page.get_by_role("form", name="General")
+    general.get_by_label("Name").fill("Not saved yet")
+    limits = page.get_by_role("form", name="Sandbox limits")
+    limits.get_by_label("Memory (MB)").fill("2048")
+    limits.get_by_role("button", name="Save sandbox limits").click()
+    limits.get_by_role("status").get_by_text("Saved.").wait_for()
+    assert Project.objects.get(pk=alice.project.pk).sandbox_memory_mb == 2048
+    expect(general.get_by_label("Name")).to_have_value("Not saved yet")
+    expect(limits.get_by_label("Memory (MB)")).to_have_value("2048")
+    general.get_by_role("button", name="Save general").click()
+    general.get_by_role("status").get_by_text("Saved.").wait_for()
+    assert Project.objects.get(pk=alice.project.pk).name == "Not saved yet"
+
+
 def test_a_member_reads_project_settings_without_changing_them(alice, bob, open_app):
     app = open_app(bob)
     page = app.page

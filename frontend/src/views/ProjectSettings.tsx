@@ -58,6 +58,11 @@ export function ProjectSettings({ org, project, me }: { org: string; project: nu
   );
 }
 
+// What a section last loaded from the server, as one dependency: a section's form is reset when its own
+// fields change there (its save, a reload), never by another section's save, which would drop what was
+// typed here and not saved yet.
+const stored = (...fields: unknown[]) => JSON.stringify(fields);
+
 // One section's form: PATCH what `body()` gives; a 400 shows its message (field: reason) under the form.
 function Section(props: {
   org: string;
@@ -105,7 +110,7 @@ function General({ org, project, models, onSaved }: { org: string; project: Proj
   const [form, setForm] = useState({ name: "", default_model: "", default_agent: "", setup_script: "" });
   useEffect(() => {
     setForm({ name: project.name, default_model: project.default_model, default_agent: project.default_agent, setup_script: project.setup_script });
-  }, [project.id, project.updated_at]);
+  }, [project.id, stored(project.name, project.default_model, project.default_agent, project.setup_script)]);
   const set = (k: keyof typeof form) => (e: React.ChangeEvent<HTMLInputElement | HTMLTextAreaElement | HTMLSelectElement>) =>
     setForm({ ...form, [k]: e.target.value });
   const agents = [...new Set(["build", "plan", ...Object.keys(project.agents ?? {}), form.default_agent])];
@@ -144,7 +149,7 @@ function Limits({ org, project, onSaved }: { org: string; project: Project; onSa
   }) as Record<string, string>;
   const [form, setForm] = useState<Record<string, string>>(initial);
   const [invalid, setInvalid] = useState("");
-  useEffect(() => setForm(initial()), [project.id, project.updated_at]);
+  useEffect(() => setForm(initial()), [project.id, stored(project.sandbox_image, project.model_limits, ...LIMITS.map(([k]) => project[k]))]);
   const body = () => {
     let model_limits: unknown;
     try {
@@ -187,7 +192,7 @@ function Network({ org, project, onSaved }: { org: string; project: Project; onS
   useEffect(() => {
     setPolicy(project.network_policy);
     setHosts(project.network_allowlist);
-  }, [project.id, project.updated_at]);
+  }, [project.id, stored(project.network_policy, project.network_allowlist)]);
   return (
     <Section org={org} project={project} title="Network" id="network-h" invalid={invalid} onSaved={onSaved}
       body={() => ({ network_policy: policy, network_allowlist: hosts.map((h) => h.trim()).filter(Boolean) })}>
@@ -207,7 +212,7 @@ function Network({ org, project, onSaved }: { org: string; project: Project; onS
 function SetupNetwork({ org, project, onSaved }: { org: string; project: Project; onSaved: (p: Project) => void }) {
   const [hosts, setHosts] = useState<string[]>(project.setup_network_allowlist);
   const [invalid, setInvalid] = useState("");
-  useEffect(() => setHosts(project.setup_network_allowlist), [project.id, project.updated_at]);
+  useEffect(() => setHosts(project.setup_network_allowlist), [project.id, stored(project.setup_network_allowlist)]);
   return (
     <Section org={org} project={project} title="Setup hosts" id="setup-hosts-h" invalid={invalid} onSaved={onSaved}
       body={() => ({ setup_network_allowlist: hosts.map((h) => h.trim()).filter(Boolean) })}>
@@ -223,7 +228,7 @@ function SetupNetwork({ org, project, onSaved }: { org: string; project: Project
 function Rules({ org, project, onSaved }: { org: string; project: Project; onSaved: (p: Project) => void }) {
   const [rules, setRules] = useState<Rule[]>(project.permission_rules as Rule[]);
   const [invalid, setInvalid] = useState("");
-  useEffect(() => setRules(project.permission_rules as Rule[]), [project.id, project.updated_at]);
+  useEffect(() => setRules(project.permission_rules as Rule[]), [project.id, stored(project.permission_rules)]);
   return (
     <Section org={org} project={project} title="Permission rules" id="rules-h" invalid={invalid} onSaved={onSaved}
       body={() => ({ permission_rules: rules })}>
@@ -254,7 +259,7 @@ function Headless({ org, project, onSaved }: { org: string; project: Project; on
   const [policy, setPolicy] = useState<Record<string, HeadlessEntry>>({});
   const [members, setMembers] = useState<Member[]>([]);
   const [invalid, setInvalid] = useState("");
-  useEffect(() => setPolicy((project.headless_policy ?? {}) as Record<string, HeadlessEntry>), [project.id, project.updated_at]);
+  useEffect(() => setPolicy((project.headless_policy ?? {}) as Record<string, HeadlessEntry>), [project.id, stored(project.headless_policy)]);
   useEffect(() => {
     get<Member[]>(`/api/orgs/${org}/members/`).then((all) => setMembers(all.filter((m) => ["owner", "admin", "member"].includes(m.role)))).catch(() => setMembers([]));
   }, [org]);
@@ -315,7 +320,7 @@ function Headless({ org, project, onSaved }: { org: string; project: Project; on
 function Agents({ org, project, onSaved }: { org: string; project: Project; onSaved: (p: Project) => void }) {
   const [agents, setAgents] = useState<Record<string, AgentFields>>(project.agents as Record<string, AgentFields>);
   const [invalid, setInvalid] = useState("");
-  useEffect(() => setAgents(project.agents as Record<string, AgentFields>), [project.id, project.updated_at]);
+  useEffect(() => setAgents(project.agents as Record<string, AgentFields>), [project.id, stored(project.agents)]);
   return (
     <Section org={org} project={project} title="Agents" id="agents-h" invalid={invalid} onSaved={onSaved}
       body={() => ({ agents })}>

@@ -74,10 +74,16 @@ function ProjectAgents({ org }: { org: string }) {
   const [saved, setSaved] = useState(false);
   const [invalid, setInvalid] = useState("");
   const [busy, actionError, run] = useAction();
+  // Only a switch of project loads its agents: the list reloaded after a save must not overwrite what
+  // the admin typed while it was on its way.
   useEffect(() => {
     if (project) setAgents((project.agents ?? {}) as Record<string, AgentFields>);
-  }, [project?.id, project?.updated_at]);
-  useEffect(() => setSaved(false), [project?.id]);
+    setSaved(false);
+  }, [project?.id]);
+  const edit = (next: Record<string, AgentFields>) => {
+    setAgents(next);
+    setSaved(false);
+  };
   if (!project) return <section className="card"><ErrorLine error={error} /></section>;
   const save = async (e: React.FormEvent) => {
     e.preventDefault();
@@ -101,7 +107,7 @@ function ProjectAgents({ org }: { org: string }) {
             {projects?.map((p) => <option key={p.id} value={p.id}>{p.name}</option>)}
           </select>
         </label>
-        <AgentsEditor label="Agents" agents={agents} onChange={setAgents} onInvalid={setInvalid} />
+        <AgentsEditor label="Agents" agents={agents} onChange={edit} onInvalid={setInvalid} />
         <p className="muted small">In the JSON view, for example: <code>{JSON.stringify(EXAMPLE)}</code></p>
         <ErrorLine error={invalid || actionError} />
         {saved && <p className="banner ok" role="status">Agents saved.</p>}
