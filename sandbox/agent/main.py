@@ -28,6 +28,7 @@ import os
 import socket
 import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import channel
@@ -41,6 +42,7 @@ from wire import BadRequest, OpError, Writer
 
 STATE_DIR = os.environ.get("HANGAR_STATE_DIR", "/home/hangar/.hangar")
 SOCKET_PATH = os.environ.get("HANGAR_AGENT_SOCKET", "/run/hangar/agent.sock")
+RELAY_CONNECT_WAIT_S = 15.0
 SANDBOX_UID = 1000
 
 
@@ -161,7 +163,17 @@ class Agent:
 def relay() -> None:
     """`main.py --relay`: pipe this process's stdin/stdout to the agent's unix socket."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.connect(SOCKET_PATH)
+    # A relay may start while the container is new (another process's connect, as the engine makes it),
+    # before the agent has bound its socket, its first act: wait for it that long, never fail at once.
+    deadline = time.monotonic() + RELAY_CONNECT_WAIT_S
+    while True:
+        try:
+            sock.connect(SOCKET_PATH)
+            break
+        except (FileNotFoundError, ConnectionRefusedError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
 
     def upstream() -> None:
         while data := os.read(0, 65536):

@@ -45,6 +45,30 @@ def test_a_second_process_reconnects_by_session_id_while_the_first_stays_attache
     assert box.exec("echo parent still fine").exit_code == 0
 
 
+def test_a_second_process_connecting_before_the_agent_listens_waits_for_it(box, docker_client):
+    """A relay that starts before the agent has bound its socket (a container just started: the engine
+    and another process connect at once) waits for it instead of failing the other process's call."""
+    box.exec("true")  # answered: the agent has bound its socket (its first act)
+    container = docker_client.containers.get(box.container_name)
+    moved = "/run/hangar/agent.sock.away"
+
+    def move(source: str, target: str) -> None:
+        code, output = container.exec_run(["mv", source, target], user="root")
+        assert code == 0, output
+
+    move("/run/hangar/agent.sock", moved)  # the agent still listens; the path is not there yet
+    try:
+        threading.Timer(1.0, move, ("/run/hangar/agent.sock.away", "/run/hangar/agent.sock")).start()
+        out = _in_subprocess(f"""
+            from sandbox.manager import DockerSandboxes
+            sb = DockerSandboxes(image="unused").connect({box.session_id!r})
+            print(sb.connection.mode, sb.exec("echo waited").output.strip())
+        """)
+    finally:
+        container.exec_run(["sh", "-c", f"[ -e {moved} ] && mv {moved} /run/hangar/agent.sock"], user="root")
+    assert out.split() == ["relay", "waited"]
+
+
 def test_hibernate_then_resume_keeps_the_workspace_and_snapshots(sandboxes, box, docker_client):
     box.write("persist/me.txt", "still here")
     tree = box.snapshot_track()
