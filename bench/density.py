@@ -264,11 +264,14 @@ def run_step(n: int, args, actor, project, model: dict, bystander_url: str, toke
     from hangar.conversations.models import Session
     from hangar.engine.workspace.sandboxes import manager
 
-    for session in sessions:
+    def destroy(session) -> None:
         try:
             manager().destroy(session.pk)
-        except Exception:
-            pass
+        except Exception as exc:
+            log(f"destroying {session.pk} failed: {exc!r}")
+
+    with ThreadPoolExecutor(8) as pool:  # one at a time took about 5 minutes at 1,000
+        list(pool.map(destroy, sessions))
     Session.objects.filter(pk__in=[s.pk for s in sessions]).delete()
     return result
 
