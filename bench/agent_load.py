@@ -53,11 +53,13 @@ from hosts import REMOTE_ENV, TwoHosts
 STEPS = 5
 
 
-def machine_cpu(workers: list[int]) -> dict[str, float]:
+def machine_cpu(workers: list[int], named: dict[int, str] | None = None) -> dict[str, float]:
     """CPU seconds used so far, by part of the machine: the worker processes, processes inside the
-    sandboxes (docker cgroups), Postgres, Redis, the Docker daemons, this bench process, the rest, and
-    the whole machine (/proc/stat, non-idle). Children that exited count in their parent (cutime)."""
+    sandboxes (docker cgroups), Postgres, Redis, the Docker daemons, this bench process, the processes
+    `named` (pid -> part), the rest, and the whole machine (/proc/stat, non-idle). Children that exited
+    count in their parent (cutime)."""
     hz, parts = os.sysconf("SC_CLK_TCK"), {}
+    named = named or {}
     own = {os.getpid(), *workers}
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -76,7 +78,7 @@ def machine_cpu(workers: list[int]) -> dict[str, float]:
         else:
             if pid == 1:
                 continue  # init: its cutime is every orphan it ever reaped
-            used, part = sum(int(x) for x in fields[11:15]), _part(comm, cgroup)
+            used, part = sum(int(x) for x in fields[11:15]), named.get(pid) or _part(comm, cgroup)
         parts[part] = parts.get(part, 0.0) + used / hz
     ticks = machine_ticks()
     parts["machine"] = (sum(ticks) - ticks[3] - ticks[4]) / hz  # all but idle and iowait

@@ -2,13 +2,17 @@
 
     .venv/bin/python bench/density.py [--steps 50,100,250] [--delay 20] [--turns 3]
 
-At each step N sessions are provisioned (a real sandbox each: sandbox, prompt in flight), then prompted at
-once; the scripted server (`python -m scripted_llm`, its own process) answers every model call after
---delay seconds, as real models do, with a few tool calls (bash, write, read...) before the answer. While
+At each step N sessions are provisioned (a real sandbox each: sandbox, prompt in flight), then prompted;
+the scripted server (`python -m scripted_llm`, its own process) answers every model call after
+--delay seconds, as real models do, with a few tool calls (bash, write, read...) before the answer. The
+prompts arrive spread over one delay (--arrivals spread, as independent users' do) or all at once
+(--arrivals burst: every step of every session then lands in the same instant, and the p99 is the time
+the machine's cores take to clear that herd, not one step's overhead). While
 they run, a bystander (another user of the same org) calls the API (GET its project list) every 0.25 s.
 Reported per step: errors (sessions that did not finish cleanly, provisioning failures), step overhead
 p50/p99 (as bench/agent_load.py: each step's message completed minus the previous one's, minus the
-delay), the bystander's API latency p50/p99, the machine's CPU over the burst (% of all cores), memory per
+delay), the bystander's API latency p50/p99, the machine's CPU over the burst (% of all cores) and per
+model call by part (worker, web, the scripted model server, sandboxes, Postgres, Redis, Docker), memory per
 live sandbox (its cgroup's usage, mean), host memory available and disk free at the step's peak, and the
 first limit hit: the first of errors > 0, step overhead p99 > 500 ms, API p99 > 200 ms, a provisioning
 failure, host memory under 1 GB. The ramp stops at the step that hits one (--keep-going runs them all).
@@ -195,7 +199,9 @@ def sample_sandboxes(ids: dict[str, str]) -> list[float]:
     return out
 
 
-def run_step(n: int, args, actor, project, model: dict, bystander_url: str, token: str, workers) -> dict:
+def run_step(
+    n: int, args, actor, project, model: dict, bystander_url: str, token: str, workers, named: dict[int, str]
+) -> dict:
     from hangar.conversations.services import session_create
     from hangar.engine.services import session_prompt
 
@@ -218,12 +224,15 @@ def run_step(n: int, args, actor, project, model: dict, bystander_url: str, toke
             peak["disk_low_mb"] = min(peak["disk_low_mb"], disk_free_mb())
 
     threading.Thread(target=watch, daemon=True).start()
+    parts_before = agent_load.machine_cpu(worker_pids, named)
     ticks_before, begin = machine_ticks(), time.monotonic()
     with Bystander(bystander_url, token) as bystander:
+        gap = args.delay / n if args.arrivals == "spread" else 0.0
         for i, session in enumerate(sessions):
             # A text of its own: the scripted server keeps each conversation's turn by its first message.
             text = f"density {n}-{i} {uuid.uuid4().hex[:8]}"
             session_prompt(actor=actor, session=session, parts=[{"type": "text", "text": text}])
+            time.sleep(gap)
         time.sleep(min(args.delay / 2, 10))  # every session is waiting on its model now
         sandbox_memory = sample_sandboxes(ids)
         waiting = density_probe.snapshot(worker_pids, set(ids.values()))
@@ -231,6 +240,7 @@ def run_step(n: int, args, actor, project, model: dict, bystander_url: str, toke
         agent_load._wait([s.pk for s in sessions], timeout=args.turns * args.delay * 10 + 300)
     wall = time.monotonic() - begin
     ticks_after = machine_ticks()
+    parts_after = agent_load.machine_cpu(worker_pids, named)
     done.set()
     agent_load.STEPS = args.turns
     overheads, _by_index, errors = agent_load.step_overheads(sessions, args.delay)
@@ -250,6 +260,12 @@ def run_step(n: int, args, actor, project, model: dict, bystander_url: str, toke
         "api_p99_ms": round(percentile(bystander.samples, 0.99), 1) if bystander.samples else None,
         "api_failures": bystander.failures,
         "machine_cpu_pct": round(100 * busy / max(1, total), 1),
+        # Milliseconds of CPU per model call, by part: what one step costs the machine, and who pays it
+        # (the scripted model server stands in for a provider, which would not run on this machine).
+        "cpu_ms_per_call": {
+            part: round((used - parts_before.get(part, 0.0)) * 1000 / max(1, n * args.turns), 1)
+            for part, used in parts_after.items()
+        },
         "memory_per_sandbox_mb": round(statistics.mean(sandbox_memory), 1) if sandbox_memory else None,
         "host_memory_available_low_mb": round(peak["memory_low_mb"]),
         "disk_free_low_mb": round(peak["disk_low_mb"]),
@@ -302,6 +318,16 @@ def main() -> None:
         ("--concurrency", {"type": int, "default": 1000, "help": "threads of the worker"}),
         ("--db-pool", {"type": int, "default": 20, "help": "Postgres pool size of the worker"}),
         ("--keep-going", {"action": "store_true", "help": "run every step, past the first limit"}),
+        (
+            "--arrivals",
+            {
+                "choices": ["spread", "burst"],
+                "default": "spread",
+                "help": "spread: the prompts spread evenly over one model delay, as independent users' "
+                "arrive; burst: all at once, so that every step of every session lands in the same instant "
+                "(a herd: its p99 is the time to clear the herd on this machine's cores)",
+            },
+        ),
     )
     args.workers = 1
     queue = f"density-{uuid.uuid4().hex[:6]}"
@@ -315,11 +341,12 @@ def main() -> None:
     web = Web(env)
     bystander_url = f"http://127.0.0.1:{web.port}/api/orgs/{project.org.slug}/projects/"
     workers, logs = agent_load.start_workers(args, {**env, "HANGAR_DB_POOL_MAX": str(args.db_pool)}, queue)
+    named = {scripted.proc.pid: "scripted_model", web.proc.pid: "web"}
     steps: list[dict] = []
     first_limit = ""
     try:
         for n in [int(x) for x in args.steps.split(",") if x.strip()]:
-            step = run_step(n, args, actor, project, model, bystander_url, token, workers)
+            step = run_step(n, args, actor, project, model, bystander_url, token, workers, named)
             step["limit"] = limit_hit(step)
             steps.append(step)
             log(f"step {n}: {step}")
@@ -336,6 +363,7 @@ def main() -> None:
         {
             "delay_s": args.delay,
             "turns": args.turns,
+            "arrivals": args.arrivals,
             "steps": steps,
             "first_limit": first_limit or None,
             "worker_logs": str(logs),
