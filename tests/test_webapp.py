@@ -1,4 +1,7 @@
-"""The built web app is served at / and at every client route; the server's own prefixes are not."""
+"""The built web app is served at / and at every client route; the server's own prefixes are not; its
+bundle goes compressed and cacheable for good."""
+
+import gzip
 
 import pytest
 from django.conf import settings
@@ -36,3 +39,21 @@ def test_an_unbuilt_app_says_how_to_build_it(client, tmp_path, monkeypatch):
     monkeypatch.setattr(settings, "FRONTEND_DIST", tmp_path / "missing")
     response = client.get("/")
     assert response.status_code == 503 and b"deploy/setup.sh" in response.content
+
+
+def test_the_bundle_goes_gzipped_to_a_browser_that_accepts_it_and_is_cached_for_good(client):
+    bundles = list((settings.FRONTEND_DIST / "assets").glob("index-*.js"))
+    assert bundles, "the web app is not built: run deploy/test.sh (it runs frontend/build.sh)"
+    bundle = bundles[0]
+    url = "/static/assets/" + bundle.name
+
+    zipped = client.get(url, HTTP_ACCEPT_ENCODING="gzip, deflate, br")
+    assert zipped.status_code == 200 and zipped["Content-Encoding"] == "gzip"
+    body = b"".join(zipped.streaming_content)
+    assert gzip.decompress(body) == bundle.read_bytes()
+    assert len(body) < bundle.stat().st_size / 2
+    assert "immutable" in zipped["Cache-Control"]  # its name changes with its content
+
+    plain = client.get(url)
+    assert not plain.has_header("Content-Encoding")
+    assert b"".join(plain.streaming_content) == bundle.read_bytes()

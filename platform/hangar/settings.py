@@ -176,8 +176,8 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
-# Tests and a fresh checkout work before collectstatic has run.
-WHITENOISE_USE_FINDERS = True
+# Before collectstatic too (tests, a fresh checkout); Vite names assets/ by content hash: cached for good.
+WHITENOISE_USE_FINDERS, WHITENOISE_IMMUTABLE_FILE_TEST = True, r"^/static/assets/"
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
