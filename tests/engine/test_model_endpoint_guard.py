@@ -32,13 +32,21 @@ FORGED = [
 
 @pytest.fixture
 def strict(settings):
-    """The operator allows no private network. The direct adapter's keep-alive connections of this thread
-    were opened (and checked) under the tests' loopback allowance: they go, so each call connects anew."""
+    """The operator allows no private network. The keep-alive connections this process holds were opened
+    (and checked) under the tests' loopback allowance, by the direct adapter (this thread's) and by
+    LiteLLM's pooled client (an earlier test's call to the same scripted server): they go, so each call
+    connects anew, where the guard checks it."""
     from hangar.engine.providers import http as direct_http
+    from hangar.engine.providers import litellm_transport
 
     for conn in direct_http._connections().values():
         conn.close()
     direct_http._connections().clear()
+    with litellm_transport._client_lock:
+        handler, litellm_transport._handler = litellm_transport._handler, None
+        litellm_transport._sdk_clients.clear()
+    if handler is not None:
+        handler.client.close()
     settings.HANGAR_MODEL_ALLOWED_NETWORKS = []
     return settings
 
