@@ -47,6 +47,8 @@ class McpServer:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a port just given up (a restart)
             probe.bind(("127.0.0.1", port))
             self.port = probe.getsockname()[1]
+        if not port:  # a new server: what an earlier one on this port counted is not its own
+            self._opens_file().unlink(missing_ok=True)
         sse = transport == "sse"
         self.url = f"http://127.0.0.1:{self.port}/{'sse' if sse else 'mcp'}"
         self.proc = subprocess.Popen(
@@ -62,9 +64,13 @@ class McpServer:
         except httpx.HTTPError:
             return False
 
+    def _opens_file(self) -> Path:
+        return Path(tempfile.gettempdir()) / f"hangar-mcp-{self.port}.opens"
+
     def opens(self) -> int:
-        """Sessions clients opened on it (tests/engine/mcp_server.py counts them)."""
-        path = Path(tempfile.gettempdir()) / f"hangar-mcp-{self.port}.opens"
+        """Sessions clients opened on it (tests/engine/mcp_server.py counts them), and on the server it
+        restarts (one started with the same `port`)."""
+        path = self._opens_file()
         return len(path.read_text().splitlines()) if path.exists() else 0
 
     def stop(self) -> None:
