@@ -55,12 +55,17 @@ def _operator(action: str, host: str) -> None:
 
 
 def _in_b(host_b, session_id: str, command: str) -> int:  # noqa: F811
-    """Run `command` in the session's container on B (beside the step); its exit code, -1 with no container."""
+    """Run `command` in the session's container on B (beside the step); its exit code, -1 with no container
+    or one not running (created and not started yet: the session's cold start on B)."""
     try:
         box = host_b.client.containers.get(containers.session_container_name(session_id))
+        return box.exec_run(["sh", "-c", command]).exit_code
     except docker.errors.NotFound:
         return -1
-    return box.exec_run(["sh", "-c", command]).exit_code
+    except docker.errors.APIError as exc:
+        if exc.status_code == 409:  # "is not running"
+            return -1
+        raise
 
 
 def _seqs(session_id: str) -> list[int]:
