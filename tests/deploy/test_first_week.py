@@ -47,7 +47,7 @@ from tests.engine.conftest import ROOT, destroy_sandboxes
 from tests.opencode.live import OPENCODE_BIN, call, free_port, opencode_env
 from tests.opencode.test_tui import Tui
 from tests.repos.gitserver import GitServer
-from tests.web.chromium import CHROMIUM, FLAGS
+from tests.web.chromium import CHROMIUM, FLAGS, steady
 from tests.web.test_phone_width import OVERFLOW
 
 # browser: two people in Chromium, through no fixture; up.sh, sandboxes and the TUI besides (tests/tiers.py).
@@ -160,7 +160,7 @@ class Person:
     def __init__(self, browser, base: str):
         self.context = browser.new_context(base_url=base, viewport=DESKTOP)
         self.context.set_default_timeout(30_000)
-        self.page = self.context.new_page()
+        self.page = steady(self.context.new_page())
         self.errors: list[str] = []
         self.page.on("pageerror", lambda exc: self.errors.append(str(exc)))
 

@@ -16,3 +16,26 @@ FLAGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+
+
+def steady(page):
+    """`page` whose goto and reload send a navigation again when Chromium dropped it with
+    net::ERR_NETWORK_CHANGED: Chromium aborts what is in flight when an interface appears on the machine,
+    and the tests beside it make Docker networks all the while (the app's own GETs retry by themselves:
+    frontend/src/api/client.ts)."""
+    from playwright.sync_api import Error
+
+    def again(navigate):
+        def navigate_steadily(*args, **kwargs):
+            for _ in range(2):
+                try:
+                    return navigate(*args, **kwargs)
+                except Error as exc:
+                    if "ERR_NETWORK_CHANGED" not in str(exc):
+                        raise
+            return navigate(*args, **kwargs)
+
+        return navigate_steadily
+
+    page.goto, page.reload = again(page.goto), again(page.reload)
+    return page

@@ -22,7 +22,7 @@ from tests.engine.conftest import (  # noqa: F401  (fixtures)
     sessions_made,
 )
 from tests.opencode.live import daphne  # noqa: F401
-from tests.web.chromium import CHROMIUM, FLAGS
+from tests.web.chromium import CHROMIUM, FLAGS, steady
 
 # Playwright's sync API runs its own event loop in this thread; the ORM calls the tests make between
 # page actions are still plain synchronous code.
@@ -62,7 +62,7 @@ class App:
     def __init__(self, browser, base_url: str):
         self.context = browser.new_context(base_url=base_url, viewport=DESKTOP)
         self.context.set_default_timeout(20_000)
-        self.page = self.context.new_page()
+        self.page = steady(self.context.new_page())
         self.errors: list[str] = []
         self.page.on("pageerror", lambda exc: self.errors.append(str(exc)))
 
