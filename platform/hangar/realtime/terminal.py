@@ -103,15 +103,15 @@ class TerminalConsumer(AsyncWebsocketConsumer):
         loop = asyncio.get_running_loop()
         self.output: asyncio.Queue = asyncio.Queue()
 
-        def on_output(data: str) -> None:  # the pty's reader thread
-            loop.call_soon_threadsafe(self.output.put_nowait, data)
-
-        def on_exit(code) -> None:
-            loop.call_soon_threadsafe(self.output.put_nowait, None)
+        def deliver(item: str | None) -> None:  # from the pty's reader thread
+            try:
+                loop.call_soon_threadsafe(self.output.put_nowait, item)
+            except RuntimeError:  # the socket's event loop is closed (its server stopped): no one to tell
+                pass
 
         try:
             self.pty = await sync_to_async(_open_pty, thread_sensitive=False)(
-                spec, cols, rows, on_output, on_exit
+                spec, cols, rows, deliver, lambda _code: deliver(None)
             )
         except Exception:
             log.exception("terminal_open_failed", session=session.pk)
