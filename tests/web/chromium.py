@@ -22,8 +22,17 @@ def steady(page):
     """`page` whose goto and reload send a navigation again when Chromium dropped it with
     net::ERR_NETWORK_CHANGED: Chromium aborts what is in flight when an interface appears on the machine,
     and the tests beside it make Docker networks all the while (the app's own GETs retry by themselves:
-    frontend/src/api/client.ts)."""
-    from playwright.sync_api import Error
+    frontend/src/api/client.ts). And whose screenshot is taken again once when Chromium gave none in its
+    timeout (seen once in a full run, on a page it had just shot at another width in under a second)."""
+    from playwright.sync_api import Error, TimeoutError
+
+    screenshot = page.screenshot
+
+    def screenshot_again(*args, **kwargs):
+        try:
+            return screenshot(*args, **kwargs)
+        except TimeoutError:
+            return screenshot(*args, **kwargs)
 
     def again(navigate):
         def navigate_steadily(*args, **kwargs):
@@ -37,5 +46,5 @@ def steady(page):
 
         return navigate_steadily
 
-    page.goto, page.reload = again(page.goto), again(page.reload)
+    page.goto, page.reload, page.screenshot = again(page.goto), again(page.reload), screenshot_again
     return page
