@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from hangar.accounts.models import Role, User
 from hangar.audit.models import AuditEvent
+from hangar.conversations.host_selectors import host_named
 from hangar.conversations.host_services import (
     HostReport,
     host_heartbeat,
@@ -448,3 +449,23 @@ def test_what_orgs_wrote_on_the_other_hosts_reaches_the_watermark_and_an_import(
     )
     hosts.move_in(session_create(actor=alice.actor, project=alice.project, model={}))
     assert imported == [{"7": 35.0, "8": 1.5}]
+
+
+def test_a_workspace_made_here_before_the_host_registered_binds_once_the_host_reports(
+    alice, settings, tmp_path, monkeypatch
+):
+    """A session whose sandbox this host made before any heartbeat (a worker's first use of a sandbox it
+    made itself: bench/step_cpu.py provisions so) is bound to a host row that exists: the host reports
+    first, instead of the binding failing on the missing row (stop 38: a ForeignKey violation)."""
+    from hangar.engine.workspace.sandboxes import manager
+    from sandbox import registry, volumes
+
+    settings.HANGAR_SANDBOX_HOST = f"unreported-{uuid.uuid4().hex[:6]}"
+    monkeypatch.setattr(volumes, "ROOT", tmp_path)  # this host's registry, holding the one record below
+    session = session_create(actor=alice.actor, project=alice.project, model={})
+    assert registry.register(volumes.session_key(session.pk), {"session_id": session.pk})
+    assert host_named(settings.HANGAR_SANDBOX_HOST) is None
+
+    assert hosts.place_here(session, sandboxes=manager())
+    assert Session.objects.get(pk=session.pk).sandbox_host_id == settings.HANGAR_SANDBOX_HOST
+    assert host_named(settings.HANGAR_SANDBOX_HOST).state == "active"

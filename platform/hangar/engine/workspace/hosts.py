@@ -113,13 +113,13 @@ def place_here(session: Session, sandboxes: HostSandboxes) -> bool:
         if not local:
             move_in(session)  # exported from here, its release not recorded (a crash between the two)
         return False  # its files are here: it stays, whatever the host's state (a busy run finishes first)
-    if not local:  # a workspace made here before the registry recorded hosts needs no placement
+    host = host_named(here)
+    if host is None:  # this process's first use, before its heartbeat registered the host
+        beat_once(sandboxes)
         host = host_named(here)
-        if host is None:  # this process's first use, before its heartbeat registered the host
-            beat_once(sandboxes)
-            host = host_named(here)
-        if host is None:
-            raise SandboxUnavailable(f"sandbox host {here} could not be registered")
+    if host is None:  # the binding below names the host's row
+        raise SandboxUnavailable(f"sandbox host {here} could not be registered")
+    if not local:  # a workspace made here before the registry recorded hosts needs no placement
         try:
             place([view_of(host)], asks_of(session))
         except NoHost as exc:
