@@ -128,6 +128,7 @@ def export(api: docker.APIClient, session_id: str) -> dict[str, Any]:
     mnt = volumes.ensure_mounted(record["volume"])
     tmp = tree.with_name(f".{tree.name}.{uuid.uuid4().hex[:8]}")
     try:
+        _check_room(session_id, mnt, tree.parent)
         proc = subprocess.run(
             [*TAR, "-cf", str(tmp), "-C", str(mnt), "workspace", "state"], capture_output=True
         )
@@ -143,6 +144,20 @@ def export(api: docker.APIClient, session_id: str) -> dict[str, Any]:
     gitops.remove_session(session_id)
     registry.unregister(key)
     return {"bytes": meta["bytes"], "seconds": round(time.monotonic() - started, 3)}
+
+
+def _check_room(session_id: str, mnt: Path, archive: Path) -> None:
+    """Refuse an export the archive has no room for, before writing any of it: what the volume holds
+    (its filesystem's used blocks, more than the compressed tree) against the archive's free space. A
+    full archive found half-way fails too and keeps the workspace; this says why, and writes nothing."""
+    used, free = os.statvfs(mnt), os.statvfs(archive)
+    held = (used.f_blocks - used.f_bfree) * used.f_frsize
+    room = free.f_bavail * free.f_frsize
+    if held > room:
+        raise SandboxError(
+            f"the workspace archive has {room // 2**20} MB free; session {session_id}'s workspace"
+            f" holds {held // 2**20} MB: not exported, it stays on this host"
+        )
 
 
 def import_(

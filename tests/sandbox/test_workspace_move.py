@@ -7,6 +7,7 @@ snapshot history intact; B keeps nothing of it.
 from __future__ import annotations
 
 import os
+import subprocess
 
 import docker.errors
 import pytest
@@ -174,3 +175,27 @@ def test_a_failed_import_gives_the_export_back_and_leaves_no_volume(sandboxes, n
     tree.write_bytes(whole)
     assert import_(sid) is not None
     assert sandboxes.get_or_create(_spec(sid)).read("/workspace/kept.txt").content.endswith("kept")
+
+
+def test_an_archive_without_room_refuses_the_export_and_keeps_the_workspace(
+    sandboxes, new_session_id, archive
+):
+    """A workspace holding more than the archive's free space is not exported: a clear error before a
+    byte is written, the workspace still on this host, nothing left in the archive."""
+    archive.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(archive)], check=True)
+    try:
+        sid = new_session_id()
+        box = sandboxes.get_or_create(_spec(sid))
+        box.exec("head -c 3000000 /dev/urandom > /workspace/big.bin && sync")
+        sandboxes.hibernate(sid)
+        with pytest.raises(
+            SandboxError, match=r"archive has 1 MB free; session .* holds [2-9] MB: not exported"
+        ):
+            export(sandboxes.api, sid)
+        assert os.listdir(archive) == []
+        assert registry.lookup(volumes.session_key(sid)) is not None
+        box = sandboxes.get_or_create(_spec(sid))  # resumes here, its file whole
+        assert box.exec("stat -c %s /workspace/big.bin").output.strip() == "3000000"
+    finally:
+        subprocess.run(["umount", str(archive)], check=True)
