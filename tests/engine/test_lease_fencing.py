@@ -1,6 +1,7 @@
 """One runner per session under stress: the lease keeper has a connection of its own, a run's writes are
 fenced by its lease, and a lost run's command in the sandbox is killed."""
 
+import threading
 import time
 
 import psycopg
@@ -8,6 +9,8 @@ import pytest
 from django.db import connection
 
 from hangar.conversations.models import Event, Part, Session
+from hangar.conversations.services import session_create
+from hangar.engine.run import leases
 from hangar.engine.services import session_prompt
 from hangar.engine.workspace.sandboxes import sandbox_for
 from tests.engine.conftest import text_of, text_prompt, tool_parts, wait_for, wait_idle
@@ -107,3 +110,28 @@ def test_a_killed_workers_command_is_killed_when_another_worker_takes_over(
     assert text_of(session) == "resumed"
     out = sandbox_for(session).exec("pgrep -f 'sleep 30[0]' || echo none").output
     assert out.strip() == "none", "the dead runner's command still runs in the sandbox"
+
+
+def test_the_keeper_reads_every_second_and_renews_every_third_of_the_ttl(alice):
+    """Renewing is a write of every held row: the keeper renews every RENEW_EVERY_S (a third of the TTL)
+    and only reads each second, which is enough to relay an abort and a lease taken away within ~1 s."""
+    session = session_create(actor=alice.actor, project=alice.project, model={})
+    owner = leases.new_owner()
+    assert leases.lease_acquire(session.pk, owner) == ""
+    keeper, abort = leases._Keeper(), threading.Event()
+    lost = keeper.hold(session.pk, owner, abort)
+    try:
+        expiries = set()
+        watch_until = time.monotonic() + leases.RENEW_EVERY_S - 0.5  # the first tick's renewal, no second
+        while time.monotonic() < watch_until:
+            expiries.add(Session.objects.get(pk=session.pk).lease_expires_at)
+            time.sleep(0.2)
+        assert len(expiries) == 2, f"renewed {len(expiries) - 1} times in {leases.RENEW_EVERY_S - 0.5} s"
+        assert keeper.stamp(session.pk) is not None  # the policy stamp, read on every tick
+
+        Session.objects.filter(pk=session.pk).update(abort_requested=True)
+        assert abort.wait(2.5) and not lost.is_set()
+        Session.objects.filter(pk=session.pk).update(lease_owner="intruder:1:abc")
+        assert lost.wait(2.5)
+    finally:
+        keeper.drop(session.pk)

@@ -76,19 +76,19 @@ def session_lease_release(*, session_id: str, owner: str) -> bool:
     return bool(row and row[0])
 
 
-def session_leases_renew(*, owners: dict[str, str], ttl_s: int, using=None) -> dict[str, bool]:
+def session_leases_renew(*, owners: dict[str, str], ttl_s: int, using=None) -> set[str]:
     """Extend every lease in `owners` (session id → owner) still held by that owner, in one statement.
-    Returns {session id: abort requested} for the renewed ones; a missing id was taken away. `using`: a
-    psycopg connection of the caller's own (the lease keeper's), else Django's."""
+    Returns the renewed ids; a missing id was taken away. `using`: a psycopg connection of the caller's
+    own (the lease keeper's), else Django's."""
     ids = list(owners)
     with (using or connection).cursor() as cursor:
         cursor.execute(
             "UPDATE conversations_session AS s SET lease_expires_at = now() + make_interval(secs => %s)"
             " FROM unnest(%s::text[], %s::text[]) AS h(id, owner)"
-            " WHERE s.id = h.id AND s.lease_owner = h.owner RETURNING s.id, s.abort_requested",
+            " WHERE s.id = h.id AND s.lease_owner = h.owner RETURNING s.id",
             [ttl_s, ids, [owners[i] for i in ids]],
         )
-        return {row[0]: row[1] for row in cursor.fetchall()}
+        return {row[0] for row in cursor.fetchall()}
 
 
 def session_abort_clear(*, session_id: str) -> None:

@@ -95,7 +95,10 @@ class Session(models.Model):
     # Run ownership (hangar.engine.run.leases): one runner per session across all workers.
     run_requested = models.BooleanField(default=False, help_text="work is waiting for a runner")
     lease_owner = models.CharField(max_length=100, blank=True)
-    lease_expires_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    # Not indexed: the lease keeper renews it for every running session, and an index on it made each
+    # renewal a new entry in every index of the row (no HOT update). Expired leases are found among the
+    # leased rows (session_leased_idx).
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
     abort_requested = models.BooleanField(default=False)
     # Runs taken over from a runner whose lease expired (it died or stalled), since a run last released
     # the lease: a run that keeps taking its worker down is ended at the crash budget (engine.crash_budget).

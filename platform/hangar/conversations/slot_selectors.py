@@ -1,8 +1,11 @@
 """Reads of per-org fairness (hangar.engine.run.fairness): who waits for a run slot, whose session is running;
-and the policy stamps of running sessions (hangar.engine.turn.live_policy). Not actor-scoped: the runner and the
+and what a lease keeper polls of running sessions: their abort flag and policy stamp (hangar.engine.run.leases,
+hangar.engine.turn.live_policy). Not actor-scoped: the runner and the
 engine's own bookkeeping ask, never a person."""
 
 from __future__ import annotations
+
+from datetime import datetime
 
 from django.db import connection
 
@@ -61,14 +64,16 @@ def sessions_running(session_ids: list[str]) -> set[str]:
         return {row[0] for row in cursor.fetchall()}
 
 
-def policy_stamps(session_ids: list[str], *, using=None) -> dict:
-    """{session id: the later of its project's and org's updated_at}. `using`: a psycopg connection of the
-    caller's own (the lease keeper's), else Django's."""
+def leases_poll(owners: dict[str, str], *, using=None) -> dict[str, tuple[bool, datetime | None]]:
+    """What a lease keeper reads every second, without writing: {session id: (abort requested, policy
+    stamp)} for each session in `owners` (session id -> owner) whose lease that owner still holds; a
+    missing id was taken away. The stamp is the later of its project's and org's updated_at. `using`: a
+    psycopg connection of the caller's own (the lease keeper's), else Django's."""
     with (using or connection).cursor() as cursor:
-        cursor.execute(
-            "SELECT s.id, greatest(p.updated_at, o.updated_at) FROM conversations_session s"
-            " JOIN projects_project p ON p.id = s.project_id JOIN accounts_org o ON o.id = s.org_id"
-            " WHERE s.id = ANY(%s)",
-            [session_ids],
+        cursor.execute(  # ANY(ids), the owner compared here: cheaper than joining on unnest(ids, owners)
+            "SELECT s.id, s.lease_owner, s.abort_requested, greatest(p.updated_at, o.updated_at)"
+            " FROM conversations_session s JOIN projects_project p ON p.id = s.project_id"
+            " JOIN accounts_org o ON o.id = s.org_id WHERE s.id = ANY(%s)",
+            [list(owners)],
         )
-        return {row[0]: row[1] for row in cursor.fetchall()}
+        return {row[0]: (row[2], row[3]) for row in cursor.fetchall() if row[1] == owners[row[0]]}

@@ -1,9 +1,12 @@
 """One runner per session across all workers: a lease on the Session row.
 
 Acquire is one conditional UPDATE (free or expired → mine); a single keeper thread per worker process
-renews every lease the process holds in one UPDATE every second and, in the same statement, reads
-`abort_requested`, so an abort reaches the running step within ~1 s without one DB connection per
-session. A worker killed with SIGKILL stops renewing; after LEASE_TTL the lease is expired and
+reads every lease the process holds once a second (one SELECT: is it still mine, `abort_requested`, the
+policy stamp), so an abort reaches the running step within ~1 s without one DB connection per session,
+and renews them all in one UPDATE every third of LEASE_TTL. Renewing is a write of every held row (a new
+row version, its WAL and its vacuum): at a thousand sessions waiting on their models, renewing every
+second was the largest statement in Postgres (bench/density.py with pg_stat_statements); the reads cost
+a tenth of it. A worker killed with SIGKILL stops renewing; after LEASE_TTL the lease is expired and
 `recover_expired_runs` hands the session to another worker.
 
 The keeper talks to Postgres over a connection of its own, outside Django's pool: when every pooled
@@ -18,6 +21,7 @@ from __future__ import annotations
 import os
 import socket
 import threading
+import time
 import uuid
 from datetime import datetime
 from typing import Any
@@ -31,13 +35,14 @@ from hangar.conversations.loop_services import (
     session_lease_release,
     session_leases_renew,
 )
-from hangar.conversations.slot_selectors import policy_stamps
+from hangar.conversations.slot_selectors import leases_poll
 from hangar.logging import get_logger
 
 log = get_logger(__name__)
 
 LEASE_TTL_S = settings.HANGAR_LEASE_TTL_S
 KEEPER_INTERVAL_S = 1.0
+RENEW_EVERY_S = max(KEEPER_INTERVAL_S, LEASE_TTL_S / 3)  # two renewals may fail before a lease expires
 KEEPER_STATEMENT_TIMEOUT_MS = 3000
 
 
@@ -64,6 +69,7 @@ class _Keeper:
         self._thread: threading.Thread | None = None
         self._conn: psycopg.Connection | None = None
         self._stamps: dict[str, Any] = {}
+        self._renewed_at = 0.0  # time.monotonic() of the last renewal
 
     def hold(self, session_id: str, owner: str, abort: threading.Event) -> threading.Event:
         """Returns a `lost` event, set if the lease was taken away (the runner must stop)."""
@@ -109,7 +115,7 @@ class _Keeper:
                 self._disconnect()  # an idle worker holds no connection for its keeper
                 continue
             try:
-                self._renew(held)
+                self._tick(held)
             except Exception:
                 log.warning("lease_renew_failed", exc_info=True)
                 self._disconnect()  # reconnect on the next tick (e.g. after a Postgres restart)
@@ -118,18 +124,21 @@ class _Keeper:
         """The session's policy stamp as the keeper last read it (None: not read yet)."""
         return self._stamps.get(session_id)
 
-    def _renew(self, held: dict[str, Any]) -> None:
-
+    def _tick(self, held: dict[str, Any]) -> None:
         conn = self._connect()
-        renewed = session_leases_renew(owners={i: held[i][0] for i in held}, ttl_s=LEASE_TTL_S, using=conn)
+        owners = {i: held[i][0] for i in held}
+        if time.monotonic() - self._renewed_at >= RENEW_EVERY_S:
+            # A lease acquired since the last renewal has its full TTL already: renewing it early is safe.
+            session_leases_renew(owners=owners, ttl_s=LEASE_TTL_S, using=conn)
+            self._renewed_at = time.monotonic()
+        polled = leases_poll(owners, using=conn)  # a lease taken away is missing from it
         # Policy changes reach a run between two tool calls of one step (hangar.engine.turn.live_policy).
-        stamps = policy_stamps(list(held), using=conn)
-        self._stamps = stamps  # replaced whole: a reader sees one tick's map or the next's
+        self._stamps = {i: stamp for i, (_abort, stamp) in polled.items()}  # replaced whole: one tick's map
         for session_id, (_owner, abort, lost) in held.items():
-            if session_id not in renewed:
+            if session_id not in polled:
                 lost.set()
                 abort.set()
-            elif renewed[session_id]:
+            elif polled[session_id][0]:
                 abort.set()
 
 
