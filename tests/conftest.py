@@ -12,7 +12,7 @@ from hangar.accounts.actors import Actor
 from hangar.accounts.models import ApiToken, Membership, Org, Role, User
 from hangar.audit.models import ActorType
 from hangar.projects.models import Project
-from tests import db_template, password_hashing, schedule, shared_workers, tiers
+from tests import db_template, password_hashing, sandbox_leftovers, schedule, shared_workers, tiers
 
 password_hashing.install(settings)
 
@@ -111,6 +111,7 @@ def pytest_runtest_logreport(report):
 
 def pytest_sessionfinish(session):
     schedule.write(session)
+    sandbox_leftovers.remove_all()
 
 
 @pytest.fixture(autouse=True)
