@@ -33,7 +33,7 @@ def _fds(pid: int) -> int:
         return 0
 
 
-def _processes(prefix: str) -> list[int]:
+def processes(prefix: str) -> list[int]:
     pids = []
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -70,7 +70,7 @@ def _redis_clients() -> int:
         client.close()
 
 
-def _pss_kb(pid: int) -> int:
+def pss_kb(pid: int) -> int:
     """Proportional set size: a shim's binary pages are shared by every shim, RSS would count them each time."""
     try:
         with open(f"/proc/{pid}/smaps_rollup") as f:
@@ -82,11 +82,11 @@ def _pss_kb(pid: int) -> int:
     return 0
 
 
-def _shims_of(container_ids: set[str]) -> list[int]:
+def shims_of(container_ids: set[str]) -> list[int]:
     """The containerd-shim processes serving these containers (`-id <container id>` on their command line);
     other people's containers on a shared machine have shims too."""
     out = []
-    for pid in _processes("containerd-shim"):
+    for pid in processes("containerd-shim"):
         try:
             args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
@@ -98,11 +98,11 @@ def _shims_of(container_ids: set[str]) -> list[int]:
 
 
 def snapshot(worker_pids: list[int], container_ids: set[str]) -> dict[str, float]:
-    shims = _shims_of(container_ids)
-    dockerd = _processes("dockerd")
+    shims = shims_of(container_ids)
+    dockerd = processes("dockerd")
     containerd = [
         p
-        for p in _processes("containerd")
+        for p in processes("containerd")
         if not Path(f"/proc/{p}/comm").read_text().startswith("containerd-shim")
     ]
     return {
@@ -112,7 +112,7 @@ def snapshot(worker_pids: list[int], container_ids: set[str]) -> dict[str, float
         "pg_connections": _pg_connections(),
         "redis_clients": _redis_clients(),
         "shims": len(shims),
-        "shim_pss_mb": sum(_pss_kb(p) for p in shims) / 1024,
+        "shim_pss_mb": sum(pss_kb(p) for p in shims) / 1024,
         "dockerd_rss_mb": sum(_status(p, "VmRSS") for p in dockerd) / 1024,
         "dockerd_fds": sum(_fds(p) for p in dockerd),
         "containerd_rss_mb": sum(_status(p, "VmRSS") for p in containerd) / 1024,

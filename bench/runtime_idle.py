@@ -22,24 +22,11 @@ from pathlib import Path
 
 import docker
 from common import arguments, emit, log
+from density_probe import processes, pss_kb, shims_of
 
 from sandbox.image import ensure_image
 
 LABEL = "hangar.bench.runtime_idle"
-
-
-def _pids(match) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-            if match(entry.name, (entry / "comm").read_text().strip(), argv):
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
 
 
 def _run_ns(pids: list[int]) -> int:
@@ -51,18 +38,6 @@ def _run_ns(pids: list[int]) -> int:
             except (OSError, ValueError):
                 continue
     return total
-
-
-def _pss_mb(pids: list[int]) -> float:
-    kb = 0
-    for pid in pids:
-        try:
-            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-                if line.startswith("Pss:"):
-                    kb += int(line.split()[1])
-        except OSError:
-            continue
-    return kb / 1024
 
 
 def main() -> None:
@@ -86,15 +61,13 @@ def main() -> None:
                 log_config=docker.types.LogConfig(type="none"),
                 labels={LABEL: run},
             )
-            ids.append(box.id.encode())
+            ids.append(box.id)
         log(f"{len(ids)} idle containers made")
         time.sleep(5)  # their starts settle
-        wanted = set(ids)
-        shims = _pids(
-            lambda _pid, comm, argv: comm.startswith("containerd-shim") and _shim_id(argv) in wanted
-        )
-        containerd = _pids(lambda _pid, comm, _argv: comm == "containerd")
-        dockerd = _pids(lambda _pid, comm, _argv: comm == "dockerd")
+        shims = shims_of(set(ids))
+        every_shim = set(processes("containerd-shim"))
+        containerd = [p for p in processes("containerd") if p not in every_shim]
+        dockerd = processes("dockerd")
         before = [_run_ns(shims), _run_ns(containerd), _run_ns(dockerd)]
         time.sleep(args.window)
         after = [_run_ns(shims), _run_ns(containerd), _run_ns(dockerd)]
@@ -106,7 +79,7 @@ def main() -> None:
                 "shims": len(shims),
                 "window_s": args.window,
                 "shim_cpu_ms_per_s_each": round(per_shim, 3),
-                "shim_pss_mb_each": round(_pss_mb(shims) / max(1, len(shims)), 2),
+                "shim_pss_mb_each": round(sum(pss_kb(p) for p in shims) / 1024 / max(1, len(shims)), 2),
                 # containerd and dockerd serve every container of the engine, these and any other.
                 "containerd_cpu_ms_per_s": round(per_s[1], 2),
                 "dockerd_cpu_ms_per_s": round(per_s[2], 2),
@@ -116,10 +89,6 @@ def main() -> None:
     finally:
         for box in client.containers.list(all=True, filters={"label": f"{LABEL}={run}"}):
             box.remove(force=True)
-
-
-def _shim_id(argv: list[bytes]) -> bytes:
-    return argv[argv.index(b"-id") + 1] if b"-id" in argv else b""
 
 
 if __name__ == "__main__":
