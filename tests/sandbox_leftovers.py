@@ -13,45 +13,24 @@ from __future__ import annotations
 import os
 
 import docker
-import docker.errors
 
-from sandbox import containers, registry, volumes
+from sandbox import registry
 from sandbox.manager import DockerSandboxes
+from sandbox.pool import WarmPool
 
 
-def remove_all() -> int:
-    """Remove every sandbox of this process's root; how many containers went."""
+def remove_all() -> None:
+    """Destroy every session sandbox of this process's root and drain its warm pools' containers."""
     if not os.environ.get("PYTEST_XDIST_WORKER"):
-        return 0
+        return
     try:
-        api = docker.APIClient(timeout=30)
-        api.ping()
+        client = docker.from_env(timeout=30)
+        client.ping()
     except Exception:  # a run without Docker (the fast tier) made none
-        return 0
-    sandboxes = DockerSandboxes()
-    removed = 0
+        return
+    sandboxes = DockerSandboxes(client)
     for key in registry.registered_keys():
-        session_id = (registry.lookup(key) or {}).get("session_id") or key
-        removed += _exists(api, containers.session_container_name(session_id))
-        sandboxes.destroy(session_id)  # container, egress proxy, volume, host git, record
-    for found in api.containers(all=True, filters={"label": f"hangar.root={volumes.root_tag()}"}):
-        removed += _remove(api, found["Id"])
-        if volume := found["Labels"].get("hangar.volume"):
-            volumes.destroy_volume(volume)
-    return removed
-
-
-def _exists(api: docker.APIClient, name: str) -> int:
-    try:
-        api.inspect_container(name)
-        return 1
-    except docker.errors.NotFound:
-        return 0
-
-
-def _remove(api: docker.APIClient, name_or_id: str) -> int:
-    try:
-        api.remove_container(name_or_id, force=True)
-        return 1
-    except docker.errors.NotFound:
-        return 0
+        # container, egress proxy, volume, host git, record
+        sandboxes.destroy((registry.lookup(key) or {}).get("session_id") or key)
+    # Every unclaimed pooled container labelled with this root, any shape, with its volume.
+    WarmPool(0, client=client, image=sandboxes.image).drain()

@@ -4,9 +4,8 @@ Acquire is one conditional UPDATE (free or expired → mine); a single keeper th
 reads every lease the process holds once a second (one SELECT: is it still mine, `abort_requested`, the
 policy stamp), so an abort reaches the running step within ~1 s without one DB connection per session,
 and renews them all in one UPDATE every third of LEASE_TTL. Renewing is a write of every held row (a new
-row version, its WAL and its vacuum): at a thousand sessions waiting on their models, renewing every
-second was the largest statement in Postgres (bench/density.py with pg_stat_statements); the reads cost
-a tenth of it. A worker killed with SIGKILL stops renewing; after LEASE_TTL the lease is expired and
+row version, its WAL and its vacuum), reading is not: with sessions waiting on their models, renewing
+every second was Postgres's largest statement (bench/density.py with pg_stat_statements). A worker killed with SIGKILL stops renewing; after LEASE_TTL the lease is expired and
 `recover_expired_runs` hands the session to another worker.
 
 The keeper talks to Postgres over a connection of its own, outside Django's pool: when every pooled
